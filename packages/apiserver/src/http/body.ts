@@ -1,0 +1,44 @@
+import { badRequest, ApiError } from '@kars/kube-core';
+import { parse as parseYaml } from 'yaml';
+import type { Readable } from 'node:stream';
+
+/** Largest request body accepted, as kube-apiserver (3 MiB). */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Read a request body, refusing anything over {@link MAX_BODY_BYTES} with 413. */
+export async function readBody(req: Readable, declaredLength: number | undefined): Promise<Buffer> {
+  if (declaredLength !== undefined && declaredLength > MAX_BODY_BYTES) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks);
+}
+
+function tooLarge(): ApiError {
+  return new ApiError(413, 'RequestEntityTooLarge', `the request body is too large: limit is ${MAX_BODY_BYTES} bytes`);
+}
+
+/** Decode a body as JSON, or as YAML when the content type says so (apply patches are YAML). */
+export function decodeBody(raw: Buffer, contentType: string | undefined): unknown {
+  const text = raw.toString('utf8');
+  if (text.trim() === '') throw badRequest('the request body is empty');
+  const ct = (contentType ?? '').toLowerCase();
+  if (ct.includes('yaml')) {
+    try {
+      return parseYaml(text, { maxAliasCount: 100 }) as unknown;
+    } catch (err) {
+      throw badRequest(`error decoding YAML: ${err instanceof Error ? err.message : String(err)}`, err);
+    }
+  }
+  if (ct.includes('protobuf')) throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw badRequest(`error decoding JSON: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
+}

@@ -1,0 +1,324 @@
+import { ApiError, badRequest, expired, notFound, parseFieldSelector, parseLabelSelector, toApiError } from '@kars/kube-core';
+import type { KubeObject, Status } from '@kars/kube-core';
+import { timingSafeEqual } from 'node:crypto';
+import type { FieldValidation } from '../admission.js';
+import type { Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource.js';
+import { grKey } from '../registry/resource.js';
+import type { ListOptions, ObjectService, PatchType, Target, WriteOptions } from '../service.js';
+import { selects } from '../watch/cache.js';
+import type { WatchCache, WatchFilter } from '../watch/cache.js';
+import { decodeBody, readBody } from './body.js';
+import type { Req, Res } from './compat.js';
+import { sendJson } from './compat.js';
+import { apiVersions, group, groupList, resourceList } from './discovery.js';
+import { openapiV3 } from './openapi.js';
+import { parseRoute } from './route.js';
+import type { Route } from './route.js';
+import { toTable, wantsTable } from './table.js';
+import type { IncludeObject } from './table.js';
+import { WatchStream } from './watch.js';
+
+/** What the handler needs from the server around it. */
+export interface HandlerContext {
+  registry: Registry;
+  service: ObjectService;
+  cache: WatchCache;
+  token: string;
+  serverAddress: string;
+  bookmarkIntervalMs: number;
+  minRequestTimeoutSeconds: number;
+  /** Called for every new watch stream, so fault injection can find and freeze it. */
+  onWatch: (w: WatchStream, req: Req) => void;
+  /** Test-only fault endpoints; undefined when fault injection is off. */
+  faults?: (action: string, query: URLSearchParams) => Promise<unknown>;
+  log: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+}
+
+const PUBLIC = new Set(['health', 'version']);
+
+const VERSION_INFO = {
+  major: '1',
+  minor: '31',
+  gitVersion: 'v1.31.0-kars',
+  gitCommit: 'kars',
+  gitTreeState: 'clean',
+  buildDate: '2026-11-30T00:00:00Z',
+  goVersion: 'n/a',
+  compiler: 'node',
+  platform: `${process.platform}/${process.arch}`,
+};
+
+function authorized(req: Req, token: string): boolean {
+  const h = req.headers['authorization'];
+  if (typeof h !== 'string' || !h.startsWith('Bearer ')) return false;
+  const got = Buffer.from(h.slice(7).trim());
+  const want = Buffer.from(token);
+  return got.length === want.length && timingSafeEqual(got, want);
+}
+
+function manager(q: URLSearchParams, req: Req): string {
+  const fm = q.get('fieldManager');
+  if (fm) return fm;
+  const ua = req.headers['user-agent'];
+  const prefix = typeof ua === 'string' ? ua.split('/')[0] : '';
+  return prefix && prefix !== '' ? prefix : 'unknown';
+}
+
+function fieldValidation(q: URLSearchParams): FieldValidation {
+  const v = q.get('fieldValidation');
+  if (v === null || v === '') return 'Warn';
+  if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v;
+  throw badRequest(`fieldValidation "${v}" is not one of Ignore, Warn, Strict`);
+}
+
+function patchType(contentType: string | undefined): PatchType {
+  const ct = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
+  switch (ct) {
+    case 'application/merge-patch+json':
+      return 'merge';
+    case 'application/json-patch+json':
+      return 'json';
+    case 'application/strategic-merge-patch+json':
+      return 'strategic';
+    case 'application/apply-patch+yaml':
+    case 'application/apply-patch+cbor':
+      return 'apply';
+    default:
+      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+  }
+}
+
+function intParam(q: URLSearchParams, name: string): number | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw badRequest(`invalid value for ${name}: "${v}"`);
+  return n;
+}
+
+function warningHeaders(warnings: string[]): Record<string, string> {
+  if (warnings.length === 0) return {};
+  return { warning: warnings.map((w) => `299 - "${w.replace(/"/g, '\\"')}"`).join(', ') };
+}
+
+/**
+ * The HTTP request handler: authentication, routing, body decoding, and the mapping of
+ * every failure to a metav1.Status. It never throws; every path answers.
+ */
+export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void {
+  return (req, res) => {
+    handle(ctx, req, res).catch((err: unknown) => {
+      const e = toApiError(err);
+      if (e.code >= 500) ctx.log('error', 'request failed', { method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause.stack : e.message });
+      try {
+        sendJson(res, e.code, e.toStatus());
+      } catch {
+        res.destroy();
+      }
+    });
+  };
+}
+
+async function handle(ctx: HandlerContext, req: Req, res: Res): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://kars.invalid');
+  const route = parseRoute(url.pathname);
+  if (!PUBLIC.has(route.kind) && !authorized(req, ctx.token)) {
+    sendJson(res, 401, new ApiError(401, 'Unauthorized', 'Unauthorized').toStatus());
+    return;
+  }
+  const method = (req.method ?? 'GET').toUpperCase();
+  switch (route.kind) {
+    case 'health':
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return;
+    case 'version':
+      return sendJson(res, 200, VERSION_INFO);
+    case 'legacyRoot':
+      return sendJson(res, 200, apiVersions(ctx.serverAddress));
+    case 'groupList':
+      return sendJson(res, 200, groupList(ctx.registry));
+    case 'group': {
+      const g = group(ctx.registry, route.group);
+      if (!g) throw notFound({ group: '', resource: 'groups', name: route.group });
+      return sendJson(res, 200, g);
+    }
+    case 'resourceList': {
+      const l = resourceList(ctx.registry, route.group, route.version);
+      if (!l) throw notFound({ group: route.group, resource: 'versions', name: route.version });
+      return sendJson(res, 200, l);
+    }
+    case 'faults': {
+      if (!ctx.faults || method !== 'POST') throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      return sendJson(res, 200, await ctx.faults(route.action, url.searchParams));
+    }
+    case 'openapi': {
+      const doc = route.path.startsWith('/openapi/v3') ? openapiV3(ctx.registry, route.path) : undefined;
+      if (doc === undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      return sendJson(res, 200, doc);
+    }
+    case 'unknown':
+      throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+    case 'object':
+      return handleObject(ctx, req, res, route, method, url.searchParams);
+  }
+}
+
+async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extract<Route, { kind: 'object' }>, method: string, q: URLSearchParams): Promise<void> {
+  const ri = ctx.registry.lookup(route.group, route.version, route.resource);
+  if (!ri) throw new ApiError(404, 'NotFound', `the server could not find the requested resource`, { group: route.group, kind: route.resource });
+  if (route.namespace !== undefined && !ri.namespaced) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  if (route.subresource !== undefined && !(route.subresource === 'status' && ri.hasStatus) && !(ri.resource === 'namespaces' && route.subresource === 'finalize')) {
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  if (ri.namespaced && route.namespace === undefined && route.name !== undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  const ns = ri.namespaced ? route.namespace : undefined;
+  const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
+  if (route.subresource === 'status') t.subresource = 'status';
+  const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
+  const dryRun = q.getAll('dryRun').includes('All');
+
+  if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, ri, route.version, ns, route.name, q);
+  if (method === 'GET' && route.name !== undefined) {
+    const obj = ctx.service.get(t);
+    if (wantsTable(req.headers['accept'])) return sendJson(res, 200, toTable(ri, route.version, [obj], { resourceVersion: obj.metadata.resourceVersion }, includeObject(q)));
+    return sendJson(res, 200, obj);
+  }
+  if (method === 'GET') return serveList(ctx, req, res, ri, route.version, ns, q);
+
+  const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
+  if (method === 'POST' && route.name === undefined) {
+    if (ri.namespaced && ns === undefined) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    const body = decodeBody(await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const r = ctx.service.create(t, body, writeOpts());
+    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+  }
+  if (method === 'PUT' && route.name !== undefined) {
+    const body = decodeBody(await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const r = ctx.service.update(t, body, writeOpts());
+    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+  }
+  if (method === 'PATCH' && route.name !== undefined) {
+    const type = patchType(req.headers['content-type']);
+    const body = decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
+    const force = q.get('force') === 'true';
+    if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
+    const r = ctx.service.patch(t, type, body, { ...writeOpts(), force });
+    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+  }
+  if (method === 'DELETE') {
+    const raw = await readBody(req, lengthOf(req));
+    const opts = raw.length > 0 && raw.toString('utf8').trim() !== '' ? (decodeBody(raw, 'application/json') as Record<string, unknown>) : {};
+    const pre = (opts['preconditions'] ?? {}) as Record<string, unknown>;
+    const dr = dryRun || (Array.isArray(opts['dryRun']) && opts['dryRun'].includes('All'));
+    const propagationPolicy = (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
+    const delOpts = { dryRun: dr, ...(typeof pre['uid'] === 'string' ? { preconditionUid: pre['uid'] } : {}), ...(typeof pre['resourceVersion'] === 'string' ? { preconditionRv: pre['resourceVersion'] } : {}), ...(propagationPolicy ? { propagationPolicy } : {}) };
+    if (route.name === undefined) {
+      const list = ctx.service.list(ri, route.version, ns, listOptions(q));
+      const deleted: KubeObject[] = [];
+      for (const body of list.items) {
+        const o = JSON.parse(body) as KubeObject;
+        deleted.push(ctx.service.delete({ ...t, ns: o.metadata.namespace ?? '', name: o.metadata.name ?? '' }, delOpts).object);
+      }
+      return sendJson(res, 200, { apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`, kind: ri.listKind, metadata: {}, items: deleted });
+    }
+    const r = ctx.service.delete(t, delOpts);
+    if (r.gone && !ri.deleteReturnsObject) {
+      const status: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', details: { name: t.name, kind: ri.resource, ...(ri.group ? { group: ri.group } : {}), ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}) }, code: 200 };
+      return sendJson(res, 200, status);
+    }
+    return sendJson(res, 200, r.object);
+  }
+  throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+}
+
+function lengthOf(req: Req): number | undefined {
+  const h = req.headers['content-length'];
+  return typeof h === 'string' && h !== '' ? Number(h) : undefined;
+}
+
+function includeObject(q: URLSearchParams): IncludeObject {
+  const v = q.get('includeObject');
+  return v === 'None' || v === 'Object' ? v : 'Metadata';
+}
+
+function listOptions(q: URLSearchParams): ListOptions {
+  const o: ListOptions = {};
+  const ls = q.get('labelSelector');
+  if (ls) o.labels = parseLabelSelector(ls);
+  const fs = q.get('fieldSelector');
+  if (fs) o.fields = parseFieldSelector(fs);
+  const limit = intParam(q, 'limit');
+  if (limit !== undefined) o.limit = limit;
+  const c = q.get('continue');
+  if (c) o.continueToken = c;
+  return o;
+}
+
+function serveList(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, version: string, ns: string | undefined, q: URLSearchParams): void {
+  const opts = listOptions(q);
+  const r = ctx.service.list(ri, version, ns, opts);
+  const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
+  if (r.continue) meta['continue'] = r.continue;
+  if (r.remainingItemCount !== undefined) meta['remainingItemCount'] = r.remainingItemCount;
+  if (wantsTable(req.headers['accept'])) {
+    return sendJson(res, 200, toTable(ri, version, r.items.map((b) => JSON.parse(b) as KubeObject), meta, includeObject(q)));
+  }
+  const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
+  const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${r.items.join(',')}]}`;
+  sendJson(res, 200, text);
+}
+
+function serveWatch(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, version: string, ns: string | undefined, name: string | undefined, q: URLSearchParams): void {
+  const filter: WatchFilter = { gr: grKey(ri.group, ri.resource) };
+  if (ns !== undefined) filter.ns = ns;
+  const opts = listOptions(q);
+  if (opts.labels) filter.labels = opts.labels;
+  const fields = opts.fields ?? [];
+  if (name !== undefined) fields.push({ field: 'metadata.name', op: '=', value: name });
+  if (fields.length > 0) filter.fields = fields;
+  const timeoutParam = intParam(q, 'timeoutSeconds');
+  const minTimeout = ctx.minRequestTimeoutSeconds;
+  const timeoutMs = (timeoutParam !== undefined && timeoutParam > 0 ? timeoutParam : minTimeout * (1 + Math.random())) * 1000;
+  const table = wantsTable(req.headers['accept']);
+  const include = includeObject(q);
+  const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
+  const stream = new WatchStream(res, {
+    timeoutMs,
+    bookmarks: q.get('allowWatchBookmarks') === 'true',
+    bookmarkIntervalMs: ctx.bookmarkIntervalMs,
+    currentRv: () => ctx.service.currentRv(),
+    apiVersion: table ? 'meta.k8s.io/v1' : apiVersion,
+    kind: table ? 'Table' : ri.kind,
+    maxBuffered: 100_000,
+    render: (d) => {
+      const body = ctx.service.render(ri, version, d.body);
+      return table ? JSON.stringify(toTable(ri, version, [JSON.parse(body) as KubeObject], { resourceVersion: String(d.rv) }, include)) : body;
+    },
+  });
+  ctx.onWatch(stream, req);
+  const rvParam = q.get('resourceVersion');
+  const sendInitial = q.get('sendInitialEvents') === 'true';
+  try {
+    let from: number;
+    if (rvParam === null || rvParam === '' || rvParam === '0' || sendInitial) {
+      const snap = ctx.service.snapshot(ri, ns);
+      for (const body of snap.bodies) {
+        const o = JSON.parse(body) as KubeObject;
+        if (!selects(filter, o)) continue;
+        stream.deliver({ type: 'ADDED', rv: Number(o.metadata.resourceVersion), body });
+      }
+      from = snap.rv;
+      if (sendInitial) stream.bookmark(true);
+    } else {
+      from = Number(rvParam);
+      if (!Number.isInteger(from) || from < 0) throw badRequest(`invalid resource version: "${rvParam}"`);
+    }
+    const stop = ctx.cache.subscribe(filter, from, (d) => stream.deliver(d));
+    stream.onClose(stop);
+  } catch (err) {
+    const e = err instanceof ApiError ? err : toApiError(err);
+    stream.error(e.reason === 'Expired' ? expired(e.message).toStatus() : e.toStatus());
+  }
+}

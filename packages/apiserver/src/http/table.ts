@@ -1,0 +1,73 @@
+import type { KubeObject } from '@kars/kube-core';
+import { isObject } from '@kars/kube-core';
+import type { PrinterColumn, ResourceInfo } from '../registry/resource.js';
+
+/** Evaluate the subset of JSONPath that printer columns use: `.a.b`, `.a[0]`, `.a[?(@.k=="v")].b`. */
+export function evalJsonPath(obj: unknown, path: string): unknown {
+  const tokens = path.replace(/^\{?\s*/, '').replace(/\s*\}?$/, '').match(/\.[^.[]+|\[[^\]]*\]/g) ?? [];
+  let cur: unknown = obj;
+  for (const tok of tokens) {
+    if (cur === undefined || cur === null) return undefined;
+    if (tok.startsWith('.')) {
+      cur = isObject(cur) ? cur[tok.slice(1)] : undefined;
+      continue;
+    }
+    const inner = tok.slice(1, -1);
+    const filter = inner.match(/^\?\(@\.([\w.-]+)\s*==\s*["']?([^"']*)["']?\)$/);
+    if (filter && Array.isArray(cur)) {
+      const [, key = '', want] = filter;
+      cur = cur.find((e) => isObject(e) && String(evalJsonPath(e, `.${key}`)) === want);
+    } else if (/^\d+$/.test(inner) && Array.isArray(cur)) cur = cur[Number(inner)];
+    else if (inner === '*' && Array.isArray(cur)) continue;
+    else return undefined;
+  }
+  return cur;
+}
+
+/** Human duration as kubectl prints ages: 45s, 5m, 3h, 2d. */
+export function humanAge(from: string, now = Date.now()): string {
+  const t = Date.parse(from);
+  if (Number.isNaN(t)) return '<invalid>';
+  const s = Math.max(0, Math.floor((now - t) / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h`;
+  return `${Math.floor(h / 24)}d`;
+}
+
+function cell(obj: KubeObject, col: PrinterColumn, ri: ResourceInfo): unknown {
+  const v = evalJsonPath(obj, col.jsonPath);
+  if (ri.builtin && col.name === 'Data') return (isObject(obj['data']) ? Object.keys(obj['data']).length : 0) + (isObject(obj['binaryData']) ? Object.keys(obj['binaryData']).length : 0);
+  if (v === undefined || v === null) return col.type === 'integer' || col.type === 'number' ? null : '<none>';
+  if (col.type === 'date' && typeof v === 'string') return humanAge(v);
+  if (typeof v === 'object') return JSON.stringify(v);
+  return v;
+}
+
+export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+/** A meta.k8s.io/v1 Table of the given objects, as `kubectl get` asks for it. */
+export function toTable(ri: ResourceInfo, version: string, objects: KubeObject[], listMeta: Record<string, unknown>, include: IncludeObject): Record<string, unknown> {
+  const v = ri.versions.find((x) => x.name === version);
+  const declared = v?.printerColumns ?? [];
+  const columns: PrinterColumn[] = declared.length > 0 ? declared : [{ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }];
+  const columnDefinitions = [
+    { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+    ...columns.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+  ];
+  const rows = objects.map((o) => {
+    const row: Record<string, unknown> = { cells: [o.metadata.name ?? '', ...columns.map((c) => cell(o, c, ri))] };
+    if (include === 'Object') row['object'] = o;
+    else if (include === 'Metadata') row['object'] = { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata };
+    return row;
+  });
+  return { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: listMeta, columnDefinitions, rows };
+}
+
+/** True when the Accept header asks for a Table. */
+export function wantsTable(accept: string | undefined): boolean {
+  return accept !== undefined && /as=Table/.test(accept);
+}

@@ -1,0 +1,124 @@
+import type { KubeObject, Status } from '@kars/kube-core';
+import type { WatchDelivery } from '../watch/cache.js';
+import type { Res } from './compat.js';
+
+/** Options of one watch response. */
+export interface WatchStreamOptions {
+  /** The server's deadline for this watch (timeoutSeconds). */
+  timeoutMs: number;
+  /** Send BOOKMARK events (allowWatchBookmarks). */
+  bookmarks: boolean;
+  bookmarkIntervalMs: number;
+  /** The current revision, for bookmarks. */
+  currentRv: () => number;
+  /** apiVersion and kind stamped on bookmark objects. */
+  apiVersion: string;
+  kind: string;
+  /** Turn a delivery into the object sent (version conversion, tables). */
+  render: (d: WatchDelivery) => string;
+  /** Most lines buffered for a slow client before the watch is closed (kube drops slow watchers too). */
+  maxBuffered: number;
+}
+
+/**
+ * One watch response: newline-delimited JSON events with bookmarks, a deadline and backpressure.
+ * `freeze()` makes it silent forever without closing it, as a dropped load-balancer flow looks.
+ */
+export class WatchStream {
+  private buffered: string[] = [];
+  private waitingDrain = false;
+  private frozen = false;
+  private closed = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly cleanups: Array<() => void> = [];
+
+  constructor(
+    private readonly res: Res,
+    private readonly opts: WatchStreamOptions,
+  ) {
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
+    res.on('close', () => this.close());
+    res.on('drain', () => this.flush());
+    const every = setInterval(() => this.bookmark(), opts.bookmarkIntervalMs);
+    every.unref();
+    this.timers.push(every);
+    if (opts.bookmarks && opts.timeoutMs > 2000) {
+      const before = setTimeout(() => this.bookmark(), opts.timeoutMs - 2000);
+      before.unref();
+      this.timers.push(before);
+    }
+    const end = setTimeout(() => this.end(), opts.timeoutMs);
+    end.unref();
+    this.timers.push(end);
+  }
+
+  /** Register cleanup to run when the watch ends (unsubscribe). */
+  onClose(fn: () => void): void {
+    if (this.closed) fn();
+    else this.cleanups.push(fn);
+  }
+
+  deliver(d: WatchDelivery): void {
+    this.line(`{"type":"${d.type}","object":${this.opts.render(d)}}\n`);
+  }
+
+  /** A BOOKMARK at the current revision; `initialEventsEnd` marks the end of sendInitialEvents. */
+  bookmark(initialEventsEnd = false): void {
+    if (!this.opts.bookmarks) return;
+    const obj: KubeObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, metadata: { resourceVersion: String(this.opts.currentRv()) } };
+    if (initialEventsEnd) obj.metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
+    this.line(`{"type":"BOOKMARK","object":${JSON.stringify(obj)}}\n`);
+  }
+
+  /** Send an ERROR event carrying a Status, then end the watch. */
+  error(status: Status): void {
+    this.line(`{"type":"ERROR","object":${JSON.stringify(status)}}\n`);
+    this.end();
+  }
+
+  /** Stop writing forever but keep the stream open. */
+  freeze(): void {
+    this.frozen = true;
+    this.buffered = [];
+  }
+
+  isFrozen(): boolean {
+    return this.frozen;
+  }
+
+  private line(s: string): void {
+    if (this.closed || this.frozen) return;
+    if (this.waitingDrain) {
+      this.buffered.push(s);
+      if (this.buffered.length > this.opts.maxBuffered) this.end();
+      return;
+    }
+    if (!this.write(s)) this.waitingDrain = true;
+  }
+
+  private flush(): void {
+    this.waitingDrain = false;
+    while (this.buffered.length > 0 && !this.waitingDrain && !this.closed && !this.frozen) {
+      const s = this.buffered.shift() as string;
+      if (!this.write(s)) this.waitingDrain = true;
+    }
+  }
+
+  private write(s: string): boolean {
+    return (this.res as { write(chunk: string): boolean }).write(s);
+  }
+
+  /** End the watch cleanly (the client will resume from its last resourceVersion). */
+  end(): void {
+    if (this.closed) return;
+    if (!this.frozen) this.res.end();
+    this.close();
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    for (const fn of this.cleanups.splice(0)) fn();
+  }
+}

@@ -1,0 +1,2 @@
+export { ApiServer, parseListen } from './server.js';
+export type { ApiServerOptions, FaultInjector, LogFn } from './server.js';

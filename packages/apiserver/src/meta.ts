@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import type { KubeObject, StatusCause } from '@kars/kube-core';
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/** RFC 3339 timestamp with second precision, as Kubernetes writes metadata times. */
+export function nowRfc3339(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** The RFC 3339 time with microseconds, as kube writes MicroTime fields. */
+export function nowMicro(): string {
+  return new Date().toISOString().replace(/Z$/, '000Z');
+}
+
+/** Five random lowercase alphanumerics, as generateName appends. */
+export function randomSuffix(): string {
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  const bytes = randomBytes(5);
+  return [...bytes].map((b) => alphabet[b % alphabet.length]).join('');
+}
+
+/** Check metadata fields that kube-apiserver validates on every object. */
+export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameIsLabel: boolean }): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const m = obj.metadata;
+  const name = m.name ?? '';
+  if (name === '') {
+    causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
+  } else {
+    const re = opts.nameIsLabel ? DNS_LABEL : DNS_SUBDOMAIN;
+    if (!re.test(name) || name.length > (opts.nameIsLabel ? 63 : 253)) {
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.name',
+        message: `Invalid value: "${name}": a lowercase RFC 1123 ${opts.nameIsLabel ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+      });
+    }
+  }
+  for (const [k, v] of Object.entries(m.labels ?? {})) {
+    if (!QUALIFIED_NAME.test(k)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'` });
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'` });
+  }
+  for (const [k, v] of Object.entries(m.annotations ?? {})) {
+    if (!QUALIFIED_NAME.test(k)) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.annotations', message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'` });
+    if (typeof v !== 'string') causes.push({ reason: 'FieldValueTypeInvalid', field: `metadata.annotations[${k}]`, message: 'must be a string' });
+  }
+  if (m.finalizers !== undefined && (!Array.isArray(m.finalizers) || m.finalizers.some((f) => typeof f !== 'string' || !QUALIFIED_NAME.test(f)))) {
+    causes.push({ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: 'each finalizer must be a qualified name' });
+  }
+  return causes;
+}
+
+/** Structural checks on a decoded body: it must be an object with object metadata. */
+export function shapeCauses(body: unknown): StatusCause[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [{ reason: 'FieldValueTypeInvalid', field: '', message: 'the body must be a JSON object' }];
+  const m = (body as Record<string, unknown>)['metadata'];
+  if (m !== undefined && (typeof m !== 'object' || m === null || Array.isArray(m))) return [{ reason: 'FieldValueTypeInvalid', field: 'metadata', message: 'must be an object' }];
+  const labels = (m as Record<string, unknown> | undefined)?.['labels'];
+  if (labels !== undefined && labels !== null && (typeof labels !== 'object' || Array.isArray(labels))) return [{ reason: 'FieldValueTypeInvalid', field: 'metadata.labels', message: 'must be a map of strings' }];
+  return [];
+}
+
+/** Deep JSON equality. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((x, i) => deepEqual(x, bb[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => deepEqual(ao[k], bo[k]));
+}
+
+/** Deep copy of a JSON value. */
+export function clone<T>(v: T): T {
+  return structuredClone(v);
+}

@@ -1,0 +1,258 @@
+import http2 from 'node:http2';
+import type { Socket } from 'node:net';
+import { join, resolve } from 'node:path';
+import { badRequest } from '@kars/kube-core';
+import { FaultRelay } from './faults.js';
+import { createHandler } from './http/handler.js';
+import type { Req } from './http/compat.js';
+import type { WatchStream } from './http/watch.js';
+import { builtinResources } from './registry/builtins.js';
+import { Registry } from './registry/registry.js';
+import { ObjectService } from './service.js';
+import { Store } from './storage/store.js';
+import { writeKubeconfig } from './tls/kubeconfig.js';
+import { ensurePki, ensureToken } from './tls/pki.js';
+import { WatchCache } from './watch/cache.js';
+
+/** Structured log sink; the CLI passes pino, tests pass nothing. */
+export type LogFn = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+
+export interface ApiServerOptions {
+  /** HOST:PORT to listen on; port 0 picks a free port. Default 127.0.0.1:6443. */
+  listen?: string;
+  /** Where state, certificates and the token live. Default .kars/apiserver. */
+  dataDir?: string;
+  /** Where to write the kubeconfig. Default <dataDir>/kubeconfig. */
+  kubeconfigOut?: string;
+  /** Seconds between watch bookmarks. Default 60, as kube-apiserver. */
+  bookmarkIntervalSeconds?: number;
+  /** How many past changes a watch can resume from; older resourceVersions get 410. Default 10000. */
+  historyWindow?: number;
+  /** Watch lifetime when the client sends no timeoutSeconds: random in [t, 2t). Default 1800. */
+  minRequestTimeoutSeconds?: number;
+  /** Put the fault relay in front of the listener and serve /debug/faults/* (tests only). */
+  faultInjection?: boolean;
+  log?: LogFn;
+}
+
+/** Parse HOST:PORT (IPv6 as [::1]:6443). */
+export function parseListen(s: string): { host: string; port: number } {
+  const m = s.match(/^\[([^\]]+)\]:(\d+)$/) ?? s.match(/^([^:]+):(\d+)$/);
+  if (!m) throw badRequest(`--listen must be HOST:PORT, got "${s}"`);
+  const port = Number(m[2]);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw badRequest(`--listen port out of range: "${s}"`);
+  return { host: m[1] ?? '127.0.0.1', port };
+}
+
+/** Faults a test can inject into a running server. */
+export interface FaultInjector {
+  /** Silence every open watch stream and its connection: no bytes, no FIN, no RST. */
+  freezeWatches(): number;
+  /** Reset every open client connection with RST. */
+  resetConnections(): number;
+  /** Forget all history up to now: the next watch resume from an older resourceVersion gets 410. */
+  compact(): number;
+  /** Stop hard (as a crash would) and start again on the same port and data dir. */
+  restart(): Promise<void>;
+}
+
+interface Running {
+  store: Store;
+  service: ObjectService;
+  cache: WatchCache;
+  registry: Registry;
+  server: http2.Http2SecureServer;
+  relay: FaultRelay | undefined;
+  sockets: Set<Socket>;
+  watches: Set<{ stream: WatchStream; port: number | undefined }>;
+}
+
+/**
+ * `kars apiserver`: a Kubernetes-compatible API server over HTTPS (HTTP/2 and HTTP/1.1),
+ * with bearer-token auth, durable SQLite storage and optional fault injection.
+ */
+export class ApiServer {
+  readonly url: string;
+  readonly kubeconfigPath: string;
+  readonly token: string;
+  readonly caCert: string;
+  readonly dataDir: string;
+  /** Present when started with `faultInjection: true`. */
+  readonly faults: FaultInjector | undefined;
+  private running: Running | undefined;
+
+  private constructor(
+    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen'>> & { log: LogFn },
+    private readonly host: string,
+    private port: number,
+    private readonly pki: { caCert: string; serverCert: string; serverKey: string },
+    token: string,
+    kubeconfigPath: string,
+  ) {
+    this.token = token;
+    this.caCert = pki.caCert;
+    this.dataDir = opts.dataDir;
+    this.kubeconfigPath = kubeconfigPath;
+    this.url = '';
+    this.faults = opts.faultInjection ? this.makeFaults() : undefined;
+  }
+
+  /** Start a server; resolves once it accepts requests and the kubeconfig is written. */
+  static async start(options: ApiServerOptions = {}): Promise<ApiServer> {
+    const { host, port } = parseListen(options.listen ?? '127.0.0.1:6443');
+    const dataDir = resolve(options.dataDir ?? '.kars/apiserver');
+    const pki = ensurePki(join(dataDir, 'pki'), [host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host]);
+    const token = ensureToken(join(dataDir, 'token'));
+    const kubeconfigPath = resolve(options.kubeconfigOut ?? join(dataDir, 'kubeconfig'));
+    const log: LogFn = options.log ?? (() => undefined);
+    const srv = new ApiServer(
+      {
+        dataDir,
+        bookmarkIntervalSeconds: options.bookmarkIntervalSeconds ?? 60,
+        historyWindow: options.historyWindow ?? 10_000,
+        minRequestTimeoutSeconds: options.minRequestTimeoutSeconds ?? 1800,
+        faultInjection: options.faultInjection ?? false,
+        log,
+      },
+      host,
+      port,
+      pki,
+      token,
+      kubeconfigPath,
+    );
+    await srv.boot();
+    const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+    (srv as { url: string }).url = `https://${urlHost}:${srv.port}`;
+    writeKubeconfig(kubeconfigPath, srv.url, pki.caCert, token);
+    return srv;
+  }
+
+  private async boot(): Promise<void> {
+    const store = new Store(join(this.opts.dataDir, 'db'), this.opts.historyWindow);
+    const cache = new WatchCache(store.changesAfter(store.oldestResumableRv()), store.oldestResumableRv());
+    const registry = new Registry(builtinResources());
+    const service = new ObjectService(store, registry, cache, (err, what) => this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) }));
+    service.bootstrap();
+    const sockets = new Set<Socket>();
+    const watches = new Set<{ stream: WatchStream; port: number | undefined }>();
+    const handler = createHandler({
+      registry,
+      service,
+      cache,
+      token: this.token,
+      serverAddress: `${this.host}:${this.port}`,
+      bookmarkIntervalMs: this.opts.bookmarkIntervalSeconds * 1000,
+      minRequestTimeoutSeconds: this.opts.minRequestTimeoutSeconds,
+      onWatch: (stream: WatchStream, req: Req) => {
+        const entry = { stream, port: req.socket?.remotePort };
+        watches.add(entry);
+        stream.onClose(() => watches.delete(entry));
+      },
+      ...(this.opts.faultInjection ? { faults: (action: string) => this.runFault(action) } : {}),
+      log: this.opts.log,
+    });
+    const server = http2.createSecureServer({ allowHTTP1: true, cert: this.pki.serverCert, key: this.pki.serverKey, settings: { maxConcurrentStreams: 1000 } }, handler);
+    server.on('connection', (s: Socket) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    server.on('sessionError', () => undefined);
+    server.on('tlsClientError', () => undefined);
+    server.setTimeout(0);
+    let relay: FaultRelay | undefined;
+    if (this.opts.faultInjection) {
+      const internalPort = await listen(server, '127.0.0.1', 0);
+      relay = new FaultRelay(internalPort);
+      this.port = await relay.listen(this.host, this.port);
+    } else {
+      this.port = await listen(server, this.host, this.port);
+    }
+    this.running = { store, service, cache, registry, server, relay, sockets, watches };
+  }
+
+  /** Stop accepting requests, end watches and connections, close storage. */
+  async stop(): Promise<void> {
+    const r = this.running;
+    if (!r) return;
+    this.running = undefined;
+    r.service.close();
+    if (r.relay) await r.relay.close();
+    for (const w of [...r.watches]) w.stream.end();
+    for (const s of r.sockets) s.destroy();
+    await new Promise<void>((res) => r.server.close(() => res()));
+    r.store.close();
+  }
+
+  private makeFaults(): FaultInjector {
+    return {
+      freezeWatches: () => {
+        const r = this.requireRunning();
+        const ports = new Set<number>();
+        let n = 0;
+        for (const w of r.watches) {
+          if (w.stream.isFrozen()) continue;
+          w.stream.freeze();
+          n++;
+          if (w.port !== undefined) ports.add(w.port);
+        }
+        r.relay?.freeze(ports);
+        this.opts.log('warn', 'fault: froze watch streams', { streams: n, connections: ports.size });
+        return n;
+      },
+      resetConnections: () => {
+        const r = this.requireRunning();
+        const n = r.relay ? r.relay.resetAll() : 0;
+        for (const s of r.sockets) s.destroy();
+        this.opts.log('warn', 'fault: reset connections', { connections: n });
+        return n;
+      },
+      compact: () => {
+        const r = this.requireRunning();
+        const rv = r.store.currentRv();
+        r.store.compact(rv);
+        r.cache.compact(rv);
+        this.opts.log('warn', 'fault: compacted history', { rv });
+        return rv;
+      },
+      restart: async () => {
+        this.opts.log('warn', 'fault: restarting');
+        await this.stop();
+        await this.boot();
+      },
+    };
+  }
+
+  private async runFault(action: string): Promise<unknown> {
+    const f = this.faults;
+    if (!f) throw badRequest('fault injection is off');
+    switch (action) {
+      case 'freeze':
+        return { frozen: f.freezeWatches() };
+      case 'reset':
+        return { reset: f.resetConnections() };
+      case 'compact':
+        return { compactedTo: f.compact() };
+      case 'restart':
+        setImmediate(() => void f.restart().catch((err: unknown) => this.opts.log('error', 'restart failed', { err: String(err) })));
+        return { restarting: true };
+      default:
+        throw badRequest(`unknown fault "${action}": use freeze, reset, compact or restart`);
+    }
+  }
+
+  private requireRunning(): Running {
+    if (!this.running) throw new Error('kars apiserver is not running');
+    return this.running;
+  }
+}
+
+function listen(server: http2.Http2SecureServer, host: string, port: number): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const a = server.address();
+      resolvePort(typeof a === 'object' && a !== null ? a.port : port);
+    });
+  });
+}

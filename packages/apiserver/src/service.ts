@@ -1,0 +1,717 @@
+import { randomUUID } from 'node:crypto';
+import { ApiError, alreadyExists, badRequest, conflict, invalid, isObject, notFound } from '@kars/kube-core';
+import type { FieldRequirement, KubeObject, LabelSelector, StatusCause } from '@kars/kube-core';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError, serverSideApply, trackUpdate } from '@kars/kube-patch';
+import type { FieldOptions } from '@kars/kube-patch';
+import { admitCustomResource } from './admission.js';
+import type { FieldValidation } from './admission.js';
+import { clone, deepEqual, nowRfc3339, randomSuffix, shapeCauses, validateMeta } from './meta.js';
+import { resourceFromCrd } from './registry/crd.js';
+import type { Registry } from './registry/registry.js';
+import { grKey, servedVersion, storageVersion } from './registry/resource.js';
+import type { ResourceInfo, VersionInfo } from './registry/resource.js';
+import type { ChangeRecord, Store } from './storage/store.js';
+import { selects } from './watch/cache.js';
+import type { WatchCache } from './watch/cache.js';
+
+/** Which object a request is about. `ns` is '' for cluster-scoped resources. */
+export interface Target {
+  ri: ResourceInfo;
+  version: string;
+  ns: string;
+  name: string;
+  subresource?: 'status';
+}
+
+/** Options common to writes. */
+export interface WriteOptions {
+  dryRun: boolean;
+  manager: string;
+  fieldValidation: FieldValidation;
+}
+
+export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
+
+/** The result of a write: the object as stored, the HTTP status, and warnings for the client. */
+export interface WriteResult {
+  object: KubeObject;
+  code: number;
+  warnings: string[];
+}
+
+/** The result of a list: bodies already rendered at the requested version. */
+export interface ListResult {
+  rv: number;
+  items: string[];
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+export interface ListOptions {
+  labels?: LabelSelector;
+  fields?: FieldRequirement[];
+  limit?: number;
+  continueToken?: string;
+}
+
+const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
+const NS_GR = grKey('', 'namespaces');
+const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+
+function target(t: Target): { group: string; resource: string; name: string; kind: string } {
+  return { group: t.ri.group, resource: t.ri.resource, name: t.name, kind: t.ri.kind };
+}
+
+function apiVersionOf(ri: ResourceInfo, version: string): string {
+  return ri.group === '' ? version : `${ri.group}/${version}`;
+}
+
+function parse(body: string): KubeObject {
+  return JSON.parse(body) as KubeObject;
+}
+
+/** Everything outside metadata (and outside status when status is a subresource): what bumps generation. */
+function specPart(obj: KubeObject, ri: ResourceInfo): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'metadata' || k === 'apiVersion' || k === 'kind') continue;
+    if (k === 'status' && ri.hasStatus) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
+  const strip = (o: KubeObject): KubeObject => {
+    const c = clone(o);
+    if (c.metadata.managedFields) c.metadata.managedFields = c.metadata.managedFields.map((e) => ({ ...e, time: '' }));
+    return c;
+  };
+  return deepEqual(strip(a), strip(b));
+}
+
+/**
+ * The object service: kube-apiserver's generic registry semantics over the {@link Store}.
+ * Every write runs synchronously inside one SQLite transaction, so concurrent requests are
+ * serialised and optimistic concurrency is exact: for each resourceVersion exactly one update wins.
+ */
+export class ObjectService {
+  /** Follow-up work (garbage collection, namespace and CRD cleanup) runs after the write that caused it. */
+  private readonly followUps: Array<() => void> = [];
+  private followUpScheduled = false;
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly registry: Registry,
+    private readonly cache: WatchCache,
+    private readonly onError: (err: unknown, what: string) => void,
+  ) {}
+
+  /** Load CRDs from storage into the registry and create the system namespaces on first start. */
+  bootstrap(): void {
+    for (const row of this.scan(CRD_GR, undefined)) {
+      const crd = parse(row.body);
+      const { info } = resourceFromCrd(crd);
+      if (info) this.registry.set(info);
+      if (crd.metadata.deletionTimestamp) this.enqueue(() => this.finishCrdDeletion(crd.metadata.name ?? ''));
+    }
+    const nsInfo = this.registry.get('', 'namespaces');
+    if (!nsInfo) return;
+    for (const name of SYSTEM_NAMESPACES) {
+      if (this.store.get(NS_GR, '', name)) continue;
+      this.create({ ri: nsInfo, version: 'v1', ns: '', name }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' });
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** The newest committed resourceVersion. */
+  currentRv(): number {
+    return this.store.currentRv();
+  }
+
+  /** Render a stored body at the version the client asked for. */
+  render(ri: ResourceInfo, version: string, body: string): string {
+    if (version === storageVersion(ri)) return body;
+    const obj = parse(body);
+    obj.apiVersion = apiVersionOf(ri, version);
+    return JSON.stringify(obj);
+  }
+
+  get(t: Target): KubeObject {
+    const row = this.store.get(grKey(t.ri.group, t.ri.resource), t.ns, t.name);
+    if (!row) throw notFound(target(t));
+    return parse(this.render(t.ri, t.version, row.body));
+  }
+
+  /** Read rows of one resource in key order, in pages, without loading everything at once. */
+  *scan(gr: string, ns: string | undefined, after = { ns: '', name: '' }): Generator<{ ns: string; name: string; body: string }> {
+    let cursor = after;
+    for (;;) {
+      const rows = this.store.list(gr, ns, cursor, 500);
+      for (const r of rows) yield r;
+      const last = rows[rows.length - 1];
+      if (!last || rows.length < 500) return;
+      cursor = { ns: last.ns, name: last.name };
+    }
+  }
+
+  list(ri: ResourceInfo, version: string, ns: string | undefined, opts: ListOptions): ListResult {
+    const gr = grKey(ri.group, ri.resource);
+    let after = { ns: '', name: '' };
+    let rv = this.store.currentRv();
+    if (opts.continueToken) {
+      try {
+        const tok = JSON.parse(Buffer.from(opts.continueToken, 'base64url').toString('utf8')) as { rv: number; ns: string; name: string };
+        if (typeof tok.rv !== 'number' || typeof tok.ns !== 'string' || typeof tok.name !== 'string') throw new Error('bad token');
+        after = { ns: tok.ns, name: tok.name };
+        rv = tok.rv;
+      } catch (err) {
+        throw badRequest('continue key is not valid: malformed token', err);
+      }
+    }
+    const filtering = (opts.labels?.length ?? 0) > 0 || (opts.fields?.length ?? 0) > 0;
+    const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
+    const items: string[] = [];
+    let lastKey: { ns: string; name: string } | undefined;
+    let more = false;
+    for (const row of this.scan(gr, ns, after)) {
+      if (items.length >= limit) {
+        more = true;
+        break;
+      }
+      lastKey = { ns: row.ns, name: row.name };
+      if (filtering && !selects({ gr, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.fields ? { fields: opts.fields } : {}) }, parse(row.body))) continue;
+      items.push(this.render(ri, version, row.body));
+    }
+    const res: ListResult = { rv, items };
+    if (more && lastKey) {
+      res.continue = Buffer.from(JSON.stringify({ rv, ...lastKey }), 'utf8').toString('base64url');
+      if (!filtering) {
+        const total = this.store.count(gr, ns);
+        const passed = this.countUpTo(gr, ns, lastKey);
+        res.remainingItemCount = Math.max(0, total - passed);
+      }
+    }
+    return res;
+  }
+
+  private countUpTo(gr: string, ns: string | undefined, key: { ns: string; name: string }): number {
+    let n = 0;
+    for (const row of this.scan(gr, ns)) {
+      n++;
+      if (row.ns === key.ns && row.name === key.name) break;
+    }
+    return n;
+  }
+
+  /** Current state at the current revision, for a watch that starts without a resourceVersion. */
+  snapshot(ri: ResourceInfo, ns: string | undefined): { rv: number; bodies: string[] } {
+    const gr = grKey(ri.group, ri.resource);
+    return { rv: this.store.currentRv(), bodies: [...this.scan(gr, ns)].map((r) => r.body) };
+  }
+
+  // ---- writes ----
+
+  /** Decode and sanity-check a request body into an object for this target. */
+  private coerceBody(t: Target, body: unknown, forCreate: boolean): KubeObject {
+    const causes = shapeCauses(body);
+    if (causes.length > 0) throw invalid(target(t), causes);
+    const obj = clone(body) as KubeObject;
+    obj.metadata ??= {};
+    const want = apiVersionOf(t.ri, t.version);
+    if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
+    if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
+    if (obj.apiVersion !== want) throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${want})`);
+    if (obj.kind !== t.ri.kind) throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${t.ri.kind})`);
+    if (t.ri.namespaced) {
+      if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== '' && obj.metadata.namespace !== t.ns) {
+        throw badRequest(`the namespace of the provided object does not match the namespace sent on the request`);
+      }
+      obj.metadata.namespace = t.ns;
+    } else {
+      delete obj.metadata.namespace;
+    }
+    if (!forCreate && obj.metadata.name !== undefined && obj.metadata.name !== t.name) {
+      throw badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${t.name})`);
+    }
+    return obj;
+  }
+
+  private versionInfo(t: Target): VersionInfo {
+    const v = servedVersion(t.ri, t.version);
+    if (!v) throw notFound(target(t));
+    return v;
+  }
+
+  private fieldOptions(t: Target): FieldOptions {
+    const v = servedVersion(t.ri, t.version);
+    const o: FieldOptions = { ignoreStatus: t.ri.hasStatus && t.subresource !== 'status' };
+    if (v?.listKeys) o.listKeys = v.listKeys;
+    return o;
+  }
+
+  /** Admission shared by every write: metadata validation, custom-resource schema and CEL, CRD checks. */
+  private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, fv: FieldValidation): { obj: KubeObject; warnings: string[] } {
+    const warnings: string[] = [];
+    const causes: StatusCause[] = validateMeta(obj, { namespaced: t.ri.namespaced, nameIsLabel: t.ri.resource === 'namespaces' });
+    let out = obj;
+    if (!t.ri.builtin) {
+      const r = admitCustomResource(this.versionInfo(t), obj, old);
+      out = r.object;
+      causes.push(...r.causes);
+      if (r.unknownFields.length > 0) {
+        const msgs = r.unknownFields.map((p) => `unknown field "${p}"`);
+        if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
+        if (fv === 'Warn') warnings.push(...msgs);
+      }
+    }
+    if (grKey(t.ri.group, t.ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);
+    if (causes.length > 0) throw invalid(target(t), causes);
+    return { obj: out, warnings };
+  }
+
+  private requireNamespace(t: Target): void {
+    if (!t.ri.namespaced) return;
+    const row = this.store.get(NS_GR, '', t.ns);
+    if (!row) throw notFound({ group: '', resource: 'namespaces', name: t.ns, kind: 'Namespace' });
+    if (parse(row.body).metadata.deletionTimestamp) {
+      throw new ApiError(403, 'Forbidden', `${t.ri.resource} "${t.name}" is forbidden: unable to create new content in namespace ${t.ns} because it is being terminated`);
+    }
+  }
+
+  /** Prepare a new object for storage: server-owned metadata, status, generation. */
+  private finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
+    const m = obj.metadata;
+    if (m.resourceVersion !== undefined && m.resourceVersion !== '') throw badRequest('resourceVersion should not be set on objects to be created');
+    m.uid = randomUUID();
+    m.creationTimestamp = nowRfc3339();
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+    if (t.ri.tracksGeneration) m.generation = 1;
+    else delete m.generation;
+    if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
+    if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
+    return obj;
+  }
+
+  /** Carry server-owned fields from the old object into an update and maintain generation. */
+  private finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): KubeObject {
+    const m = obj.metadata;
+    m.uid = old.metadata.uid ?? '';
+    m.creationTimestamp = old.metadata.creationTimestamp ?? '';
+    m.name = old.metadata.name ?? t.name;
+    if (old.metadata.deletionTimestamp) m.deletionTimestamp = old.metadata.deletionTimestamp;
+    else delete m.deletionTimestamp;
+    if (old.metadata.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
+    if (t.subresource === 'status') {
+      const next = clone(old);
+      if (obj['status'] === undefined) delete next['status'];
+      else next['status'] = obj['status'];
+      if (m.managedFields) next.metadata.managedFields = m.managedFields;
+      return next;
+    }
+    if (t.ri.hasStatus) {
+      if (old['status'] === undefined) delete obj['status'];
+      else obj['status'] = old['status'];
+    }
+    return obj;
+  }
+
+  /**
+   * The single write path. `compute` sees the current object (or undefined) and returns the new
+   * object, or throws an ApiError. Runs inside one transaction; nothing is stored if it throws.
+   */
+  private write(t: Target, opts: WriteOptions, compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean }): WriteResult {
+    const gr = grKey(t.ri.group, t.ri.resource);
+    let result: WriteResult | undefined;
+    const { changes } = this.store.commit((stage) => {
+      const row = this.store.get(gr, t.ns, t.name);
+      const old = row ? parse(row.body) : undefined;
+      const { obj, warnings, created } = compute(old);
+      obj.apiVersion = apiVersionOf(t.ri, storageVersion(t.ri));
+      if (old && !created && sameIgnoringManagedTimes({ ...old, metadata: { ...old.metadata, resourceVersion: '' } }, { ...obj, metadata: { ...obj.metadata, resourceVersion: '' } })) {
+        result = { object: old, code: 200, warnings };
+        return;
+      }
+      const finalDelete = !created && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0;
+      if (opts.dryRun) {
+        obj.metadata.resourceVersion = old?.metadata.resourceVersion ?? '';
+        result = { object: obj, code: created ? 201 : 200, warnings };
+        return;
+      }
+      const prev = row ? row.body : null;
+      const rec = stage({
+        gr,
+        ns: t.ns,
+        name: t.name,
+        type: finalDelete ? 'DELETED' : created ? 'ADDED' : 'MODIFIED',
+        prev,
+        render: (rv) => {
+          obj.metadata.resourceVersion = String(rv);
+          return JSON.stringify(obj);
+        },
+      });
+      result = { object: parse(rec.body), code: created ? 201 : 200, warnings };
+    });
+    this.afterCommit(changes);
+    if (!result) throw new Error('write produced no result');
+    result.object = parse(this.render(t.ri, t.version, JSON.stringify(result.object)));
+    return result;
+  }
+
+  create(t: Target, body: unknown, opts: WriteOptions): WriteResult {
+    if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+    const obj = this.coerceBody(t, body, true);
+    if ((obj.metadata.name ?? '') === '' && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix();
+    const name = obj.metadata.name ?? '';
+    if (name === '') throw invalid(target({ ...t, name }), [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
+    const tt: Target = { ...t, name };
+    this.requireNamespace(tt);
+    return this.write(tt, opts, (old) => {
+      if (old) throw alreadyExists(target(tt));
+      const admitted = this.admitObject(tt, obj, undefined, opts.fieldValidation);
+      const fresh = this.finalizeForCreate(tt, admitted.obj);
+      const tracked = trackUpdate(undefined, fresh, opts.manager, apiVersionOf(tt.ri, tt.version), nowRfc3339(), undefined, this.fieldOptions(tt));
+      return { obj: tracked, warnings: admitted.warnings, created: true };
+    });
+  }
+
+  update(t: Target, body: unknown, opts: WriteOptions): WriteResult {
+    const obj = this.coerceBody(t, body, false);
+    obj.metadata.name = t.name;
+    return this.write(t, opts, (old) => {
+      if (!old) throw notFound(target(t));
+      const rv = obj.metadata.resourceVersion;
+      if (rv === undefined || rv === '') {
+        if (!t.ri.allowUnconditionalUpdate) throw invalid(target(t), [{ reason: 'FieldValueRequired', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+      } else if (rv !== old.metadata.resourceVersion) {
+        throw conflict(target(t), 'the object has been modified; please apply your changes to the latest version and try again');
+      }
+      return this.updateFrom(t, old, obj, opts);
+    });
+  }
+
+  private updateFrom(t: Target, old: KubeObject, obj: KubeObject, opts: WriteOptions, tracked = false): { obj: KubeObject; warnings: string[]; created: boolean } {
+    const next = this.finalizeForUpdate(t, old, obj);
+    const admitted = this.admitObject(t, next, old, opts.fieldValidation);
+    bumpGeneration(t.ri, old, admitted.obj);
+    const withFields = tracked ? admitted.obj : trackUpdate(old, admitted.obj, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, this.fieldOptions(t));
+    return { obj: withFields, warnings: admitted.warnings, created: false };
+  }
+
+  patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): WriteResult {
+    if (type === 'strategic' && !t.ri.strategic) {
+      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+    }
+    if (type === 'apply' && (opts.manager === '' || opts.manager === undefined)) throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    return this.write(t, opts, (old) => {
+      if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
+      if (!old) throw notFound(target(t));
+      let patched: unknown;
+      try {
+        const base = this.render(t.ri, t.version, JSON.stringify(old));
+        const live = JSON.parse(base) as unknown;
+        if (type === 'merge') patched = applyMergePatch(live, patchBody);
+        else if (type === 'json') patched = applyJsonPatch(live, patchBody);
+        else patched = applyStrategicMergePatch(live, patchBody, t.ri.strategic ?? { mergeKeys: {} });
+      } catch (err) {
+        if (err instanceof PatchError) {
+          if (err.code === 'KARS_PATCH_TEST_FAILED') throw invalid(target(t), [{ reason: 'FieldValueInvalid', field: '', message: err.message }]);
+          throw badRequest(err.message, err);
+        }
+        throw err;
+      }
+      const obj = this.coerceBody(t, patched, false);
+      const rv = obj.metadata.resourceVersion;
+      if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion) {
+        throw conflict(target(t), 'the object has been modified; please apply your changes to the latest version and try again');
+      }
+      return this.updateFrom(t, old, obj, opts);
+    });
+  }
+
+  private applyPatch(t: Target, old: KubeObject | undefined, patchBody: unknown, opts: WriteOptions & { force: boolean }): { obj: KubeObject; warnings: string[]; created: boolean } {
+    if (!isObject(patchBody)) throw badRequest('the apply configuration must be an object');
+    const applied = clone(patchBody);
+    const meta = isObject(applied['metadata']) ? applied['metadata'] : undefined;
+    if (meta && meta['name'] !== undefined && meta['name'] !== t.name) throw badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${t.name})`);
+    if (old === undefined) this.requireNamespace(t);
+    if (t.ri.namespaced && meta && meta['namespace'] === undefined) meta['namespace'] = t.ns;
+    const live = old ? (JSON.parse(this.render(t.ri, t.version, JSON.stringify(old))) as KubeObject) : undefined;
+    let res;
+    try {
+      res = serverSideApply({ live, applied, manager: opts.manager, force: opts.force, apiVersion: apiVersionOf(t.ri, t.version), now: nowRfc3339(), ...(t.subresource ? { subresource: t.subresource } : {}), options: this.fieldOptions(t) });
+    } catch (err) {
+      if (err instanceof PatchError) throw badRequest(err.message, err);
+      throw err;
+    }
+    if (!res.ok) {
+      const causes = res.conflicts.map((c) => ({ reason: 'FieldManagerConflict', field: c.field, message: `conflict with "${c.manager}"` }));
+      throw conflict(target(t), applyConflictMessage(res.conflicts), causes);
+    }
+    const obj = this.coerceBody(t, res.object, old === undefined);
+    obj.metadata.name = t.name;
+    if (!old) {
+      const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
+      return { obj: this.finalizeForCreate(t, admitted.obj), warnings: admitted.warnings, created: true };
+    }
+    return this.updateFrom(t, old, obj, opts, true);
+  }
+
+  /** Delete an object: with finalizers it is only marked (deletionTimestamp); otherwise it is removed. */
+  delete(t: Target, opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string }): { object: KubeObject; gone: boolean } {
+    const gr = grKey(t.ri.group, t.ri.resource);
+    let out: { object: KubeObject; gone: boolean } | undefined;
+    const { changes } = this.store.commit((stage) => {
+      const row = this.store.get(gr, t.ns, t.name);
+      if (!row) throw notFound(target(t));
+      const old = parse(row.body);
+      if (opts.preconditionUid && opts.preconditionUid !== old.metadata.uid) {
+        throw conflict(target(t), `Precondition failed: UID in precondition: ${opts.preconditionUid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+      }
+      if (opts.preconditionRv && opts.preconditionRv !== old.metadata.resourceVersion) {
+        throw conflict(target(t), `Precondition failed: ResourceVersion in precondition: ${opts.preconditionRv}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`);
+      }
+      const next = clone(old);
+      const finalizers = [...(next.metadata.finalizers ?? [])];
+      if (opts.propagationPolicy === 'Orphan' && !finalizers.includes('orphan')) finalizers.push('orphan');
+      if (gr === CRD_GR && !finalizers.includes(CRD_CLEANUP)) finalizers.push(CRD_CLEANUP);
+      const terminating = gr === NS_GR;
+      if (finalizers.length === 0 && !terminating) {
+        out = { object: old, gone: true };
+        if (opts.dryRun) return;
+        stage({ gr, ns: t.ns, name: t.name, type: 'DELETED', prev: row.body, render: (rv) => {
+          next.metadata.resourceVersion = String(rv);
+          return JSON.stringify(next);
+        } });
+        return;
+      }
+      if (next.metadata.deletionTimestamp) {
+        out = { object: old, gone: false };
+        return;
+      }
+      next.metadata.deletionTimestamp = nowRfc3339();
+      next.metadata.deletionGracePeriodSeconds = 0;
+      next.metadata.finalizers = finalizers;
+      if (finalizers.length === 0) delete next.metadata.finalizers;
+      if (t.ri.tracksGeneration) next.metadata.generation = (next.metadata.generation ?? 1) + 1;
+      if (terminating) next['status'] = { ...(isObject(next['status']) ? next['status'] : {}), phase: 'Terminating' };
+      out = { object: next, gone: false };
+      if (opts.dryRun) return;
+      const rec = stage({ gr, ns: t.ns, name: t.name, type: 'MODIFIED', prev: row.body, render: (rv) => {
+        next.metadata.resourceVersion = String(rv);
+        return JSON.stringify(next);
+      } });
+      out = { object: parse(rec.body), gone: false };
+    });
+    this.afterCommit(changes);
+    if (!out) throw new Error('delete produced no result');
+    out.object = parse(this.render(t.ri, t.version, JSON.stringify(out.object)));
+    return out;
+  }
+
+  // ---- follow-up controllers (GC, namespace and CRD lifecycle) ----
+
+  private afterCommit(changes: ChangeRecord[]): void {
+    if (changes.length === 0) return;
+    this.cache.publish(changes);
+    this.cache.compact(this.store.oldestResumableRv());
+    for (const c of changes) {
+      if (c.gr === CRD_GR) this.syncCrd(c);
+      const obj = parse(c.body);
+      if (c.type === 'DELETED') {
+        const uid = obj.metadata.uid;
+        if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes('orphan') ?? false));
+        if (c.ns !== '') this.enqueue(() => this.finishNamespace(c.ns));
+        const crdName = `${c.gr.slice(c.gr.indexOf('/') + 1)}.${c.gr.slice(0, c.gr.indexOf('/'))}`;
+        if (c.gr !== CRD_GR && c.gr.includes('.')) this.enqueue(() => this.finishCrdDeletion(crdName));
+      } else if (obj.metadata.deletionTimestamp) {
+        if (c.gr === NS_GR) this.enqueue(() => this.terminateNamespace(c.name));
+        if (c.gr === CRD_GR) this.enqueue(() => this.finishCrdDeletion(c.name));
+        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
+      }
+    }
+  }
+
+  private syncCrd(c: ChangeRecord): void {
+    const crd = parse(c.body);
+    const { info } = resourceFromCrd(crd);
+    if (c.type === 'DELETED') {
+      if (info) this.registry.remove(info.group, info.resource);
+      return;
+    }
+    if (info) this.registry.set(info);
+  }
+
+  private enqueue(task: () => void): void {
+    this.followUps.push(task);
+    if (this.followUpScheduled) return;
+    this.followUpScheduled = true;
+    setImmediate(() => {
+      this.followUpScheduled = false;
+      const tasks = this.followUps.splice(0);
+      for (const task of tasks) {
+        if (this.closed) return;
+        try {
+          task();
+        } catch (err) {
+          if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.onError(err, 'follow-up task');
+        }
+      }
+    });
+  }
+
+  private systemOpts(): WriteOptions {
+    return { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' };
+  }
+
+  private tryDelete(ri: ResourceInfo, ns: string, name: string): void {
+    try {
+      this.delete({ ri, version: storageVersion(ri), ns, name }, { dryRun: false, propagationPolicy: 'Background' });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+  }
+
+  /** Garbage collection: delete dependents whose only owner is gone; drop the dead reference otherwise. */
+  private collectDependents(ownerUid: string, orphaned: boolean): void {
+    if (orphaned) return;
+    for (const ri of this.registry.all()) {
+      const gr = grKey(ri.group, ri.resource);
+      for (const row of this.scan(gr, undefined)) {
+        if (!row.body.includes(ownerUid)) continue;
+        const obj = parse(row.body);
+        const refs = obj.metadata.ownerReferences ?? [];
+        if (!refs.some((r) => r.uid === ownerUid)) continue;
+        const remaining = refs.filter((r) => r.uid !== ownerUid);
+        if (remaining.length === 0) this.tryDelete(ri, row.ns, row.name);
+        else this.removeOwnerRef(ri, obj, ownerUid);
+      }
+    }
+  }
+
+  private removeOwnerRef(ri: ResourceInfo, obj: KubeObject, ownerUid: string): void {
+    const t: Target = { ri, version: storageVersion(ri), ns: obj.metadata.namespace ?? '', name: obj.metadata.name ?? '' };
+    this.write(t, this.systemOpts(), (old) => {
+      if (!old) throw notFound(target(t));
+      const next = clone(old);
+      next.metadata.ownerReferences = (next.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+      if (next.metadata.ownerReferences.length === 0) delete next.metadata.ownerReferences;
+      return { obj: next, warnings: [], created: false };
+    });
+  }
+
+  /** Orphan deletion: strip the owner reference from dependents, then drop the orphan finalizer. */
+  private orphan(owner: KubeObject): void {
+    const uid = owner.metadata.uid ?? '';
+    for (const ri of this.registry.all()) {
+      for (const row of this.scan(grKey(ri.group, ri.resource), undefined)) {
+        if (!row.body.includes(uid)) continue;
+        const obj = parse(row.body);
+        if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) this.removeOwnerRef(ri, obj, uid);
+      }
+    }
+    const ri = this.registry.byKind(owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] ?? '' : '', owner.kind);
+    if (ri) this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
+  }
+
+  private removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): void {
+    const t: Target = { ri, version: storageVersion(ri), ns, name };
+    this.write(t, this.systemOpts(), (old) => {
+      if (!old) throw notFound(target(t));
+      const next = clone(old);
+      next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+      return { obj: next, warnings: [], created: false };
+    });
+  }
+
+  /** Namespace controller: delete everything inside a terminating namespace. */
+  private terminateNamespace(ns: string): void {
+    for (const ri of this.registry.all()) {
+      if (!ri.namespaced) continue;
+      for (const row of [...this.scan(grKey(ri.group, ri.resource), ns)]) {
+        if (!parse(row.body).metadata.deletionTimestamp) this.tryDelete(ri, ns, row.name);
+      }
+    }
+    this.finishNamespace(ns);
+  }
+
+  /** Remove a terminating namespace once it is empty. */
+  private finishNamespace(ns: string): void {
+    const row = this.store.get(NS_GR, '', ns);
+    if (!row || !parse(row.body).metadata.deletionTimestamp) return;
+    for (const ri of this.registry.all()) if (ri.namespaced && this.store.count(grKey(ri.group, ri.resource), ns) > 0) return;
+    const nsRi = this.registry.get('', 'namespaces');
+    if (!nsRi) return;
+    const gr = NS_GR;
+    const { changes } = this.store.commit((stage) => {
+      const cur = this.store.get(gr, '', ns);
+      if (!cur) return;
+      stage({ gr, ns: '', name: ns, type: 'DELETED', prev: cur.body, render: (rv) => {
+        const o = parse(cur.body);
+        o.metadata.resourceVersion = String(rv);
+        return JSON.stringify(o);
+      } });
+    });
+    this.afterCommit(changes);
+  }
+
+  /** CRD cleanup: delete every instance, then drop the cleanup finalizer so the CRD goes. */
+  private finishCrdDeletion(crdName: string): void {
+    const row = this.store.get(CRD_GR, '', crdName);
+    if (!row) return;
+    const crd = parse(row.body);
+    if (!crd.metadata.deletionTimestamp) return;
+    const { info } = resourceFromCrd(crd);
+    if (info) {
+      const gr = grKey(info.group, info.resource);
+      for (const r of [...this.scan(gr, undefined)]) {
+        if (!parse(r.body).metadata.deletionTimestamp) this.tryDelete(info, r.ns, r.name);
+      }
+      if (this.store.count(gr, undefined) > 0) return;
+    }
+    const ri = this.registry.get('apiextensions.k8s.io', 'customresourcedefinitions');
+    if (ri && (crd.metadata.finalizers ?? []).includes(CRD_CLEANUP)) this.removeFinalizer(ri, '', crdName, CRD_CLEANUP);
+  }
+}
+
+/** kube-apiserver's wording for apply conflicts. */
+function applyConflictMessage(conflicts: Array<{ manager: string; field: string }>): string {
+  if (conflicts.length === 1) {
+    const c = conflicts[0];
+    return `Apply failed with 1 conflict: conflict with "${c?.manager ?? ''}": ${c?.field ?? ''}`;
+  }
+  const byManager = new Map<string, string[]>();
+  for (const c of conflicts) byManager.set(c.manager, [...(byManager.get(c.manager) ?? []), c.field]);
+  const parts = [...byManager.entries()].map(([m, fields]) => `conflicts with "${m}":\n${fields.map((f) => `- ${f}`).join('\n')}`);
+  return `Apply failed with ${conflicts.length} conflicts: ${parts.join('\n')}`;
+}
+
+/** Keep metadata.generation: unchanged unless the spec part changed (after pruning and defaulting). */
+function bumpGeneration(ri: ResourceInfo, old: KubeObject, obj: KubeObject): void {
+  if (!ri.tracksGeneration) {
+    delete obj.metadata.generation;
+    return;
+  }
+  const gen = old.metadata.generation ?? 1;
+  obj.metadata.generation = deepEqual(specPart(old, ri), specPart(obj, ri)) ? gen : gen + 1;
+}
+
+/** The status kube-apiserver gives an accepted CRD: Established and NamesAccepted. */
+function crdStatus(crd: KubeObject): Record<string, unknown> {
+  const spec = isObject(crd['spec']) ? crd['spec'] : {};
+  const now = nowRfc3339();
+  const versions = Array.isArray(spec['versions']) ? spec['versions'].filter(isObject) : [];
+  const storage = versions.find((v) => v['storage'] === true);
+  const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({ type, status: 'True', lastTransitionTime: now, reason, message });
+  return {
+    conditions: [cond('NamesAccepted', 'NoConflicts', 'no conflicts found'), cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted')],
+    acceptedNames: spec['names'] ?? {},
+    storedVersions: storage ? [storage['name']] : [],
+  };
+}

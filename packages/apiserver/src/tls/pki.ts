@@ -1,0 +1,90 @@
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import forge from 'node-forge';
+
+/** PEM material the server needs: its CA (for clients to trust) and its serving certificate. */
+export interface Pki {
+  caCert: string;
+  serverCert: string;
+  serverKey: string;
+}
+
+function newKey(): { pub: string; priv: string } {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { pub: publicKey.export({ type: 'spki', format: 'pem' }).toString(), priv: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+}
+
+function serial(): string {
+  const b = randomBytes(16);
+  b[0] = (b[0] ?? 0) & 0x7f;
+  return b.toString('hex');
+}
+
+function buildCert(opts: { subjectCN: string; pub: string; issuer?: { cert: forge.pki.Certificate; key: string }; selfKey: string; ca: boolean; hosts: string[]; years: number }): string {
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.publicKeyFromPem(opts.pub);
+  cert.serialNumber = serial();
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + opts.years * 365 * 24 * 3600 * 1000);
+  const subject = [{ name: 'commonName', value: opts.subjectCN }];
+  cert.setSubject(subject);
+  cert.setIssuer(opts.issuer ? opts.issuer.cert.subject.attributes : subject);
+  const ext: object[] = [{ name: 'basicConstraints', cA: opts.ca, critical: true }];
+  if (opts.ca) ext.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true });
+  else {
+    ext.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true });
+    ext.push({ name: 'extKeyUsage', serverAuth: true });
+    ext.push({ name: 'subjectAltName', altNames: opts.hosts.map((h) => (isIP(h) ? { type: 7, ip: h } : { type: 2, value: h })) });
+  }
+  ext.push({ name: 'subjectKeyIdentifier' });
+  cert.setExtensions(ext);
+  cert.sign(forge.pki.privateKeyFromPem(opts.issuer ? opts.issuer.key : opts.selfKey), forge.md.sha256.create());
+  return forge.pki.certificateToPem(cert);
+}
+
+function covers(certPem: string, hosts: string[]): boolean {
+  try {
+    const c = new X509Certificate(certPem);
+    if (new Date(c.validTo).getTime() < Date.now() + 24 * 3600 * 1000) return false;
+    return hosts.every((h) => (isIP(h) ? c.checkIP(h) !== undefined : c.checkHost(h) !== undefined));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Load the CA and serving certificate from `dir`, creating them on first start.
+ * The serving certificate is re-issued (by the same CA) when it does not cover `hosts`.
+ */
+export function ensurePki(dir: string, hosts: string[]): Pki {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const p = (f: string): string => join(dir, f);
+  if (!existsSync(p('ca.crt')) || !existsSync(p('ca.key'))) {
+    const k = newKey();
+    writeFileSync(p('ca.key'), k.priv, { mode: 0o600 });
+    writeFileSync(p('ca.crt'), buildCert({ subjectCN: 'kars-apiserver-ca', pub: k.pub, selfKey: k.priv, ca: true, hosts: [], years: 10 }));
+  }
+  const caCert = readFileSync(p('ca.crt'), 'utf8');
+  const caKey = readFileSync(p('ca.key'), 'utf8');
+  const want = [...new Set(['localhost', '127.0.0.1', '::1', ...hosts])];
+  if (!existsSync(p('server.crt')) || !existsSync(p('server.key')) || !covers(readFileSync(p('server.crt'), 'utf8'), want)) {
+    const k = newKey();
+    const cert = buildCert({ subjectCN: 'kars-apiserver', pub: k.pub, selfKey: k.priv, issuer: { cert: forge.pki.certificateFromPem(caCert), key: caKey }, ca: false, hosts: want, years: 2 });
+    writeFileSync(p('server.key'), k.priv, { mode: 0o600 });
+    writeFileSync(p('server.crt'), cert);
+  }
+  return { caCert, serverCert: readFileSync(p('server.crt'), 'utf8'), serverKey: readFileSync(p('server.key'), 'utf8') };
+}
+
+/** Load the bearer token from `file`, creating a random one on first start. */
+export function ensureToken(file: string): string {
+  if (existsSync(file)) {
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length >= 16) return t;
+  }
+  const t = randomBytes(32).toString('base64url');
+  writeFileSync(file, t + '\n', { mode: 0o600 });
+  return t;
+}

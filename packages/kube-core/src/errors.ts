@@ -1,0 +1,102 @@
+import type { Status, StatusCause, StatusDetails } from './types.js';
+
+/** Stable reasons, as kube-apiserver spells them. */
+export type StatusReason =
+  | 'BadRequest'
+  | 'Unauthorized'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Gone'
+  | 'Expired'
+  | 'Invalid'
+  | 'MethodNotAllowed'
+  | 'NotAcceptable'
+  | 'UnsupportedMediaType'
+  | 'RequestEntityTooLarge'
+  | 'ServiceUnavailable'
+  | 'Timeout'
+  | 'InternalError';
+
+/**
+ * An API failure that maps one-to-one onto a metav1.Status.
+ * `code` is the HTTP status; `reason` is the stable machine-readable reason.
+ */
+export class ApiError extends Error {
+  readonly code: number;
+  readonly reason: StatusReason;
+  readonly details: StatusDetails | undefined;
+
+  constructor(code: number, reason: StatusReason, message: string, details?: StatusDetails, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ApiError';
+    this.code = code;
+    this.reason = reason;
+    this.details = details;
+  }
+
+  /** The metav1.Status body for this error. */
+  toStatus(): Status {
+    const s: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.code };
+    if (this.details !== undefined) s.details = this.details;
+    return s;
+  }
+}
+
+/** What an object is, for error messages: `configmaps "x"` or `widgets.example.com "x"`. */
+export interface ErrorTarget {
+  group: string;
+  resource: string;
+  name: string;
+  kind?: string;
+}
+
+function qualified(t: ErrorTarget): string {
+  return t.group === '' ? t.resource : `${t.resource}.${t.group}`;
+}
+
+function details(t: ErrorTarget, causes?: StatusCause[]): StatusDetails {
+  const d: StatusDetails = { name: t.name, group: t.group, kind: t.kind ?? t.resource };
+  if (causes !== undefined) d.causes = causes;
+  return d;
+}
+
+export function notFound(t: ErrorTarget): ApiError {
+  return new ApiError(404, 'NotFound', `${qualified(t)} "${t.name}" not found`, details(t));
+}
+
+export function alreadyExists(t: ErrorTarget): ApiError {
+  return new ApiError(409, 'AlreadyExists', `${qualified(t)} "${t.name}" already exists`, details(t));
+}
+
+export function conflict(t: ErrorTarget, why: string, causes?: StatusCause[]): ApiError {
+  return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t)} "${t.name}": ${why}`, details(t, causes));
+}
+
+export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
+  const kind = t.kind ?? t.resource;
+  const list = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? c.reason ?? 'invalid'}` : c.message ?? 'invalid')).join(', ');
+  const d = details(t, causes);
+  d.kind = kind;
+  return new ApiError(422, 'Invalid', `${kind} "${t.name}" is invalid: ${list}`, d);
+}
+
+export function badRequest(message: string, cause?: unknown): ApiError {
+  return new ApiError(400, 'BadRequest', message, undefined, { cause });
+}
+
+export function expired(message: string): ApiError {
+  return new ApiError(410, 'Expired', message);
+}
+
+export function internalError(message: string, cause?: unknown): ApiError {
+  return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, undefined, { cause });
+}
+
+/** Coerce anything thrown into an ApiError (unknown failures become 500). */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  return internalError(msg, err);
+}

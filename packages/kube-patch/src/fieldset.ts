@@ -1,0 +1,163 @@
+/**
+ * Which fields an object sets (Apply) and which fields changed between two objects (Update).
+ * Without schemas, maps are walked key by key; lists are atomic unless FieldOptions says otherwise.
+ */
+import { FieldSet, type FieldPath, type FieldsV1 } from './paths.js';
+import { deepEqual, isObject } from './util.js';
+
+export interface FieldOptions {
+  /** Leave out `status` (a main-resource write to a resource with a status subresource). */
+  ignoreStatus?: boolean;
+  /** Associative lists: dotted path ("spec.template.spec.containers", "[]" optional) → key fields. */
+  listKeys?: Record<string, string[]>;
+  /** Lists of scalars tracked as sets (v:<value>), by dotted path. metadata.finalizers always is. */
+  setLists?: string[];
+}
+
+type ListKind = { kind: 'atomic' } | { kind: 'map'; keys: string[] } | { kind: 'set' };
+
+const TRACKED_META = new Set(['labels', 'annotations', 'finalizers', 'ownerReferences']);
+
+function norm(p: string): string {
+  return p.replaceAll('[]', '');
+}
+
+export function listKindOf(dotted: string, opts: FieldOptions): ListKind {
+  const p = norm(dotted);
+  if (p === 'metadata.ownerReferences') return { kind: 'map', keys: ['uid'] };
+  if (p === 'metadata.finalizers') return { kind: 'set' };
+  for (const [k, keys] of Object.entries(opts.listKeys ?? {})) {
+    if (norm(k) === p && keys.length > 0) return { kind: 'map', keys };
+  }
+  if ((opts.setLists ?? []).some((s) => norm(s) === p)) return { kind: 'set' };
+  return { kind: 'atomic' };
+}
+
+export function childDotted(dotted: string, key: string): string {
+  return dotted === '' ? key : `${dotted}.${key}`;
+}
+
+/** The path element naming one list item, or undefined when the item cannot be keyed. */
+export function elementOf(item: unknown, kind: ListKind): string | undefined {
+  if (kind.kind === 'set') return item !== null && typeof item === 'object' ? undefined : `v:${JSON.stringify(item)}`;
+  if (kind.kind !== 'map' || !isObject(item)) return undefined;
+  const key: Record<string, unknown> = {};
+  for (const k of [...kind.keys].sort()) if (item[k] !== undefined && item[k] !== null) key[k] = item[k];
+  return Object.keys(key).length === 0 ? undefined : `k:${JSON.stringify(key)}`;
+}
+
+/** Items of a keyed list as [element, item]; undefined when the list must be treated as atomic. */
+export function listElements(list: unknown[], kind: ListKind): [string, unknown][] | undefined {
+  if (kind.kind === 'atomic') return undefined;
+  const out: [string, unknown][] = [];
+  const seen = new Set<string>();
+  for (const item of list) {
+    const el = elementOf(item, kind);
+    if (el === undefined || seen.has(el)) return undefined;
+    seen.add(el);
+    out.push([el, item]);
+  }
+  return out;
+}
+
+/** Keys of an object node that field tracking looks at. */
+export function trackedKeys(obj: Record<string, unknown>, dotted: string, opts: FieldOptions, root: boolean): string[] {
+  const keys = Object.keys(obj);
+  if (root) return keys.filter((k) => k !== 'apiVersion' && k !== 'kind' && !(opts.ignoreStatus === true && k === 'status'));
+  if (dotted === 'metadata') return keys.filter((k) => TRACKED_META.has(k));
+  return keys;
+}
+
+function ext(p: FieldPath, el: string): FieldPath {
+  return [...p, el];
+}
+
+/** The fields an applied configuration sets (structured-merge-diff ToFieldSet, for typed structs). */
+export function appliedFields(obj: Record<string, unknown>, opts: FieldOptions = {}): FieldSet {
+  const set = new FieldSet();
+  const walk = (v: unknown, path: FieldPath, dotted: string, root: boolean): void => {
+    if (Array.isArray(v)) {
+      const kind = listKindOf(dotted, opts);
+      const els = listElements(v, kind);
+      if (els === undefined) return set.insert(path);
+      for (const [el, item] of els) {
+        set.insert(ext(path, el));
+        if (isObject(item)) walkMap(item, ext(path, el), `${dotted}[]`, false);
+      }
+    } else if (isObject(v)) {
+      if (Object.keys(v).length === 0) set.insert(path);
+      else walkMap(v, path, dotted, root);
+    } else {
+      set.insert(path);
+    }
+  };
+  const walkMap = (v: Record<string, unknown>, path: FieldPath, dotted: string, root: boolean): void => {
+    for (const k of trackedKeys(v, dotted, opts, root)) walk(v[k], ext(path, `f:${k}`), root ? k : childDotted(dotted, k), false);
+  };
+  walkMap(obj, [], '', true);
+  return set;
+}
+
+/** Compute the field set an object sets, in FieldsV1 form. */
+export function fieldSetOf(obj: Record<string, unknown>, opts: FieldOptions = {}): FieldsV1 {
+  return appliedFields(obj, opts).toFieldsV1();
+}
+
+export interface Comparison {
+  added: FieldSet;
+  modified: FieldSet;
+  removed: FieldSet;
+}
+
+/** A value and everything under it (maps, list items and leaves), as when it appears or disappears. */
+function addSubtree(v: unknown, path: FieldPath, dotted: string, opts: FieldOptions, set: FieldSet): void {
+  if (!(path.length === 1 && path[0] === 'f:metadata')) set.insert(path);
+  if (Array.isArray(v)) {
+    const els = listElements(v, listKindOf(dotted, opts));
+    for (const [el, item] of els ?? []) addSubtree(item, ext(path, el), `${dotted}[]`, opts, set);
+  } else if (isObject(v)) {
+    for (const k of trackedKeys(v, dotted, opts, false)) addSubtree(v[k], ext(path, `f:${k}`), childDotted(dotted, k), opts, set);
+  }
+}
+
+/** What changed between two objects (structured-merge-diff Compare). */
+export function compareObjects(a: Record<string, unknown>, b: Record<string, unknown>, opts: FieldOptions = {}): Comparison {
+  const cmp: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
+  const values = (x: unknown, y: unknown, path: FieldPath, dotted: string): void => {
+    if (x === undefined && y === undefined) return;
+    if (x === undefined) return addSubtree(y, path, dotted, opts, cmp.added);
+    if (y === undefined) return addSubtree(x, path, dotted, opts, cmp.removed);
+    if (isObject(x) && isObject(y)) return maps(x, y, path, dotted, false);
+    if (Array.isArray(x) && Array.isArray(y)) {
+      const kind = listKindOf(dotted, opts);
+      const ex = listElements(x, kind);
+      const ey = listElements(y, kind);
+      if (ex !== undefined && ey !== undefined) {
+        const mx = new Map(ex);
+        const my = new Map(ey);
+        for (const el of new Set([...mx.keys(), ...my.keys()])) values(mx.get(el), my.get(el), ext(path, el), `${dotted}[]`);
+        return;
+      }
+    }
+    if (deepEqual(x, y)) return;
+    const sameShape = Array.isArray(x) === Array.isArray(y) && isObject(x) === isObject(y);
+    if (!sameShape) addSubtree(x, path, dotted, opts, cmp.removed);
+    cmp.modified.insert(path);
+  };
+  const maps = (x: Record<string, unknown>, y: Record<string, unknown>, path: FieldPath, dotted: string, root: boolean): void => {
+    const keys = new Set([...trackedKeys(x, dotted, opts, root), ...trackedKeys(y, dotted, opts, root)]);
+    for (const k of keys) {
+      const vx = Object.hasOwn(x, k) ? x[k] : undefined;
+      const vy = Object.hasOwn(y, k) ? y[k] : undefined;
+      values(vx, vy, ext(path, `f:${k}`), root ? k : childDotted(dotted, k));
+    }
+  };
+  maps(a, b, [], '', true);
+  return cmp;
+}
+
+/** Every field of an object, as an Update that created it would own. */
+export function allFields(obj: Record<string, unknown>, opts: FieldOptions = {}): FieldSet {
+  const cmp = compareObjects({}, obj, opts);
+  return cmp.added.union(cmp.modified);
+}

@@ -1,0 +1,103 @@
+/**
+ * @kars/kube-schema: what kube-apiserver does with a CRD version's openAPIV3Schema to a custom
+ * resource: pruning, defaulting, schema validation and x-kubernetes-validations (CEL). Pure, no I/O.
+ */
+import { SchemaError, invalid, isBlocking, type SchemaCause } from './causes.js';
+import { defaultValue } from './defaults.js';
+import { deepCopy } from './json.js';
+import { pruneValue } from './prune.js';
+import { validateRules } from './rules.js';
+import { compileStructural, type Node } from './structural.js';
+import { validateValue } from './validate.js';
+
+export { SchemaError, type SchemaCause, type CauseReason } from './causes.js';
+
+export interface CompiledSchema {
+  /** Remove fields not declared in the schema. Mutates and returns obj. Never touches top-level apiVersion/kind/metadata. */
+  prune(obj: Record<string, unknown>): Record<string, unknown>;
+  /** Apply `default` values as kube-apiserver does. Mutates and returns obj. */
+  applyDefaults(obj: Record<string, unknown>): Record<string, unknown>;
+  /** Schema validation, then x-kubernetes-validations rules. [] when valid. Never throws. */
+  validate(obj: Record<string, unknown>, old?: Record<string, unknown>): SchemaCause[];
+}
+
+const BLOCKED = 'some validation rules were not checked because the object was invalid; correct the existing errors to complete validation';
+
+class Compiled implements CompiledSchema {
+  constructor(private readonly root: Node) {}
+
+  prune(obj: Record<string, unknown>): Record<string, unknown> {
+    try {
+      pruneValue(this.root, obj, true);
+    } catch {
+      // Pruning is best effort on hostile input; validation reports what is left.
+    }
+    return obj;
+  }
+
+  applyDefaults(obj: Record<string, unknown>): Record<string, unknown> {
+    try {
+      defaultValue(this.root, obj, true);
+    } catch {
+      // Same as prune: never throw.
+    }
+    return obj;
+  }
+
+  validate(obj: Record<string, unknown>, old?: Record<string, unknown>): SchemaCause[] {
+    const out: SchemaCause[] = [];
+    try {
+      validateValue(this.root, obj, '', out, true);
+      if (out.some(isBlocking)) {
+        out.push(invalid('', null, BLOCKED));
+        return out;
+      }
+      validateRules(this.root, obj, old === undefined ? undefined : { value: old }, out);
+    } catch (e) {
+      out.push(invalid('', null, `internal validation error: ${e instanceof Error ? e.message : String(e)}`));
+    }
+    return out;
+  }
+}
+
+/** Compile a CRD version's openAPIV3Schema once; throws SchemaError when kube-apiserver would reject it. */
+export function compileSchema(openAPIV3Schema: unknown): CompiledSchema {
+  const { root, errors } = compileStructural(openAPIV3Schema);
+  if (errors.length > 0) throw new SchemaError(errors);
+  const compiled = new Compiled(root);
+  const defaultErrors = checkDefaults(root, 'openAPIV3Schema');
+  if (defaultErrors.length > 0) throw new SchemaError(defaultErrors);
+  return compiled;
+}
+
+/** Defaults must be pruned already and valid against their own schema (kube checks this at CRD creation). */
+function checkDefaults(node: Node, path: string, depth = 0): SchemaCause[] {
+  const out: SchemaCause[] = [];
+  if (depth > 100) return out;
+  if (node.hasDefault) {
+    const pruned = deepCopy(node.default);
+    const wrapper = { v: pruned };
+    pruneValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined, preserveUnknown: false }, wrapper, false);
+    if (JSON.stringify(wrapper.v) !== JSON.stringify(node.default)) out.push(invalid(`${path}.default`, node.default, 'must not have unknown fields'));
+    const causes: SchemaCause[] = [];
+    const value = deepCopy(node.default);
+    defaultValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined }, { v: value }, false);
+    validateValue(node, value, '', causes, false);
+    if (!causes.some(isBlocking)) validateRules(node, value, undefined, causes);
+    for (const c of causes) out.push({ ...c, field: `${path}.default${c.field === '' ? '' : '.' + c.field}` });
+  }
+  for (const [name, p] of node.properties ?? []) out.push(...checkDefaults(p, `${path}.properties[${name}]`, depth + 1));
+  if (node.items !== undefined) out.push(...checkDefaults(node.items, `${path}.items`, depth + 1));
+  if (typeof node.additionalProperties === 'object') out.push(...checkDefaults(node.additionalProperties, `${path}.additionalProperties`, depth + 1));
+  return out;
+}
+
+/** Prune, default and validate in kube-apiserver's order. */
+export function admit(
+  schema: CompiledSchema,
+  obj: Record<string, unknown>,
+  old?: Record<string, unknown>,
+): { object: Record<string, unknown>; causes: SchemaCause[] } {
+  const object = schema.applyDefaults(schema.prune(obj));
+  return { object, causes: schema.validate(object, old) };
+}

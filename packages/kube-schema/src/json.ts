@@ -1,0 +1,45 @@
+/** Small JSON helpers with no schema knowledge. */
+
+/** True when v is a plain JSON object (not an array, not null). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Own enumerable property check that ignores the prototype chain ("__proto__", "constructor"). */
+export function hasOwn(o: Record<string, unknown>, k: string): boolean {
+  return Object.prototype.hasOwnProperty.call(o, k);
+}
+
+/** Deep copy of a JSON value (defaults must never be shared between objects). */
+export function deepCopy<T>(v: T): T {
+  if (Array.isArray(v)) return v.map((x: unknown) => deepCopy(x)) as T;
+  if (isObject(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) defineKey(out, k, deepCopy(x));
+    return out as T;
+  }
+  return v;
+}
+
+/** Set a key even when it is "__proto__". */
+export function defineKey(o: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+}
+
+/** Canonical string for equality and hashing: object keys sorted. */
+export function canonical(v: unknown, depth = 0): string {
+  if (depth > 200) return '"<deep>"';
+  if (Array.isArray(v)) return `[${v.map((x: unknown) => canonical(x, depth + 1)).join(',')}]`;
+  if (isObject(v)) {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(v[k], depth + 1)}`).join(',')}}`;
+  }
+  if (v === undefined) return 'null';
+  return JSON.stringify(v) ?? 'null';
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  return canonical(a) === canonical(b);
+}

@@ -1,0 +1,55 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileSchema } from './index.js';
+import { policySchema, validPolicy } from './testing/policy.js';
+
+const schema = compileSchema(policySchema());
+
+test('prune removes fields the schema does not declare, at every level', () => {
+  const obj = { ...validPolicy(), bogus: 1, spec: { agent: 'a', unknown: true, tokenBudget: { daily: 1, junk: 'x' } } };
+  schema.prune(obj);
+  assert.deepEqual(obj, { ...validPolicy(), spec: { agent: 'a', tokenBudget: { daily: 1 } } });
+});
+
+test('prune never touches top-level apiVersion, kind or metadata', () => {
+  const obj = { apiVersion: 'a/v1', kind: 'K', metadata: { name: 'n', anything: { deep: 1 } } };
+  schema.prune(obj);
+  assert.deepEqual(obj.metadata, { name: 'n', anything: { deep: 1 } });
+  assert.equal(obj.apiVersion, 'a/v1');
+});
+
+test('prune keeps unknown fields under x-kubernetes-preserve-unknown-fields but still prunes declared ones', () => {
+  const s = compileSchema({
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        'x-kubernetes-preserve-unknown-fields': true,
+        properties: { inner: { type: 'object', properties: { a: { type: 'string' } } } },
+      },
+    },
+  });
+  const obj = s.prune({ spec: { free: { x: 1 }, inner: { a: 'k', b: 'dropped' } } });
+  assert.deepEqual(obj, { spec: { free: { x: 1 }, inner: { a: 'k' } } });
+});
+
+test('prune recurses into array items and additionalProperties maps', () => {
+  const obj = schema.prune({
+    spec: {
+      egress: [{ host: 'h', junk: 1 }],
+      limits: { a: { cpu: 1, junk: 2 } },
+      labels: { x: 'y' },
+    },
+  });
+  assert.deepEqual(obj, { spec: { egress: [{ host: 'h' }], limits: { a: { cpu: 1 } }, labels: { x: 'y' } } });
+});
+
+test('prune keeps apiVersion, kind and metadata of an embedded resource and prunes the rest', () => {
+  const obj = schema.prune({ spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i', junk: 1 }, junk: 2 } } });
+  assert.deepEqual(obj, { spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i' } } } });
+});
+
+test('prune drops every field of an object whose additionalProperties is false', () => {
+  const s = compileSchema({ type: 'object', properties: { spec: { type: 'object', additionalProperties: false } } });
+  assert.deepEqual(s.prune({ spec: { a: 1 } }), { spec: {} });
+});

@@ -1,0 +1,144 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { admit, compileSchema, type SchemaCause } from './index.js';
+import { policySchema, validPolicy } from './testing/policy.js';
+
+const policy = compileSchema(policySchema());
+
+/** Compile a schema for a single field `spec.v` and validate one value for it. */
+function check(fieldSchema: Record<string, unknown>, value: unknown): SchemaCause[] {
+  const s = compileSchema({ type: 'object', properties: { spec: { type: 'object', properties: { v: fieldSchema } } } });
+  return s.validate({ spec: { v: value } }).filter((c) => c.field !== '');
+}
+
+function only(causes: SchemaCause[]): SchemaCause {
+  assert.equal(causes.length, 1, JSON.stringify(causes));
+  return causes[0]!;
+}
+
+test('a valid policy has no causes', () => {
+  assert.deepEqual(admit(policy, validPolicy()).causes, []);
+});
+
+test('a wrong type is FieldValueTypeInvalid naming the field and the expected type', () => {
+  const c = only(check({ type: 'integer' }, 'string'));
+  assert.equal(c.reason, 'FieldValueTypeInvalid');
+  assert.equal(c.field, 'spec.v');
+  assert.equal(c.message, 'Invalid value: "string": spec.v in body must be of type integer: "string"');
+});
+
+test('integer rejects fractions while number accepts integers', () => {
+  assert.equal(only(check({ type: 'integer' }, 1.5)).reason, 'FieldValueTypeInvalid');
+  assert.deepEqual(check({ type: 'number' }, 3), []);
+  assert.deepEqual(check({ type: 'boolean' }, true), []);
+  assert.equal(only(check({ type: 'array', items: { type: 'string' } }, {})).reason, 'FieldValueTypeInvalid');
+});
+
+test('a missing required field is Required value at the field path', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: {} });
+  assert.deepEqual(causes[0], { reason: 'FieldValueRequired', message: 'Required value', field: 'spec.agent' });
+});
+
+test('enum violations list the supported values', () => {
+  const c = only(check({ type: 'string', enum: ['a', 'b'] }, 'x'));
+  assert.equal(c.reason, 'FieldValueNotSupported');
+  assert.equal(c.message, 'Unsupported value: "x": supported values: "a", "b"');
+});
+
+test('maximum and minimum, inclusive and exclusive', () => {
+  assert.match(only(check({ type: 'integer', maximum: 5 }, 6)).message, /should be less than or equal to 5/);
+  assert.deepEqual(check({ type: 'integer', maximum: 5 }, 5), []);
+  assert.match(only(check({ type: 'integer', maximum: 5, exclusiveMaximum: true }, 5)).message, /should be less than 5/);
+  assert.match(only(check({ type: 'integer', minimum: 0 }, -1)).message, /spec\.v in body should be greater than or equal to 0/);
+  assert.match(only(check({ type: 'number', minimum: 0, exclusiveMinimum: true }, 0)).message, /should be greater than 0/);
+  assert.match(only(check({ type: 'integer', multipleOf: 3 }, 4)).message, /multiple of 3/);
+});
+
+test('string length and pattern', () => {
+  const long = only(check({ type: 'string', maxLength: 3 }, 'abcd'));
+  assert.equal(long.reason, 'FieldValueTooLong');
+  assert.match(long.message, /may not be more than 3/);
+  assert.deepEqual(check({ type: 'string', maxLength: 3 }, 'äöü'), []);
+  assert.match(only(check({ type: 'string', minLength: 2 }, 'a')).message, /at least 2 chars long/);
+  assert.match(only(check({ type: 'string', pattern: '^[a-z]+$' }, 'A1')).message, /should match '\^\[a-z\]\+\$'/);
+  assert.deepEqual(check({ type: 'string', pattern: '^[a-z]+$' }, 'ab'), []);
+});
+
+test('minItems, maxItems, minProperties and maxProperties', () => {
+  const many = only(check({ type: 'array', items: { type: 'integer' }, maxItems: 1 }, [1, 2]));
+  assert.equal(many.reason, 'FieldValueTooMany');
+  assert.match(many.message, /must have at most 1 items/);
+  assert.match(only(check({ type: 'array', items: { type: 'integer' }, minItems: 1 }, [])).message, /at least 1 items/);
+  assert.equal(only(check({ type: 'object', additionalProperties: { type: 'string' }, maxProperties: 1 }, { a: 'x', b: 'y' })).reason, 'FieldValueTooMany');
+  assert.match(only(check({ type: 'object', additionalProperties: { type: 'string' }, minProperties: 1 }, {})).message, /at least 1 properties/);
+});
+
+test('nullable allows null and its absence rejects null', () => {
+  assert.deepEqual(check({ type: 'string', nullable: true }, null), []);
+  const c = only(check({ type: 'string' }, null));
+  assert.equal(c.reason, 'FieldValueTypeInvalid');
+  assert.match(c.message, /must be of type string: "null"/);
+});
+
+test('x-kubernetes-int-or-string accepts integers and strings only', () => {
+  const ios = { 'x-kubernetes-int-or-string': true };
+  assert.deepEqual(check(ios, 8080), []);
+  assert.deepEqual(check(ios, 'http'), []);
+  assert.match(only(check(ios, 1.5)).message, /must be of type integer,string/);
+  assert.equal(only(check(ios, true)).reason, 'FieldValueTypeInvalid');
+  const withAnyOf = { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^[0-9]+%$' }] };
+  assert.deepEqual(check(withAnyOf, '50%'), []);
+  assert.ok(check(withAnyOf, 'fifty').some((c) => /anyOf/.test(c.message)));
+});
+
+test('format date-time and others are checked; unknown formats pass', () => {
+  assert.deepEqual(check({ type: 'string', format: 'date-time' }, '2024-01-02T03:04:05Z'), []);
+  assert.match(only(check({ type: 'string', format: 'date-time' }, 'yesterday')).message, /must be of type date-time/);
+  assert.equal(only(check({ type: 'string', format: 'uuid' }, 'nope')).reason, 'FieldValueTypeInvalid');
+  assert.deepEqual(check({ type: 'string', format: 'ipv4' }, '10.0.0.1'), []);
+  assert.deepEqual(check({ type: 'string', format: 'my-own' }, 'anything'), []);
+});
+
+test('x-kubernetes-list-type set reports duplicates at the later index', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', tools: ['git', 'sh', 'git'] } });
+  assert.deepEqual(causes[0], { reason: 'FieldValueDuplicate', message: 'Duplicate value: "git"', field: 'spec.tools[2]' });
+});
+
+test('x-kubernetes-list-type map reports items with duplicate keys', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', egress: [{ host: 'a' }, { host: 'b' }, { host: 'a', port: 1 }] } });
+  assert.equal(causes[0]?.reason, 'FieldValueDuplicate');
+  assert.equal(causes[0]?.field, 'spec.egress[2]');
+  assert.match(causes[0]!.message, /"host":"a"/);
+});
+
+test('oneOf, allOf and not are enforced as value validations', () => {
+  const base = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } };
+  const oneOf = { ...base, oneOf: [{ required: ['a'] }, { required: ['b'] }] };
+  assert.deepEqual(check(oneOf, { a: 'x' }), []);
+  assert.ok(check(oneOf, { a: 'x', b: 'y' }).some((c) => /one and only one/.test(c.message)));
+  assert.ok(check(oneOf, {}).some((c) => /one and only one/.test(c.message)));
+  const not = { ...base, not: { required: ['a'] } };
+  assert.ok(check(not, { a: 'x' }).some((c) => /must not validate/.test(c.message)));
+  const allOf = { ...base, allOf: [{ properties: { a: { maxLength: 1 } } }] };
+  assert.ok(check(allOf, { a: 'xy' }).some((c) => c.field === 'spec.v.a' && c.reason === 'FieldValueTooLong'));
+});
+
+test('additionalProperties map values are validated with key paths', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', labels: { ok: 'x', bad: 'far-too-long-value' } } });
+  assert.equal(causes[0]?.field, 'spec.labels[bad]');
+  assert.equal(causes[0]?.reason, 'FieldValueTooLong');
+});
+
+test('embedded resources require apiVersion and kind', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', template: { spec: {} } } });
+  assert.deepEqual(causes.slice(0, 2).map((c) => c.field), ['spec.template.apiVersion', 'spec.template.kind']);
+});
+
+test('array items are validated with index paths', () => {
+  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', egress: [{ host: 'a' }, { host: 3 }] } });
+  assert.equal(causes[0]?.field, 'spec.egress[1].host');
+});
+
+test('metadata is not validated against the schema', () => {
+  assert.deepEqual(policy.validate({ ...validPolicy(), metadata: { name: 5, weird: [] } }), []);
+});

@@ -1,0 +1,27 @@
+// Runs every compiled test file (dist/**/*.test.js) of every workspace with node's test runner.
+// Pass paths to run a subset: node scripts/run-tests.mjs packages/kube-core
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const roots = process.argv.slice(2);
+const bases = roots.length > 0 ? roots : ['packages', 'apps'].flatMap((d) => (existsSync(d) ? readdirSync(d).map((p) => join(d, p)) : []));
+const files = [];
+function walk(dir) {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p);
+    else if (name.endsWith('.test.js')) files.push(p);
+  }
+}
+for (const b of bases) {
+  const dist = b.endsWith('dist') || b.includes('/dist/') ? b : join(b, 'dist');
+  if (existsSync(dist)) walk(dist);
+}
+if (files.length === 0) {
+  console.error('no test files found; did the build run?');
+  process.exit(1);
+}
+const concurrency = process.env.KARS_TEST_CONCURRENCY ?? '2';
+const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files.sort()], { stdio: 'inherit' });
+process.exit(r.status ?? 1);
