@@ -421,7 +421,7 @@ export class ObjectService {
         else patched = applyStrategicMergePatch(live, patchBody, t.ri.strategic ?? { mergeKeys: {} });
       } catch (err) {
         if (err instanceof PatchError) {
-          if (err.code === 'KARS_PATCH_TEST_FAILED') throw invalid(target(t), [{ reason: 'FieldValueInvalid', field: '', message: err.message }]);
+          if (err.httpStatus === 422) throw invalid(target(t), [{ reason: 'FieldValueInvalid', field: '', message: err.message }]);
           throw badRequest(err.message, err);
         }
         throw err;
