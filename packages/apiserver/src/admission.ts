@@ -1,4 +1,3 @@
-import { admit } from '@kars/kube-schema';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { isObject } from '@kars/kube-core';
 import type { VersionInfo } from './registry/resource.js';
@@ -36,9 +35,13 @@ export interface AdmissionResult {
  * validate against the schema and its CEL rules (with the old object for transition rules).
  */
 export function admitCustomResource(version: VersionInfo, obj: KubeObject, old: KubeObject | undefined): AdmissionResult {
-  if (!version.schema) return { object: obj, causes: [], unknownFields: [] };
-  const before = clone(obj) as unknown as Record<string, unknown>;
-  const { object, causes } = admit(version.schema, obj as unknown as Record<string, unknown>, old as unknown as Record<string, unknown> | undefined);
-  const unknownFields = removedPaths(before, object).filter((p) => p !== 'metadata' && !p.startsWith('metadata.'));
-  return { object: object as unknown as KubeObject, causes, unknownFields };
+  const schema = version.schema;
+  if (!schema) return { object: obj, causes: [], unknownFields: [] };
+  const raw = obj as unknown as Record<string, unknown>;
+  const before = clone(raw);
+  const pruned = schema.prune(raw);
+  const unknownFields = removedPaths(before, pruned).filter((p) => p !== 'metadata' && !p.startsWith('metadata.'));
+  const defaulted = schema.applyDefaults(pruned);
+  const causes = schema.validate(defaulted, old as unknown as Record<string, unknown> | undefined);
+  return { object: defaulted as unknown as KubeObject, causes, unknownFields };
 }

@@ -191,22 +191,9 @@ export class ObjectService {
     const res: ListResult = { rv, items };
     if (more && lastKey) {
       res.continue = Buffer.from(JSON.stringify({ rv, ...lastKey }), 'utf8').toString('base64url');
-      if (!filtering) {
-        const total = this.store.count(gr, ns);
-        const passed = this.countUpTo(gr, ns, lastKey);
-        res.remainingItemCount = Math.max(0, total - passed);
-      }
+      if (!filtering) res.remainingItemCount = this.store.countAfter(gr, ns, lastKey);
     }
     return res;
-  }
-
-  private countUpTo(gr: string, ns: string | undefined, key: { ns: string; name: string }): number {
-    let n = 0;
-    for (const row of this.scan(gr, ns)) {
-      n++;
-      if (row.ns === key.ns && row.name === key.name) break;
-    }
-    return n;
   }
 
   /** Current state at the current revision, for a watch that starts without a resourceVersion. */

@@ -2,7 +2,7 @@
  * CEL for x-kubernetes-validations: one shared environment, compile-time checks of identifiers
  * and function names, JSON -> CEL value conversion and guarded evaluation.
  */
-import { CelScalar, celEnv, celMethod, isCelError, isCelList, isCelMap, listType, parse, plan } from '@bufbuild/cel';
+import { CelScalar, celEnv, celMethod, isCelError, listType, parse, plan } from '@bufbuild/cel';
 import type { CelInput, CelValue } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 
@@ -57,6 +57,9 @@ const env = celEnv({ funcs: [...strings, ...listFuncs] });
 const SPECIAL_CALLS = new Set(['_&&_', '_||_', '_?_:_', '_[_]', '_[?_]', '_?._', '@not_strictly_false', '__not_strictly_false__']);
 const KNOWN_FUNCS = new Set<string>([...env.funcs].map((f) => f.name));
 
+/** Type denotations are identifiers in CEL (`type(x) == int`). */
+const TYPE_IDENTS = ['int', 'uint', 'double', 'bool', 'string', 'bytes', 'list', 'map', 'null_type', 'type', 'dyn'];
+
 export interface CelProgram {
   readonly source: string;
   readonly usesOldSelf: boolean;
@@ -73,7 +76,9 @@ export function compileCel(source: string, allowOldSelf: boolean): CelProgram | 
     return `compilation failed: ${e instanceof Error ? e.message : String(e)}`;
   }
   const refs = { oldSelf: false, errors: [] as string[] };
-  checkExpr(parsed.expr, new Set(allowOldSelf ? ['self', 'oldSelf'] : ['self']), refs, 0);
+  const scope = new Set([...TYPE_IDENTS, 'self']);
+  if (allowOldSelf) scope.add('oldSelf');
+  checkExpr(parsed.expr, scope, refs, 0);
   if (refs.errors.length > 0) return `compilation failed: ${refs.errors.join('; ')}`;
   let fn: ReturnType<typeof plan>;
   try {

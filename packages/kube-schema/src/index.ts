@@ -4,10 +4,11 @@
  */
 import { SchemaError, invalid, isBlocking, type SchemaCause } from './causes.js';
 import { defaultValue } from './defaults.js';
-import { deepCopy } from './json.js';
+import { deepCopy, findTooDeep } from './json.js';
+import { child, key } from './path.js';
 import { pruneValue } from './prune.js';
 import { validateRules } from './rules.js';
-import { compileStructural, type Node } from './structural.js';
+import { MAX_VALUE_DEPTH, compileStructural, type Node } from './structural.js';
 import { validateValue } from './validate.js';
 
 export { SchemaError, type SchemaCause, type CauseReason } from './causes.js';
@@ -47,6 +48,8 @@ class Compiled implements CompiledSchema {
   validate(obj: Record<string, unknown>, old?: Record<string, unknown>): SchemaCause[] {
     const out: SchemaCause[] = [];
     try {
+      const deep = findTooDeep(obj, MAX_VALUE_DEPTH);
+      if (deep !== undefined) return [invalid(deep, 'object', `nesting exceeds the maximum depth of ${MAX_VALUE_DEPTH}`)];
       validateValue(this.root, obj, '', out, true);
       if (out.some(isBlocking)) {
         out.push(invalid('', null, BLOCKED));
@@ -60,12 +63,15 @@ class Compiled implements CompiledSchema {
   }
 }
 
-/** Compile a CRD version's openAPIV3Schema once; throws SchemaError when kube-apiserver would reject it. */
+/**
+ * Compile a CRD version's openAPIV3Schema once; throws SchemaError when kube-apiserver would reject it.
+ * SchemaError cause fields are relative to openAPIV3Schema ("properties[spec].type", "" for the root).
+ */
 export function compileSchema(openAPIV3Schema: unknown): CompiledSchema {
   const { root, errors } = compileStructural(openAPIV3Schema);
   if (errors.length > 0) throw new SchemaError(errors);
   const compiled = new Compiled(root);
-  const defaultErrors = checkDefaults(root, 'openAPIV3Schema');
+  const defaultErrors = checkDefaults(root, '');
   if (defaultErrors.length > 0) throw new SchemaError(defaultErrors);
   return compiled;
 }
@@ -78,17 +84,17 @@ function checkDefaults(node: Node, path: string, depth = 0): SchemaCause[] {
     const pruned = deepCopy(node.default);
     const wrapper = { v: pruned };
     pruneValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined, preserveUnknown: false }, wrapper, false);
-    if (JSON.stringify(wrapper.v) !== JSON.stringify(node.default)) out.push(invalid(`${path}.default`, node.default, 'must not have unknown fields'));
+    if (JSON.stringify(wrapper.v) !== JSON.stringify(node.default)) out.push(invalid(child(path, 'default'), node.default, 'must not have unknown fields'));
     const causes: SchemaCause[] = [];
     const value = deepCopy(node.default);
     defaultValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined }, { v: value }, false);
     validateValue(node, value, '', causes, false);
     if (!causes.some(isBlocking)) validateRules(node, value, undefined, causes);
-    for (const c of causes) out.push({ ...c, field: `${path}.default${c.field === '' ? '' : '.' + c.field}` });
+    for (const c of causes) out.push({ ...c, field: c.field === '' ? child(path, 'default') : `${child(path, 'default')}.${c.field}` });
   }
-  for (const [name, p] of node.properties ?? []) out.push(...checkDefaults(p, `${path}.properties[${name}]`, depth + 1));
-  if (node.items !== undefined) out.push(...checkDefaults(node.items, `${path}.items`, depth + 1));
-  if (typeof node.additionalProperties === 'object') out.push(...checkDefaults(node.additionalProperties, `${path}.additionalProperties`, depth + 1));
+  for (const [name, p] of node.properties ?? []) out.push(...checkDefaults(p, key(child(path, 'properties'), name), depth + 1));
+  if (node.items !== undefined) out.push(...checkDefaults(node.items, child(path, 'items'), depth + 1));
+  if (typeof node.additionalProperties === 'object') out.push(...checkDefaults(node.additionalProperties, child(path, 'additionalProperties'), depth + 1));
   return out;
 }
 

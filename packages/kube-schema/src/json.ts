@@ -28,7 +28,7 @@ export function defineKey(o: Record<string, unknown>, k: string, v: unknown): vo
 
 /** Canonical string for equality and hashing: object keys sorted. */
 export function canonical(v: unknown, depth = 0): string {
-  if (depth > 200) return '"<deep>"';
+  if (depth > 1100) return '"<deep>"';
   if (Array.isArray(v)) return `[${v.map((x: unknown) => canonical(x, depth + 1)).join(',')}]`;
   if (isObject(v)) {
     const keys = Object.keys(v).sort();
@@ -42,4 +42,17 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   return canonical(a) === canonical(b);
+}
+
+/** The kube-style path of the first place where value nests deeper than limit, or undefined. Iterative. */
+export function findTooDeep(value: unknown, limit: number): string | undefined {
+  const stack: [unknown, string, number][] = [[value, '', 0]];
+  while (stack.length > 0) {
+    const [v, path, depth] = stack.pop() as [unknown, string, number];
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return path;
+    if (Array.isArray(v)) v.forEach((x: unknown, i) => stack.push([x, `${path}[${i}]`, depth + 1]));
+    else for (const [k, x] of Object.entries(v)) stack.push([x, path === '' ? k : `${path}.${k}`, depth + 1]);
+  }
+  return undefined;
 }

@@ -5,20 +5,20 @@ import { policySchema, validPolicy } from './testing/policy.js';
 
 const schema = compileSchema(policySchema());
 
-test('prune removes fields the schema does not declare, at every level', () => {
+void test('prune removes fields the schema does not declare, at every level', () => {
   const obj = { ...validPolicy(), bogus: 1, spec: { agent: 'a', unknown: true, tokenBudget: { daily: 1, junk: 'x' } } };
   schema.prune(obj);
   assert.deepEqual(obj, { ...validPolicy(), spec: { agent: 'a', tokenBudget: { daily: 1 } } });
 });
 
-test('prune never touches top-level apiVersion, kind or metadata', () => {
+void test('prune never touches top-level apiVersion, kind or metadata', () => {
   const obj = { apiVersion: 'a/v1', kind: 'K', metadata: { name: 'n', anything: { deep: 1 } } };
   schema.prune(obj);
   assert.deepEqual(obj.metadata, { name: 'n', anything: { deep: 1 } });
   assert.equal(obj.apiVersion, 'a/v1');
 });
 
-test('prune keeps unknown fields under x-kubernetes-preserve-unknown-fields but still prunes declared ones', () => {
+void test('prune keeps unknown fields under x-kubernetes-preserve-unknown-fields but still prunes declared ones', () => {
   const s = compileSchema({
     type: 'object',
     properties: {
@@ -33,7 +33,7 @@ test('prune keeps unknown fields under x-kubernetes-preserve-unknown-fields but 
   assert.deepEqual(obj, { spec: { free: { x: 1 }, inner: { a: 'k' } } });
 });
 
-test('prune recurses into array items and additionalProperties maps', () => {
+void test('prune recurses into array items and additionalProperties maps', () => {
   const obj = schema.prune({
     spec: {
       egress: [{ host: 'h', junk: 1 }],
@@ -44,12 +44,12 @@ test('prune recurses into array items and additionalProperties maps', () => {
   assert.deepEqual(obj, { spec: { egress: [{ host: 'h' }], limits: { a: { cpu: 1 } }, labels: { x: 'y' } } });
 });
 
-test('prune keeps apiVersion, kind and metadata of an embedded resource and prunes the rest', () => {
+void test('prune keeps apiVersion, kind and metadata of an embedded resource and prunes the rest', () => {
   const obj = schema.prune({ spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i', junk: 1 }, junk: 2 } } });
   assert.deepEqual(obj, { spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i' } } } });
 });
 
-test('prune drops every field of an object whose additionalProperties is false', () => {
+void test('prune drops every field of an object whose additionalProperties is false', () => {
   const s = compileSchema({ type: 'object', properties: { spec: { type: 'object', additionalProperties: false } } });
   assert.deepEqual(s.prune({ spec: { a: 1 } }), { spec: {} });
 });

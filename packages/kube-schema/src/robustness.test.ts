@@ -7,7 +7,7 @@ const policy = compileSchema(policySchema());
 
 function nest(depth: number): Record<string, unknown> {
   let v: Record<string, unknown> = {};
-  for (let i = 0; i < depth; i++) v = { x: v, l: [v] };
+  for (let i = 0; i < depth; i++) v = i % 2 === 0 ? { x: v } : { x: v, l: [1] };
   return v;
 }
 
@@ -23,7 +23,7 @@ const garbage: unknown[] = [
   JSON.parse('{"spec":{"__proto__":{"agent":"polluted"},"agent":"a"}}'),
 ];
 
-test('garbage input never throws from prune, applyDefaults, validate or admit', () => {
+void test('garbage input never throws from prune, applyDefaults, validate or admit', () => {
   for (const g of garbage) {
     const obj = (typeof g === 'object' && g !== null && !Array.isArray(g) ? structuredClone(g) : { spec: g }) as Record<string, unknown>;
     assert.doesNotThrow(() => {
@@ -34,37 +34,34 @@ test('garbage input never throws from prune, applyDefaults, validate or admit', 
   }
 });
 
-test('a rule that throws at runtime on garbage becomes a cause, not an exception', () => {
+void test('a rule that throws at runtime on garbage becomes a cause, not an exception', () => {
   const s = compileSchema({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, 'x-kubernetes-validations': [{ rule: 'self.spec.a.b.c / 0 == 1' }] });
   const causes = s.validate({ spec: { a: { b: { c: 1 } } } });
   assert.equal(causes.length, 1);
   assert.equal(causes[0]?.reason, 'FieldValueInvalid');
 });
 
-test('nesting deeper than the cap is reported as a cause', () => {
+void test('object nesting deeper than the cap is reported as a cause', () => {
   const s = compileSchema({ type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } });
   assert.deepEqual(s.validate({ spec: nest(500) }), []);
+  const causes = s.validate({ spec: nest(2000) });
+  assert.equal(causes.length, 1);
+  assert.match(causes[0]!.message, /maximum depth of 1000/);
+  assert.match(causes[0]!.field, /^spec\.x\.x/);
+});
+
+void test('schema nesting deeper than the cap is a SchemaError', () => {
   const deep: Record<string, unknown> = { type: 'object', properties: {} };
   let cur = deep;
   for (let i = 0; i < 150; i++) {
-    const nxt: Record<string, unknown> = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: {} };
+    const nxt: Record<string, unknown> = { type: 'object', properties: {} };
     (cur['properties'] as Record<string, unknown>)['x'] = nxt;
     cur = nxt;
   }
-  assert.throws(() => compileSchema(deep), /nesting exceeds/);
-  const shallow: Record<string, unknown> = { type: 'object', properties: {} };
-  cur = shallow;
-  for (let i = 0; i < 99; i++) {
-    const nxt: Record<string, unknown> = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: {} };
-    (cur['properties'] as Record<string, unknown>)['x'] = nxt;
-    cur = nxt;
-  }
-  const cs = compileSchema(shallow);
-  const causes = cs.validate(nest(200) as Record<string, unknown>);
-  assert.ok(causes.some((c) => /maximum depth/.test(c.message)), JSON.stringify(causes).slice(0, 300));
+  assert.throws(() => compileSchema(deep), /nesting exceeds 100 levels/);
 });
 
-test('compileSchema throws only SchemaError on garbage schemas', () => {
+void test('compileSchema throws only SchemaError on garbage schemas', () => {
   for (const g of [null, 1, 'x', [], { type: 5 }, { type: 'object', properties: [] }, { type: 'object', properties: { a: null } }, { type: 'object', 'x-kubernetes-validations': 'x' }, { type: 'object', 'x-kubernetes-validations': [{ rule: 5 }] }]) {
     assert.throws(() => compileSchema(g), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'KARS_SCHEMA_INVALID');
   }

@@ -20,18 +20,18 @@ function causesOf(fn: () => unknown): SchemaCause[] {
   assert.fail('expected a SchemaError');
 }
 
-test('a CEL rule that holds produces no cause', () => {
+void test('a CEL rule that holds produces no cause', () => {
   assert.deepEqual(policy.validate(validPolicy()), []);
 });
 
-test('a failing CEL rule reports its message at the node carrying the rule', () => {
+void test('a failing CEL rule reports its message at the node carrying the rule', () => {
   const obj = { ...validPolicy(), spec: { agent: 'a', tokenBudget: { daily: 500, monthly: 100 } } };
   assert.deepEqual(admit(policy, obj).causes, [
     { reason: 'FieldValueInvalid', message: 'Invalid value: "object": daily must not exceed monthly', field: 'spec.tokenBudget' },
   ]);
 });
 
-test('integers are CEL ints and numbers are doubles', () => {
+void test('integers are CEL ints and numbers are doubles', () => {
   const s = withRules(
     { type: 'object', properties: { i: { type: 'integer' }, d: { type: 'number' } } },
     [{ rule: 'self.i >= 0 && self.i + 1 == 3 && self.d > 1.0 && type(self.i) == int && type(self.d) == double' }],
@@ -39,12 +39,12 @@ test('integers are CEL ints and numbers are doubles', () => {
   assert.deepEqual(s.validate({ spec: { i: 2, d: 2 } }), []);
 });
 
-test('without message a failing rule says failed rule', () => {
+void test('without message a failing rule says failed rule', () => {
   const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [{ rule: 'self.a > 1' }]);
   assert.match(s.validate({ spec: { a: 0 } })[0]!.message, /failed rule: self\.a > 1/);
 });
 
-test('messageExpression is evaluated and used as the message', () => {
+void test('messageExpression is evaluated and used as the message', () => {
   const s = withRules(
     { type: 'object', properties: { a: { type: 'integer' } } },
     [{ rule: 'self.a < 3', message: 'static', messageExpression: "'a is ' + string(self.a) + ', want < 3'" }],
@@ -52,12 +52,12 @@ test('messageExpression is evaluated and used as the message', () => {
   assert.equal(s.validate({ spec: { a: 7 } })[0]!.message, 'Invalid value: "object": a is 7, want < 3');
 });
 
-test('a messageExpression that fails falls back to message', () => {
+void test('a messageExpression that fails falls back to message', () => {
   const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [{ rule: 'self.a < 3', message: 'static', messageExpression: 'self.nope' }]);
   assert.equal(s.validate({ spec: { a: 7 } })[0]!.message, 'Invalid value: "object": static');
 });
 
-test('fieldPath and reason shape the cause', () => {
+void test('fieldPath and reason shape the cause', () => {
   const s = withRules(
     { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' } } } } },
     [{ rule: "self.a.b != 'x'", message: 'b must not be x', fieldPath: '.a.b', reason: 'FieldValueForbidden' }],
@@ -65,7 +65,7 @@ test('fieldPath and reason shape the cause', () => {
   assert.deepEqual(s.validate({ spec: { a: { b: 'x' } } }), [{ reason: 'FieldValueForbidden', message: 'Forbidden: b must not be x', field: 'spec.a.b' }]);
 });
 
-test('has(), size(), all(), exists() and string functions work on self', () => {
+void test('has(), size(), all(), exists() and string functions work on self', () => {
   const s = withRules(
     { type: 'object', properties: { name: { type: 'string' }, list: { type: 'array', items: { type: 'integer' } }, m: { type: 'object', additionalProperties: { type: 'string' } } } },
     [
@@ -78,24 +78,24 @@ test('has(), size(), all(), exists() and string functions work on self', () => {
     ],
   );
   assert.deepEqual(s.validate({ spec: { name: 'agent-x', list: [1, 2], m: { a: 'low' } } }), []);
-  const msgs = s.validate({ spec: { name: 'Bob', list: [3, 2, 0, -1], m: { a: 'UP' } } }).map((c) => c.message.replace('Invalid value: "object": ', ''));
+  const msgs = s.validate({ spec: { name: 'Bob', list: [3, 1, 0, -1], m: { a: 'UP' } } }).map((c) => c.message.replace('Invalid value: "object": ', ''));
   assert.deepEqual(msgs, ['prefix', 'size', 'all', 'exists', 'map', 'lib']);
 });
 
-test('property names are escaped in CEL as kube does', () => {
+void test('property names are escaped in CEL as kube does', () => {
   const s = withRules({ type: 'object', properties: { 'max-tokens': { type: 'integer' } } }, [{ rule: 'self.max__dash__tokens > 0' }]);
   assert.deepEqual(s.validate({ spec: { 'max-tokens': 1 } }), []);
   assert.equal(s.validate({ spec: { 'max-tokens': 0 } }).length, 1);
 });
 
-test('a runtime CEL error becomes a FieldValueInvalid cause', () => {
+void test('a runtime CEL error becomes a FieldValueInvalid cause', () => {
   const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [{ rule: 'self.a > 0' }]);
   const [c] = s.validate({ spec: {} });
   assert.equal(c?.reason, 'FieldValueInvalid');
   assert.match(c!.message, /evaluating rule: self\.a > 0/);
 });
 
-test('a transition rule is skipped on create and enforced on update', () => {
+void test('a transition rule is skipped on create and enforced on update', () => {
   const created = { ...validPolicy(), spec: { agent: 'a', owner: 'alice' } };
   assert.deepEqual(policy.validate(created), []);
   const updated = { ...validPolicy(), spec: { agent: 'a', owner: 'bob' } };
@@ -103,12 +103,12 @@ test('a transition rule is skipped on create and enforced on update', () => {
   assert.deepEqual(policy.validate(created, created), []);
 });
 
-test('a transition rule is skipped when the old object lacks the field', () => {
+void test('a transition rule is skipped when the old object lacks the field', () => {
   const old = { ...validPolicy(), spec: { agent: 'a' } };
   assert.deepEqual(policy.validate({ ...validPolicy(), spec: { agent: 'a', owner: 'bob' } }, old), []);
 });
 
-test('transition rules correlate list-type map items by key', () => {
+void test('transition rules correlate list-type map items by key', () => {
   const s = compileSchema({
     type: 'object',
     properties: {
@@ -129,7 +129,7 @@ test('transition rules correlate list-type map items by key', () => {
   assert.deepEqual(causes.map((c) => c.field), ['spec[0].size']);
 });
 
-test('CEL rules are skipped when schema validation already failed with a blocking error', () => {
+void test('CEL rules are skipped when schema validation already failed with a blocking error', () => {
   const obj = { ...validPolicy(), spec: { agent: 'a', tokenBudget: { daily: 'lots', monthly: 1 } } };
   const causes = policy.validate(obj);
   assert.equal(causes[0]?.reason, 'FieldValueTypeInvalid');
@@ -137,18 +137,18 @@ test('CEL rules are skipped when schema validation already failed with a blockin
   assert.ok(!causes.some((c) => /daily must not exceed/.test(c.message)));
 });
 
-test('a CEL rule that does not compile makes compileSchema throw SchemaError', () => {
+void test('a CEL rule that does not compile makes compileSchema throw SchemaError', () => {
   const causes = causesOf(() => withRules({ type: 'object' , 'x-kubernetes-preserve-unknown-fields': true }, [{ rule: 'self.a >' }]));
-  assert.equal(causes[0]?.field, "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule");
+  assert.equal(causes[0]?.field, "properties[spec].x-kubernetes-validations[0].rule");
   assert.match(causes[0]!.message, /compilation failed/);
 });
 
-test('unknown functions and variables are compile errors', () => {
+void test('unknown functions and variables are compile errors', () => {
   assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'frobnicate(self)' }]))[0]!.message, /undeclared reference to 'frobnicate'/);
   assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'other > 1' }]))[0]!.message, /undeclared reference to 'other'/);
 });
 
-test('bad rule reason, fieldPath and messageExpression are rejected', () => {
+void test('bad rule reason, fieldPath and messageExpression are rejected', () => {
   assert.equal(causesOf(() => withRules({ type: 'object' }, [{ rule: 'true', reason: 'Nope' }]))[0]!.reason, 'FieldValueNotSupported');
   assert.match(causesOf(() => withRules({ type: 'object', properties: { a: { type: 'string' } } }, [{ rule: 'true', fieldPath: '.b' }]))[0]!.message, /fieldPath/);
   assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'true', messageExpression: '1 +' }]))[0]!.message, /messageExpression/);

@@ -4,7 +4,7 @@ import { escapeProperty } from './cel.js';
 import { invalid, renderValue, type SchemaCause } from './causes.js';
 import { canonical, hasOwn, isObject } from './json.js';
 import { appendFieldPath, child, index, key } from './path.js';
-import { MAX_DEPTH, isNode, type Node, type Rule } from './structural.js';
+import { MAX_DEPTH, MAX_VALUE_DEPTH, isNode, type Node, type Rule } from './structural.js';
 
 /** An old value at the same place, or absent. */
 type Old = { value: unknown } | undefined;
@@ -96,7 +96,7 @@ function evaluate(rule: Rule, node: Node, value: unknown, self: CelInput, oldSel
 
 /** JSON -> CEL input guided by the schema: integer -> int (bigint), number -> double, object -> map. */
 export function toCel(node: Node | undefined, v: unknown, depth: number, cache: WeakMap<object, CelInput>): CelInput {
-  if (v === null || v === undefined || depth > MAX_DEPTH) return null;
+  if (v === null || v === undefined || depth > MAX_VALUE_DEPTH) return null;
   switch (typeof v) {
     case 'string':
     case 'boolean':

@@ -70,7 +70,10 @@ export interface Node {
   vv: ValueValidation;
 }
 
+/** Maximum schema nesting (and walker depth). */
 export const MAX_DEPTH = 100;
+/** Maximum nesting of an object's value (kube's decoder allows more; this keeps every walk bounded). */
+export const MAX_VALUE_DEPTH = 1000;
 
 const FORBIDDEN_EVERYWHERE: Record<string, string> = {
   $ref: '$ref is not supported',
@@ -94,12 +97,12 @@ interface Ctx {
   errors: SchemaCause[];
 }
 
-/** Compile the root schema; returns the tree and every problem found (empty when acceptable). */
+/** Compile the root schema; returns the tree and every problem found (empty when acceptable). Cause fields are relative to openAPIV3Schema ("properties[spec].type"). */
 export function compileStructural(raw: unknown): { root: Node; errors: SchemaCause[] } {
   const ctx: Ctx = { errors: [] };
-  const path = 'openAPIV3Schema';
+  const path = '';
   if (!isObject(raw)) {
-    ctx.errors.push(required(path, 'must be an object schema'));
+    ctx.errors.push(required(path, 'openAPIV3Schema must be an object schema'));
     return { root: emptyNode(), errors: ctx.errors };
   }
   const root = compileNode(raw, path, ctx, 0, { isRoot: true, inResourceMeta: false });

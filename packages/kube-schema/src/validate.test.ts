@@ -16,36 +16,36 @@ function only(causes: SchemaCause[]): SchemaCause {
   return causes[0]!;
 }
 
-test('a valid policy has no causes', () => {
+void test('a valid policy has no causes', () => {
   assert.deepEqual(admit(policy, validPolicy()).causes, []);
 });
 
-test('a wrong type is FieldValueTypeInvalid naming the field and the expected type', () => {
+void test('a wrong type is FieldValueTypeInvalid naming the field and the expected type', () => {
   const c = only(check({ type: 'integer' }, 'string'));
   assert.equal(c.reason, 'FieldValueTypeInvalid');
   assert.equal(c.field, 'spec.v');
   assert.equal(c.message, 'Invalid value: "string": spec.v in body must be of type integer: "string"');
 });
 
-test('integer rejects fractions while number accepts integers', () => {
+void test('integer rejects fractions while number accepts integers', () => {
   assert.equal(only(check({ type: 'integer' }, 1.5)).reason, 'FieldValueTypeInvalid');
   assert.deepEqual(check({ type: 'number' }, 3), []);
   assert.deepEqual(check({ type: 'boolean' }, true), []);
   assert.equal(only(check({ type: 'array', items: { type: 'string' } }, {})).reason, 'FieldValueTypeInvalid');
 });
 
-test('a missing required field is Required value at the field path', () => {
+void test('a missing required field is Required value at the field path', () => {
   const causes = policy.validate({ ...validPolicy(), spec: {} });
   assert.deepEqual(causes[0], { reason: 'FieldValueRequired', message: 'Required value', field: 'spec.agent' });
 });
 
-test('enum violations list the supported values', () => {
+void test('enum violations list the supported values', () => {
   const c = only(check({ type: 'string', enum: ['a', 'b'] }, 'x'));
   assert.equal(c.reason, 'FieldValueNotSupported');
   assert.equal(c.message, 'Unsupported value: "x": supported values: "a", "b"');
 });
 
-test('maximum and minimum, inclusive and exclusive', () => {
+void test('maximum and minimum, inclusive and exclusive', () => {
   assert.match(only(check({ type: 'integer', maximum: 5 }, 6)).message, /should be less than or equal to 5/);
   assert.deepEqual(check({ type: 'integer', maximum: 5 }, 5), []);
   assert.match(only(check({ type: 'integer', maximum: 5, exclusiveMaximum: true }, 5)).message, /should be less than 5/);
@@ -54,7 +54,7 @@ test('maximum and minimum, inclusive and exclusive', () => {
   assert.match(only(check({ type: 'integer', multipleOf: 3 }, 4)).message, /multiple of 3/);
 });
 
-test('string length and pattern', () => {
+void test('string length and pattern', () => {
   const long = only(check({ type: 'string', maxLength: 3 }, 'abcd'));
   assert.equal(long.reason, 'FieldValueTooLong');
   assert.match(long.message, /may not be more than 3/);
@@ -64,7 +64,7 @@ test('string length and pattern', () => {
   assert.deepEqual(check({ type: 'string', pattern: '^[a-z]+$' }, 'ab'), []);
 });
 
-test('minItems, maxItems, minProperties and maxProperties', () => {
+void test('minItems, maxItems, minProperties and maxProperties', () => {
   const many = only(check({ type: 'array', items: { type: 'integer' }, maxItems: 1 }, [1, 2]));
   assert.equal(many.reason, 'FieldValueTooMany');
   assert.match(many.message, /must have at most 1 items/);
@@ -73,14 +73,14 @@ test('minItems, maxItems, minProperties and maxProperties', () => {
   assert.match(only(check({ type: 'object', additionalProperties: { type: 'string' }, minProperties: 1 }, {})).message, /at least 1 properties/);
 });
 
-test('nullable allows null and its absence rejects null', () => {
+void test('nullable allows null and its absence rejects null', () => {
   assert.deepEqual(check({ type: 'string', nullable: true }, null), []);
   const c = only(check({ type: 'string' }, null));
   assert.equal(c.reason, 'FieldValueTypeInvalid');
   assert.match(c.message, /must be of type string: "null"/);
 });
 
-test('x-kubernetes-int-or-string accepts integers and strings only', () => {
+void test('x-kubernetes-int-or-string accepts integers and strings only', () => {
   const ios = { 'x-kubernetes-int-or-string': true };
   assert.deepEqual(check(ios, 8080), []);
   assert.deepEqual(check(ios, 'http'), []);
@@ -91,7 +91,7 @@ test('x-kubernetes-int-or-string accepts integers and strings only', () => {
   assert.ok(check(withAnyOf, 'fifty').some((c) => /anyOf/.test(c.message)));
 });
 
-test('format date-time and others are checked; unknown formats pass', () => {
+void test('format date-time and others are checked; unknown formats pass', () => {
   assert.deepEqual(check({ type: 'string', format: 'date-time' }, '2024-01-02T03:04:05Z'), []);
   assert.match(only(check({ type: 'string', format: 'date-time' }, 'yesterday')).message, /must be of type date-time/);
   assert.equal(only(check({ type: 'string', format: 'uuid' }, 'nope')).reason, 'FieldValueTypeInvalid');
@@ -99,19 +99,19 @@ test('format date-time and others are checked; unknown formats pass', () => {
   assert.deepEqual(check({ type: 'string', format: 'my-own' }, 'anything'), []);
 });
 
-test('x-kubernetes-list-type set reports duplicates at the later index', () => {
+void test('x-kubernetes-list-type set reports duplicates at the later index', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', tools: ['git', 'sh', 'git'] } });
   assert.deepEqual(causes[0], { reason: 'FieldValueDuplicate', message: 'Duplicate value: "git"', field: 'spec.tools[2]' });
 });
 
-test('x-kubernetes-list-type map reports items with duplicate keys', () => {
+void test('x-kubernetes-list-type map reports items with duplicate keys', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', egress: [{ host: 'a' }, { host: 'b' }, { host: 'a', port: 1 }] } });
   assert.equal(causes[0]?.reason, 'FieldValueDuplicate');
   assert.equal(causes[0]?.field, 'spec.egress[2]');
   assert.match(causes[0]!.message, /"host":"a"/);
 });
 
-test('oneOf, allOf and not are enforced as value validations', () => {
+void test('oneOf, allOf and not are enforced as value validations', () => {
   const base = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } };
   const oneOf = { ...base, oneOf: [{ required: ['a'] }, { required: ['b'] }] };
   assert.deepEqual(check(oneOf, { a: 'x' }), []);
@@ -123,22 +123,22 @@ test('oneOf, allOf and not are enforced as value validations', () => {
   assert.ok(check(allOf, { a: 'xy' }).some((c) => c.field === 'spec.v.a' && c.reason === 'FieldValueTooLong'));
 });
 
-test('additionalProperties map values are validated with key paths', () => {
+void test('additionalProperties map values are validated with key paths', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', labels: { ok: 'x', bad: 'far-too-long-value' } } });
   assert.equal(causes[0]?.field, 'spec.labels[bad]');
   assert.equal(causes[0]?.reason, 'FieldValueTooLong');
 });
 
-test('embedded resources require apiVersion and kind', () => {
+void test('embedded resources require apiVersion and kind', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', template: { spec: {} } } });
   assert.deepEqual(causes.slice(0, 2).map((c) => c.field), ['spec.template.apiVersion', 'spec.template.kind']);
 });
 
-test('array items are validated with index paths', () => {
+void test('array items are validated with index paths', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', egress: [{ host: 'a' }, { host: 3 }] } });
   assert.equal(causes[0]?.field, 'spec.egress[1].host');
 });
 
-test('metadata is not validated against the schema', () => {
+void test('metadata is not validated against the schema', () => {
   assert.deepEqual(policy.validate({ ...validPolicy(), metadata: { name: 5, weird: [] } }), []);
 });

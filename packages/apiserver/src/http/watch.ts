@@ -37,6 +37,10 @@ export class WatchStream {
     private readonly opts: WatchStreamOptions,
   ) {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
+    // Send the headers now, as kube-apiserver does: over HTTP/1.1 writeHead only queues them until the
+    // first event, and clients wait for them before their watch is running (HTTP/2 sends them at once).
+    const flush = (res as { flushHeaders?: () => void }).flushHeaders;
+    if (typeof flush === 'function') flush.call(res);
     res.on('close', () => this.close());
     res.on('drain', () => this.flush());
     const every = setInterval(() => this.bookmark(), opts.bookmarkIntervalMs);

@@ -55,6 +55,8 @@ export class Store {
     listAll: Statement<[string, string, string, number], ListRow>;
     listNs: Statement<[string, string, string, string, number], ListRow>;
     count: Statement<[string], { n: number }>;
+    countAfter: Statement<[string, string, string], { n: number }>;
+    countAfterNs: Statement<[string, string, string, string], { n: number }>;
     countNs: Statement<[string, string], { n: number }>;
     eventsAfter: Statement<[number], ChangeRecord>;
   };
@@ -89,6 +91,8 @@ export class Store {
       listAll: this.db.prepare('SELECT ns, name, body FROM objects WHERE gr = ? AND (ns, name) > (?, ?) ORDER BY ns, name LIMIT ?'),
       listNs: this.db.prepare('SELECT ns, name, body FROM objects WHERE gr = ? AND ns = ? AND (ns, name) > (?, ?) ORDER BY ns, name LIMIT ?'),
       count: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ?'),
+      countAfter: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ? AND (ns, name) > (?, ?)'),
+      countAfterNs: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ? AND ns = ? AND (ns, name) > (?, ?)'),
       countNs: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ? AND ns = ?'),
       eventsAfter: this.db.prepare('SELECT rv, gr, ns, name, type, body, prev FROM events WHERE rv > ? ORDER BY rv'),
     };
@@ -111,6 +115,11 @@ export class Store {
   /** Objects of one resource ordered by (namespace, name), strictly after the given key. */
   list(gr: string, ns: string | undefined, after: { ns: string; name: string }, limit: number): ListRow[] {
     return ns === undefined ? this.st.listAll.all(gr, after.ns, after.name, limit) : this.st.listNs.all(gr, ns, after.ns, after.name, limit);
+  }
+
+  /** How many objects of a resource sort after the given key (for remainingItemCount). */
+  countAfter(gr: string, ns: string | undefined, after: { ns: string; name: string }): number {
+    return (ns === undefined ? this.st.countAfter.get(gr, after.ns, after.name) : this.st.countAfterNs.get(gr, ns, after.ns, after.name))?.n ?? 0;
   }
 
   count(gr: string, ns: string | undefined): number {
