@@ -249,6 +249,56 @@ describe('kars apiserver REST semantics', () => {
     assert.equal((await ts.client.get(`${CM}/unrelated`)).status, 200);
   });
 
+  it('keeps a dependent with a second live owner and only drops the dead reference', async () => {
+    const a = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'own-a' }, spec: { size: 1 } });
+    const b = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'own-b' }, spec: { size: 1 } });
+    const ref = (o: any) => ({ apiVersion: 'example.com/v1', kind: 'Widget', name: o.metadata.name, uid: o.metadata.uid });
+    await ts.client.post(CM, { ...cm('shared'), metadata: { name: 'shared', ownerReferences: [ref(a.body), ref(b.body)] } });
+    await ts.client.delete(`${WD}/own-a`);
+    const kept = await eventually(async () => {
+      const r = await ts.client.get(`${CM}/shared`);
+      return r.body.metadata.ownerReferences?.length === 1 ? r : undefined;
+    });
+    assert.equal(kept.body.metadata.ownerReferences[0].uid, b.body.metadata.uid);
+  });
+
+  it('orphans dependents when deleting with propagationPolicy=Orphan', async () => {
+    const o = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'orphaner' }, spec: { size: 1 } });
+    await ts.client.post(CM, { ...cm('orphan'), metadata: { name: 'orphan', ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'orphaner', uid: o.body.metadata.uid }] } });
+    const d = await ts.client.delete(`${WD}/orphaner`, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Orphan' });
+    assert.equal(d.status, 200);
+    await eventually(async () => (await ts.client.get(`${WD}/orphaner`)).status === 404);
+    const child = await ts.client.get(`${CM}/orphan`);
+    assert.equal(child.status, 200);
+    assert.equal(child.body.metadata.ownerReferences, undefined);
+  });
+
+  it('deletes a whole collection selected by label', async () => {
+    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bulk' } });
+    for (const n of ['x1', 'x2', 'x3']) await ts.client.post('/api/v1/namespaces/bulk/configmaps', cm(n, { a: '1' }, { batch: n === 'x3' ? 'keep' : 'drop' }));
+    const r = await ts.client.delete('/api/v1/namespaces/bulk/configmaps?labelSelector=batch%3Ddrop');
+    assert.equal(r.status, 200);
+    const left = await ts.client.get('/api/v1/namespaces/bulk/configmaps');
+    assert.deepEqual(left.body.items.map((i: any) => i.metadata.name), ['x3']);
+  });
+
+  it('serves every served version of a CRD from one stored object', async () => {
+    const crd = widgetCrd() as any;
+    crd.metadata.name = 'dials.example.com';
+    crd.spec.names = { plural: 'dials', singular: 'dial', kind: 'Dial' };
+    const v1 = crd.spec.versions[0];
+    crd.spec.versions = [{ ...v1, name: 'v1beta1', storage: false }, v1];
+    assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    const c = await ts.client.post('/apis/example.com/v1beta1/namespaces/default/dials', { apiVersion: 'example.com/v1beta1', kind: 'Dial', metadata: { name: 'd' }, spec: { size: 1 } });
+    assert.equal(c.status, 201, c.text);
+    assert.equal(c.body.apiVersion, 'example.com/v1beta1');
+    const asV1 = await ts.client.get('/apis/example.com/v1/namespaces/default/dials/d');
+    assert.equal(asV1.body.apiVersion, 'example.com/v1');
+    assert.equal(asV1.body.metadata.uid, c.body.metadata.uid);
+    const groups = await ts.client.get('/apis/example.com');
+    assert.equal(groups.body.preferredVersion.version, 'v1');
+  });
+
   it('does not store anything on dryRun=All', async () => {
     const r = await ts.client.post(`${CM}?dryRun=All`, cm('dry'));
     assert.equal(r.status, 201);

@@ -338,6 +338,7 @@ export class ObjectService {
         name: t.name,
         type: finalDelete ? 'DELETED' : created ? 'ADDED' : 'MODIFIED',
         prev,
+        owners: ownerUids(obj),
         render: (rv) => {
           obj.metadata.resourceVersion = String(rv);
           return JSON.stringify(obj);
@@ -490,7 +491,7 @@ export class ObjectService {
       if (terminating) next['status'] = { ...(isObject(next['status']) ? next['status'] : {}), phase: 'Terminating' };
       out = { object: next, gone: false };
       if (opts.dryRun) return;
-      const rec = stage({ gr, ns: t.ns, name: t.name, type: 'MODIFIED', prev: row.body, render: (rv) => {
+      const rec = stage({ gr, ns: t.ns, name: t.name, type: 'MODIFIED', prev: row.body, owners: ownerUids(next), render: (rv) => {
         next.metadata.resourceVersion = String(rv);
         return JSON.stringify(next);
       } });
@@ -568,18 +569,20 @@ export class ObjectService {
   /** Garbage collection: delete dependents whose only owner is gone; drop the dead reference otherwise. */
   private collectDependents(ownerUid: string, orphaned: boolean): void {
     if (orphaned) return;
-    for (const ri of this.registry.all()) {
-      const gr = grKey(ri.group, ri.resource);
-      for (const row of this.scan(gr, undefined)) {
-        if (!row.body.includes(ownerUid)) continue;
-        const obj = parse(row.body);
-        const refs = obj.metadata.ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === ownerUid)) continue;
-        const remaining = refs.filter((r) => r.uid !== ownerUid);
-        if (remaining.length === 0) this.tryDelete(ri, row.ns, row.name);
-        else this.removeOwnerRef(ri, obj, ownerUid);
-      }
+    for (const dep of this.store.dependentsOf(ownerUid)) {
+      const ri = this.byGr(dep.gr);
+      const row = this.store.get(dep.gr, dep.ns, dep.name);
+      if (!ri || !row) continue;
+      const obj = parse(row.body);
+      const remaining = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+      if (remaining.length === 0) this.tryDelete(ri, dep.ns, dep.name);
+      else this.removeOwnerRef(ri, obj, ownerUid);
     }
+  }
+
+  private byGr(gr: string): ResourceInfo | undefined {
+    const slash = gr.indexOf('/');
+    return this.registry.get(gr.slice(0, slash), gr.slice(slash + 1));
   }
 
   private removeOwnerRef(ri: ResourceInfo, obj: KubeObject, ownerUid: string): void {
@@ -596,12 +599,10 @@ export class ObjectService {
   /** Orphan deletion: strip the owner reference from dependents, then drop the orphan finalizer. */
   private orphan(owner: KubeObject): void {
     const uid = owner.metadata.uid ?? '';
-    for (const ri of this.registry.all()) {
-      for (const row of this.scan(grKey(ri.group, ri.resource), undefined)) {
-        if (!row.body.includes(uid)) continue;
-        const obj = parse(row.body);
-        if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) this.removeOwnerRef(ri, obj, uid);
-      }
+    for (const dep of this.store.dependentsOf(uid)) {
+      const ri = this.byGr(dep.gr);
+      const row = this.store.get(dep.gr, dep.ns, dep.name);
+      if (ri && row) this.removeOwnerRef(ri, parse(row.body), uid);
     }
     const ri = this.registry.byKind(owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] ?? '' : '', owner.kind);
     if (ri) this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
@@ -677,6 +678,10 @@ function applyConflictMessage(conflicts: Array<{ manager: string; field: string 
   for (const c of conflicts) byManager.set(c.manager, [...(byManager.get(c.manager) ?? []), c.field]);
   const parts = [...byManager.entries()].map(([m, fields]) => `conflicts with "${m}":\n${fields.map((f) => `- ${f}`).join('\n')}`);
   return `Apply failed with ${conflicts.length} conflicts: ${parts.join('\n')}`;
+}
+
+function ownerUids(obj: KubeObject): string[] {
+  return (obj.metadata.ownerReferences ?? []).map((r) => r.uid).filter((u): u is string => typeof u === 'string' && u !== '');
 }
 
 /** Keep metadata.generation: unchanged unless the spec part changed (after pruning and defaulting). */

@@ -23,7 +23,11 @@ export interface ChangeRecord {
 }
 
 /** A change about to be committed; `render` produces the body once the revision is known. */
-export type StagedChange = Omit<ChangeRecord, 'rv' | 'body'> & { render: (rv: number) => string };
+export type StagedChange = Omit<ChangeRecord, 'rv' | 'body'> & {
+  render: (rv: number) => string;
+  /** uids from metadata.ownerReferences, indexed so garbage collection finds dependents quickly. */
+  owners?: string[];
+};
 
 /** Row of a paginated list scan. */
 export interface ListRow {
@@ -59,6 +63,9 @@ export class Store {
     countAfterNs: Statement<[string, string, string, string], { n: number }>;
     countNs: Statement<[string, string], { n: number }>;
     eventsAfter: Statement<[number], ChangeRecord>;
+    addOwner: Statement<[string, string, string, string]>;
+    clearOwners: Statement<[string, string, string]>;
+    dependents: Statement<[string], { gr: string; ns: string; name: string }>;
   };
 
   constructor(dataDir: string, historyWindow: number) {
@@ -77,6 +84,10 @@ export class Store {
         rv INTEGER PRIMARY KEY, gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,
         type TEXT NOT NULL, body TEXT NOT NULL, prev TEXT);
       CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS owners (
+        owner TEXT NOT NULL, gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,
+        PRIMARY KEY (owner, gr, ns, name)) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS owners_by_dependent ON owners (gr, ns, name);
     `);
     const meta = (k: string): string | undefined => (this.db.prepare('SELECT v FROM meta WHERE k = ?').get(k) as { v: string } | undefined)?.v;
     this.rv = Number(meta('rv') ?? '0');
@@ -95,6 +106,9 @@ export class Store {
       countAfterNs: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ? AND ns = ? AND (ns, name) > (?, ?)'),
       countNs: this.db.prepare('SELECT count(*) AS n FROM objects WHERE gr = ? AND ns = ?'),
       eventsAfter: this.db.prepare('SELECT rv, gr, ns, name, type, body, prev FROM events WHERE rv > ? ORDER BY rv'),
+      addOwner: this.db.prepare('INSERT OR IGNORE INTO owners (owner, gr, ns, name) VALUES (?, ?, ?, ?)'),
+      clearOwners: this.db.prepare('DELETE FROM owners WHERE gr = ? AND ns = ? AND name = ?'),
+      dependents: this.db.prepare('SELECT gr, ns, name FROM owners WHERE owner = ? ORDER BY gr, ns, name'),
     };
   }
 
@@ -126,6 +140,11 @@ export class Store {
     return (ns === undefined ? this.st.count.get(gr) : this.st.countNs.get(gr, ns))?.n ?? 0;
   }
 
+  /** Objects whose ownerReferences name this uid. */
+  dependentsOf(ownerUid: string): Array<{ gr: string; ns: string; name: string }> {
+    return this.st.dependents.all(ownerUid);
+  }
+
   /** The change log kept on disk, for warming the watch cache after a restart. */
   changesAfter(rv: number): ChangeRecord[] {
     return this.st.eventsAfter.all(Math.max(rv, this.compactedRv));
@@ -142,8 +161,12 @@ export class Store {
       const result = fn((c) => {
         const rv = ++this.rv;
         const body = c.render(rv);
+        this.st.clearOwners.run(c.gr, c.ns, c.name);
         if (c.type === 'DELETED') this.st.del.run(c.gr, c.ns, c.name);
-        else this.st.put.run(c.gr, c.ns, c.name, rv, body);
+        else {
+          this.st.put.run(c.gr, c.ns, c.name, rv, body);
+          for (const owner of c.owners ?? []) this.st.addOwner.run(owner, c.gr, c.ns, c.name);
+        }
         this.st.event.run(rv, c.gr, c.ns, c.name, c.type, body, c.prev);
         const rec: ChangeRecord = { rv, gr: c.gr, ns: c.ns, name: c.name, type: c.type, body, prev: c.prev };
         changes.push(rec);
