@@ -57,7 +57,6 @@ describe('watch semantics', () => {
     const c = await ts.client.post(NS, cm('old'));
     const rv = c.body.metadata.resourceVersion;
     await ts.client.put(`${NS}/old`, cm('old', { v: '1' }));
-    ts.server.faults; // fault injection is off here; compact by overflowing the history window instead
     const tiny = await startTestServer({ historyWindow: 10 });
     try {
       const first = await tiny.client.post(NS, cm('x'));
