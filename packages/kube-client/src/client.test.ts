@@ -1,0 +1,96 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError } from '@kars/kube-core';
+import type { KubeObject } from '@kars/kube-core';
+import { startTestServer } from '@kars/apiserver/testing';
+import type { TestServer } from '@kars/apiserver/testing';
+import { KubeClient } from './client.js';
+import { ConnectionLostError } from './errors.js';
+import { Resources } from './paths.js';
+
+const cm = (name: string, v: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { v } });
+
+describe('KubeClient against kars apiserver', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
+  });
+  after(async () => ts.close());
+
+  it('creates, reads, replaces, patches, applies, lists and deletes over HTTP/2 with the kubeconfig token', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+    try {
+      const made = await c.create(Resources.configmaps, cm('crud', '1'));
+      assert.ok(made.metadata.uid);
+      const got = await c.get(Resources.configmaps, 'default', 'crud');
+      assert.equal((got as any).data.v, '1');
+      const rep = await c.replace(Resources.configmaps, { ...got, data: { v: '2' } });
+      assert.equal((rep as any).data.v, '2');
+      const pat = await c.patch(Resources.configmaps, 'default', 'crud', { data: { w: 'x' } }, 'merge');
+      assert.deepEqual((pat as any).data, { v: '2', w: 'x' });
+      const app = await c.apply(Resources.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'crud', namespace: 'default' }, data: { mine: 'y' } }, 'test-manager');
+      assert.equal((app as any).data.mine, 'y');
+      const list = await c.list(Resources.configmaps, { namespace: 'default' });
+      assert.ok(list.items.some((o) => o.metadata.name === 'crud'));
+      await c.delete(Resources.configmaps, 'default', 'crud');
+      assert.equal(await c.getOrUndefined(Resources.configmaps, 'default', 'crud'), undefined);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('surfaces server errors as ApiError with the Status code and reason', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+    try {
+      await c.create(Resources.configmaps, cm('twice', '1'));
+      await assert.rejects(c.create(Resources.configmaps, cm('twice', '1')), (e: unknown) => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists');
+      await assert.rejects(c.get(Resources.configmaps, 'default', 'absent'), (e: unknown) => e instanceof ApiError && e.code === 404);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('fails a quiet watch with an idle ConnectionLostError after the idle deadline', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
+    try {
+      const rv = (await c.list(Resources.configmaps, { namespace: 'default' })).metadata.resourceVersion ?? '0';
+      const t0 = Date.now();
+      const ac = new AbortController();
+      await assert.rejects(
+        (async () => {
+          for await (const _e of c.watch(Resources.configmaps, { namespace: 'default', resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: false, idleTimeoutMs: 400, signal: ac.signal })) {
+            /* no events expected */
+          }
+        })(),
+        (e: unknown) => e instanceof ConnectionLostError && e.reason === 'idle',
+      );
+      const took = Date.now() - t0;
+      assert.ok(took >= 350 && took < 3000, `idle detected after ${took} ms`);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('declares a silently dropped connection dead by PING and reconnects for the next request', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 200, pingTimeoutMs: 300 });
+    try {
+      const rv = (await c.list(Resources.configmaps, { namespace: 'default' })).metadata.resourceVersion ?? '0';
+      const ac = new AbortController();
+      const events: string[] = [];
+      const done = (async () => {
+        for await (const e of c.watch(Resources.configmaps, { namespace: 'default', resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: true, idleTimeoutMs: 60_000, signal: ac.signal })) events.push(e.type);
+      })();
+      await new Promise((r) => setTimeout(r, 1300));
+      assert.ok(events.includes('BOOKMARK'), 'the watch was alive before the freeze');
+      const t0 = Date.now();
+      ts.server.faults!.freezeWatches();
+      await assert.rejects(done, (e: unknown) => e instanceof ConnectionLostError && e.reason === 'ping');
+      const took = Date.now() - t0;
+      assert.ok(took < 2000, `ping detected the dead connection after ${took} ms`);
+      const after = await c.get(Resources.namespaces, undefined, 'default');
+      assert.equal(after.metadata.name, 'default', 'a new connection serves the next request');
+    } finally {
+      c.close();
+    }
+  });
+});

@@ -1,0 +1,196 @@
+import { ApiError } from '@kars/kube-core';
+import type { KubeList, KubeObject, Status, StatusReason, WatchEvent } from '@kars/kube-core';
+import { Credentials } from './credentials.js';
+import { ConnectionLostError } from './errors.js';
+import { resourcePath, withQuery } from './paths.js';
+import type { ResourceRef } from './paths.js';
+import { Http2Transport } from './transport.js';
+import type { LogFn } from './transport.js';
+
+export interface ClientOptions {
+  /** Kubeconfig file; when unset: KUBECONFIG, ~/.kube/config, then in-cluster. */
+  kubeconfig?: string;
+  /** HTTP/2 PING period; 0 disables periodic pings. Default 10 s. */
+  pingIntervalMs?: number;
+  /** PING answer deadline. Default 5 s. */
+  pingTimeoutMs?: number;
+  log?: LogFn;
+}
+
+/** Parameters of a list call. */
+export interface ListParams {
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  limit?: number | undefined;
+  continueToken?: string | undefined;
+  resourceVersion?: string | undefined;
+}
+
+/** Parameters of a watch call. */
+export interface WatchParams {
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  resourceVersion: string;
+  timeoutSeconds: number;
+  allowWatchBookmarks: boolean;
+  /** Abort the stream when no byte arrives for this long. */
+  idleTimeoutMs: number;
+  signal: AbortSignal;
+}
+
+/** Turn a non-2xx response into an ApiError carrying the server's Status. */
+function apiError(status: number, body: Buffer, what: string): ApiError {
+  let parsed: Partial<Status> | undefined;
+  try {
+    parsed = JSON.parse(body.toString('utf8')) as Partial<Status>;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed && parsed.kind === 'Status') {
+    return new ApiError(parsed.code ?? status, (parsed.reason ?? 'InternalError') as StatusReason, parsed.message ?? `${what} failed with ${status}`, parsed.details);
+  }
+  return new ApiError(status, status === 404 ? 'NotFound' : 'InternalError', `${what} failed with HTTP ${status}: ${body.toString('utf8').slice(0, 200)}`);
+}
+
+/**
+ * A small Kubernetes REST client over {@link Http2Transport}: CRUD, patch, server-side apply,
+ * paginated list, and watch streams with an idle deadline. Errors are ApiErrors with the
+ * server's code and reason, or ConnectionLostError when the connection died.
+ */
+export class KubeClient {
+  constructor(readonly transport: Http2Transport) {}
+
+  /** Build a client from a kubeconfig (see {@link ClientOptions}). */
+  static fromKubeconfig(opts: ClientOptions = {}): KubeClient {
+    const credentials = Credentials.load(opts.kubeconfig);
+    return new KubeClient(
+      new Http2Transport({
+        credentials,
+        pingIntervalMs: opts.pingIntervalMs ?? 10_000,
+        pingTimeoutMs: opts.pingTimeoutMs ?? 5_000,
+        ...(opts.log ? { log: opts.log } : {}),
+      }),
+    );
+  }
+
+  private async call<T>(method: string, path: string, what: string, body?: unknown, contentType = 'application/json', signal?: AbortSignal): Promise<T> {
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const res = await this.transport.request({ method, path, ...(payload !== undefined ? { body: payload, headers: { 'content-type': contentType } } : {}), ...(signal ? { signal } : {}) });
+    if (res.status < 200 || res.status >= 300) throw apiError(res.status, res.body, what);
+    return JSON.parse(res.body.toString('utf8')) as T;
+  }
+
+  get<T extends KubeObject = KubeObject>(ref: ResourceRef, namespace: string | undefined, name: string, signal?: AbortSignal): Promise<T> {
+    return this.call('GET', resourcePath(ref, { namespace, name }), `get ${ref.resource} ${name}`, undefined, undefined, signal);
+  }
+
+  /** Get, or undefined when the object does not exist. */
+  async getOrUndefined<T extends KubeObject = KubeObject>(ref: ResourceRef, namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(ref, namespace, name);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  list<T extends KubeObject = KubeObject>(ref: ResourceRef, p: ListParams = {}, signal?: AbortSignal): Promise<KubeList<T>> {
+    const path = withQuery(resourcePath(ref, { namespace: p.namespace }), { labelSelector: p.labelSelector, fieldSelector: p.fieldSelector, limit: p.limit, continue: p.continueToken, resourceVersion: p.resourceVersion });
+    return this.call('GET', path, `list ${ref.resource}`, undefined, undefined, signal);
+  }
+
+  create<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: { fieldManager?: string } = {}): Promise<T> {
+    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace }), { fieldManager: opts.fieldManager });
+    return this.call('POST', path, `create ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
+  }
+
+  replace<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: { subresource?: 'status'; fieldManager?: string } = {}): Promise<T> {
+    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }), { fieldManager: opts.fieldManager });
+    return this.call('PUT', path, `replace ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
+  }
+
+  patch<T extends KubeObject = KubeObject>(ref: ResourceRef, namespace: string | undefined, name: string, patch: unknown, type: 'merge' | 'json' | 'strategic', opts: { subresource?: 'status'; fieldManager?: string } = {}): Promise<T> {
+    const ct = { merge: 'application/merge-patch+json', json: 'application/json-patch+json', strategic: 'application/strategic-merge-patch+json' }[type];
+    const path = withQuery(resourcePath(ref, { namespace, name, subresource: opts.subresource }), { fieldManager: opts.fieldManager });
+    return this.call('PATCH', path, `patch ${ref.resource} ${name}`, patch, ct);
+  }
+
+  /** Server-side apply of a full or partial object as `fieldManager`. */
+  apply<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } }, fieldManager: string, opts: { force?: boolean; subresource?: 'status' } = {}): Promise<T> {
+    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }), { fieldManager, force: opts.force ? true : undefined });
+    return this.call('PATCH', path, `apply ${ref.resource} ${obj.metadata.name ?? ''}`, obj, 'application/apply-patch+yaml');
+  }
+
+  delete(ref: ResourceRef, namespace: string | undefined, name: string, opts: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; resourceVersion?: string } = {}): Promise<unknown> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
+    if (opts.propagationPolicy) body['propagationPolicy'] = opts.propagationPolicy;
+    if (opts.resourceVersion) body['preconditions'] = { resourceVersion: opts.resourceVersion };
+    return this.call('DELETE', resourcePath(ref, { namespace, name }), `delete ${ref.resource} ${name}`, body);
+  }
+
+  /**
+   * Open a watch and yield its events. The stream fails with ConnectionLostError("idle") when no
+   * byte (event or bookmark) arrives within `idleTimeoutMs`; the connection is then probed with a
+   * PING and dropped if it does not answer. It fails with ConnectionLostError("ping") when the
+   * connection's liveness check fails, and ends normally when the server ends the watch.
+   */
+  async *watch<T extends KubeObject = KubeObject>(ref: ResourceRef, p: WatchParams): AsyncGenerator<WatchEvent<T>, void, undefined> {
+    const path = withQuery(resourcePath(ref, { namespace: p.namespace }), {
+      watch: 1,
+      resourceVersion: p.resourceVersion,
+      timeoutSeconds: p.timeoutSeconds,
+      allowWatchBookmarks: p.allowWatchBookmarks ? true : undefined,
+      labelSelector: p.labelSelector,
+      fieldSelector: p.fieldSelector,
+    });
+    const open = await this.transport.open({ method: 'GET', path, signal: p.signal });
+    const { stream } = open;
+    let idle: NodeJS.Timeout | undefined;
+    let idleFired = false;
+    const arm = (): void => {
+      if (idle) clearTimeout(idle);
+      idle = setTimeout(() => {
+        idleFired = true;
+        stream.destroy(new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`));
+        void this.transport.probe(open.connectionId);
+      }, p.idleTimeoutMs);
+    };
+    try {
+      if (open.status !== 200) {
+        const chunks: Buffer[] = [];
+        for await (const c of stream) chunks.push(c as Buffer);
+        throw apiError(open.status, Buffer.concat(chunks), `watch ${ref.resource}`);
+      }
+      arm();
+      let buf = '';
+      stream.setEncoding('utf8');
+      for await (const chunk of stream) {
+        arm();
+        buf += chunk as string;
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line === '') continue;
+          yield JSON.parse(line) as WatchEvent<T>;
+        }
+      }
+    } catch (err) {
+      if (idleFired) throw new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`, { cause: err });
+      const lost = open.lossReason();
+      if (lost) throw new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err });
+      throw err;
+    } finally {
+      if (idle) clearTimeout(idle);
+      if (!stream.destroyed) stream.destroy();
+    }
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}
+
+export { ConnectionLostError };

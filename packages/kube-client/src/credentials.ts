@@ -1,0 +1,78 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import type { RequestOptions } from 'node:https';
+import { KubeconfigError } from './errors.js';
+
+/** TLS material for connecting to the API server. */
+export interface TlsOptions {
+  ca?: Buffer | string;
+  cert?: Buffer | string;
+  key?: Buffer | string;
+  rejectUnauthorized?: boolean;
+  servername?: string;
+}
+
+/**
+ * Where the API server is and how to authenticate to it, from a kubeconfig. Loading and auth
+ * (tokens, client certificates, exec plugins, in-cluster service accounts) are delegated to
+ * @kubernetes/client-node's KubeConfig; we only take the results.
+ */
+export class Credentials {
+  private constructor(
+    private readonly kc: KubeConfig,
+    readonly server: URL,
+  ) {}
+
+  /**
+   * Load from `file` when given; otherwise from `KUBECONFIG`, then ~/.kube/config, then the
+   * in-cluster service account (client-node's loadFromDefault order).
+   */
+  static load(file?: string): Credentials {
+    const kc = new KubeConfig();
+    try {
+      if (file) kc.loadFromFile(file);
+      else kc.loadFromDefault();
+    } catch (err) {
+      throw new KubeconfigError(`cannot load kubeconfig${file ? ` from ${file}` : ''}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    return Credentials.fromKubeConfig(kc);
+  }
+
+  /** Use an already loaded client-node KubeConfig. */
+  static fromKubeConfig(kc: KubeConfig): Credentials {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new KubeconfigError('the kubeconfig has no current cluster: set current-context or pass --kubeconfig');
+    let server: URL;
+    try {
+      server = new URL(cluster.server);
+    } catch (err) {
+      throw new KubeconfigError(`the cluster "${cluster.name}" has an invalid server URL "${cluster.server}"`, { cause: err });
+    }
+    return new Credentials(kc, server);
+  }
+
+  /** TLS options for a new connection. */
+  async tls(): Promise<TlsOptions> {
+    const opts: RequestOptions = {};
+    await this.kc.applyToHTTPSOptions(opts);
+    const out: TlsOptions = {};
+    if (opts.ca) out.ca = opts.ca as Buffer;
+    if (opts.cert) out.cert = opts.cert as Buffer;
+    if (opts.key) out.key = opts.key as Buffer;
+    if (opts.rejectUnauthorized === false) out.rejectUnauthorized = false;
+    if (opts.servername) out.servername = opts.servername;
+    return out;
+  }
+
+  /** Authentication headers for one request (refreshed by client-node when credentials rotate). */
+  async headers(): Promise<Record<string, string>> {
+    const opts: RequestOptions = {};
+    await this.kc.applyToHTTPSOptions(opts);
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(opts.headers ?? {})) {
+      if (typeof v === 'string') out[k.toLowerCase()] = v;
+      else if (typeof v === 'number') out[k.toLowerCase()] = String(v);
+    }
+    if (opts.auth) out['authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+    return out;
+  }
+}

@@ -1,0 +1,10 @@
+export { KubeClient } from './client.js';
+export type { ClientOptions, ListParams, WatchParams } from './client.js';
+export { Credentials } from './credentials.js';
+export type { TlsOptions } from './credentials.js';
+export { ConnectionLostError, KubeconfigError } from './errors.js';
+export type { ConnectionLossReason } from './errors.js';
+export { resourcePath, withQuery, Resources } from './paths.js';
+export type { ResourceRef } from './paths.js';
+export { Http2Transport } from './transport.js';
+export type { ConnectionLoss, LogFn, OpenStream, TransportOptions } from './transport.js';

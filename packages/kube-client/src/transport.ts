@@ -1,0 +1,256 @@
+import http2 from 'node:http2';
+import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
+import type { Credentials } from './credentials.js';
+import { ConnectionLostError } from './errors.js';
+import type { ConnectionLossReason } from './errors.js';
+
+/** Structured log sink (pino-compatible subset). */
+export type LogFn = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+
+export interface TransportOptions {
+  credentials: Credentials;
+  /** Send an HTTP/2 PING this often on an open connection; 0 turns periodic pings off. */
+  pingIntervalMs: number;
+  /** Declare the connection dead when a PING is not answered within this time. */
+  pingTimeoutMs: number;
+  /** Give up connecting after this long. Default 10 s. */
+  connectTimeoutMs?: number;
+  log?: LogFn;
+}
+
+/** A request whose response headers have arrived; the body is still streaming. */
+export interface OpenStream {
+  status: number;
+  headers: IncomingHttpHeaders;
+  stream: ClientHttp2Stream;
+  /** Which connection carries it (a new id after every reconnect). */
+  connectionId: number;
+  /** Why its connection was declared dead, if it was. */
+  lossReason(): ConnectionLossReason | undefined;
+}
+
+/** Fired when a connection is declared dead. */
+export interface ConnectionLoss {
+  connectionId: number;
+  reason: ConnectionLossReason;
+  error: Error | undefined;
+}
+
+interface Conn {
+  id: number;
+  session: ClientHttp2Session;
+  pingTimer: NodeJS.Timeout | undefined;
+  lost: ConnectionLossReason | undefined;
+}
+
+/**
+ * One multiplexed HTTP/2 connection to the API server at a time, with PING liveness.
+ *
+ * Guarantees: with `pingIntervalMs` > 0, a connection that stops answering (a silently dropped
+ * flow: no FIN, no RST) is declared dead within pingInterval + pingTimeout, every stream on it
+ * fails with {@link ConnectionLostError} (reason "ping"), and the next request opens a new
+ * connection. Nothing is retried here; callers decide.
+ *
+ * Caveats: HTTP/2 only (kube-apiserver always offers it); close() must be called to let the
+ * process exit, since an open session keeps the event loop alive.
+ */
+export class Http2Transport {
+  private current: Promise<Conn> | undefined;
+  private nextId = 1;
+  private closed = false;
+  private readonly listeners = new Set<(l: ConnectionLoss) => void>();
+  private readonly log: LogFn;
+
+  constructor(private readonly opts: TransportOptions) {
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  get server(): URL {
+    return this.opts.credentials.server;
+  }
+
+  /** Be told whenever a connection is declared dead. Returns the unsubscribe function. */
+  onConnectionLost(fn: (l: ConnectionLoss) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private async connect(): Promise<Conn> {
+    const tls = await this.opts.credentials.tls();
+    const id = this.nextId++;
+    const session = http2.connect(this.server.origin, { ...tls, settings: { enablePush: false } });
+    const conn: Conn = { id, session, pingTimer: undefined, lost: undefined };
+    session.on('error', (err) => this.kill(conn, conn.lost ?? 'reset', err));
+    session.on('goaway', () => this.retire(conn, 'goaway'));
+    session.on('close', () => this.retire(conn, conn.lost ?? 'closed'));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.kill(conn, 'connect', undefined);
+        reject(new ConnectionLostError('connect', `connecting to ${this.server.origin} timed out`));
+      }, this.opts.connectTimeoutMs ?? 10_000);
+      session.once('connect', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      session.once('error', (err) => {
+        clearTimeout(timer);
+        reject(new ConnectionLostError('connect', `cannot connect to ${this.server.origin}: ${err.message}`, { cause: err }));
+      });
+    });
+    if (this.opts.pingIntervalMs > 0) {
+      conn.pingTimer = setInterval(() => void this.ping(conn), this.opts.pingIntervalMs);
+    }
+    this.log('debug', 'connection established', { connection: id, server: this.server.origin });
+    return conn;
+  }
+
+  /** Send one PING; on timeout or error the connection is killed. Resolves true when answered. */
+  private ping(conn: Conn): Promise<boolean> {
+    if (conn.lost) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        this.kill(conn, 'ping', new Error(`no PING answer within ${this.opts.pingTimeoutMs} ms`));
+        resolve(false);
+      }, this.opts.pingTimeoutMs);
+      try {
+        conn.session.ping((err) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          if (err) this.kill(conn, 'ping', err);
+          resolve(!err);
+        });
+      } catch (err) {
+        settled = true;
+        clearTimeout(timer);
+        this.kill(conn, 'ping', err instanceof Error ? err : new Error(String(err)));
+        resolve(false);
+      }
+    });
+  }
+
+  /** Stop using a connection that is closing on its own (GOAWAY, close); streams may finish. */
+  private retire(conn: Conn, reason: ConnectionLossReason): void {
+    if (conn.pingTimer) clearInterval(conn.pingTimer);
+    conn.pingTimer = undefined;
+    void this.current?.then((c) => {
+      if (c === conn) this.current = undefined;
+    }, () => undefined);
+    if (!conn.lost) {
+      conn.lost = reason;
+      this.notify(conn, reason, undefined);
+    }
+  }
+
+  /** Declare a connection dead and destroy it, failing every stream on it. */
+  private kill(conn: Conn, reason: ConnectionLossReason, err: Error | undefined): void {
+    const first = !conn.lost;
+    conn.lost ??= reason;
+    if (conn.pingTimer) clearInterval(conn.pingTimer);
+    conn.pingTimer = undefined;
+    void this.current?.then((c) => {
+      if (c === conn) this.current = undefined;
+    }, () => undefined);
+    if (!conn.session.destroyed) conn.session.destroy(new ConnectionLostError(conn.lost, `connection ${conn.id} to ${this.server.origin} lost (${conn.lost})${err ? `: ${err.message}` : ''}`, { cause: err }));
+    if (first) {
+      this.log('warn', 'connection lost', { connection: conn.id, reason: conn.lost, err: err?.message });
+      this.notify(conn, conn.lost, err);
+    }
+  }
+
+  private notify(conn: Conn, reason: ConnectionLossReason, error: Error | undefined): void {
+    for (const fn of this.listeners) fn({ connectionId: conn.id, reason, error });
+  }
+
+  private async conn(): Promise<Conn> {
+    if (this.closed) throw new ConnectionLostError('closed', 'the transport is closed');
+    for (;;) {
+      if (!this.current) {
+        const p = this.connect();
+        this.current = p;
+        p.catch(() => {
+          if (this.current === p) this.current = undefined;
+        });
+      }
+      const c = await this.current;
+      if (!c.lost && !c.session.destroyed && !c.session.closed) return c;
+      if (this.current && (await this.current) === c) this.current = undefined;
+    }
+  }
+
+  /**
+   * Check the current connection with one PING now (used when a watch has gone quiet).
+   * Resolves false, and kills the connection, when it does not answer in time.
+   */
+  async probe(connectionId?: number): Promise<boolean> {
+    const cur = this.current ? await this.current.catch(() => undefined) : undefined;
+    if (!cur || (connectionId !== undefined && cur.id !== connectionId)) return false;
+    return this.ping(cur);
+  }
+
+  /** Kill a connection by id (when a stream on it proved it dead some other way). */
+  async drop(connectionId: number, reason: ConnectionLossReason): Promise<void> {
+    const cur = this.current ? await this.current.catch(() => undefined) : undefined;
+    if (cur && cur.id === connectionId) this.kill(cur, reason, undefined);
+  }
+
+  /** Open a request and wait for its response headers. */
+  async open(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }): Promise<OpenStream> {
+    const conn = await this.conn();
+    const auth = await this.opts.credentials.headers();
+    const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.path, accept: 'application/json', ...auth, ...(req.headers ?? {}) };
+    const stream = conn.session.request(headers, { endStream: req.body === undefined, ...(req.signal ? { signal: req.signal } : {}) });
+    if (req.body !== undefined) stream.end(req.body);
+    const responseHeaders = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+      const onError = (err: Error): void => {
+        cleanup();
+        reject(conn.lost ? new ConnectionLostError(conn.lost, err.message, { cause: err }) : err);
+      };
+      const onClose = (): void => {
+        cleanup();
+        reject(new ConnectionLostError(conn.lost ?? 'closed', `the stream closed before a response (${req.method} ${req.path})`));
+      };
+      const onResponse = (h: IncomingHttpHeaders): void => {
+        cleanup();
+        resolve(h);
+      };
+      const cleanup = (): void => {
+        stream.off('error', onError);
+        stream.off('close', onClose);
+        stream.off('response', onResponse);
+      };
+      stream.on('error', onError);
+      stream.on('close', onClose);
+      stream.on('response', onResponse);
+    });
+    return { status: Number(responseHeaders[':status'] ?? 0), headers: responseHeaders, stream, connectionId: conn.id, lossReason: () => conn.lost };
+  }
+
+  /** A whole request: send, then read the full body. */
+  async request(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+    const open = await this.open(req);
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of open.stream) chunks.push(chunk as Buffer);
+    } catch (err) {
+      const lost = open.lossReason();
+      throw lost ? new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err }) : err;
+    }
+    return { status: open.status, headers: open.headers, body: Buffer.concat(chunks) };
+  }
+
+  /** Close the connection and refuse further requests. */
+  close(): void {
+    this.closed = true;
+    const cur = this.current;
+    this.current = undefined;
+    void cur?.then((c) => {
+      if (c.pingTimer) clearInterval(c.pingTimer);
+      c.lost ??= 'closed';
+      c.session.destroy();
+    }, () => undefined);
+  }
+}
