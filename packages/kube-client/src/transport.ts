@@ -177,7 +177,7 @@ export class Http2Transport {
       }
       const c = await this.current;
       if (!c.lost && !c.session.destroyed && !c.session.closed) return c;
-      if (this.current && (await this.current) === c) this.current = undefined;
+      if (this.current !== undefined && (await this.current) === c) this.current = undefined;
     }
   }
 
