@@ -38,6 +38,8 @@ export interface WatchParams {
   /** Abort the stream when no byte arrives for this long. */
   idleTimeoutMs: number;
   signal: AbortSignal;
+  /** Called once the server has accepted the watch (response headers with 200). */
+  onOpen?: () => void;
 }
 
 /** Turn a non-2xx response into an ApiError carrying the server's Status. */
@@ -164,6 +166,7 @@ export class KubeClient {
         throw apiError(open.status, Buffer.concat(chunks), `watch ${ref.resource}`);
       }
       arm();
+      p.onOpen?.();
       let buf = '';
       stream.setEncoding('utf8');
       for await (const chunk of stream) {

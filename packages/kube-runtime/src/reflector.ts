@@ -1,0 +1,159 @@
+import type { KubeObject } from '@kars/kube-core';
+import type { KubeClient, ResourceRef } from '@kars/kube-client';
+import type { WatchMetrics } from './metrics.js';
+import { keyOf, Store } from './store.js';
+import type { Change, ChangeSource, IndexFn } from './store.js';
+import type { WatchConfig } from './watch-config.js';
+import { watcher } from './watcher.js';
+import type { WatcherEvent } from './watcher.js';
+
+/** Structured logger subset (pino's `info`/`warn` signature). */
+export interface RuntimeLogger {
+  info(obj: Record<string, unknown>, msg: string): void;
+  warn(obj: Record<string, unknown>, msg: string): void;
+}
+
+export interface ReflectorOptions<T extends KubeObject> {
+  /** Names this watch in logs and metrics, e.g. "inferencepolicies" or "router-configmaps". */
+  name: string;
+  client: KubeClient;
+  resource: ResourceRef;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  config: WatchConfig;
+  indexers?: Record<string, IndexFn<T>>;
+  metrics?: WatchMetrics;
+  log?: RuntimeLogger;
+}
+
+/** Whether an incoming copy is older than the cached one (resourceVersions compared as integers when both are). */
+function isStale(incoming: KubeObject, cached: KubeObject | undefined): boolean {
+  if (!cached) return false;
+  const a = Number(incoming.metadata.resourceVersion);
+  const b = Number(cached.metadata.resourceVersion);
+  return Number.isInteger(a) && Number.isInteger(b) && a < b;
+}
+
+/**
+ * Keeps a {@link Store} in step with the API through {@link watcher}, and tells subscribers about
+ * every change it applies, in order.
+ *
+ * Guarantees: the store is ready only after the first complete list; a relist is swapped in at
+ * once and reported as applies for new or changed objects and deletes for vanished ones (nothing
+ * invented); drift found by the periodic relist-and-diff is repaired, counted and logged.
+ * Memory: one copy of each object, plus one buffered listing while a relist runs.
+ */
+export class Reflector<T extends KubeObject = KubeObject> implements ChangeSource<T> {
+  readonly store: Store<T>;
+  private readonly subscribers = new Set<(c: Change<T>) => void>();
+  private lastFresh = 0;
+  private streamOpen = false;
+
+  constructor(private readonly opts: ReflectorOptions<T>) {
+    this.store = new Store<T>(opts.indexers ?? {});
+  }
+
+  get name(): string {
+    return this.opts.name;
+  }
+
+  subscribe(fn: (c: Change<T>) => void): () => void {
+    this.subscribers.add(fn);
+    return () => this.subscribers.delete(fn);
+  }
+
+  /** Whether a watch stream is open right now (false while listing or reconnecting). */
+  isWatching(): boolean {
+    return this.streamOpen;
+  }
+
+  /** Milliseconds since the watcher last confirmed it was current (event, bookmark, list, open). */
+  staleForMs(now = Date.now()): number {
+    return this.lastFresh === 0 ? Infinity : now - this.lastFresh;
+  }
+
+  /**
+   * Whether the view is confirmed fresh within the watch's bound (idle deadline plus one PING
+   * probe): false before the first list, and while a watch has been silent past that bound.
+   */
+  isFresh(now = Date.now()): boolean {
+    return this.store.isReady() && this.staleForMs(now) <= this.freshnessBoundMs();
+  }
+
+  /** How long the view may go unconfirmed before it counts as stale: the idle deadline plus one PING probe. */
+  freshnessBoundMs(): number {
+    return this.opts.config.idleTimeoutMs + this.opts.config.pingTimeoutMs;
+  }
+
+  private emit(c: Change<T>): void {
+    for (const fn of this.subscribers) {
+      try {
+        fn(c);
+      } catch (err) {
+        this.opts.log?.warn({ watch: this.opts.name, err: err instanceof Error ? err.message : String(err) }, 'change subscriber threw');
+      }
+    }
+  }
+
+  /** Run until `signal` aborts. Never throws. */
+  async run(signal: AbortSignal): Promise<void> {
+    const log = this.opts.log;
+    const name = this.opts.name;
+    let buffer: T[] = [];
+    const events = watcher<T>(
+      {
+        client: this.opts.client,
+        resource: this.opts.resource,
+        namespace: this.opts.namespace,
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+        config: this.opts.config,
+        metrics: this.opts.metrics,
+        onLifecycle: (msg, fields) => log?.info({ watch: name, ...fields }, msg),
+        onFresh: () => {
+          this.lastFresh = Date.now();
+        },
+        onWatching: (open) => {
+          this.streamOpen = open;
+        },
+      },
+      signal,
+    );
+    for await (const ev of events as AsyncGenerator<WatcherEvent<T>>) {
+      switch (ev.type) {
+        case 'init':
+          buffer = [];
+          break;
+        case 'initApply':
+          buffer.push(ev.object);
+          break;
+        case 'initDone': {
+          const changes = this.store.replace(buffer);
+          buffer = [];
+          if (ev.reason === 'periodic' && changes.length > 0) {
+            this.opts.metrics?.driftRepaired(changes.length);
+            log?.warn({ watch: name, repaired: changes.length, keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`) }, 'relist found drift; repaired');
+          }
+          for (const c of changes) this.emit(c);
+          break;
+        }
+        case 'apply': {
+          const cached = this.store.get(keyOf(ev.object));
+          if (isStale(ev.object, cached)) break;
+          const old = this.store.apply(ev.object);
+          this.emit({ type: 'apply', object: ev.object, old });
+          break;
+        }
+        case 'delete': {
+          const old = this.store.delete(ev.object);
+          this.emit({ type: 'delete', object: old ?? ev.object });
+          break;
+        }
+        case 'bookmark':
+        case 'restart':
+          break;
+      }
+    }
+  }
+}
