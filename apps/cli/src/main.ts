@@ -1,5 +1,8 @@
 import { Command } from 'commander';
 import { apiserverCommand } from './commands/apiserver.js';
+import { compileCommand } from './commands/compile.js';
+import { controllerCommand } from './commands/controller.js';
+import { crdsCommand } from './commands/crds.js';
 
 /** Build the `kars` command tree. Nothing runs until {@link main} parses arguments. */
 export function buildProgram(): Command {
@@ -8,6 +11,9 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError();
   program.addCommand(apiserverCommand());
+  program.addCommand(controllerCommand());
+  program.addCommand(compileCommand());
+  program.addCommand(crdsCommand());
   return program;
 }
 

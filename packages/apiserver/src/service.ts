@@ -281,6 +281,8 @@ export class ObjectService {
     delete m.deletionGracePeriodSeconds;
     if (t.ri.tracksGeneration) m.generation = 1;
     else delete m.generation;
+    // With a status subresource, the main resource never sets status: kube drops it on create too.
+    if (t.ri.hasStatus) delete obj['status'];
     if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
     if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
     return obj;

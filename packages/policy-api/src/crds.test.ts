@@ -1,0 +1,301 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { admit, compileSchema, type CompiledSchema, type SchemaCause } from '@kars/kube-schema';
+import { allCrds, egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd, type CustomResourceDefinition } from './crds.js';
+import { GROUP, KARS_RESOURCES, VERSION, type KarsObject } from './types.js';
+import { SAMPLE_DIGEST, sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
+
+function schemaOf(crd: CustomResourceDefinition): CompiledSchema {
+  return compileSchema(crd.spec.versions[0].schema.openAPIV3Schema);
+}
+
+const schemas = {
+  InferencePolicy: schemaOf(inferencePolicyCrd()),
+  ToolPolicy: schemaOf(toolPolicyCrd()),
+  EgressApproval: schemaOf(egressApprovalCrd()),
+  KarsSandbox: schemaOf(karsSandboxCrd()),
+};
+
+function admitObj(obj: KarsObject | Record<string, unknown>): { object: any; causes: SchemaCause[] } {
+  const kind = (obj as { kind: keyof typeof schemas }).kind;
+  return admit(schemas[kind], JSON.parse(JSON.stringify(obj)) as Record<string, unknown>);
+}
+
+/** Admit `obj` and return the causes that name `field` (ignoring kube's "rules not checked" footer). */
+function causesAt(obj: unknown, field: string): SchemaCause[] {
+  const { causes } = admitObj(obj as Record<string, unknown>);
+  assert.ok(causes.length > 0, `expected ${field} to be rejected, but the object was admitted`);
+  return causes.filter((c) => c.field === field);
+}
+
+describe('kars CRDs', () => {
+  it('compiles every CRD schema as kube-apiserver would (structural, CEL compiles, defaults valid)', () => {
+    for (const crd of allCrds()) assert.doesNotThrow(() => schemaOf(crd), crd.metadata.name);
+  });
+
+  it('declares four namespaced kinds with a status subresource, short names and the kars category', () => {
+    const crds = allCrds();
+    assert.deepEqual(
+      crds.map((c) => [c.metadata.name, c.spec.names.shortNames]),
+      [
+        ['inferencepolicies.kars.azure.com', ['ip']],
+        ['toolpolicies.kars.azure.com', ['tp']],
+        ['egressapprovals.kars.azure.com', ['eappr']],
+        ['karssandboxes.kars.azure.com', ['ksb']],
+      ],
+    );
+    for (const [i, c] of crds.entries()) {
+      const r = KARS_RESOURCES[i]!;
+      assert.equal(c.spec.group, GROUP);
+      assert.equal(c.spec.scope, 'Namespaced');
+      assert.equal(c.spec.names.kind, r.kind);
+      assert.equal(c.spec.names.plural, r.resource);
+      assert.deepEqual(c.spec.names.categories, ['kars']);
+      assert.equal(c.spec.versions.length, 1);
+      assert.equal(c.spec.versions[0].name, VERSION);
+      assert.deepEqual(c.spec.versions[0].subresources, { status: {} });
+    }
+  });
+
+  it('shows the printer columns the contract lists, in order', () => {
+    const cols = (c: CustomResourceDefinition): string[] => c.spec.versions[0].additionalPrinterColumns.map((p) => `${p.name}=${p.jsonPath}`);
+    assert.deepEqual(cols(inferencePolicyCrd()), ['Sandbox=.spec.appliesTo.sandboxName', 'DailyTokens=.spec.tokenBudget.dailyTokens', 'Phase=.status.phase', 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(toolPolicyCrd()), ['Tool=.spec.appliesTo.tool', 'DailyCap=.spec.commerce.dailyCap', 'Phase=.status.phase', 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(egressApprovalCrd()), ['Sandbox=.spec.sandbox', 'Phase=.status.phase', 'Expires=.status.expiresAt', 'Hosts=.status.hostCount', 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(karsSandboxCrd()), ['Phase=.status.phase', 'Inference=.spec.inferenceRef.name', 'Age=.metadata.creationTimestamp']);
+  });
+
+  it('returns independent objects, so mutating one CRD never changes another', () => {
+    const a = inferencePolicyCrd();
+    (a.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.dailyTokens.minimum = 99;
+    const b = inferencePolicyCrd();
+    assert.equal((b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.dailyTokens.minimum, 0);
+    assert.equal((b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.perRequestTokens.minimum, 0);
+  });
+
+  describe('admission of valid samples', () => {
+    for (const make of [sampleInferencePolicy, sampleBundleInferencePolicy, sampleToolPolicy, sampleEgressApproval, sampleKarsSandbox]) {
+      it(`admits the ${make.name} sample unchanged apart from defaults`, () => {
+        const { causes, object } = admitObj(make());
+        assert.deepEqual(causes, []);
+        assert.equal(object.metadata.name, make().metadata.name);
+      });
+    }
+
+    it('defaults appliesTo.sandboxMatchLabels to {} and appliesTo.action to "*", but never provider', () => {
+      const { object, causes } = admitObj({ ...sampleBundleInferencePolicy(), spec: { appliesTo: {}, bundleRef: sampleBundleInferencePolicy().spec.bundleRef } });
+      assert.deepEqual(causes, []);
+      assert.deepEqual(object.spec.appliesTo, { sandboxMatchLabels: {}, action: '*' });
+      assert.equal(object.spec.provider, undefined, 'a defaulted provider would make every bundleRef spec invalid');
+    });
+
+    it('defaults a ToolPolicy counterpartyAllowlist to [] (deny all)', () => {
+      const tp = sampleToolPolicy();
+      delete tp.spec.commerce!.counterpartyAllowlist;
+      assert.deepEqual(admitObj(tp).object.spec.commerce.counterpartyAllowlist, []);
+    });
+
+    it('keeps KarsSandbox spec fields kars does not model, and prunes unknown status fields', () => {
+      const sb = { ...sampleKarsSandbox(), status: { phase: 'Running', bogus: 1 } } as Record<string, unknown>;
+      (sb['spec'] as Record<string, unknown>)['agent'] = { image: 'ghcr.io/x/agent:1' };
+      const { object, causes } = admitObj(sb);
+      assert.deepEqual(causes, []);
+      assert.deepEqual(object.spec.agent, { image: 'ghcr.io/x/agent:1' });
+      assert.deepEqual(object.status, { phase: 'Running' });
+    });
+
+    it('prunes unknown fields in a policy spec', () => {
+      const ip = sampleInferencePolicy() as unknown as { spec: Record<string, unknown> };
+      ip.spec['typo'] = true;
+      assert.equal(admitObj(ip as unknown as KarsObject).object.spec.typo, undefined);
+    });
+
+    it('admits a status with a null loadedDigest and full conditions', () => {
+      const ip = sampleInferencePolicy();
+      ip.status = {
+        phase: 'Compiled',
+        observedGeneration: 3,
+        loadedDigest: null,
+        compiledDigest: SAMPLE_DIGEST,
+        lastCompiledAt: '2025-01-01T00:00:00Z',
+        propagation: { lastMs: 1200, lastCompileMs: 4 },
+        conditions: [{ type: 'Ready', status: 'False', reason: 'AwaitingRouterEnforcement', message: '0/1 sandbox routers confirmed digest', lastTransitionTime: '2025-01-01T00:00:00Z', observedGeneration: 3 }],
+      };
+      assert.deepEqual(admitObj(ip).causes, []);
+    });
+  });
+
+  describe('admission of invalid objects names the field', () => {
+    it('rejects bundleRef together with tokenBudget with the CEL message on spec.bundleRef', () => {
+      const ip = sampleBundleInferencePolicy();
+      ip.spec.tokenBudget = { dailyTokens: 10 };
+      const [c] = causesAt(ip, 'spec.bundleRef');
+      assert.match(c!.message, /bundleRef is mutually exclusive with tokenBudget/);
+      assert.equal(c!.reason, 'FieldValueForbidden');
+    });
+
+    it('rejects monthlyTokens below dailyTokens on spec.tokenBudget.monthlyTokens', () => {
+      const ip = sampleInferencePolicy();
+      ip.spec.tokenBudget = { dailyTokens: 10, monthlyTokens: 9 };
+      assert.match(causesAt(ip, 'spec.tokenBudget.monthlyTokens')[0]!.message, /monthlyTokens must be greater than or equal to dailyTokens/);
+    });
+
+    it('admits monthlyTokens equal to dailyTokens', () => {
+      const ip = sampleInferencePolicy();
+      ip.spec.tokenBudget = { dailyTokens: 10, monthlyTokens: 10 };
+      assert.deepEqual(admitObj(ip).causes, []);
+    });
+
+    it('rejects a severity outside Safe|Low|Medium|High', () => {
+      const ip = sampleInferencePolicy() as any;
+      ip.spec.contentSafety.hate = 'Extreme';
+      assert.equal(causesAt(ip, 'spec.contentSafety.hate')[0]!.reason, 'FieldValueNotSupported');
+    });
+
+    it('rejects an unknown provider, action and guardrail applyTo', () => {
+      const ip = sampleInferencePolicy() as any;
+      ip.spec.provider = 'openai';
+      ip.spec.appliesTo.action = 'speech';
+      ip.spec.guardrails[0].applyTo = 'sideways';
+      assert.equal(causesAt(ip, 'spec.provider').length, 1);
+      assert.equal(causesAt(ip, 'spec.appliesTo.action').length, 1);
+      assert.equal(causesAt(ip, 'spec.guardrails[0].applyTo').length, 1);
+    });
+
+    it('rejects negative token budgets', () => {
+      const ip = sampleInferencePolicy() as any;
+      ip.spec.tokenBudget.perRequestTokens = -1;
+      assert.equal(causesAt(ip, 'spec.tokenBudget.perRequestTokens').length, 1);
+    });
+
+    it('rejects a bundleRef digest that is not sha256:<64 hex>', () => {
+      const ip = sampleBundleInferencePolicy();
+      ip.spec.bundleRef!.digest = 'latest';
+      assert.equal(causesAt(ip, 'spec.bundleRef.digest').length, 1);
+    });
+
+    it('rejects an InferencePolicy without appliesTo', () => {
+      const ip = sampleInferencePolicy() as any;
+      delete ip.spec.appliesTo;
+      assert.equal(causesAt(ip, 'spec.appliesTo')[0]!.reason, 'FieldValueRequired');
+    });
+
+    it('rejects an agtProfile with both inline and bundleRef, and one with neither', () => {
+      const both = sampleToolPolicy();
+      both.spec.agtProfile = { inline: 'a: 1', bundleRef: sampleBundleInferencePolicy().spec.bundleRef! };
+      assert.match(causesAt(both, 'spec.agtProfile')[0]!.message, /exactly one of inline or bundleRef/);
+      const neither = sampleToolPolicy();
+      neither.spec.agtProfile = {};
+      assert.match(causesAt(neither, 'spec.agtProfile')[0]!.message, /exactly one of inline or bundleRef/);
+    });
+
+    it('rejects monthlyCap below dailyCap, or in another currency, and admits an equal one written differently', () => {
+      const low = sampleToolPolicy();
+      low.spec.commerce = { dailyCap: 'USD 100.00', monthlyCap: 'USD 99.999' };
+      assert.match(causesAt(low, 'spec.commerce.monthlyCap')[0]!.message, /monthlyCap must be in the same currency as dailyCap/);
+      const other = sampleToolPolicy();
+      other.spec.commerce = { dailyCap: 'USD 100', monthlyCap: 'EUR 5000' };
+      assert.equal(causesAt(other, 'spec.commerce.monthlyCap').length, 1);
+      const equal = sampleToolPolicy();
+      equal.spec.commerce = { dailyCap: 'USD 100', monthlyCap: 'USD 100.000' };
+      assert.deepEqual(admitObj(equal).causes, []);
+    });
+
+    it('rejects a malformed money amount with the pattern only (no CEL evaluation error)', () => {
+      const tp = sampleToolPolicy();
+      tp.spec.commerce = { dailyCap: '100 dollars', monthlyCap: 'USD 1' };
+      const { causes } = admitObj(tp);
+      assert.deepEqual(causes.map((c) => c.field), ['spec.commerce.dailyCap']);
+      assert.match(causes[0]!.message, /should match/);
+    });
+
+    it('rejects an approval mode outside never|always|aboveThreshold and a malformed rate window', () => {
+      const tp = sampleToolPolicy() as any;
+      tp.spec.approval.mode = 'sometimes';
+      tp.spec.rateLimit.window = 'hourly';
+      assert.equal(causesAt(tp, 'spec.approval.mode').length, 1);
+      assert.equal(causesAt(tp, 'spec.rateLimit.window').length, 1);
+    });
+
+    it('rejects 17 hosts on spec.hosts and zero hosts too', () => {
+      const many = sampleEgressApproval();
+      many.spec.hosts = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
+      assert.equal(causesAt(many, 'spec.hosts')[0]!.reason, 'FieldValueTooMany');
+      const none = sampleEgressApproval();
+      none.spec.hosts = [];
+      assert.equal(causesAt(none, 'spec.hosts').length, 1);
+      const sixteen = sampleEgressApproval();
+      sixteen.spec.hosts = Array.from({ length: 16 }, (_, i) => ({ host: `h${i}.example.com` }));
+      assert.deepEqual(admitObj(sixteen).causes, []);
+    });
+
+    it('rejects a 513-byte reason, and a 257-character reason that is 514 UTF-8 bytes', () => {
+      const ascii = sampleEgressApproval();
+      ascii.spec.reason = 'x'.repeat(513);
+      assert.equal(causesAt(ascii, 'spec.reason').length, 1);
+      const wide = sampleEgressApproval();
+      wide.spec.reason = 'é'.repeat(257);
+      assert.match(causesAt(wide, 'spec.reason')[0]!.message, /at most 512 bytes/);
+      const exact = sampleEgressApproval();
+      exact.spec.reason = 'é'.repeat(256);
+      assert.deepEqual(admitObj(exact).causes, []);
+    });
+
+    it('rejects an empty reason, an empty ticket and a 129-character ticket', () => {
+      const ea = sampleEgressApproval();
+      ea.spec.reason = '';
+      assert.equal(causesAt(ea, 'spec.reason').length, 1);
+      const t0 = sampleEgressApproval();
+      t0.spec.ticket = '';
+      assert.equal(causesAt(t0, 'spec.ticket').length, 1);
+      const t129 = sampleEgressApproval();
+      t129.spec.ticket = 'T'.repeat(129);
+      assert.equal(causesAt(t129, 'spec.ticket').length, 1);
+    });
+
+    it('rejects URLs, ports in the host, and ports outside 1..65535', () => {
+      const ea = sampleEgressApproval();
+      ea.spec.hosts = [{ host: 'https://example.com/x' }, { host: 'example.com:443' }, { host: 'ok.example.com', port: 65536 }, { host: '' }];
+      assert.equal(causesAt(ea, 'spec.hosts[0].host').length, 1);
+      assert.equal(causesAt(ea, 'spec.hosts[1].host').length, 1);
+      assert.equal(causesAt(ea, 'spec.hosts[2].port').length, 1);
+      assert.ok(causesAt(ea, 'spec.hosts[3].host').length > 0, 'empty host (minLength and pattern both report it)');
+    });
+
+    it('rejects a TTL outside the grammar at admission (the ceiling is the controller’s to check)', () => {
+      for (const ttl of ['1h', 'P1W', 'PT', 'P', 'P1DT', 'pt1h', 'PT1.5H']) {
+        const ea = sampleEgressApproval();
+        ea.spec.ttl = ttl;
+        assert.equal(causesAt(ea, 'spec.ttl').length, 1, ttl);
+      }
+      const long = sampleEgressApproval();
+      long.spec.ttl = 'P30D';
+      assert.deepEqual(admitObj(long).causes, [], 'P30D is in the grammar; only the controller knows the ceiling');
+    });
+
+    it('rejects a missing sandbox, hosts, reason or ttl as required', () => {
+      for (const f of ['sandbox', 'hosts', 'reason', 'ttl']) {
+        const ea = sampleEgressApproval() as any;
+        delete ea.spec[f];
+        assert.equal(causesAt(ea, `spec.${f}`)[0]!.reason, 'FieldValueRequired', f);
+      }
+    });
+
+    it('rejects a KarsSandbox with an empty inferenceRef name, a bad phase and a bad baseline endpoint', () => {
+      const sb = sampleKarsSandbox() as any;
+      sb.spec.inferenceRef.name = '';
+      sb.spec.networkPolicy.allowedEndpoints[0].host = 'http://x';
+      sb.status = { phase: 'Done' };
+      assert.equal(causesAt(sb, 'spec.inferenceRef.name').length, 1);
+      assert.equal(causesAt(sb, 'spec.networkPolicy.allowedEndpoints[0].host').length, 1);
+      assert.equal(causesAt(sb, 'status.phase').length, 1);
+    });
+
+    it('rejects an EgressApproval status phase outside Pending|Active|Expired and a condition without a reason', () => {
+      const ea = sampleEgressApproval() as any;
+      ea.status = { phase: 'Ready', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z', message: '' }] };
+      assert.equal(causesAt(ea, 'status.phase').length, 1);
+      assert.equal(causesAt(ea, 'status.conditions[0].reason').length, 1);
+    });
+  });
+});

@@ -1,0 +1,547 @@
+/**
+ * The four kars CustomResourceDefinitions (apiextensions.k8s.io/v1): InferencePolicy, ToolPolicy, EgressApproval
+ * and KarsSandbox.
+ *
+ * The schemas below are the single source of truth for the wire shape. Each is a typed literal; the `_Check*`
+ * aliases at the bottom assert at compile time that `FromSchema<schema>` equals the hand-written interface in
+ * `types.ts` (see `schema-types.ts` for how). Editing one side without the other fails `tsc -b`.
+ *
+ * Where the contract says a rule is CEL we write it as `x-kubernetes-validations`; where an OpenAPI keyword says the
+ * same thing (enums, min/max, lengths) we use the keyword, because kube-apiserver's message for it is clearer and
+ * it costs nothing at admission. Rules only the controller can check (the TTL ceiling, which depends on the
+ * controller's env; control bytes in `reason`) live in `validate.ts`.
+ *
+ * Nothing here runs at import time beyond building constant objects.
+ */
+import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_CATEGORY, KARS_SANDBOX, TOOL_POLICY, type KarsResource } from './types.js';
+import type {
+  EgressApprovalSpec,
+  EgressApprovalStatus,
+  InferencePolicySpec,
+  InferencePolicyStatus,
+  KarsSandboxSpec,
+  KarsSandboxStatus,
+  ToolPolicySpec,
+  ToolPolicyStatus,
+} from './types.js';
+import type { Assert, FromSchema, JSONSchemaProps, SameType } from './schema-types.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Shared pieces
+
+/** metav1.Condition, as in k8s.io/apimachinery (the same limits kube-apiserver's own types declare). */
+const conditionSchema = {
+  type: 'object',
+  description: 'One observation of the object state (metav1.Condition).',
+  required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+  properties: {
+    type: { type: 'string', maxLength: 316, pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$' },
+    status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+    lastTransitionTime: { type: 'string', format: 'date-time' },
+    reason: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
+    message: { type: 'string', maxLength: 32768 },
+  },
+} as const satisfies JSONSchemaProps;
+
+const conditionsSchema = {
+  type: 'array',
+  description: 'Ready, Progressing and Degraded, each with observedGeneration.',
+  items: conditionSchema,
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['type'],
+} as const satisfies JSONSchemaProps;
+
+const observedGenerationSchema = {
+  type: 'integer',
+  format: 'int64',
+  minimum: 0,
+  description: 'metadata.generation of the spec this status describes.',
+} as const satisfies JSONSchemaProps;
+
+/** A signed OCI bundle, pinned by digest. */
+const ociRefSchema = {
+  type: 'object',
+  description: 'A cosign-signed OCI bundle, pinned by manifest digest.',
+  required: ['registry', 'repository', 'digest'],
+  properties: {
+    registry: { type: 'string', minLength: 1, maxLength: 253, description: 'Registry host, e.g. myregistry.azurecr.io.' },
+    repository: { type: 'string', minLength: 1, maxLength: 255 },
+    digest: { type: 'string', pattern: '^sha256:[a-f0-9]{64}$', description: 'Manifest digest, sha256:<64 hex>.' },
+    tag: { type: 'string', maxLength: 128, description: 'Informational; the digest decides.' },
+  },
+} as const satisfies JSONSchemaProps;
+
+const labelMapSchema = {
+  type: 'object',
+  additionalProperties: { type: 'string' },
+  default: {},
+} as const satisfies JSONSchemaProps;
+
+/** Hostname only: no scheme, path, port, user info, query or whitespace. */
+export const HOST_PATTERN = '^[^\\s/:@?#]+$';
+
+const endpointSchema = {
+  type: 'object',
+  required: ['host'],
+  properties: {
+    host: { type: 'string', minLength: 1, maxLength: 253, pattern: HOST_PATTERN, description: 'Host name only (no scheme, path or port).' },
+    port: { type: 'integer', format: 'int32', minimum: 1, maximum: 65535, description: 'Defaults to 443 in the compiled form.' },
+  },
+} as const satisfies JSONSchemaProps;
+
+const nameRefSchema = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 253 } },
+} as const satisfies JSONSchemaProps;
+
+const propagationSchema = {
+  type: 'object',
+  description: 'How long the last edit took to reach the routers (kars only).',
+  properties: {
+    lastMs: { type: 'integer', format: 'int64', minimum: 0 },
+    lastCompileMs: { type: 'integer', format: 'int64', minimum: 0 },
+  },
+} as const satisfies JSONSchemaProps;
+
+const digestStatus = { type: 'string', description: 'sha256:<64 hex> canonical digest.' } as const satisfies JSONSchemaProps;
+const nullableDigestStatus = { type: 'string', nullable: true, description: 'Set to the compiled digest only once every router confirmed it; otherwise null.' } as const satisfies JSONSchemaProps;
+const timeStatus = { type: 'string', format: 'date-time' } as const satisfies JSONSchemaProps;
+const policyPhaseStatus = { type: 'string', enum: ['Compiled', 'Ready', 'Degraded'] } as const satisfies JSONSchemaProps;
+
+const uint64 = { type: 'integer', format: 'int64', minimum: 0 } as const satisfies JSONSchemaProps;
+const uint32 = { type: 'integer', format: 'int64', minimum: 0, maximum: 4294967295 } as const satisfies JSONSchemaProps;
+const severity = { type: 'string', enum: ['Safe', 'Low', 'Medium', 'High'] } as const satisfies JSONSchemaProps;
+
+// ---------------------------------------------------------------------------------------------------------------
+// InferencePolicy (contract §1.1)
+
+const modelRefSchema = {
+  type: 'object',
+  required: ['provider', 'deployment'],
+  properties: {
+    provider: { type: 'string', minLength: 1 },
+    deployment: { type: 'string', minLength: 1 },
+  },
+} as const satisfies JSONSchemaProps;
+
+export const inferencePolicySpecSchema = {
+  type: 'object',
+  description: 'Inference policy for the sandboxes appliesTo selects.',
+  required: ['appliesTo'],
+  properties: {
+    appliesTo: {
+      type: 'object',
+      description: 'Selector; the fields are ANDed.',
+      properties: {
+        sandboxName: { type: 'string', maxLength: 253, description: 'Empty or absent: any sandbox in the namespace.' },
+        sandboxMatchLabels: labelMapSchema,
+        action: { type: 'string', enum: ['chat', 'responses', 'image', 'embeddings', '*'], default: '*' },
+      },
+    },
+    tokenBudget: {
+      type: 'object',
+      description: 'Caps on input+output tokens. Absent: no budget from this policy.',
+      properties: {
+        perRequestTokens: uint64,
+        dailyTokens: uint64,
+        monthlyTokens: uint64,
+      },
+      'x-kubernetes-validations': [
+        {
+          rule: '!has(self.dailyTokens) || !has(self.monthlyTokens) || self.monthlyTokens >= self.dailyTokens',
+          message: 'monthlyTokens must be greater than or equal to dailyTokens',
+          fieldPath: '.monthlyTokens',
+        },
+      ],
+    },
+    contentSafety: {
+      type: 'object',
+      description: 'Maximum tolerated severity per category; a finding strictly above it blocks.',
+      properties: {
+        hate: severity,
+        selfHarm: severity,
+        sexual: severity,
+        violence: severity,
+        requirePromptShields: { type: 'boolean' },
+      },
+    },
+    modelPreference: {
+      type: 'object',
+      required: ['primary'],
+      properties: {
+        primary: modelRefSchema,
+        fallback: { type: 'array', items: modelRefSchema, default: [] },
+      },
+    },
+    provider: {
+      type: 'string',
+      enum: ['azure-openai', 'anthropic', 'ollama', 'bedrock'],
+      description: 'Default upstream; absent means the router default (azure-openai). Not defaulted here: bundleRef excludes it.',
+    },
+    guardrails: {
+      type: 'array',
+      description: 'Ordered guardrail stages; the first that flags content blocks. A stage the router cannot run fails closed.',
+      items: {
+        type: 'object',
+        required: ['provider'],
+        properties: {
+          provider: { type: 'string', enum: ['openai-moderation'] },
+          applyTo: { type: 'string', enum: ['input', 'output', 'both'] },
+        },
+      },
+    },
+    displayName: { type: 'string' },
+    bundleRef: { ...ociRefSchema, description: 'Signed bundle; exclusive with every content field. appliesTo always comes from this object.' },
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: '!has(self.bundleRef) || !(has(self.tokenBudget) || has(self.contentSafety) || has(self.modelPreference) || has(self.provider) || has(self.guardrails) || has(self.displayName))',
+      message: 'bundleRef is mutually exclusive with tokenBudget, contentSafety, modelPreference, provider, guardrails and displayName',
+      reason: 'FieldValueForbidden',
+      fieldPath: '.bundleRef',
+    },
+  ],
+} as const satisfies JSONSchemaProps;
+
+export const inferencePolicyStatusSchema = {
+  type: 'object',
+  properties: {
+    phase: policyPhaseStatus,
+    observedGeneration: observedGenerationSchema,
+    conditions: conditionsSchema,
+    profileConfigMapRef: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+    versionHash: { type: 'string', description: '32 hex chars (legacy change detection).' },
+    lastCompiledAt: timeStatus,
+    compiledDigest: digestStatus,
+    loadedDigest: nullableDigestStatus,
+    bundleRefDigest: { type: 'string', description: 'OCI manifest digest; only on the bundle path.' },
+    propagation: propagationSchema,
+  },
+} as const satisfies JSONSchemaProps;
+
+// ---------------------------------------------------------------------------------------------------------------
+// ToolPolicy (contract §1.2)
+
+/**
+ * `"<ISO 4217 code> <amount>"`. At most 12 integer and 3 fraction digits: 15 significant digits convert to a
+ * double exactly enough that the CEL `monthlyCap >= dailyCap` comparison below is exact (never wrong either way).
+ */
+export const MONEY_PATTERN = '^[A-Z]{3} (0|[1-9][0-9]{0,11})([.][0-9]{1,3})?$';
+const money = { type: 'string', pattern: MONEY_PATTERN, description: 'Amount as "<ISO 4217 code> <amount>", e.g. "USD 100.00".' } as const satisfies JSONSchemaProps;
+
+export const toolPolicySpecSchema = {
+  type: 'object',
+  description: 'Tool governance for the tools and MCP servers appliesTo selects.',
+  required: ['appliesTo'],
+  properties: {
+    appliesTo: {
+      type: 'object',
+      description: 'AND selector; the most specific selector wins (resolved by the router).',
+      properties: {
+        tool: { type: 'string', minLength: 1, description: '"*" means every tool.' },
+        mcpServer: { type: 'string', minLength: 1 },
+        sandboxMatchLabels: labelMapSchema,
+      },
+    },
+    commerce: {
+      type: 'object',
+      description: 'AP2 spend caps.',
+      properties: {
+        dailyCap: money,
+        monthlyCap: money,
+        perTransferCap: money,
+        counterpartyAllowlist: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'Empty means deny-all (fail closed).' },
+      },
+      'x-kubernetes-validations': [
+        {
+          // Guarded by matches() because a pattern failure does not stop CEL from running.
+          rule:
+            `!has(self.dailyCap) || !has(self.monthlyCap) || !self.dailyCap.matches('${MONEY_PATTERN}') || !self.monthlyCap.matches('${MONEY_PATTERN}') || ` +
+            '(self.monthlyCap.substring(0, 3) == self.dailyCap.substring(0, 3) && double(self.monthlyCap.substring(4)) >= double(self.dailyCap.substring(4)))',
+          message: 'monthlyCap must be in the same currency as dailyCap and greater than or equal to it',
+          fieldPath: '.monthlyCap',
+        },
+      ],
+    },
+    rateLimit: {
+      type: 'object',
+      description: 'Token bucket.',
+      properties: {
+        rps: uint32,
+        burst: uint32,
+        window: { type: 'string', pattern: '^[1-9][0-9]{0,5}[smhd]$', description: 'e.g. 1m, 1h, 24h.' },
+      },
+    },
+    approval: {
+      type: 'object',
+      description: 'Human in the loop. When commerce is set the effective default mode is aboveThreshold.',
+      properties: {
+        mode: { type: 'string', enum: ['never', 'always', 'aboveThreshold'] },
+        threshold: { type: 'string' },
+        channel: { type: 'string' },
+      },
+    },
+    displayName: { type: 'string' },
+    agtProfile: {
+      type: 'object',
+      description: "The customer's AGT policy profile: exactly one of inline or bundleRef.",
+      properties: {
+        inline: { type: 'string', minLength: 1, description: 'Raw AGT YAML, written verbatim.' },
+        bundleRef: ociRefSchema,
+      },
+      'x-kubernetes-validations': [
+        {
+          rule: 'has(self.inline) != has(self.bundleRef)',
+          message: 'exactly one of inline or bundleRef must be set',
+        },
+      ],
+    },
+  },
+} as const satisfies JSONSchemaProps;
+
+export const toolPolicyStatusSchema = {
+  type: 'object',
+  properties: {
+    phase: policyPhaseStatus,
+    observedGeneration: observedGenerationSchema,
+    conditions: conditionsSchema,
+    lastCompiledAt: timeStatus,
+    agtProfileDigest: { type: 'string', nullable: true, description: 'sha256 canonical digest over agt-profile.yaml.' },
+    agtProfileBundleDigest: { type: 'string' },
+    compiledDigest: { type: 'string', nullable: true, description: 'The echoed digest (agtProfileDigest when an AGT profile resolves).' },
+    loadedDigest: nullableDigestStatus,
+    propagation: propagationSchema,
+  },
+} as const satisfies JSONSchemaProps;
+
+// ---------------------------------------------------------------------------------------------------------------
+// EgressApproval (contract §1.3)
+
+/** The TTL grammar `P[nD][T[nH][nM][nS]]`; "P", "PT" and "P1DT" are excluded by the CEL rule next to it. */
+export const TTL_PATTERN = '^P([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+S)?)?$';
+
+export const egressApprovalSpecSchema = {
+  type: 'object',
+  description: 'A short-lived, additive widening of one sandbox baseline egress allowlist.',
+  required: ['sandbox', 'hosts', 'reason', 'ttl'],
+  properties: {
+    sandbox: { type: 'string', minLength: 1, maxLength: 253, description: 'A sandbox in the same namespace.' },
+    hosts: { type: 'array', minItems: 1, maxItems: 16, items: endpointSchema },
+    reason: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 512,
+      description: '1 to 512 bytes; no control bytes except TAB, LF, CR (checked by the controller).',
+      'x-kubernetes-validations': [{ rule: 'size(bytes(self)) <= 512', message: 'reason must be at most 512 bytes (UTF-8)' }],
+    },
+    ticket: { type: 'string', minLength: 1, maxLength: 128 },
+    ttl: {
+      type: 'string',
+      maxLength: 64,
+      pattern: TTL_PATTERN,
+      description: 'ISO 8601 duration P[nD][T[nH][nM][nS]]; > 0 and at most the controller ceiling (default 24h, never above 7d).',
+      'x-kubernetes-validations': [{ rule: "self != 'P' && !self.endsWith('T')", message: 'ttl must name at least one unit, e.g. PT1H' }],
+    },
+  },
+} as const satisfies JSONSchemaProps;
+
+export const egressApprovalStatusSchema = {
+  type: 'object',
+  properties: {
+    phase: { type: 'string', enum: ['Pending', 'Active', 'Expired'] },
+    observedGeneration: observedGenerationSchema,
+    effectiveAt: { ...timeStatus, description: 'Stamped once; never moves.' },
+    expiresAt: { ...timeStatus, description: 'effectiveAt + ttl.' },
+    mergedDigest: digestStatus,
+    hostCount: { type: 'integer', format: 'int32', minimum: 0 },
+    usageCount: { type: 'integer', format: 'int64', minimum: 0, description: 'Reserved.' },
+    conditions: conditionsSchema,
+    loadedDigest: nullableDigestStatus,
+  },
+} as const satisfies JSONSchemaProps;
+
+// ---------------------------------------------------------------------------------------------------------------
+// KarsSandbox (contract §1.4; the binding subset)
+
+export const karsSandboxSpecSchema = {
+  type: 'object',
+  description: 'A sandbox. Only the policy bindings are validated here; other fields are kept as written.',
+  'x-kubernetes-preserve-unknown-fields': true,
+  properties: {
+    inferenceRef: { ...nameRefSchema, description: 'The InferencePolicy (same namespace) this sandbox uses.' },
+    governance: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean', description: 'Absent means enabled.' },
+        toolPolicyRef: {
+          type: 'object',
+          required: ['name'],
+          properties: { name: { type: 'string', maxLength: 253, description: 'Empty means the chart default, kars-default.' } },
+        },
+      },
+    },
+    memoryRef: nameRefSchema,
+    networkPolicy: {
+      type: 'object',
+      properties: {
+        allowedEndpoints: { type: 'array', items: endpointSchema, description: 'The baseline egress allowlist.' },
+        allowlistRef: { ...ociRefSchema, description: 'A signed egress allowlist bundle.' },
+      },
+    },
+  },
+} as const satisfies JSONSchemaProps;
+
+export const karsSandboxStatusSchema = {
+  type: 'object',
+  properties: {
+    phase: { type: 'string', enum: ['Pending', 'Running'] },
+    routers: {
+      type: 'array',
+      description: 'Router instances whose lease is live.',
+      items: {
+        type: 'object',
+        required: ['instance', 'lastSeen'],
+        properties: { instance: { type: 'string', minLength: 1 }, lastSeen: timeStatus },
+      },
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['instance'],
+    },
+    observedGeneration: observedGenerationSchema,
+    conditions: conditionsSchema,
+  },
+} as const satisfies JSONSchemaProps;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Drift assertions: each fails `tsc` unless the schema and the interface describe the same wire shape.
+
+export type _CheckInferencePolicySpec = Assert<SameType<FromSchema<typeof inferencePolicySpecSchema>, InferencePolicySpec>>;
+export type _CheckInferencePolicyStatus = Assert<SameType<FromSchema<typeof inferencePolicyStatusSchema>, InferencePolicyStatus>>;
+export type _CheckToolPolicySpec = Assert<SameType<FromSchema<typeof toolPolicySpecSchema>, ToolPolicySpec>>;
+export type _CheckToolPolicyStatus = Assert<SameType<FromSchema<typeof toolPolicyStatusSchema>, ToolPolicyStatus>>;
+export type _CheckEgressApprovalSpec = Assert<SameType<FromSchema<typeof egressApprovalSpecSchema>, EgressApprovalSpec>>;
+export type _CheckEgressApprovalStatus = Assert<SameType<FromSchema<typeof egressApprovalStatusSchema>, EgressApprovalStatus>>;
+export type _CheckKarsSandboxSpec = Assert<SameType<FromSchema<typeof karsSandboxSpecSchema>, KarsSandboxSpec>>;
+export type _CheckKarsSandboxStatus = Assert<SameType<FromSchema<typeof karsSandboxStatusSchema>, KarsSandboxStatus>>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// CRD objects
+
+/** One `additionalPrinterColumns` entry. */
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+}
+
+/** The apiextensions.k8s.io/v1 CustomResourceDefinition shape kars emits (one served, stored version). */
+export interface CustomResourceDefinition {
+  apiVersion: 'apiextensions.k8s.io/v1';
+  kind: 'CustomResourceDefinition';
+  metadata: { name: string; labels: Record<string, string> };
+  spec: {
+    group: string;
+    scope: 'Namespaced';
+    names: { plural: string; singular: string; kind: string; listKind: string; shortNames: string[]; categories: string[] };
+    versions: [
+      {
+        name: string;
+        served: true;
+        storage: true;
+        subresources: { status: Record<string, never> };
+        additionalPrinterColumns: PrinterColumn[];
+        schema: { openAPIV3Schema: JSONSchemaProps };
+      },
+    ];
+  };
+}
+
+const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+const PHASE: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
+
+function rootSchema(kind: string, spec: JSONSchemaProps, status: JSONSchemaProps): JSONSchemaProps {
+  return {
+    type: 'object',
+    description: `${kind} (kars.azure.com/v1alpha1).`,
+    required: ['spec'],
+    properties: {
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      metadata: { type: 'object' },
+      spec,
+      status,
+    },
+  };
+}
+
+function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, columns: PrinterColumn[]): CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${r.resource}.${r.group}`, labels: { 'app.kubernetes.io/part-of': 'kars' } },
+    spec: {
+      group: r.group,
+      scope: 'Namespaced',
+      names: { plural: r.resource, singular: r.singular, kind: r.kind, listKind: r.listKind, shortNames: [...r.shortNames], categories: [KARS_CATEGORY] },
+      versions: [
+        {
+          name: r.version,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: columns.map((c) => ({ ...c })),
+          // A JSON round trip: no shared subtrees, so callers may mutate one CRD without touching another.
+          schema: { openAPIV3Schema: JSON.parse(JSON.stringify(rootSchema(r.kind, spec, status))) as JSONSchemaProps },
+        },
+      ],
+    },
+  };
+}
+
+/** InferencePolicy CRD. Columns: Sandbox, DailyTokens, Phase, Age. */
+export function inferencePolicyCrd(): CustomResourceDefinition {
+  return crd(INFERENCE_POLICY, inferencePolicySpecSchema, inferencePolicyStatusSchema, [
+    { name: 'Sandbox', type: 'string', jsonPath: '.spec.appliesTo.sandboxName' },
+    { name: 'DailyTokens', type: 'integer', jsonPath: '.spec.tokenBudget.dailyTokens' },
+    PHASE,
+    AGE,
+  ]);
+}
+
+/** ToolPolicy CRD. Columns: Tool, DailyCap, Phase, Age. */
+export function toolPolicyCrd(): CustomResourceDefinition {
+  return crd(TOOL_POLICY, toolPolicySpecSchema, toolPolicyStatusSchema, [
+    { name: 'Tool', type: 'string', jsonPath: '.spec.appliesTo.tool' },
+    { name: 'DailyCap', type: 'string', jsonPath: '.spec.commerce.dailyCap' },
+    PHASE,
+    AGE,
+  ]);
+}
+
+/**
+ * EgressApproval CRD. Columns: Sandbox, Phase, Expires, Hosts, Age.
+ * Expires is a `string` column, not `date`: kubectl renders `date` as time elapsed, which is meaningless for a
+ * time in the future.
+ */
+export function egressApprovalCrd(): CustomResourceDefinition {
+  return crd(EGRESS_APPROVAL, egressApprovalSpecSchema, egressApprovalStatusSchema, [
+    { name: 'Sandbox', type: 'string', jsonPath: '.spec.sandbox' },
+    PHASE,
+    { name: 'Expires', type: 'string', jsonPath: '.status.expiresAt' },
+    { name: 'Hosts', type: 'integer', jsonPath: '.status.hostCount' },
+    AGE,
+  ]);
+}
+
+/** KarsSandbox CRD. Columns: Phase, Inference, Age. */
+export function karsSandboxCrd(): CustomResourceDefinition {
+  return crd(KARS_SANDBOX, karsSandboxSpecSchema, karsSandboxStatusSchema, [PHASE, { name: 'Inference', type: 'string', jsonPath: '.spec.inferenceRef.name' }, AGE]);
+}
+
+/** All four CRDs, fresh objects each call, in the order of {@link KARS_RESOURCES}. */
+export function allCrds(): CustomResourceDefinition[] {
+  return [inferencePolicyCrd(), toolPolicyCrd(), egressApprovalCrd(), karsSandboxCrd()];
+}

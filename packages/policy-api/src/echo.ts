@@ -1,0 +1,119 @@
+/**
+ * The router echo contract, shared by the controller and the router so the two cannot drift.
+ *
+ * Each router instance keeps one coordination.k8s.io/v1 Lease in its sandbox's namespace, named
+ * {@link routerLeaseName}, labelled {@link ROUTER_LABEL}=true and {@link SANDBOX_LABEL}=<sandbox>,
+ * renewed every {@link ROUTER_RENEW_SECONDS}. Its annotations say which digest it has loaded for each
+ * kind and the last load error per kind. The controller watches these Leases: a change in what a
+ * router has loaded reaches the controller as a watch event (no polling), and a router whose lease
+ * is not renewed within `leaseDurationSeconds` stops counting.
+ */
+
+/** The kinds a router echoes, spelled as the kars wire contract spells them. */
+export type EchoKind = 'InferencePolicy' | 'AgtProfile' | 'EgressApproval' | 'EgressAllowlist' | 'Memory';
+
+export const ROUTER_LABEL = 'kars.azure.com/router';
+export const SANDBOX_LABEL = 'kars.azure.com/sandbox';
+export const LOADED_DIGESTS_ANNOTATION = 'kars.azure.com/loaded-digests';
+export const LAST_ERRORS_ANNOTATION = 'kars.azure.com/last-errors';
+/** Seconds a router lease stays valid without renewal. */
+export const ROUTER_LEASE_SECONDS = 15;
+/** How often a router renews (and republishes) its lease. */
+export const ROUTER_RENEW_SECONDS = 5;
+
+/** What one router reports. */
+export interface RouterEcho {
+  sandbox: string;
+  instance: string;
+  /** Loaded digest per kind (`null`: the kind is configured but nothing is loaded). */
+  digests: Partial<Record<EchoKind, string | null>>;
+  /** Last load error per kind (a NACK: the previous digest stays loaded). */
+  errors: Partial<Record<EchoKind, string>>;
+  /** When the lease was last renewed (ms since epoch), and for how long it is valid. */
+  renewedAtMs: number;
+  leaseDurationSeconds: number;
+}
+
+/** Lease name for one router instance: `kars-router-<sandbox>-<instance>`, cut to 253 characters. */
+export function routerLeaseName(sandbox: string, instance: string): string {
+  return `kars-router-${sandbox}-${instance}`.slice(0, 253);
+}
+
+/** Minimal Lease shape (coordination.k8s.io/v1) used by the contract. */
+export interface EchoLease {
+  apiVersion: 'coordination.k8s.io/v1';
+  kind: 'Lease';
+  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string>; resourceVersion?: string };
+  spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string; acquireTime?: string };
+}
+
+/** MicroTime as Kubernetes writes it (six fractional digits). */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** Build the Lease a router applies to publish its echo. */
+export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: routerLeaseName(echo.sandbox, echo.instance),
+      namespace,
+      labels: { [ROUTER_LABEL]: 'true', [SANDBOX_LABEL]: echo.sandbox },
+      annotations: { [LOADED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.digests)), [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortKeys(echo.errors)) },
+    },
+    spec: { holderIdentity: echo.instance, leaseDurationSeconds: echo.leaseDurationSeconds, renewTime: microTime(echo.renewedAtMs) },
+  };
+}
+
+function sortKeys<T>(o: Partial<Record<string, T>>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const k of Object.keys(o).sort()) {
+    const v = o[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+function parseMap(text: string | undefined): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Read a router's echo from its Lease. Returns undefined for a lease that is not a router lease.
+ * Malformed annotations read as "nothing loaded" (never as a match).
+ */
+export function readEcho(lease: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: unknown }): RouterEcho | undefined {
+  const labels = lease.metadata.labels ?? {};
+  const sandbox = labels[SANDBOX_LABEL];
+  if (labels[ROUTER_LABEL] !== 'true' || !sandbox) return undefined;
+  const spec = (typeof lease.spec === 'object' && lease.spec !== null ? lease.spec : {}) as Record<string, unknown>;
+  const digests: Partial<Record<EchoKind, string | null>> = {};
+  for (const [k, v] of Object.entries(parseMap(lease.metadata.annotations?.[LOADED_DIGESTS_ANNOTATION]))) {
+    if (typeof v === 'string' || v === null) digests[k as EchoKind] = v;
+  }
+  const errors: Partial<Record<EchoKind, string>> = {};
+  for (const [k, v] of Object.entries(parseMap(lease.metadata.annotations?.[LAST_ERRORS_ANNOTATION]))) {
+    if (typeof v === 'string') errors[k as EchoKind] = v;
+  }
+  const renew = typeof spec['renewTime'] === 'string' ? Date.parse(spec['renewTime']) : NaN;
+  const duration = typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : ROUTER_LEASE_SECONDS;
+  return { sandbox, instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '', digests, errors, renewedAtMs: Number.isNaN(renew) ? 0 : renew, leaseDurationSeconds: duration };
+}
+
+/** Whether a router's lease is still valid at `nowMs`. */
+export function isLive(echo: RouterEcho, nowMs: number): boolean {
+  return echo.renewedAtMs + echo.leaseDurationSeconds * 1000 > nowMs;
+}
+
+/** When a live router's lease runs out (ms since epoch), so the controller can re-check then. */
+export function expiresAtMs(echo: RouterEcho): number {
+  return echo.renewedAtMs + echo.leaseDurationSeconds * 1000;
+}

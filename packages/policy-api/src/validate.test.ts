@@ -1,0 +1,279 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  PolicyValidationError,
+  assertValid,
+  formatTtl,
+  hostProblem,
+  parseHostArg,
+  parseMoney,
+  parseTtl,
+  reasonProblem,
+  ttlCeilingSeconds,
+  validateEgressApprovalSpec,
+  validateInferencePolicySpec,
+  validateKarsSandboxSpec,
+  validateObject,
+  validateToolPolicySpec,
+  type ValidationCause,
+} from './validate.js';
+import { SAMPLE_DIGEST, sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
+
+const fields = (cs: ValidationCause[]): string[] => cs.map((c) => c.field);
+
+describe('parseTtl', () => {
+  const table: [string, number | undefined][] = [
+    ['PT1H', 3600],
+    ['PT30M', 1800],
+    ['PT45S', 45],
+    ['P1D', 86400],
+    ['P7D', 604800],
+    ['P1DT2H3M4S', 86400 + 7200 + 180 + 4],
+    ['PT1H30M', 5400],
+    ['PT90M', 5400],
+    ['P0D', 0],
+    ['PT0S', 0],
+    ['P01D', 86400],
+    ['P', undefined],
+    ['PT', undefined],
+    ['P1DT', undefined],
+    ['', undefined],
+    ['1h', undefined],
+    ['PT1h', undefined],
+    ['pt1h', undefined],
+    ['P1W', undefined],
+    ['P1M', undefined],
+    ['P1Y', undefined],
+    ['PT1.5H', undefined],
+    ['PT-1H', undefined],
+    ['-PT1H', undefined],
+    [' PT1H', undefined],
+    ['PT1H ', undefined],
+    ['PT1S1H', undefined],
+    ['P1H', undefined],
+    ['PT1D', undefined],
+  ];
+  for (const [input, want] of table) {
+    it(`parses ${JSON.stringify(input)} as ${want === undefined ? 'invalid' : `${want} seconds`}`, () => {
+      assert.equal(parseTtl(input), want);
+    });
+  }
+
+  it('returns Infinity for a duration too large to represent exactly, so it is above any ceiling', () => {
+    assert.equal(parseTtl(`P${'9'.repeat(30)}D`), Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('ttlCeilingSeconds', () => {
+  it('defaults to 24h when the env var is unset, empty, zero or unparseable', () => {
+    for (const v of [undefined, '', '0', '00', 'abc', '-5', '3600s', '1e3', '1.5']) {
+      assert.equal(ttlCeilingSeconds(v === undefined ? {} : { EGRESS_APPROVAL_MAX_TTL_SECONDS: v }), 86400, String(v));
+    }
+  });
+
+  it('uses the env value when it is below 7d, trimmed', () => {
+    assert.equal(ttlCeilingSeconds({ EGRESS_APPROVAL_MAX_TTL_SECONDS: '3600' }), 3600);
+    assert.equal(ttlCeilingSeconds({ EGRESS_APPROVAL_MAX_TTL_SECONDS: ' 7200\n' }), 7200);
+    assert.equal(ttlCeilingSeconds({ EGRESS_APPROVAL_MAX_TTL_SECONDS: '172800' }), 172800);
+  });
+
+  it('never exceeds 7d whatever the env says', () => {
+    assert.equal(ttlCeilingSeconds({ EGRESS_APPROVAL_MAX_TTL_SECONDS: '999999999' }), 604800);
+    assert.equal(ttlCeilingSeconds({ EGRESS_APPROVAL_MAX_TTL_SECONDS: '99999999999999999999999' }), 604800);
+  });
+
+  it('formats seconds back into the TTL grammar', () => {
+    assert.equal(formatTtl(86400), 'P1D');
+    assert.equal(formatTtl(93784), 'P1DT2H3M4S');
+    assert.equal(parseTtl(formatTtl(93784)), 93784);
+  });
+});
+
+describe('validateEgressApprovalSpec', () => {
+  it('accepts the sample (TAB and LF in the reason are allowed)', () => {
+    assert.deepEqual(validateEgressApprovalSpec(sampleEgressApproval().spec), []);
+  });
+
+  it('reports an unparseable TTL as TtlInvalid on spec.ttl', () => {
+    const s = { ...sampleEgressApproval().spec, ttl: 'P1W' };
+    assert.deepEqual(validateEgressApprovalSpec(s).map((c) => [c.field, c.reason]), [['spec.ttl', 'TtlInvalid']]);
+  });
+
+  it('reports a zero TTL as TtlInvalid', () => {
+    const [c] = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'PT0S' });
+    assert.equal(c?.reason, 'TtlInvalid');
+    assert.match(c?.message ?? '', /greater than zero/);
+  });
+
+  it('reports a TTL above the default 24h ceiling as TtlExceedsCeiling, and accepts exactly 24h', () => {
+    const [c] = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'P1DT1S' });
+    assert.equal(c?.reason, 'TtlExceedsCeiling');
+    assert.match(c?.message ?? '', /P1D \(86400s\)/);
+    assert.deepEqual(validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'PT24H' }), []);
+  });
+
+  it('reads the ceiling from the env it is given, capped at 7d', () => {
+    const spec = { ...sampleEgressApproval().spec, ttl: 'P3D' };
+    assert.deepEqual(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '345600' } }), []);
+    assert.equal(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '3600' } })[0]?.reason, 'TtlExceedsCeiling');
+    const eightDays = { ...spec, ttl: 'P8D' };
+    assert.equal(validateEgressApprovalSpec(eightDays, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '9999999' } })[0]?.reason, 'TtlExceedsCeiling');
+  });
+
+  it('reports reason problems as ReasonInvalid: empty, over 512 bytes, control bytes, DEL', () => {
+    const cases: [string, RegExp][] = [
+      ['', /1 to 512 bytes/],
+      ['x'.repeat(513), /at most 512 bytes.*513/],
+      ['é'.repeat(257), /at most 512 bytes.*514/],
+      ['bell\u0007', /0x07 at index 4/],
+      ['nul\u0000', /0x00/],
+      ['esc\u001b[31m', /0x1b/],
+      ['del\u007f', /0x7f/],
+      ['vt\u000b', /0x0b/],
+    ];
+    for (const [reason, msg] of cases) {
+      const cs = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, reason });
+      assert.deepEqual(cs.map((c) => [c.field, c.reason]), [['spec.reason', 'ReasonInvalid']], JSON.stringify(reason));
+      assert.match(cs[0]!.message, msg);
+    }
+    assert.equal(reasonProblem('tab\there\r\nand newline'), undefined);
+    assert.equal(reasonProblem('é'.repeat(256)), undefined);
+  });
+
+  it('checks ticket length in characters: 1..128 when set', () => {
+    const spec = sampleEgressApproval().spec;
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, ticket: '' })), ['spec.ticket']);
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, ticket: 'T'.repeat(129) })), ['spec.ticket']);
+    assert.deepEqual(validateEgressApprovalSpec({ ...spec, ticket: 'T'.repeat(128) }), []);
+  });
+
+  it('checks host count 1..16, each host a bare name and each port 1..65535', () => {
+    const spec = sampleEgressApproval().spec;
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: [] })), ['spec.hosts']);
+    const seventeen = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: seventeen })), ['spec.hosts']);
+    const bad = [{ host: 'https://example.com' }, { host: 'example.com/path' }, { host: '' }, { host: 'a.com', port: 0 }, { host: 'b.com', port: 65536 }, { host: 'c.com', port: 1.5 }, { host: 'd.com:443' }];
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: bad })), [
+      'spec.hosts[0].host',
+      'spec.hosts[1].host',
+      'spec.hosts[2].host',
+      'spec.hosts[3].port',
+      'spec.hosts[4].port',
+      'spec.hosts[5].port',
+      'spec.hosts[6].host',
+    ]);
+  });
+
+  it('says how to fix a URL given as host', () => {
+    assert.match(hostProblem('https://example.com/x') ?? '', /not a URL: remove "https:\/\/"/);
+    assert.match(hostProblem('example.com/x') ?? '', /remove the path/);
+    assert.match(hostProblem('example.com:8443') ?? '', /set port instead/);
+    assert.equal(hostProblem('*.example.com'), undefined);
+  });
+
+  it('requires a sandbox name', () => {
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...sampleEgressApproval().spec, sandbox: '' })), ['spec.sandbox']);
+  });
+});
+
+describe('parseHostArg', () => {
+  it('splits host[:port] and rejects URLs instead of guessing', () => {
+    assert.deepEqual(parseHostArg('example.com'), { ok: true, endpoint: { host: 'example.com' } });
+    assert.deepEqual(parseHostArg('example.com:8443'), { ok: true, endpoint: { host: 'example.com', port: 8443 } });
+    for (const bad of ['https://example.com', 'example.com/x', 'example.com:0', 'example.com:70000', 'example.com:http', ':443', '']) {
+      const r = parseHostArg(bad);
+      assert.equal(r.ok, false, bad);
+    }
+  });
+});
+
+describe('validateInferencePolicySpec', () => {
+  it('accepts the content sample and the bundle sample', () => {
+    assert.deepEqual(validateInferencePolicySpec(sampleInferencePolicy().spec), []);
+    assert.deepEqual(validateInferencePolicySpec(sampleBundleInferencePolicy().spec), []);
+  });
+
+  it('reports bundleRef with content fields as InvalidSpec on spec.bundleRef, naming each field set', () => {
+    const spec = { ...sampleInferencePolicy().spec, bundleRef: { registry: 'r.io', repository: 'p', digest: SAMPLE_DIGEST } };
+    const cs = validateInferencePolicySpec(spec);
+    assert.deepEqual(cs.map((c) => [c.field, c.reason]), [['spec.bundleRef', 'InvalidSpec']]);
+    assert.match(cs[0]!.message, /tokenBudget, contentSafety, modelPreference, provider, guardrails, displayName/);
+  });
+
+  it('reports monthlyTokens below dailyTokens on spec.tokenBudget.monthlyTokens', () => {
+    const spec = { ...sampleInferencePolicy().spec, tokenBudget: { dailyTokens: 100, monthlyTokens: 99 } };
+    assert.deepEqual(fields(validateInferencePolicySpec(spec)), ['spec.tokenBudget.monthlyTokens']);
+    assert.deepEqual(validateInferencePolicySpec({ ...spec, tokenBudget: { dailyTokens: 100, monthlyTokens: 100 } }), []);
+    assert.deepEqual(validateInferencePolicySpec({ ...spec, tokenBudget: { monthlyTokens: 1 } }), []);
+  });
+
+  it('reports a negative or fractional budget and an unknown severity', () => {
+    const spec = sampleInferencePolicy().spec;
+    const bad = { ...spec, tokenBudget: { perRequestTokens: -1, dailyTokens: 1.5 }, contentSafety: { hate: 'Extreme' as 'High' } };
+    assert.deepEqual(fields(validateInferencePolicySpec(bad)), ['spec.tokenBudget.perRequestTokens', 'spec.tokenBudget.dailyTokens', 'spec.contentSafety.hate']);
+  });
+});
+
+describe('validateToolPolicySpec', () => {
+  it('accepts the sample', () => {
+    assert.deepEqual(validateToolPolicySpec(sampleToolPolicy().spec, { clientSide: true }), []);
+  });
+
+  it('reports agtProfile with both inline and bundleRef, or neither, as InvalidSpec on spec.agtProfile', () => {
+    const spec = sampleToolPolicy().spec;
+    const both = validateToolPolicySpec({ ...spec, agtProfile: { inline: 'a: 1', bundleRef: { registry: 'r', repository: 'p', digest: SAMPLE_DIGEST } } });
+    assert.deepEqual(both.map((c) => [c.field, c.reason]), [['spec.agtProfile', 'InvalidSpec']]);
+    assert.deepEqual(fields(validateToolPolicySpec({ ...spec, agtProfile: {} })), ['spec.agtProfile']);
+    const { agtProfile: _drop, ...noAgt } = spec;
+    assert.deepEqual(validateToolPolicySpec(noAgt), [], 'no agtProfile at all is the back-compat path');
+  });
+
+  it('reports inline AGT text that is not YAML on spec.agtProfile.inline', () => {
+    const cs = validateToolPolicySpec({ ...sampleToolPolicy().spec, agtProfile: { inline: 'rules: [unclosed\n  - a: {' } });
+    assert.deepEqual(fields(cs), ['spec.agtProfile.inline']);
+    assert.match(cs[0]!.message, /not valid YAML/);
+    assert.deepEqual(validateToolPolicySpec({ ...sampleToolPolicy().spec, agtProfile: { inline: 'a: 1\n---\nb: 2\n' } }), []);
+  });
+
+  it('requires a selector only client side', () => {
+    const spec = { ...sampleToolPolicy().spec, appliesTo: { sandboxMatchLabels: {} } };
+    assert.deepEqual(validateToolPolicySpec(spec), []);
+    assert.deepEqual(fields(validateToolPolicySpec(spec, { clientSide: true })), ['spec.appliesTo']);
+    assert.deepEqual(validateToolPolicySpec({ ...spec, appliesTo: { sandboxMatchLabels: { a: 'b' } } }, { clientSide: true }), []);
+    assert.deepEqual(validateToolPolicySpec({ ...spec, appliesTo: { mcpServer: 'm' } }, { clientSide: true }), []);
+  });
+
+  it('compares caps exactly as decimals and by currency', () => {
+    const spec = sampleToolPolicy().spec;
+    const at = (dailyCap: string, monthlyCap: string): string[] => fields(validateToolPolicySpec({ ...spec, commerce: { dailyCap, monthlyCap } }));
+    assert.deepEqual(at('USD 100.00', 'USD 100'), []);
+    assert.deepEqual(at('USD 100.001', 'USD 100'), ['spec.commerce.monthlyCap']);
+    assert.deepEqual(at('USD 999999999999.999', 'USD 999999999999.998'), ['spec.commerce.monthlyCap']);
+    assert.deepEqual(at('USD 1', 'EUR 100'), ['spec.commerce.monthlyCap']);
+    assert.deepEqual(at('100', 'USD 100'), ['spec.commerce.dailyCap']);
+    assert.deepEqual(parseMoney('EUR 1.5'), { currency: 'EUR', milli: 1500n });
+    assert.equal(parseMoney('usd 1'), undefined);
+    assert.equal(parseMoney('USD 01'), undefined);
+  });
+});
+
+describe('validateKarsSandboxSpec and validateObject', () => {
+  it('checks reference names and baseline endpoints', () => {
+    assert.deepEqual(validateKarsSandboxSpec(sampleKarsSandbox().spec), []);
+    const spec = { inferenceRef: { name: '' }, networkPolicy: { allowedEndpoints: [{ host: 'https://x' }] } };
+    assert.deepEqual(fields(validateKarsSandboxSpec(spec)), ['spec.inferenceRef.name', 'spec.networkPolicy.allowedEndpoints[0].host']);
+  });
+
+  it('dispatches by kind and throws a PolicyValidationError with a stable code listing every cause', () => {
+    const ea = sampleEgressApproval();
+    ea.spec.ttl = 'P8D';
+    ea.spec.reason = '';
+    assert.deepEqual(fields(validateObject(ea)), ['spec.reason', 'spec.ttl']);
+    assert.throws(
+      () => assertValid(ea),
+      (e: unknown) => e instanceof PolicyValidationError && e.code === 'KARS_POLICY_INVALID' && e.causes.length === 2 && /EgressApproval default\/alice-extra is invalid: spec\.reason/.test(e.message),
+    );
+    const ip = sampleInferencePolicy();
+    assert.equal(assertValid(ip), ip);
+  });
+});

@@ -1,0 +1,70 @@
+import type { KubeObject } from '@kars/kube-core';
+import type { KubeClient } from '@kars/kube-client';
+import type { Reflector } from '@kars/kube-runtime';
+import type { EchoKind, EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import { readEcho } from '@kars/policy-api';
+import type { Logger } from 'pino';
+import type { EventRecorder } from './events.js';
+import type { PropagationTracker } from './propagation.js';
+
+/** Index names used on the reflector stores. */
+export const BY_SANDBOX = 'bySandbox';
+
+/** Everything a reconciler reads and writes through. Stores are caches: read, never mutate. */
+export interface ControllerContext {
+  client: KubeClient;
+  inference: Reflector<InferencePolicy & KubeObject>;
+  tool: Reflector<ToolPolicy & KubeObject>;
+  egress: Reflector<EgressApproval & KubeObject>;
+  sandboxes: Reflector<KarsSandbox & KubeObject>;
+  /** Router echo Leases (label kars.azure.com/router=true), indexed by `<namespace>/<sandbox>`. */
+  leases: Reflector;
+  log: Logger;
+  events: EventRecorder;
+  propagation: PropagationTracker;
+  now: () => number;
+  env: Record<string, string | undefined>;
+}
+
+/** The echoes of every router serving `<namespace>/<sandbox>` (live or not; callers check liveness). */
+export function echoesFor(ctx: ControllerContext, namespace: string, sandbox: string): RouterEcho[] {
+  return ctx.leases.store
+    .byIndex(BY_SANDBOX, `${namespace}/${sandbox}`)
+    .map((l) => readEcho(l))
+    .filter((e): e is RouterEcho => e !== undefined);
+}
+
+/** The earliest moment a currently live router's lease runs out, so a reconcile can re-check then. */
+export function nextLeaseExpiryMs(echoes: RouterEcho[], nowMs: number): number | undefined {
+  let soonest: number | undefined;
+  for (const e of echoes) {
+    const at = e.renewedAtMs + e.leaseDurationSeconds * 1000;
+    if (at > nowMs && (soonest === undefined || at < soonest)) soonest = at;
+  }
+  return soonest;
+}
+
+/** Sandboxes in `namespace` whose spec references the InferencePolicy `name`. */
+export function inferenceReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
+  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && s.spec?.inferenceRef?.name === name && !s.metadata.deletionTimestamp);
+}
+
+/** The ToolPolicy a sandbox uses, or undefined when governance is off. Empty name → `kars-default`. */
+export function toolPolicyOf(s: KarsSandbox): string | undefined {
+  const g = s.spec?.governance;
+  if (!g || g.enabled === false) return undefined;
+  const n = g.toolPolicyRef?.name;
+  return n && n !== '' ? n : 'kars-default';
+}
+
+/** Sandboxes in `namespace` whose governance uses the ToolPolicy `name`. */
+export function toolReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
+  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && toolPolicyOf(s) === name && !s.metadata.deletionTimestamp);
+}
+
+/** Echo kind each policy kind is confirmed by. */
+export const ECHO_KIND: Record<'InferencePolicy' | 'ToolPolicy' | 'EgressApproval', EchoKind> = {
+  InferencePolicy: 'InferencePolicy',
+  ToolPolicy: 'AgtProfile',
+  EgressApproval: 'EgressApproval',
+};

@@ -1,0 +1,85 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { RouterEcho } from '@kars/policy-api';
+import { awaitingMessage, conditionsFor, decideEnforcement, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+
+const NOW = 1_000_000;
+const D = 'sha256:' + 'a'.repeat(64);
+const OLD = 'sha256:' + 'b'.repeat(64);
+
+function router(sandbox: string, digest: string | null | undefined, opts: { renewedAgoMs?: number; error?: string } = {}): RouterEcho {
+  return { sandbox, instance: `${sandbox}-r`, digests: digest === undefined ? {} : { InferencePolicy: digest }, errors: opts.error ? { InferencePolicy: opts.error } : {}, renewedAtMs: NOW - (opts.renewedAgoMs ?? 1000), leaseDurationSeconds: 15 };
+}
+
+describe('enforcement decision', () => {
+  it('is NoSandboxesReferencing with no referrers', () => {
+    assert.deepEqual(decideEnforcement(D, 'InferencePolicy', [], NOW), { kind: 'NoSandboxesReferencing' });
+  });
+
+  it('is Confirmed only when every live router of every sandbox echoes the digest', () => {
+    const s = decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [router('a', D), router('a', D)] }, { sandbox: 'b', routers: [router('b', D)] }], NOW);
+    assert.deepEqual(s, { kind: 'Confirmed', total: 3 });
+  });
+
+  it('is Awaiting with a mismatch, a not-loaded router, an error, and a sandbox with no live router', () => {
+    const s = decideEnforcement(
+      D,
+      'InferencePolicy',
+      [
+        { sandbox: 'a', routers: [router('a', D), router('a', OLD, { error: 'parse error' })] },
+        { sandbox: 'b', routers: [router('b', undefined)] },
+        { sandbox: 'c', routers: [router('c', D, { renewedAgoMs: 16_000 })] },
+      ],
+      NOW,
+    );
+    assert.equal(s.kind, 'Awaiting');
+    if (s.kind !== 'Awaiting') return;
+    assert.equal(s.confirmed, 1);
+    assert.equal(s.total, 4);
+    assert.match(s.details[0]!, /a: router echoed digest mismatch .* \(last_error: parse error\)/);
+    assert.match(s.details[1]!, /b: router has not yet loaded InferencePolicy/);
+    assert.match(s.details[2]!, /c: router unreachable/);
+    assert.match(awaitingMessage(s), /^1\/4 sandbox routers confirmed digest; /);
+  });
+
+  it('stops counting a router whose lease was not renewed', () => {
+    const stale = decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [router('a', D, { renewedAgoMs: 15_001 })] }], NOW);
+    assert.equal(stale.kind, 'Awaiting');
+  });
+
+  it('lists at most three details and counts the rest', () => {
+    const routers = Array.from({ length: 5 }, (_, i) => router(`s${i}`, OLD));
+    const s = decideEnforcement(D, 'InferencePolicy', routers.map((r) => ({ sandbox: r.sandbox, routers: [r] })), NOW);
+    assert.equal(s.kind, 'Awaiting');
+    if (s.kind === 'Awaiting') assert.match(awaitingMessage(s), /\(\+2 more\)$/);
+  });
+});
+
+describe('condition truth table', () => {
+  const table: Array<[Parameters<typeof conditionsFor>[0], [string, string][], string, boolean]> = [
+    [{ kind: 'Degraded', reason: 'InvalidSpec', message: 'spec.x: bad' }, [['False', 'InvalidSpec'], ['False', 'Failed'], ['True', 'InvalidSpec']], 'Degraded', false],
+    [{ kind: 'NotApplicable' }, [['True', 'Reconciled'], ['False', 'Reconciled'], ['False', 'Reconciled']], 'Ready', false],
+    [{ kind: 'Confirmed', total: 2 }, [['True', 'RouterEnforcing'], ['False', 'Reconciled'], ['False', 'Reconciled']], 'Ready', false],
+    [{ kind: 'NoSandboxesReferencing' }, [['False', 'NoSandboxesReferencing'], ['True', 'NoSandboxesReferencing'], ['False', 'Reconciled']], 'Compiled', false],
+    [{ kind: 'Awaiting', confirmed: 0, total: 1, details: [] }, [['False', 'AwaitingRouterEnforcement'], ['True', 'AwaitingRouterEnforcement'], ['False', 'Reconciled']], 'Compiled', true],
+  ];
+  for (const [state, expected, phase, warn] of table) {
+    it(`maps ${state.kind} to Ready/Progressing/Degraded = ${expected.map((e) => e.join(':')).join(', ')}`, () => {
+      const conds = conditionsFor(state);
+      assert.deepEqual(conds.map((c) => c.type), ['Ready', 'Progressing', 'Degraded']);
+      assert.deepEqual(conds.map((c) => [c.status, c.reason]), expected);
+      assert.equal(phaseFor(state), phase);
+      assert.equal(shouldWarn(state), warn);
+    });
+  }
+
+  it('keeps lastTransitionTime unless the status flips, and stamps observedGeneration', () => {
+    const first = withTransitions(conditionsFor({ kind: 'NoSandboxesReferencing' }), undefined, 1, 'T1');
+    const second = withTransitions(conditionsFor({ kind: 'Awaiting', confirmed: 0, total: 1, details: [] }), first, 2, 'T2');
+    assert.equal(second.find((c) => c.type === 'Ready')!.lastTransitionTime, 'T1', 'Ready stayed False');
+    assert.equal(second.find((c) => c.type === 'Progressing')!.lastTransitionTime, 'T1', 'Progressing stayed True');
+    const third = withTransitions(conditionsFor({ kind: 'Confirmed', total: 1 }), second, 2, 'T3');
+    assert.equal(third.find((c) => c.type === 'Ready')!.lastTransitionTime, 'T3', 'Ready flipped');
+    assert.ok(third.every((c) => c.observedGeneration === 2));
+  });
+});

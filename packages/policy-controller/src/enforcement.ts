@@ -1,0 +1,121 @@
+import type { Condition, EchoKind, RouterEcho } from '@kars/policy-api';
+import { isLive } from '@kars/policy-api';
+
+/** What one referencing sandbox's routers say about one digest. */
+export interface SandboxEcho {
+  sandbox: string;
+  /** Live routers of that sandbox (leases still valid). */
+  routers: RouterEcho[];
+}
+
+/** The enforcement state of a policy, as the status reports it (contract §3.3). */
+export type EnforcementState =
+  | { kind: 'Degraded'; reason: string; message: string }
+  | { kind: 'NotApplicable' }
+  | { kind: 'NoSandboxesReferencing' }
+  | { kind: 'Confirmed'; total: number }
+  | { kind: 'Awaiting'; confirmed: number; total: number; details: string[] };
+
+/**
+ * Decide whether every router of every referencing sandbox enforces `digest` for `kind`.
+ * A sandbox with no live router counts as not confirmed ("router unreachable"). Pure.
+ */
+export function decideEnforcement(digest: string, kind: EchoKind, sandboxes: SandboxEcho[], nowMs: number): EnforcementState {
+  if (sandboxes.length === 0) return { kind: 'NoSandboxesReferencing' };
+  let confirmed = 0;
+  let total = 0;
+  const details: string[] = [];
+  for (const sb of sandboxes) {
+    const live = sb.routers.filter((r) => isLive(r, nowMs));
+    if (live.length === 0) {
+      total++;
+      details.push(`${sb.sandbox}: router unreachable (no live router lease)`);
+      continue;
+    }
+    for (const r of live) {
+      total++;
+      const got = r.digests[kind];
+      const err = r.errors[kind];
+      if (got === digest) confirmed++;
+      else if (got === undefined || got === null) details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
+      else details.push(`${sb.sandbox}: router echoed digest mismatch (${got} != ${digest})${err ? ` (last_error: ${err})` : ''}`);
+    }
+  }
+  return confirmed === total ? { kind: 'Confirmed', total } : { kind: 'Awaiting', confirmed, total, details };
+}
+
+/** The Awaiting message: `"m/n sandbox routers confirmed digest; <first 3 details>; (+k more)"`. */
+export function awaitingMessage(s: Extract<EnforcementState, { kind: 'Awaiting' }>): string {
+  const shown = s.details.slice(0, 3).join('; ');
+  const more = s.details.length > 3 ? `; (+${s.details.length - 3} more)` : '';
+  return `${s.confirmed}/${s.total} sandbox routers confirmed digest${shown ? `; ${shown}` : ''}${more}`;
+}
+
+interface CondSpec {
+  type: 'Ready' | 'Progressing' | 'Degraded';
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+}
+
+/** The three conditions for a state (contract §3.3 truth table). */
+export function conditionsFor(state: EnforcementState): CondSpec[] {
+  switch (state.kind) {
+    case 'Degraded':
+      return [
+        { type: 'Ready', status: 'False', reason: state.reason, message: state.message },
+        { type: 'Progressing', status: 'False', reason: 'Failed', message: 'compile failed' },
+        { type: 'Degraded', status: 'True', reason: state.reason, message: state.message },
+      ];
+    case 'NotApplicable':
+      return [
+        { type: 'Ready', status: 'True', reason: 'Reconciled', message: 'no router-enforced artifact' },
+        { type: 'Progressing', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+        { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+      ];
+    case 'Confirmed':
+      return [
+        { type: 'Ready', status: 'True', reason: 'RouterEnforcing', message: `all ${state.total} referencing sandbox router(s) confirmed the compiled digest` },
+        { type: 'Progressing', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+        { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+      ];
+    case 'NoSandboxesReferencing':
+      return [
+        { type: 'Ready', status: 'False', reason: 'NoSandboxesReferencing', message: 'no sandbox references this policy' },
+        { type: 'Progressing', status: 'True', reason: 'NoSandboxesReferencing', message: 'no sandbox references this policy' },
+        { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+      ];
+    case 'Awaiting': {
+      const message = awaitingMessage(state);
+      return [
+        { type: 'Ready', status: 'False', reason: 'AwaitingRouterEnforcement', message },
+        { type: 'Progressing', status: 'True', reason: 'AwaitingRouterEnforcement', message },
+        { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+      ];
+    }
+  }
+}
+
+/**
+ * Stamp conditions with observedGeneration and lastTransitionTime, keeping the previous
+ * transition time unless the status value flips.
+ */
+export function withTransitions(next: CondSpec[], previous: Condition[] | undefined, generation: number, now: string): Condition[] {
+  return next.map((c) => {
+    const prev = previous?.find((p) => p.type === c.type);
+    const lastTransitionTime = prev && prev.status === c.status ? prev.lastTransitionTime : now;
+    return { type: c.type, status: c.status, observedGeneration: generation, lastTransitionTime, reason: c.reason, message: c.message };
+  });
+}
+
+/** The phase a state maps to. */
+export function phaseFor(state: EnforcementState): 'Compiled' | 'Ready' | 'Degraded' {
+  if (state.kind === 'Degraded') return 'Degraded';
+  if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') return 'Ready';
+  return 'Compiled';
+}
+
+/** Only Awaiting (and not degraded) publishes the PolicyNotEnforced warning; orphan policies never do. */
+export function shouldWarn(state: EnforcementState): boolean {
+  return state.kind === 'Awaiting';
+}

@@ -1,0 +1,170 @@
+import { setMaxListeners } from 'node:events';
+import type { KubeObject } from '@kars/kube-core';
+import { Resources } from '@kars/kube-client';
+import type { KubeClient, ResourceRef } from '@kars/kube-client';
+import { Controller, LeaderElector, leaseApi, Reflector } from '@kars/kube-runtime';
+import type { Change, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
+import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY } from '@kars/policy-api';
+import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
+import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
+import type { Logger } from 'pino';
+import { BY_SANDBOX, toolPolicyOf } from './context.js';
+import type { ControllerContext } from './context.js';
+import { EventRecorder } from './events.js';
+import { PropagationTracker } from './propagation.js';
+import { reconcileEgressApproval } from './reconcile-egress.js';
+import { reconcileInferencePolicy, reconcileToolPolicy } from './reconcile-policy.js';
+import { reconcileSandbox } from './reconcile-sandbox.js';
+
+export interface LeaderElectionSettings {
+  enabled: boolean;
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+export interface PolicyControllerOptions {
+  client: KubeClient;
+  /** The one shared watch configuration; every watch below uses it. */
+  config: WatchConfig;
+  metrics: RuntimeMetrics;
+  log: Logger;
+  /** Watch one namespace only; all namespaces when unset. */
+  namespace?: string;
+  leaderElection: LeaderElectionSettings;
+  env?: Record<string, string | undefined>;
+  concurrency?: number;
+  now?: () => number;
+}
+
+type IP = InferencePolicy & KubeObject;
+type TP = ToolPolicy & KubeObject;
+type EA = EgressApproval & KubeObject;
+type SB = KarsSandbox & KubeObject;
+
+const key = (o: KubeObject, name = o.metadata.name ?? ''): string => `${o.metadata.namespace ?? ''}/${name}`;
+
+/** Keys from the object and its previous copy (a reference that moved must reconcile both ends). */
+function both<T extends KubeObject>(c: Change<T>, f: (o: T) => string[]): string[] {
+  const out = f(c.object);
+  if (c.type === 'apply' && c.old) out.push(...f(c.old));
+  return [...new Set(out)];
+}
+
+/**
+ * The kars controller: reflectors for the four kinds, router echo Leases and compiled ConfigMaps,
+ * one Controller per kind, leader election, and propagation metrics. Every watch uses the one
+ * shared WatchConfig; reconcilers read the stores and act only while this replica leads.
+ */
+export class PolicyController {
+  private readonly ctx: ControllerContext;
+  private readonly reflectors: Reflector[];
+  private readonly elector: LeaderElector | undefined;
+  private readonly controllers: Controller<KubeObject>[];
+
+  constructor(private readonly opts: PolicyControllerOptions) {
+    const { client, config, metrics, log } = opts;
+    const ns = opts.namespace;
+    const reflector = <T extends KubeObject>(name: string, resource: ResourceRef, extra: Partial<ConstructorParameters<typeof Reflector<T>>[0]> = {}): Reflector<T> =>
+      new Reflector<T>({ name, client, resource, config, metrics: metrics.watch(name), log, ...(ns ? { namespace: ns } : {}), ...extra });
+    const inference = reflector<IP>('inferencepolicies', INFERENCE_POLICY);
+    const tool = reflector<TP>('toolpolicies', TOOL_POLICY);
+    const egress = reflector<EA>('egressapprovals', EGRESS_APPROVAL, { indexers: { [BY_SANDBOX]: (a) => [`${a.metadata.namespace ?? ''}/${a.spec?.sandbox ?? ''}`] } });
+    const sandboxes = reflector<SB>('karssandboxes', KARS_SANDBOX);
+    const leases = reflector<KubeObject>('router-leases', Resources.leases, { labelSelector: `${ROUTER_LABEL}=true`, indexers: { [BY_SANDBOX]: (l) => [`${l.metadata.namespace ?? ''}/${l.metadata.labels?.[SANDBOX_LABEL] ?? ''}`] } });
+    const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` });
+    this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
+    const now = opts.now ?? Date.now;
+    this.ctx = { client, inference, tool, egress, sandboxes, leases, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {} };
+    for (const r of [inference, tool, egress] as unknown as Reflector[]) {
+      r.subscribe((c) => {
+        if (c.type === 'apply' && c.object.metadata.generation !== c.old?.metadata.generation) this.ctx.propagation.observe(c.object);
+      });
+    }
+    const le = opts.leaderElection;
+    this.elector = le.enabled
+      ? new LeaderElector({
+          api: leaseApi(client),
+          namespace: le.namespace,
+          name: le.name,
+          identity: le.identity,
+          ...(le.leaseDurationMs !== undefined ? { leaseDurationMs: le.leaseDurationMs } : {}),
+          ...(le.renewDeadlineMs !== undefined ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+          ...(le.retryPeriodMs !== undefined ? { retryPeriodMs: le.retryPeriodMs } : {}),
+          log,
+          onStartedLeading: () => {
+            metrics.leader(le.name).set(true);
+            log.info({ identity: le.identity }, 'started leading; reconcilers active');
+            for (const c of this.controllers) c.wake();
+          },
+          onStoppedLeading: () => {
+            metrics.leader(le.name).set(false);
+            log.warn({ identity: le.identity }, 'stopped leading; reconcilers paused');
+          },
+        })
+      : undefined;
+    const isActive = (): boolean => this.elector?.isLeader() ?? true;
+    const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
+    const ctx = this.ctx;
+    const common = { isActive, concurrency: opts.concurrency ?? 4, log };
+    const mk = <T extends KubeObject>(name: string, primary: Reflector<T>, triggers: Trigger[], reconcile: (ctx: ControllerContext, key: string) => Promise<import('@kars/kube-runtime').ReconcileResult>): Controller<KubeObject> =>
+      new Controller<T>({ name, primary, triggers, metrics: metrics.controller(name), reconcile: (k) => reconcile(ctx, k), ...common }) as unknown as Controller<KubeObject>;
+    const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
+    const toolOf = (s: SB): string[] => {
+      const n = toolPolicyOf(s);
+      return n ? [key(s, n)] : [];
+    };
+    const approvalsOf = (namespace: string, sandbox: string): string[] => egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));
+    this.controllers = [
+      mk('inferencepolicy', inference, [
+        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, inferenceOf) } as Trigger,
+        { source: leases, mapToKeys: (c: Change) => both(c, (l) => { const s = sandboxOf(l); return s ? inferenceOf(s) : []; }) } as Trigger,
+        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])) } as Trigger,
+      ], reconcileInferencePolicy),
+      mk('toolpolicy', tool, [
+        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, toolOf) } as Trigger,
+        { source: leases, mapToKeys: (c: Change) => both(c, (l) => { const s = sandboxOf(l); return s ? toolOf(s) : []; }) } as Trigger,
+        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])) } as Trigger,
+      ], reconcileToolPolicy),
+      mk('egressapproval', egress, [
+        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? '')) } as Trigger,
+        { source: leases, mapToKeys: (c: Change) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? '')) } as Trigger,
+        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[EGRESS_SANDBOX_LABEL] ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL]) : [])) } as Trigger,
+        { source: egress, mapToKeys: (c: Change<EA>) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? '')) } as Trigger,
+      ], reconcileEgressApproval),
+      mk('karssandbox', sandboxes, [{ source: leases, mapToKeys: (c: Change) => both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])) } as Trigger], reconcileSandbox),
+    ];
+  }
+
+  /** Whether this replica reconciles (always true without leader election). */
+  isLeader(): boolean {
+    return this.elector?.isLeader() ?? true;
+  }
+
+  /** Readiness: every watch is synced and confirmed fresh within its bound. */
+  readiness(): ReadinessCheck[] {
+    return this.reflectors.map((r) => ({ name: `watch-${r.name}`, check: () => ({ ok: r.isFresh(), detail: r.store.isReady() ? `unconfirmed for ${Math.round(r.staleForMs())} ms (bound ${r.freshnessBoundMs()} ms)` : 'initial list not complete' }) }));
+  }
+
+  /** Run every watch, the elector and the reconcilers until `signal` aborts. */
+  async run(outer: AbortSignal): Promise<void> {
+    // One internal signal with room for every watch, controller and timer to listen on it.
+    const inner = new AbortController();
+    setMaxListeners(0, inner.signal);
+    const stop = (): void => inner.abort(outer.reason);
+    if (outer.aborted) stop();
+    else outer.addEventListener('abort', stop, { once: true });
+    const signal = inner.signal;
+    const runs: Promise<void>[] = this.reflectors.map((r) => r.run(signal));
+    if (this.elector) runs.push(this.elector.run(signal));
+    runs.push(...this.controllers.map((c) => c.run(signal)));
+    try {
+      await Promise.all(runs);
+    } finally {
+      outer.removeEventListener('abort', stop);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+import { ApiError } from '@kars/kube-core';
+import type { KubeObject } from '@kars/kube-core';
+import { Resources } from '@kars/kube-client';
+import type { ResourceRef } from '@kars/kube-client';
+import type { ReconcileResult } from '@kars/kube-runtime';
+import { splitKey } from '@kars/kube-runtime';
+import { INFERENCE_POLICY, INFERENCE_POLICY_FINALIZER, TOOL_POLICY, TOOL_POLICY_FINALIZER, validateInferencePolicySpec, validateToolPolicySpec } from '@kars/policy-api';
+import type { Condition, InferencePolicy, KarsSandbox, Propagation, ToolPolicy } from '@kars/policy-api';
+import { compileInferencePolicy, compileToolPolicy, INFERENCE_POLICY_FIELD_MANAGER, inferencePolicyConfigMapName, TOOL_POLICY_FIELD_MANAGER, toolPolicyConfigMapName } from '@kars/policy-compiler';
+import type { CompiledConfigMap } from '@kars/policy-compiler';
+import { ECHO_KIND, echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from './context.js';
+import type { ControllerContext } from './context.js';
+import { conditionsFor, decideEnforcement, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+import type { EnforcementState } from './enforcement.js';
+import { addFinalizer, applyStatus, removeFinalizer, rfc3339 } from './status.js';
+
+/** Requeue periods (contract §8), in milliseconds. */
+const REQUEUE = { degraded: 60_000, awaiting: 15_000, confirmed: 300_000 };
+
+/** What differs between the InferencePolicy and ToolPolicy reconcilers. */
+interface PolicyKindSpec<T extends KubeObject> {
+  kind: 'InferencePolicy' | 'ToolPolicy';
+  ref: ResourceRef;
+  finalizer: string;
+  fieldManager: string;
+  statusManager: string;
+  configMapName: (name: string) => string;
+  store: (ctx: ControllerContext) => { get(key: string): T | undefined };
+  referrers: (ctx: ControllerContext, namespace: string, name: string) => KarsSandbox[];
+  noReferrersRequeueMs: number;
+  validate: (obj: T) => Array<{ field: string; message: string; reason: string }>;
+  /** Compile: the ConfigMap, the digest routers must echo (undefined: nothing is echoed), and extra status fields. */
+  compile: (obj: T) => { ok: true; configMap: CompiledConfigMap; digest: string | undefined; extra: Record<string, unknown> } | { ok: false; reason: string; field: string; message: string };
+}
+
+const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
+  kind: 'InferencePolicy',
+  ref: INFERENCE_POLICY,
+  finalizer: INFERENCE_POLICY_FINALIZER,
+  fieldManager: INFERENCE_POLICY_FIELD_MANAGER,
+  statusManager: 'kars-controller/inferencepolicy-status',
+  configMapName: inferencePolicyConfigMapName,
+  store: (ctx) => ctx.inference.store,
+  referrers: inferenceReferrers,
+  noReferrersRequeueMs: 300_000,
+  validate: (obj) => validateInferencePolicySpec(obj.spec),
+  compile: (obj) => {
+    const c = compileInferencePolicy(obj);
+    if (!c.ok) return c;
+    return { ok: true, configMap: c.configMap, digest: c.compiledDigest, extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } } };
+  },
+};
+
+const TOOL: PolicyKindSpec<ToolPolicy & KubeObject> = {
+  kind: 'ToolPolicy',
+  ref: TOOL_POLICY,
+  finalizer: TOOL_POLICY_FINALIZER,
+  fieldManager: TOOL_POLICY_FIELD_MANAGER,
+  statusManager: 'kars-controller/toolpolicy-status',
+  configMapName: toolPolicyConfigMapName,
+  store: (ctx) => ctx.tool.store,
+  referrers: toolReferrers,
+  noReferrersRequeueMs: 15_000,
+  validate: (obj) => validateToolPolicySpec(obj.spec),
+  compile: (obj) => {
+    const c = compileToolPolicy(obj);
+    if (!c.ok) return c;
+    return { ok: true, configMap: c.configMap, digest: c.agtProfileDigest, extra: { agtProfileDigest: c.agtProfileDigest ?? null } };
+  },
+};
+
+/** Reconcile one InferencePolicy by key. */
+export function reconcileInferencePolicy(ctx: ControllerContext, key: string): Promise<ReconcileResult> {
+  return reconcilePolicy(ctx, INFERENCE, key);
+}
+
+/** Reconcile one ToolPolicy by key. */
+export function reconcileToolPolicy(ctx: ControllerContext, key: string): Promise<ReconcileResult> {
+  return reconcilePolicy(ctx, TOOL, key);
+}
+
+async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: string): Promise<void> {
+  try {
+    await ctx.client.delete(Resources.configmaps, namespace, name);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.code === 404)) throw err;
+  }
+}
+
+/**
+ * The shared policy reconcile (contract §3.1/§3.2): finalizer, validation (an invalid spec never
+ * replaces the last good ConfigMap), compile, server-side apply of the ConfigMap (which also
+ * restores one edited or deleted by hand), referrers, router echo, status, events, requeue.
+ */
+async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: Condition[]; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: Propagation } }>(ctx: ControllerContext, k: PolicyKindSpec<T>, key: string): Promise<ReconcileResult> {
+  const obj = k.store(ctx).get(key);
+  const { namespace = '', name } = splitKey(key);
+  if (!obj) {
+    ctx.propagation.forget(k.kind, key);
+    return;
+  }
+  if (obj.metadata.deletionTimestamp) {
+    if (obj.metadata.finalizers?.includes(k.finalizer)) {
+      await deleteConfigMap(ctx, namespace, k.configMapName(name));
+      await removeFinalizer(ctx, k.ref, obj, k.finalizer);
+      ctx.log.info({ kind: k.kind, key }, 'policy deleted; compiled ConfigMap removed');
+    }
+    ctx.propagation.forget(k.kind, key, obj);
+    return;
+  }
+  if (!obj.metadata.finalizers?.includes(k.finalizer)) {
+    await addFinalizer(ctx, k.ref, obj, k.finalizer);
+    return;
+  }
+  const generation = obj.metadata.generation ?? 1;
+  const nowMs = ctx.now();
+  const prev = obj.status;
+  const status: Record<string, unknown> = { ...(prev ?? {}), observedGeneration: generation };
+
+  let state: EnforcementState;
+  let requeueMs: number;
+  const causes = k.validate(obj);
+  const compiled = causes.length === 0 ? k.compile(obj) : undefined;
+  if (causes.length > 0 || !compiled || !compiled.ok) {
+    const first = causes[0] ?? (compiled && !compiled.ok ? compiled : { field: 'spec', message: 'invalid', reason: 'InvalidSpec' });
+    const message = causes.length > 0 ? causes.map((c) => `${c.field}: ${c.message}`).join('; ') : `${first.field}: ${first.message}`;
+    state = { kind: 'Degraded', reason: first.reason, message };
+    requeueMs = REQUEUE.degraded;
+    status['loadedDigest'] = null;
+    ctx.log.warn({ kind: k.kind, key, reason: first.reason, message }, 'invalid spec; keeping the last good ConfigMap');
+  } else {
+    try {
+      await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
+    } catch (err) {
+      const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
+      await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
+      throw err;
+    }
+    const compileMs = ctx.propagation.compiled(k.kind, obj);
+    const digest = compiled.digest;
+    if (prev?.compiledDigest !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
+    Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
+    if (k.kind === 'InferencePolicy') status['compiledDigest'] = digest;
+    const referrers = k.referrers(ctx, namespace, name);
+    const echoes = referrers.map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
+    state = digest === undefined ? { kind: 'NotApplicable' } : decideEnforcement(digest, ECHO_KIND[k.kind], echoes, nowMs);
+    status['loadedDigest'] = state.kind === 'Confirmed' ? digest : null;
+    const propagation: Record<string, unknown> = { ...(prev?.propagation ?? {}) };
+    if (compileMs !== undefined) propagation['lastCompileMs'] = compileMs;
+    if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') {
+      const enforcedMs = ctx.propagation.enforced(k.kind, obj);
+      if (enforcedMs !== undefined) propagation['lastMs'] = enforcedMs;
+    }
+    status['propagation'] = propagation;
+    requeueMs = state.kind === 'Awaiting' ? REQUEUE.awaiting : state.kind === 'NoSandboxesReferencing' ? k.noReferrersRequeueMs : REQUEUE.confirmed;
+    const expiry = nextLeaseExpiryMs(echoes.flatMap((e) => e.routers), nowMs);
+    if (expiry !== undefined) requeueMs = Math.min(requeueMs, Math.max(50, expiry - nowMs + 50));
+    if (shouldWarn(state)) void ctx.events.warn(obj, 'PolicyNotEnforced', `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`, `${generation}/${digest ?? ''}`);
+  }
+  await writeStatus(ctx, k, obj, status, state, generation, nowMs);
+  return { requeueAfterMs: requeueMs };
+}
+
+async function writeStatus<T extends KubeObject & { status?: { conditions?: Condition[] } }>(ctx: ControllerContext, k: PolicyKindSpec<T>, obj: T, status: Record<string, unknown>, state: EnforcementState, generation: number, nowMs: number): Promise<void> {
+  status['phase'] = phaseFor(state);
+  status['conditions'] = withTransitions(conditionsFor(state), obj.status?.conditions, generation, rfc3339(nowMs));
+  const wrote = await applyStatus(ctx, k.ref, obj, status, k.statusManager);
+  ctx.propagation.setReady(k.kind, `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`, state.kind === 'Confirmed' || state.kind === 'NotApplicable');
+  if (wrote) ctx.log.info({ kind: k.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, phase: status['phase'], state: state.kind, generation }, 'status updated');
+}

@@ -1,0 +1,51 @@
+import { ApiError, isObject } from '@kars/kube-core';
+import type { KubeObject } from '@kars/kube-core';
+import type { ResourceRef } from '@kars/kube-client';
+import type { ControllerContext } from './context.js';
+
+/** RFC 3339 UTC with whole seconds, as status timestamps are written. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (isObject(v)) return `{${Object.keys(v).filter((k) => v[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${stable(v[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+/** Deep equality of JSON values, ignoring key order and undefined members. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return stable(a) === stable(b);
+}
+
+/**
+ * Write `status` with server-side apply (force) as the reconciler's status manager, unless it is
+ * already exactly what is stored. Returns true when it wrote.
+ */
+export async function applyStatus(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, status: Record<string, unknown>, manager: string): Promise<boolean> {
+  if (sameJson(obj['status'], status)) return false;
+  try {
+    await ctx.client.apply(ref, { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' }, status }, manager, { force: true, subresource: 'status' });
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 404) return false;
+    throw err;
+  }
+}
+
+/** Add a finalizer with an optimistic-concurrency merge patch (409 → the reconcile retries). */
+export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
+  const finalizers = [...(obj.metadata.finalizers ?? []), finalizer];
+  await ctx.client.patch(ref, obj.metadata.namespace, obj.metadata.name ?? '', { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } }, 'merge');
+}
+
+/** Remove a finalizer with an optimistic-concurrency merge patch; a 404 means it is already gone. */
+export async function removeFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
+  const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+  try {
+    await ctx.client.patch(ref, obj.metadata.namespace, obj.metadata.name ?? '', { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } }, 'merge');
+  } catch (err) {
+    if (!(err instanceof ApiError && err.code === 404)) throw err;
+  }
+}
