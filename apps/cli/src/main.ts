@@ -3,6 +3,7 @@ import { apiserverCommand } from './commands/apiserver.js';
 import { compileCommand } from './commands/compile.js';
 import { controllerCommand } from './commands/controller.js';
 import { crdsCommand } from './commands/crds.js';
+import { routerCommand } from './commands/router.js';
 
 /** Build the `kars` command tree. Nothing runs until {@link main} parses arguments. */
 export function buildProgram(): Command {
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   program.addCommand(controllerCommand());
   program.addCommand(compileCommand());
   program.addCommand(crdsCommand());
+  program.addCommand(routerCommand());
   return program;
 }
 

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { Command, InvalidArgumentError } from 'commander';
+import { pino } from 'pino';
+import { KubeClient } from '@kars/kube-client';
+import { RuntimeMetrics, watchConfigFromEnv } from '@kars/kube-runtime';
+import { startRouter } from '@kars/router';
+
+interface RouterFlags {
+  sandbox: string;
+  namespace: string;
+  listen: string;
+  upstream: string;
+  mcpUpstream?: string;
+  egressListen?: string;
+  adminListen?: string;
+  adminTokenFile?: string;
+  kubeconfig?: string;
+  policyDir?: string;
+  maxStaleness?: number;
+  onStale: 'closed' | 'open';
+}
+
+function url(name: string): (v: string) => string {
+  return (v) => {
+    try {
+      return new URL(v).toString();
+    } catch {
+      throw new InvalidArgumentError(`${name} must be a URL, got "${v}"`);
+    }
+  };
+}
+
+/** `kars router`: enforce a sandbox's compiled policy on its traffic and echo what it enforces. */
+export function routerCommand(): Command {
+  return new Command('router')
+    .description('run the policy-enforcing router for one sandbox')
+    .requiredOption('--sandbox <name>', 'the KarsSandbox this router serves')
+    .option('--namespace <ns>', 'namespace of the sandbox and its compiled ConfigMaps', 'default')
+    .option('--listen <host:port>', 'agent traffic, /healthz, /readyz, /metrics', '127.0.0.1:8088')
+    .requiredOption('--upstream <url>', 'OpenAI-compatible inference upstream', url('--upstream'))
+    .option('--mcp-upstream <url>', 'MCP-over-HTTP server behind the tool gateway (/mcp)', url('--mcp-upstream'))
+    .option('--egress-listen <host:port>', 'HTTP forward proxy (CONNECT and absolute-URI HTTP) for egress')
+    .option('--admin-listen <host:port>', 'serve GET /internal/policy-status (bearer token)')
+    .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
+    .option('--kubeconfig <file>', 'kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
+    .option('--policy-dir <dir>', 'read policy from a mounted ConfigMap directory instead of watching the API')
+    .option('--max-staleness <seconds>', 'refuse traffic when the policy view cannot be confirmed fresh within this bound (off by default)', (v) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--max-staleness must be a positive number of seconds, got "${v}"`);
+      return n;
+    })
+    .option('--on-stale <mode>', 'closed (503 policy_stale) or open (allow and log) when stale', (v) => {
+      if (v !== 'closed' && v !== 'open') throw new InvalidArgumentError(`--on-stale must be closed or open, got "${v}"`);
+      return v;
+    }, 'closed')
+    .action(async (flags: RouterFlags) => {
+      const log = pino({ name: 'kars-router', base: { sandbox: flags.sandbox } }, pino.destination(2));
+      const config = watchConfigFromEnv(process.env);
+      const wantsApi = flags.policyDir === undefined;
+      let client: KubeClient | undefined;
+      try {
+        client = KubeClient.fromKubeconfig({ ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), pingIntervalMs: config.pingIntervalMs, pingTimeoutMs: config.pingTimeoutMs });
+      } catch (err) {
+        if (wantsApi) throw err;
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'no API access: serving from --policy-dir without an echo lease');
+      }
+      const adminToken = flags.adminTokenFile ? readFileSync(flags.adminTokenFile, 'utf8').trim() : process.env['KARS_ROUTER_ADMIN_TOKEN'];
+      const ac = new AbortController();
+      const stop = (signal: string): void => {
+        log.info({ signal }, 'shutting down');
+        ac.abort();
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      const router = await startRouter(
+        {
+          sandbox: flags.sandbox,
+          namespace: flags.namespace,
+          listen: flags.listen,
+          upstream: new URL(flags.upstream),
+          ...(flags.mcpUpstream ? { mcpUpstream: new URL(flags.mcpUpstream) } : {}),
+          ...(flags.egressListen ? { egressListen: flags.egressListen } : {}),
+          ...(flags.adminListen ? { adminListen: flags.adminListen } : {}),
+          ...(adminToken ? { adminToken } : {}),
+          source: wantsApi && client ? { kind: 'api', client, config } : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
+          ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
+          onStale: flags.onStale,
+          instance: `${hostname()}-${randomBytes(3).toString('hex')}`,
+          metrics: new RuntimeMetrics(),
+          log,
+        },
+        ac.signal,
+      );
+      process.stdout.write(`listening: ${router.url}\n${router.adminUrl ? `admin: ${router.adminUrl}\n` : ''}${router.egressUrl ? `egress: ${router.egressUrl}\n` : ''}`);
+      await router.done;
+      client?.close();
+    });
+}

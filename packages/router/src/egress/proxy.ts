@@ -1,0 +1,297 @@
+/**
+ * The egress forward proxy: the sandbox's only way out at L7. It speaks
+ * - `CONNECT host:port` (HTTPS and any other TCP): tunnelled with `net.connect` when allowed;
+ * - plain HTTP with an absolute URI (`GET http://host:port/path`): forwarded when allowed.
+ * A target not in the allowlist (see {@link isAllowed}) gets **403** with a flat JSON body
+ * `{"error": "egress to <host>:<port> is not allowed for sandbox <sb>; request a temporary approval with: kars egress allow-extra ..."}`.
+ *
+ * Guarantees:
+ * - The snapshot is taken once per CONNECT (for the tunnel's lifetime) and once per plain HTTP
+ *   request; an established tunnel keeps the decision it was opened with.
+ * - The target is never contacted before the decision; nothing is resolved to decide.
+ * - Client errors, resets and half-finished requests never throw out of the server: every socket
+ *   has an error handler and a failed side tears down the other.
+ *
+ * Caveats: only names and literal addresses are compared, never resolved addresses, so an
+ * allowed name that resolves to an internal address is the NetworkPolicy backstop's business.
+ * Absolute `https://` URIs (TLS-terminating proxying) and protocol upgrades over plain HTTP are
+ * refused with 400/501: use CONNECT. Usage counts live in memory and only count allowed uses.
+ */
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { connect, isIPv6, type AddressInfo, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { EgressEntry, SnapshotSource } from '../snapshot.js';
+import { isAllowed, normalizeHost } from './allow.js';
+
+/** One egress decision, for logs and metrics. */
+export interface EgressDecision {
+  sandbox: string;
+  host: string;
+  port: number;
+  via: 'CONNECT' | 'HTTP';
+  allowed: boolean;
+  /** The same as `allowed`, as a metrics label. */
+  decision: 'allowed' | 'denied';
+  /** The approval that allowed it; undefined for the baseline or a denial. */
+  approval?: string;
+}
+
+export interface EgressProxyOptions {
+  /** `host:port`, e.g. `127.0.0.1:3128` or `127.0.0.1:0` for a free port. */
+  listen: string;
+  snapshot: SnapshotSource;
+  sandbox: string;
+  /** Wall-clock epoch ms, compared with `expiresAtMs`. Default `Date.now()`. */
+  clock?: { now(): number };
+  /** Called synchronously per decision; exceptions it throws are swallowed. */
+  onDecision?: (d: EgressDecision) => void;
+  /** Give up connecting to a target after this long (504). Default 10 s. */
+  connectTimeoutMs?: number;
+}
+
+export interface EgressProxy {
+  /** `http://<host>:<port>`, usable as HTTP_PROXY/HTTPS_PROXY. */
+  url: string;
+  port: number;
+  /** Allowed uses per `host:port` (normalised host; IPv6 in brackets) since start. A copy. */
+  usage(): Record<string, number>;
+  /** Stop listening and destroy every open connection and tunnel. */
+  close(): Promise<void>;
+}
+
+/** The listen address was not `host:port`. */
+export class EgressListenError extends Error {
+  readonly code = 'invalid_listen';
+  constructor(listen: string) {
+    super(`egress proxy listen address "${listen}" is not host:port (e.g. 127.0.0.1:3128)`);
+    this.name = 'EgressListenError';
+  }
+}
+
+function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen);
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port > 65535) throw new EgressListenError(listen);
+  return { host: m[1] ?? (m[2] !== undefined && m[2] !== '' ? m[2] : '127.0.0.1'), port };
+}
+
+const HOSTNAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i;
+
+/** A target host is a DNS name, an IPv4 literal or an IPv6 literal (no zone id); undefined otherwise. */
+function validHost(raw: string): string | undefined {
+  const h = normalizeHost(raw);
+  if (h.length === 0 || h.length > 253) return undefined;
+  if (HOSTNAME.test(h)) return h;
+  if (isIPv6(h)) return h;
+  return undefined;
+}
+
+/** Parse a CONNECT authority `host:port` / `[v6]:port`. */
+export function parseAuthority(target: string): { host: string; port: number } | undefined {
+  const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(target);
+  if (m === null) return undefined;
+  const host = validHost(m[1] ?? '');
+  const port = Number(m[2]);
+  if (host === undefined || port < 1 || port > 65535) return undefined;
+  return { host, port };
+}
+
+function hostPort(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The 403 message, naming the target and how to ask for it. */
+export function deniedMessage(sandbox: string, host: string, port: number): string {
+  const hp = hostPort(host, port);
+  return `egress to ${hp} is not allowed for sandbox ${sandbox}; request a temporary approval with: kars egress allow-extra ${sandbox} --host ${hp} --ttl PT1H --reason "..."`;
+}
+
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+/** Headers minus hop-by-hop ones, including those the Connection header names. */
+function endToEnd(h: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const drop = new Set(HOP_BY_HOP);
+  const conn = h['connection'];
+  if (typeof conn === 'string') for (const t of conn.split(',')) drop.add(t.trim().toLowerCase());
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
+  return out;
+}
+
+function rawResponse(socket: Duplex, status: number, reason: string, error: string): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+function jsonResponse(res: ServerResponse, status: number, error: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const { host: listenHost, port: listenPort } = parseListen(opts.listen);
+  const { sandbox } = opts;
+  const now = (): number => (opts.clock === undefined ? Date.now() : opts.clock.now());
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const counts = new Map<string, number>();
+  const open = new Set<Duplex>();
+
+  function track(s: Duplex): void {
+    open.add(s);
+    s.once('close', () => open.delete(s));
+  }
+
+  function decide(host: string, port: number, via: 'CONNECT' | 'HTTP'): { allowed: boolean; entry?: EgressEntry } {
+    const snapshot = opts.snapshot();
+    const v = isAllowed(snapshot.egress, host, port, now());
+    const d: EgressDecision = v.allowed
+      ? { sandbox, host, port, via, allowed: true, decision: 'allowed', ...(v.entry.approval === undefined ? {} : { approval: v.entry.approval }) }
+      : { sandbox, host, port, via, allowed: false, decision: 'denied' };
+    if (v.allowed) {
+      const key = hostPort(host, port);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    try {
+      opts.onDecision?.(d);
+    } catch {
+      // an observer must not change the decision
+    }
+    return v.allowed ? { allowed: true, entry: v.entry } : { allowed: false };
+  }
+
+  function onConnect(req: IncomingMessage, client: Duplex, head: Buffer): void {
+    track(client);
+    client.on('error', () => client.destroy());
+    const target = parseAuthority(req.url ?? '');
+    if (target === undefined) {
+      rawResponse(client, 400, 'Bad Request', `CONNECT target "${String(req.url).slice(0, 300)}" is not host:port`);
+      return;
+    }
+    if (!decide(target.host, target.port, 'CONNECT').allowed) {
+      rawResponse(client, 403, 'Forbidden', deniedMessage(sandbox, target.host, target.port));
+      return;
+    }
+    const upstream: Socket = connect({ host: target.host, port: target.port });
+    track(upstream);
+    let established = false;
+    upstream.setTimeout(connectTimeoutMs, () => {
+      if (!established) {
+        upstream.destroy();
+        rawResponse(client, 504, 'Gateway Timeout', `egress to ${hostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`);
+      }
+    });
+    upstream.once('connect', () => {
+      established = true;
+      upstream.setTimeout(0);
+      if (client.destroyed) {
+        upstream.destroy();
+        return;
+      }
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      if (!established) rawResponse(client, 502, 'Bad Gateway', `egress to ${hostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
+      else client.destroy();
+    });
+    upstream.on('close', (hadError) => {
+      if (hadError && established) client.destroy();
+    });
+    client.on('close', () => upstream.destroy());
+  }
+
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
+    req.on('error', () => res.destroy());
+    res.on('error', () => undefined);
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      jsonResponse(res, 400, `this is the egress forward proxy of sandbox ${sandbox}: send an absolute http:// URI, or CONNECT host:port for anything else`);
+      return;
+    }
+    if (url.protocol !== 'http:') {
+      jsonResponse(res, 400, `the egress proxy forwards only absolute http:// URIs; use CONNECT ${url.hostname}:${url.port === '' ? 443 : url.port} for ${url.protocol}`);
+      return;
+    }
+    const host = validHost(url.hostname);
+    const port = url.port === '' ? 80 : Number(url.port);
+    if (host === undefined) {
+      jsonResponse(res, 400, `request target host "${url.hostname.slice(0, 300)}" is not a valid host`);
+      return;
+    }
+    if (!decide(host, port, 'HTTP').allowed) {
+      req.resume();
+      jsonResponse(res, 403, deniedMessage(sandbox, host, port));
+      return;
+    }
+    const headers = endToEnd(req.headers);
+    headers['host'] = url.host;
+    const up = httpRequest({ host, port, method: req.method, path: `${url.pathname}${url.search}`, headers, agent: false, timeout: connectTimeoutMs });
+    up.on('socket', (s) => track(s));
+    up.on('timeout', () => up.destroy(new Error('ETIMEDOUT')));
+    up.on('response', (upRes) => {
+      up.setTimeout(0);
+      upRes.on('error', () => res.destroy());
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage ?? '', endToEnd(upRes.headers));
+      upRes.pipe(res);
+    });
+    up.on('error', (err: NodeJS.ErrnoException) => {
+      if (res.headersSent) res.destroy();
+      else jsonResponse(res, 502, `egress to ${hostPort(host, port)} failed: ${err.code ?? err.message}`);
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    req.pipe(up);
+  }
+
+  const server = createServer(onRequest);
+  server.on('connect', onConnect);
+  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
+    track(socket);
+    socket.on('error', () => socket.destroy());
+    rawResponse(socket, 501, 'Not Implemented', 'protocol upgrades are not proxied over plain HTTP; use CONNECT host:port');
+  });
+  server.on('connection', (s: Socket) => {
+    track(s);
+    s.on('error', () => s.destroy());
+  });
+  server.on('clientError', (_err, socket: Duplex) => {
+    if (socket.writable) rawResponse(socket, 400, 'Bad Request', 'malformed HTTP request');
+    else socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listenPort, listenHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const urlHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+
+  return {
+    url: `http://${urlHost}:${addr.port}`,
+    port: addr.port,
+    usage: () => Object.fromEntries(counts),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of open) s.destroy();
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,8 @@
+export { startRouter } from './server.js';
+export type { PolicySourceOptions, RouterOptions, RunningRouter } from './server.js';
+export { PolicyState } from './state.js';
+export type { PolicyStatusEntry } from './state.js';
+export { EMPTY_SNAPSHOT } from './snapshot.js';
+export type { AgtRule, EgressEntry, InferenceRules, PolicySnapshot, Severity, SnapshotSource, ToolRules } from './snapshot.js';
+export { parseApprovals, parseInferencePolicy, parseToolPolicy } from './load.js';
+export type { LoadOutcome } from './load.js';

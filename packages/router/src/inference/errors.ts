@@ -1,0 +1,151 @@
+/**
+ * The answers the inference route gives when it refuses or cannot serve a request
+ * (kars-wire-contract.md §5.3): OpenAI-shaped bodies `{"error":{"message","type"[,"code"]}}`,
+ * and the decision header triplet on policy blocks.
+ *
+ * Every refusal is an {@link InferenceRefusal} value built by one factory per failure site, so the
+ * status, `type` and `code` of each site are fixed in one place and tests can compare bodies
+ * byte for byte.
+ *
+ * Guarantees: header values are sanitised (CR/LF and non-printable bytes replaced, length capped),
+ * so an upstream-controlled string can never break HTTP framing.
+ */
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+/** `blocked` on every response the router refused on policy grounds. */
+export const DECISION_HEADER = 'x-kars-decision';
+/** Which kind of policy decided: `InferencePolicy`, or `UpstreamContentFilter` for an upstream content-filter refusal passed through. */
+export const DECISION_BY_KIND_HEADER = 'x-kars-decision-by-kind';
+/** The human-readable reason (the error message, sanitised). */
+export const DECISION_REASON_HEADER = 'x-kars-decision-reason';
+
+/** The policy kinds that appear in {@link DECISION_BY_KIND_HEADER}. */
+export type DecisionByKind = 'InferencePolicy' | 'UpstreamContentFilter';
+
+/** `error.type` values this route emits. */
+export type InferenceErrorType = 'token_budget_exceeded' | 'content_policy_violation' | 'proxy_error' | 'invalid_request_error' | 'api_error';
+
+/** `error.code` values this route emits (stable; clients and tests switch on them). */
+export type InferenceErrorCode =
+  | 'budget_exceeded'
+  | 'per_request_tokens_exceeded'
+  | 'inference_policy_content_safety_exceeded'
+  | 'inference_policy_prompt_shields_required'
+  | 'provider_unimplemented'
+  | 'invalid_json'
+  | 'request_too_large'
+  | 'method_not_allowed';
+
+/** The OpenAI error envelope. `code` is omitted where the contract has none (502 proxy_error). */
+export interface OpenAIErrorBody {
+  error: { message: string; type: InferenceErrorType; code?: InferenceErrorCode };
+}
+
+/** One refusal: what to answer and whether it is a policy decision (which carries the header triplet). */
+export interface InferenceRefusal {
+  status: number;
+  body: OpenAIErrorBody;
+  /** Set on policy blocks: the decision header triplet is attached. */
+  decisionBy?: DecisionByKind;
+}
+
+const MAX_REASON_CHARS = 512;
+
+/** Make a string safe as an HTTP header value: printable ASCII only, no CR/LF, at most 512 chars. */
+export function sanitizeHeaderValue(s: string): string {
+  const n = Math.min(s.length, MAX_REASON_CHARS);
+  let out = '';
+  let clean = true;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return n === s.length ? s : s.slice(0, n);
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    out += c === 0x09 || (c >= 0x20 && c <= 0x7e) ? s[i] : c === 0x0d || c === 0x0a ? ' ' : '?';
+  }
+  return out;
+}
+
+/** The decision header triplet for a blocked response. */
+export function decisionHeaders(byKind: DecisionByKind, reason: string): Record<string, string> {
+  return { [DECISION_HEADER]: 'blocked', [DECISION_BY_KIND_HEADER]: byKind, [DECISION_REASON_HEADER]: sanitizeHeaderValue(reason) };
+}
+
+function refusal(status: number, type: InferenceErrorType, code: InferenceErrorCode | undefined, message: string, decisionBy?: DecisionByKind): InferenceRefusal {
+  const body: OpenAIErrorBody = { error: code === undefined ? { message, type } : { message, type, code } };
+  return decisionBy === undefined ? { status, body } : { status, body, decisionBy };
+}
+
+/** 429: the sandbox's daily or monthly token budget is used up (message from the tracker). */
+export function budgetExceeded(message: string): InferenceRefusal {
+  return refusal(429, 'token_budget_exceeded', 'budget_exceeded', message, 'InferencePolicy');
+}
+
+/** 429: the request asks for more completion tokens than `tokenBudget.perRequestTokens`. */
+export function perRequestTokensExceeded(requested: number, cap: number): InferenceRefusal {
+  return refusal(429, 'token_budget_exceeded', 'per_request_tokens_exceeded', `Requested max_tokens=${requested} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}`, 'InferencePolicy');
+}
+
+/** 403: the content-safety floor blocked the response (severity above a ceiling, or Prompt Shields missing). */
+export function contentPolicyViolation(code: 'inference_policy_content_safety_exceeded' | 'inference_policy_prompt_shields_required', message: string): InferenceRefusal {
+  return refusal(403, 'content_policy_violation', code, message, 'InferencePolicy');
+}
+
+/** 502: no upstream answered (connection refused, reset, timeout before response headers). */
+export function proxyError(): InferenceRefusal {
+  return refusal(502, 'proxy_error', undefined, 'Failed to reach inference backend');
+}
+
+/** 501: the policy routes to a provider this router does not implement (`bedrock`). */
+export function providerUnimplemented(provider: string): InferenceRefusal {
+  return refusal(501, 'api_error', 'provider_unimplemented', `InferencePolicy selects provider "${provider}", which this router does not implement; use azure-openai, anthropic or ollama`, 'InferencePolicy');
+}
+
+/** 400: the body is not a JSON object. */
+export function invalidJson(detail: string): InferenceRefusal {
+  return refusal(400, 'invalid_request_error', 'invalid_json', `Invalid JSON body: ${detail}`);
+}
+
+/** 413: the body is larger than the route accepts. */
+export function requestTooLarge(limitBytes: number): InferenceRefusal {
+  return refusal(413, 'invalid_request_error', 'request_too_large', `Request body exceeds ${limitBytes} bytes; send a smaller request`);
+}
+
+/** 405: inference paths take POST only. */
+export function methodNotAllowed(method: string): InferenceRefusal {
+  return refusal(405, 'invalid_request_error', 'method_not_allowed', `Method ${method} is not allowed on this path; use POST`);
+}
+
+/** The body of a refusal as compact JSON. */
+export function refusalJson(r: InferenceRefusal): string {
+  return JSON.stringify(r.body);
+}
+
+/** The headers of a refusal answer (content type, length, and the decision triplet on policy blocks). */
+export function refusalHeaders(r: InferenceRefusal, bodyBytes: number): OutgoingHttpHeaders {
+  const h: OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': bodyBytes };
+  if (r.decisionBy !== undefined) Object.assign(h, decisionHeaders(r.decisionBy, r.body.error.message));
+  return h;
+}
+
+/** Answer a request with a refusal. `extra` headers are added (e.g. `connection: close`). */
+export function sendRefusal(res: ServerResponse, r: InferenceRefusal, extra?: OutgoingHttpHeaders): void {
+  const text = refusalJson(r);
+  const headers = refusalHeaders(r, Buffer.byteLength(text));
+  if (extra !== undefined) Object.assign(headers, extra);
+  res.writeHead(r.status, headers);
+  res.end(text);
+}
+
+/**
+ * The SSE frames that replace a blocked stream: the error event, then `[DONE]`
+ * (`data: {"error":{…}}\n\ndata: [DONE]\n\n`).
+ */
+export function streamRefusalFrames(r: InferenceRefusal): string {
+  return `data: ${refusalJson(r)}\n\ndata: [DONE]\n\n`;
+}

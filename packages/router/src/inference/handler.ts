@@ -1,0 +1,668 @@
+/**
+ * The chat-completions route: enforces a sandbox's InferencePolicy on every request and forwards it
+ * upstream (kars-wire-contract.md §5.3; the AGT governance step is the tools gateway's, not this).
+ *
+ * Paths: `POST /v1/chat/completions` and
+ * `POST /openai/deployments/{deployment}/chat/completions[?api-version=…]` (Azure form). Any other
+ * path is not handled (the handler resolves `false`); another method on these paths gets 405.
+ *
+ * Per request, in order:
+ * 1. The policy snapshot is taken **once**; the whole request (a stream to its end) uses it.
+ * 2. Sandbox identity: header `x-kars-sandbox` when it is a DNS label (RFC 1123, ≤ 63 chars),
+ *    `unknown` when it is present but not one, `defaultSandbox` when absent.
+ * 3. The body is read (over 10 MiB → 413) and parsed (not a JSON object → 400 `invalid_json`).
+ * 4. Daily / monthly token budget (→ 429 `budget_exceeded`). The daily cap falls back to
+ *    `defaultDailyTokens` when the policy sets none.
+ * 5. `tokenBudget.perRequestTokens` against `max_completion_tokens ?? max_tokens`
+ *    (→ 429 `per_request_tokens_exceeded`; only when both exist and requested > cap).
+ * 6. Model preference: the provider is `modelPreference.primary.provider` when recognised, else
+ *    `provider`, else azure-openai; `bedrock` → 501. The candidates are the primary deployment then
+ *    the fallbacks (empty names, duplicates and bedrock fallbacks skipped); each replaces the
+ *    request's deployment (the Azure path segment, or the body's `model`). A 5xx, a 429 or a
+ *    transport failure moves on to the next candidate; the last candidate's answer is returned as
+ *    it is. Without a model preference the request goes upstream unchanged, byte for byte.
+ * 7. Forwarding uses `node:http(s)` with one keep-alive agent per handler. Response headers must
+ *    arrive within `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
+ * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage, is
+ *    added to the sandbox's budget.
+ * 9. Content-safety floor (when active): a 2xx JSON body is judged whole and replaced by a 403 when
+ *    blocked; a 400 carrying `error.innererror.content_filter_result` is judged on severities; a
+ *    stream is judged at its first annotated event (see `sse.ts`), keeping the upstream status.
+ *    An upstream 400/403 content-filter refusal passes through with the decision headers added.
+ *
+ * Guarantees: the handler never rejects and never throws; bad upstream output is passed on or
+ * refused, never a crash. When the client goes away the upstream request is aborted.
+ *
+ * Caveats:
+ * - One upstream URL serves every provider and deployment; `anthropic` / `ollama` do not change the
+ *   upstream (the server wiring picks the URL).
+ * - A 400 without content-filter annotations is not subject to `requirePromptShields`: it carries
+ *   no model output to protect, and turning every client error into a 403 would hide it.
+ * - A stream blocked mid-way is cut upstream too, so its usage is not recorded.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { InferenceRules, SnapshotSource } from '../snapshot.js';
+import type { TokenBudgetTracker } from './budget.js';
+import {
+  budgetExceeded,
+  contentPolicyViolation,
+  decisionHeaders,
+  invalidJson,
+  methodNotAllowed,
+  perRequestTokensExceeded,
+  providerUnimplemented,
+  proxyError,
+  refusalHeaders,
+  refusalJson,
+  requestTooLarge,
+  sendRefusal,
+  streamRefusalFrames,
+  type InferenceRefusal,
+} from './errors.js';
+import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
+import { SseGate, usageTotal } from './sse.js';
+
+/** Largest request body accepted (10 MiB). */
+export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
+/** Largest upstream body the route buffers to judge; a larger one is refused (floor active) or passed unjudged. */
+export const MAX_BUFFERED_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Default time allowed for upstream response headers. */
+export const DEFAULT_FETCH_TIMEOUT_MS = 300_000;
+
+/** The identity used when the sandbox header is present but not a DNS label. */
+export const UNKNOWN_SANDBOX = 'unknown';
+
+/** Header carrying the sandbox identity. It is not forwarded upstream. */
+export const SANDBOX_HEADER = 'x-kars-sandbox';
+
+/** Reported once per handled request. */
+export interface InferenceDecision {
+  sandbox: string;
+  /**
+   * `deny` when the router refused the request or blocked the response (policy, or a request it
+   * cannot accept); `allow` when it forwarded it and passed the answer on — including an upstream
+   * error, and the 502 when no upstream answered (`code: 'proxy_error'`).
+   */
+  decision: 'allow' | 'deny';
+  /** The refusal's `error.code` (or `proxy_error`); absent on a plain allow. */
+  code?: string;
+}
+
+export interface InferenceHandlerOptions {
+  snapshot: SnapshotSource;
+  /** Base URL of the OpenAI-compatible upstream; its path is prefixed to the request path. */
+  upstream: URL;
+  /** Identity for requests without `x-kars-sandbox`. */
+  defaultSandbox: string;
+  budget: TokenBudgetTracker;
+  /** Time allowed for upstream response headers, per attempt (default 300 s). */
+  fetchTimeoutMs?: number;
+  /** Daily cap used when the policy sets none (the contract's `TOKEN_BUDGET_DAILY`). */
+  defaultDailyTokens?: number;
+  onDecision?: (d: InferenceDecision) => void;
+}
+
+/** The request handler; `close()` drops the upstream keep-alive connections. */
+export type InferenceHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & { close(): void };
+
+/** A matched inference path. `deployment` is the raw (still percent-encoded) Azure path segment. */
+export type InferenceRoute = { kind: 'openai'; query: string } | { kind: 'azure'; deployment: string; query: string };
+
+const AZURE_PREFIX = '/openai/deployments/';
+const AZURE_SUFFIX = '/chat/completions';
+
+/** Match a request URL against the inference paths. */
+export function matchInferencePath(url: string): InferenceRoute | undefined {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  if (path === '/v1/chat/completions') return { kind: 'openai', query };
+  if (path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length && path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX)) {
+    const deployment = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
+    if (!deployment.includes('/')) return { kind: 'azure', deployment, query };
+  }
+  return undefined;
+}
+
+function isAlnum(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
+}
+
+/** Whether `s` is an RFC 1123 DNS label: 1–63 chars of `[a-z0-9-]`, starting and ending alphanumeric. */
+export function isDnsLabel(s: string): boolean {
+  const n = s.length;
+  if (n === 0 || n > 63) return false;
+  if (!isAlnum(s.charCodeAt(0)) || !isAlnum(s.charCodeAt(n - 1))) return false;
+  for (let i = 1; i < n - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (!isAlnum(c) && c !== 0x2d) return false;
+  }
+  return true;
+}
+
+/** The sandbox a request speaks for (see the module comment, step 2). */
+export function sandboxIdentity(header: string | string[] | undefined, fallback: string): string {
+  if (header === undefined) return fallback;
+  return typeof header === 'string' && isDnsLabel(header) ? header : UNKNOWN_SANDBOX;
+}
+
+/** The completion-token request of a body: `max_completion_tokens ?? max_tokens`, non-negative integers only. */
+export function requestedTokens(body: Record<string, unknown>): number | undefined {
+  const mct = body['max_completion_tokens'];
+  if (typeof mct === 'number' && Number.isInteger(mct) && mct >= 0) return mct;
+  const mt = body['max_tokens'];
+  if (typeof mt === 'number' && Number.isInteger(mt) && mt >= 0) return mt;
+  return undefined;
+}
+
+const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
+
+/** The provider and ordered deployment candidates of a policy (empty: send the request as it is). */
+export function routePlan(rules: InferenceRules | undefined): { provider: string; deployments: string[] } {
+  const mp = rules?.modelPreference ?? null;
+  const primaryProvider = mp?.primary.provider;
+  const provider = primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
+  const deployments: string[] = [];
+  if (mp !== null) {
+    if (mp.primary.deployment !== '') deployments.push(mp.primary.deployment);
+    for (const f of mp.fallback) {
+      if (f.deployment === '' || f.provider === 'bedrock' || deployments.includes(f.deployment)) continue;
+      deployments.push(f.deployment);
+    }
+  }
+  return { provider, deployments };
+}
+
+/** Request headers never forwarded upstream (hop-by-hop, recomputed, or internal). */
+const REQUEST_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
+/** Response headers never passed back (hop-by-hop). */
+const RESPONSE_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+function connectionTokens(v: string | string[] | undefined): string[] {
+  if (typeof v !== 'string') return [];
+  return v.split(',').map((t) => t.trim().toLowerCase());
+}
+
+function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k of Object.keys(inh)) {
+    if (REQUEST_SKIP.has(k)) continue;
+    const v = inh[k];
+    if (v !== undefined) out[k] = v;
+  }
+  for (const t of connectionTokens(inh.connection)) if (!REQUEST_SKIP.has(t)) delete out[t];
+  out['host'] = host;
+  // The route reads response bodies (usage, annotations), so they must arrive uncompressed.
+  out['accept-encoding'] = 'identity';
+  return out;
+}
+
+function responseHeaders(up: IncomingMessage, dropLength: boolean): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const h = up.headers;
+  for (const k of Object.keys(h)) {
+    if (RESPONSE_SKIP.has(k) || (dropLength && k === 'content-length')) continue;
+    const v = h[k];
+    if (v !== undefined) out[k] = v;
+  }
+  for (const t of connectionTokens(h.connection)) delete out[t];
+  return out;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function tryParse(b: Buffer): unknown {
+  try {
+    return JSON.parse(b.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+const UPSTREAM_FILTER_CODES = new Set(['content_filter', 'responsible_ai_policy_violation', 'ResponsibleAIPolicyViolation']);
+
+/** When an upstream 400/403 is a content-filter refusal, its reason (for the decision headers). */
+function upstreamFilterReason(parsed: unknown): string | undefined {
+  const err = isObj(parsed) ? parsed['error'] : undefined;
+  if (!isObj(err)) return undefined;
+  const code = typeof err['code'] === 'string' ? err['code'] : '';
+  const message = typeof err['message'] === 'string' ? err['message'] : '';
+  if (UPSTREAM_FILTER_CODES.has(code) || code.startsWith('inference_policy_') || message.includes('content management policy') || message.includes('Responsible AI')) {
+    return message !== '' ? message : code;
+  }
+  return undefined;
+}
+
+/** The upstream sent no response headers within the allowed time. */
+export class UpstreamTimeoutError extends Error {
+  readonly code = 'KARS_UPSTREAM_TIMEOUT';
+  constructor(timeoutMs: number, path: string) {
+    super(`upstream sent no response headers for POST ${path} within ${timeoutMs} ms; check the upstream or raise fetchTimeoutMs`);
+    this.name = 'UpstreamTimeoutError';
+  }
+}
+
+/** Result of reading the request body. */
+type BodyRead = { ok: true; body: Buffer } | { ok: false; tooLarge: boolean };
+
+function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.resolve({ ok: false, tooLarge: true });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (r: BodyRead): void => {
+      if (done) return;
+      done = true;
+      req.off('data', onData);
+      resolve(r);
+    };
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > limit) {
+        chunks.length = 0;
+        finish({ ok: false, tooLarge: true });
+        return;
+      }
+      chunks.push(c);
+    };
+    req.on('data', onData);
+    req.once('end', () => finish({ ok: true, body: chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, size) }));
+    req.once('error', () => finish({ ok: false, tooLarge: false }));
+    req.once('close', () => finish({ ok: false, tooLarge: false }));
+  });
+}
+
+/** Create the chat-completions handler. See the module comment for what it enforces. */
+export function createInferenceHandler(opts: InferenceHandlerOptions): InferenceHandler {
+  const upstream = opts.upstream;
+  const secure = upstream.protocol === 'https:';
+  if (!secure && upstream.protocol !== 'http:') throw new TypeError(`inference upstream must be an http: or https: URL, got "${upstream.href}"`);
+  const transport = secure ? https : http;
+  const agent = secure ? new https.Agent({ keepAlive: true, scheduling: 'lifo' }) : new http.Agent({ keepAlive: true, scheduling: 'lifo' });
+  const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
+  const port = upstream.port === '' ? (secure ? 443 : 80) : Number(upstream.port);
+  const basePath = upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname;
+  const timeoutMs = opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
+  const { budget, onDecision, defaultSandbox } = opts;
+  const defaultDaily = opts.defaultDailyTokens ?? null;
+
+  /** One upstream attempt; resolves with the response once its headers arrive. */
+  function send(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void): Promise<IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const r = transport.request({ host: hostname, port, method: 'POST', path, headers: { ...headers, 'content-length': body.length }, agent });
+      track(r);
+      const timer = setTimeout(() => r.destroy(new UpstreamTimeoutError(timeoutMs, path)), timeoutMs);
+      r.once('response', (up) => {
+        clearTimeout(timer);
+        resolve(up);
+      });
+      // Kept for the life of the request: a late socket error must never go unhandled.
+      r.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+      r.end(body);
+    });
+  }
+
+  /** `send`, retried once when a reused keep-alive socket turned out to be closed by the upstream. */
+  async function sendRetrying(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void): Promise<IncomingMessage> {
+    let req: ClientRequest | undefined;
+    try {
+      return await send(path, headers, body, (r) => {
+        req = r;
+        track(r);
+      });
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (req?.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE')) return send(path, headers, body, track);
+      throw e;
+    }
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse, route: InferenceRoute, decide: (decision: 'allow' | 'deny', code?: string) => void): Promise<void> {
+    // Step 1: one snapshot for the whole request.
+    const rules = opts.snapshot().inference;
+
+    const refuse = (r: InferenceRefusal, extra?: OutgoingHttpHeaders): void => {
+      decide('deny', r.body.error.code);
+      sendRefusal(res, r, extra);
+    };
+
+    if (req.method !== 'POST') {
+      req.resume();
+      refuse(methodNotAllowed(req.method ?? ''), { allow: 'POST' });
+      return;
+    }
+
+    const read = await readBody(req, MAX_REQUEST_BODY_BYTES);
+    if (!read.ok) {
+      if (read.tooLarge) {
+        req.resume();
+        refuse(requestTooLarge(MAX_REQUEST_BODY_BYTES), { connection: 'close' });
+      } else {
+        res.destroy();
+      }
+      return;
+    }
+    const raw = read.body;
+    let parsed: Record<string, unknown>;
+    {
+      let v: unknown;
+      try {
+        v = JSON.parse(raw.toString('utf8')) as unknown;
+      } catch (e) {
+        refuse(invalidJson(e instanceof Error ? e.message : String(e)));
+        return;
+      }
+      if (!isObj(v)) {
+        refuse(invalidJson('the body must be a JSON object'));
+        return;
+      }
+      parsed = v;
+    }
+
+    const sandbox = sandboxOf(req);
+    const tb = rules?.tokenBudget ?? null;
+
+    // Step 4: daily / monthly budget.
+    const verdict = budget.check(sandbox, { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null });
+    if (!verdict.ok) {
+      refuse(budgetExceeded(verdict.message));
+      return;
+    }
+
+    // Step 5: per-request cap.
+    const cap = tb?.perRequestTokens ?? null;
+    if (cap !== null) {
+      const requested = requestedTokens(parsed);
+      if (requested !== undefined && requested > cap) {
+        refuse(perRequestTokensExceeded(requested, cap));
+        return;
+      }
+    }
+
+    // Step 6: provider and deployment candidates.
+    const plan = routePlan(rules);
+    if (plan.provider === 'bedrock') {
+      refuse(providerUnimplemented(plan.provider));
+      return;
+    }
+
+    const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
+    await forward(req, res, route, raw, parsed, plan.deployments, sandbox, floor, decide);
+  }
+
+  function sandboxOf(req: IncomingMessage): string {
+    return sandboxIdentity(req.headers[SANDBOX_HEADER], defaultSandbox);
+  }
+
+  function attemptFor(route: InferenceRoute, raw: Buffer, parsed: Record<string, unknown>, deployment: string | undefined): { path: string; body: Buffer } {
+    if (route.kind === 'azure') {
+      const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
+      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: raw };
+    }
+    const path = `${basePath}/v1/chat/completions${route.query}`;
+    if (deployment === undefined || parsed['model'] === deployment) return { path, body: raw };
+    return { path, body: Buffer.from(JSON.stringify({ ...parsed, model: deployment })) };
+  }
+
+  async function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: InferenceRoute,
+    raw: Buffer,
+    parsed: Record<string, unknown>,
+    deployments: string[],
+    sandbox: string,
+    floor: ContentSafetyRules | undefined,
+    decide: (decision: 'allow' | 'deny', code?: string) => void,
+  ): Promise<void> {
+    const headers = forwardRequestHeaders(req.headers, upstream.host);
+    let inflight: ClientRequest | undefined;
+    let upRes: IncomingMessage | undefined;
+    let clientGone = false;
+    const onClose = (): void => {
+      if (res.writableFinished) return;
+      clientGone = true;
+      inflight?.destroy();
+      upRes?.destroy();
+    };
+    res.once('close', onClose);
+
+    const candidates: Array<string | undefined> = deployments.length > 0 ? deployments : [undefined];
+    for (let i = 0; i < candidates.length; i++) {
+      if (clientGone) return;
+      const last = i === candidates.length - 1;
+      const attempt = attemptFor(route, raw, parsed, candidates[i]);
+      let up: IncomingMessage;
+      try {
+        up = await sendRetrying(attempt.path, headers, attempt.body, (r) => (inflight = r));
+      } catch {
+        if (clientGone) return;
+        if (!last) continue;
+        decide('allow', 'proxy_error');
+        sendRefusal(res, proxyError());
+        return;
+      }
+      const status = up.statusCode ?? 502;
+      if (!last && (status === 429 || status >= 500)) {
+        up.on('error', () => undefined);
+        up.resume();
+        continue;
+      }
+      upRes = up;
+      up.on('error', () => undefined);
+      const ct = up.headers['content-type'];
+      if (typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream')) {
+        await relayStream(up, res, status, sandbox, floor, decide);
+      } else if (status === 400 || status === 403 || (floor !== undefined && status >= 200 && status < 300)) {
+        await relayJudged(up, res, status, sandbox, floor, decide);
+      } else {
+        await relayPlain(up, res, status, sandbox, decide);
+      }
+      return;
+    }
+  }
+
+  /** Resolve when `up` has ended or failed, or the client went away. */
+  function settled(up: IncomingMessage, res: ServerResponse): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => resolve();
+      up.once('end', done);
+      up.once('error', done);
+      up.once('close', done);
+      res.once('close', done);
+    });
+  }
+
+  /** Relay `up` to the client with backpressure, handing each chunk to `onChunk` (which returns what to write). */
+  function pump(up: IncomingMessage, res: ServerResponse, onChunk: (c: Buffer) => Buffer | undefined): void {
+    up.on('data', (c: Buffer) => {
+      const out = onChunk(c);
+      if (out === undefined || out.length === 0 || res.destroyed) return;
+      if (!res.write(out)) {
+        up.pause();
+        res.once('drain', () => up.resume());
+      }
+    });
+  }
+
+  /** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
+  async function relayPlain(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+    decide('allow');
+    res.writeHead(status, responseHeaders(up, false));
+    const ok = status >= 200 && status < 300;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    pump(up, res, (c) => {
+      if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
+        chunks.push(c);
+        size += c.length;
+      }
+      return c;
+    });
+    up.once('end', () => {
+      res.end();
+      if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
+        const total = usageTotal(tryParse(Buffer.concat(chunks, size)));
+        if (total !== undefined) budget.record(sandbox, total);
+      }
+    });
+    up.once('error', () => res.destroy());
+    await settled(up, res);
+  }
+
+  /** Buffer the whole body, judge it, and send it (or the refusal). */
+  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    const complete = await new Promise<boolean>((resolve) => {
+      up.on('data', (c: Buffer) => {
+        if (tooLarge) return;
+        size += c.length;
+        if (size > MAX_BUFFERED_RESPONSE_BYTES) {
+          tooLarge = true;
+          chunks.length = 0;
+          up.destroy();
+          resolve(true);
+          return;
+        }
+        chunks.push(c);
+      });
+      up.once('end', () => resolve(true));
+      up.once('error', () => resolve(false));
+      up.once('close', () => resolve(up.complete));
+      res.once('close', () => resolve(false));
+    });
+    if (res.destroyed || res.headersSent) return;
+    if (!complete) {
+      decide('allow', 'proxy_error');
+      sendRefusal(res, proxyError());
+      return;
+    }
+    if (tooLarge) {
+      // Too large to judge (and already cut upstream): fail closed.
+      decide('allow', 'proxy_error');
+      sendRefusal(res, proxyError());
+      return;
+    }
+    const body = Buffer.concat(chunks, size);
+    const doc = tryParse(body);
+    const ok = status >= 200 && status < 300;
+    if (ok) {
+      const total = usageTotal(doc);
+      if (total !== undefined) budget.record(sandbox, total);
+    }
+    if (floor !== undefined && (ok || status === 400)) {
+      const annotations = extractAnnotations(doc, status);
+      // A 400 is judged on the severities it carries; Prompt Shields only gate model output.
+      const v = ok || annotations.length > 0 ? evaluateSafety(floor, annotations) : undefined;
+      if (v?.blocked === true) {
+        const r = contentPolicyViolation(v.code, v.message);
+        decide('deny', r.body.error.code);
+        sendRefusal(res, r);
+        return;
+      }
+    }
+    const headers = responseHeaders(up, true);
+    headers['content-length'] = body.length;
+    if (status === 400 || status === 403) {
+      const reason = upstreamFilterReason(doc);
+      if (reason !== undefined) Object.assign(headers, decisionHeaders('UpstreamContentFilter', reason));
+    }
+    decide('allow');
+    res.writeHead(status, headers);
+    res.end(body);
+  }
+
+  /** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
+  async function relayStream(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+    const gate = new SseGate(floor);
+    const headers = responseHeaders(up, true);
+    let blocked = false;
+    const head = (extra?: Record<string, string>): void => {
+      if (res.headersSent) return;
+      res.writeHead(status, extra === undefined ? headers : { ...headers, ...extra });
+    };
+    const block = (out: Buffer, r: InferenceRefusal): void => {
+      blocked = true;
+      decide('deny', r.body.error.code);
+      if (!res.headersSent) head(out.length === 0 ? decisionHeaders('InferencePolicy', r.body.error.message) : undefined);
+      if (out.length > 0) res.write(out);
+      res.end(streamRefusalFrames(r));
+      up.destroy();
+    };
+    if (!gate.gating) {
+      decide('allow');
+      head();
+    }
+    pump(up, res, (c) => {
+      if (blocked) return undefined;
+      const g = gate.push(c);
+      if (g.blocked !== undefined) {
+        block(g.out, g.blocked);
+        return undefined;
+      }
+      if (g.out.length > 0) head();
+      return g.out;
+    });
+    up.once('end', () => {
+      if (blocked) return;
+      const g = gate.end();
+      if (g.blocked !== undefined) {
+        block(g.out, g.blocked);
+        return;
+      }
+      decide('allow');
+      head();
+      res.end(g.out.length > 0 ? g.out : undefined);
+      if (status >= 200 && status < 300) {
+        const total = gate.usage();
+        if (total !== undefined) budget.record(sandbox, total);
+      }
+    });
+    up.once('error', () => {
+      if (!blocked) res.destroy();
+    });
+    await settled(up, res);
+    if (!blocked) decide('allow');
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const route = matchInferencePath(req.url ?? '');
+    if (route === undefined) return false;
+    let reported = false;
+    const decide = (decision: 'allow' | 'deny', code?: string): void => {
+      if (reported || onDecision === undefined) return;
+      reported = true;
+      try {
+        onDecision(code === undefined ? { sandbox: sandboxOf(req), decision } : { sandbox: sandboxOf(req), decision, code });
+      } catch {
+        // A failing observer must not break the request.
+      }
+    };
+    try {
+      await serve(req, res, route, decide);
+    } catch {
+      if (!res.headersSent && !res.destroyed) {
+        decide('allow', 'proxy_error');
+        const r = proxyError();
+        const text = refusalJson(r);
+        res.writeHead(r.status, refusalHeaders(r, Buffer.byteLength(text)));
+        res.end(text);
+      } else {
+        res.destroy();
+      }
+    }
+    return true;
+  };
+  return Object.assign(handle, { close: (): void => agent.destroy() });
+}

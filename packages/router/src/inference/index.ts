@@ -1,0 +1,28 @@
+export { createInferenceHandler, matchInferencePath, isDnsLabel, sandboxIdentity, requestedTokens, routePlan, UpstreamTimeoutError, MAX_REQUEST_BODY_BYTES, MAX_BUFFERED_RESPONSE_BYTES, DEFAULT_FETCH_TIMEOUT_MS, UNKNOWN_SANDBOX, SANDBOX_HEADER } from './handler.js';
+export type { InferenceDecision, InferenceHandler, InferenceHandlerOptions, InferenceRoute } from './handler.js';
+export { TokenBudgetTracker, PRUNE_THRESHOLD } from './budget.js';
+export type { BudgetCaps, BudgetUsage, BudgetVerdict, TokenBudgetTrackerOptions } from './budget.js';
+export { evaluateSafety, extractAnnotations, isFloorActive, severityRank } from './safety.js';
+export type { ContentSafetyRules, FilterAnnotation, SafetyCategory, SafetyVerdict } from './safety.js';
+export { SseEventSplitter, SseGate, eventData, usageFromSseText, usageTotal, USAGE_TAIL_BYTES, MAX_HELD_BYTES } from './sse.js';
+export type { GateOutput } from './sse.js';
+export {
+  DECISION_HEADER,
+  DECISION_BY_KIND_HEADER,
+  DECISION_REASON_HEADER,
+  budgetExceeded,
+  contentPolicyViolation,
+  decisionHeaders,
+  invalidJson,
+  methodNotAllowed,
+  perRequestTokensExceeded,
+  providerUnimplemented,
+  proxyError,
+  refusalHeaders,
+  refusalJson,
+  requestTooLarge,
+  sanitizeHeaderValue,
+  sendRefusal,
+  streamRefusalFrames,
+} from './errors.js';
+export type { DecisionByKind, InferenceErrorCode, InferenceErrorType, InferenceRefusal, OpenAIErrorBody } from './errors.js';

@@ -1,0 +1,218 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeClient } from '@kars/kube-client';
+import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
+import type { WatchConfig } from '@kars/kube-runtime';
+import { startTestServer } from '@kars/apiserver/testing';
+import type { TestServer } from '@kars/apiserver/testing';
+import { allCrds } from '@kars/policy-api';
+import { canonicalDigest } from '@kars/policy-compiler';
+import { PolicyController } from '@kars/policy-controller';
+import { pino } from 'pino';
+import { startRouter } from './server.js';
+import type { RunningRouter } from './server.js';
+import { startOpenAIStub } from './stubs/openai.js';
+import type { OpenAIStub } from './stubs/openai.js';
+
+const NS = 'agents';
+const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
+const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
+const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 3000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const silent = pino({ level: 'silent' });
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function chat(router: RunningRouter, maxTokens: number): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }) });
+  return { status: res.status, body: (await res.json()) as unknown };
+}
+
+describe('kars router with the controller, end to end over the API', () => {
+  let ts: TestServer;
+  let stub: OpenAIStub;
+  let controllerClient: KubeClient;
+  let routerClient: KubeClient;
+  let router: RunningRouter;
+  const ac = new AbortController();
+  let controllerRun: Promise<void>;
+
+  before(async () => {
+    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
+    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    stub = await startOpenAIStub();
+    controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
+    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
+    const controller = new PolicyController({ client: controllerClient, config: cfg, metrics: new RuntimeMetrics(), log: silent, leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' } });
+    controllerRun = controller.run(ac.signal);
+    await ts.client.post(SB, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb1' }, spec: { inferenceRef: { name: 'budget' } } });
+    await ts.client.post(IP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: 'budget' }, spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { perRequestTokens: 200 } } });
+    router = await startRouter(
+      { sandbox: 'sb1', namespace: NS, listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 'admin-token-123', upstream: stub.url, source: { kind: 'api', client: routerClient, config: cfg }, instance: 'r1', metrics: new RuntimeMetrics(), log: silent },
+      ac.signal,
+    );
+  });
+
+  after(async () => {
+    ac.abort();
+    await Promise.all([controllerRun, router.done]);
+    controllerClient.close();
+    routerClient.close();
+    await stub.close();
+    await ts.close();
+  });
+
+  it('loads the compiled policy, enforces it, and the policy goes Ready by the real router echo', async () => {
+    await until('router ready', () => router.isReady());
+    await until('policy enforced', async () => (await chat(router, 300)).status === 429);
+    const denied = await chat(router, 300);
+    assert.equal(denied.body.error.code, 'per_request_tokens_exceeded');
+    assert.equal((await chat(router, 100)).status, 200);
+    const ready = await until('Ready', async () => {
+      const r = await ts.client.get(`${IP}/budget`);
+      return r.body.status?.phase === 'Ready' ? r.body : undefined;
+    });
+    assert.equal(ready.status.loadedDigest, ready.status.compiledDigest);
+    const admin = await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } });
+    const status = (await admin.json()) as { schema_version: number; entries: Array<{ kind: string; digest: string }> };
+    assert.equal(status.schema_version, 1);
+    assert.equal(status.entries.find((e) => e.kind === 'InferencePolicy')?.digest, ready.status.compiledDigest);
+    assert.equal((await fetch(`${router.adminUrl}/internal/policy-status`)).status, 401);
+  });
+
+  it('enforces an edit within the freshness bound of the ConfigMap change, and every request under load sees the old or the new policy', async (t) => {
+    const results: Array<{ status: number; code?: string; at: number }> = [];
+    let stop = false;
+    const load = (async () => {
+      while (!stop) {
+        const r = await chat(router, 300);
+        results.push({ status: r.status, code: r.body.error?.code, at: Date.now() });
+      }
+    })();
+    const load2 = (async () => {
+      while (!stop) {
+        const r = await chat(router, 300);
+        results.push({ status: r.status, code: r.body.error?.code, at: Date.now() });
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    await ts.client.patch(`${IP}/budget`, { spec: { tokenBudget: { perRequestTokens: 400 } } }, 'merge');
+    const cmAt = await until('ConfigMap updated', async () => {
+      const cm = await ts.client.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`);
+      return /"perRequestTokens":400/.test(cm.body.data?.['inference-policy.json'] ?? '') ? Date.now() : undefined;
+    });
+    const enforcedAt = await until('new policy enforced', async () => (await chat(router, 300)).status === 200 ? Date.now() : undefined);
+    t.diagnostic(`ConfigMap change → enforcement observed within ${enforcedAt - cmAt} ms (polling granularity ~10 ms)`);
+    await new Promise((r) => setTimeout(r, 200));
+    stop = true;
+    await Promise.all([load, load2]);
+    assert.ok(results.length > 20, `load ran (${results.length} requests)`);
+    for (const r of results) assert.ok(r.status === 200 || (r.status === 429 && r.code === 'per_request_tokens_exceeded'), `unexpected response ${r.status} ${r.code ?? ''}`);
+    const afterSwitch = results.filter((r) => r.at > enforcedAt + 50);
+    assert.ok(afterSwitch.length > 0 && afterSwitch.every((r) => r.status === 200), 'after the switch every request sees the new policy');
+    const ready = await until('Ready on the new generation', async () => {
+      const r = await ts.client.get(`${IP}/budget`);
+      return r.body.status?.phase === 'Ready' && r.body.status.observedGeneration === 2 ? r.body : undefined;
+    });
+    assert.equal(typeof ready.status.propagation.lastMs, 'number');
+  });
+
+  it('keeps the last good policy when the ConfigMap is broken, and reports the error (NACK)', async () => {
+    const good = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string }> };
+    const goodDigest = good.entries.find((e) => e.kind === 'InferencePolicy')?.digest;
+    await ts.client.patch(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`, { data: { 'inference-policy.json': '{not json' } }, 'merge');
+    await until('NACK reported', async () => {
+      const s = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string; last_error: string | null }> };
+      const e = s.entries.find((x) => x.kind === 'InferencePolicy');
+      return e?.last_error && e.digest === goodDigest ? e : undefined;
+    }, 5000).catch(() => undefined);
+    // Either the router saw the broken bytes (and NACKed, keeping the policy), or the controller
+    // restored the ConfigMap first; in both cases enforcement never lapsed.
+    assert.equal((await chat(router, 300)).status, 200);
+    assert.equal((await chat(router, 500)).status, 429);
+  });
+});
+
+describe('kars router from a mounted policy directory', () => {
+  it('follows a kubelet-style ..data symlink swap within a second and echoes the new digest', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'kars-policy-dir-'));
+    const stub = await startOpenAIStub();
+    const ac = new AbortController();
+    const mount = join(dir, 'inference');
+    mkdirSync(mount);
+    const writeVersion = (v: number, cap: number): string => {
+      const body = JSON.stringify({ appliesTo: { sandboxName: null, sandboxMatchLabels: {}, action: '*' }, tokenBudget: { perRequestTokens: cap, dailyTokens: null, monthlyTokens: null }, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null });
+      const data = join(mount, `..v${v}`);
+      mkdirSync(data);
+      writeFileSync(join(data, 'inference-policy.json'), body);
+      const tmp = join(mount, `..data_tmp${v}`);
+      symlinkSync(`..v${v}`, tmp);
+      renameSync(tmp, join(mount, '..data'));
+      return body;
+    };
+    const first = writeVersion(1, 100);
+    symlinkSync('..data/inference-policy.json', join(mount, 'inference-policy.json'));
+    const router = await startRouter({ sandbox: 'sb', namespace: 'x', listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 't0k3n', upstream: stub.url, source: { kind: 'dir', dir }, instance: 'd1', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+    try {
+      assert.equal((await chat(router, 150)).status, 429);
+      const digestOf = async (): Promise<string | undefined> => ((await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer t0k3n' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string }> }).entries.find((e) => e.kind === 'InferencePolicy')?.digest;
+      assert.equal(await digestOf(), canonicalDigest('inference-policy.json', first));
+      const t0 = Date.now();
+      const second = writeVersion(2, 1000);
+      await until('reloaded', async () => (await chat(router, 150)).status === 200, 2000);
+      t.diagnostic(`symlink swap → enforcement in ${Date.now() - t0} ms`);
+      assert.ok(Date.now() - t0 < 1500);
+      assert.equal(await digestOf(), canonicalDigest('inference-policy.json', second));
+    } finally {
+      ac.abort();
+      await router.done;
+      await stub.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('kars router staleness contract', () => {
+  for (const mode of ['closed', 'open'] as const) {
+    it(`answers ${mode === 'closed' ? '503 policy_stale' : 'normally, and counts it,'} when the view cannot be confirmed within --max-staleness (${mode})`, async () => {
+      const ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
+      for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/default/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: {} });
+      const stub = await startOpenAIStub();
+      const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 300, pingTimeoutMs: 300 });
+      const ac = new AbortController();
+      const quick: WatchConfig = { ...cfg, idleTimeoutMs: 800, pingIntervalMs: 300, pingTimeoutMs: 300, backoffInitialMs: 5000, backoffMaxMs: 5000 };
+      const metrics = new RuntimeMetrics();
+      const router = await startRouter({ sandbox: 'sb', namespace: 'default', listen: '127.0.0.1:0', upstream: stub.url, source: { kind: 'api', client, config: quick }, maxStalenessMs: 1500, onStale: mode, instance: 's', metrics, log: silent }, ac.signal);
+      try {
+        await until('ready', () => router.isReady());
+        assert.equal((await chat(router, 10)).status, 200);
+        await ts.close();
+        await until('stale', () => router.viewAgeMs() > 1600, 6000);
+        const r = await chat(router, 10);
+        if (mode === 'closed') {
+          assert.equal(r.status, 503);
+          assert.equal(r.body.error.code, 'policy_stale');
+        } else assert.equal(r.status, 200);
+        assert.match(await metrics.registry.metrics(), new RegExp(`kars_router_stale_requests_total\\{mode="${mode}"\\} [1-9]`));
+        assert.equal((await fetch(`${router.url}/readyz`)).status, 503, 'readyz is false while stale');
+      } finally {
+        ac.abort();
+        await router.done;
+        client.close();
+        await stub.close();
+      }
+    });
+  }
+});

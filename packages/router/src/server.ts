@@ -1,0 +1,184 @@
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import type { KubeClient } from '@kars/kube-client';
+import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
+import { Counter, Gauge } from 'prom-client';
+import { EchoPublisher } from './echo-publisher.js';
+import { startEgressProxy } from './egress/proxy.js';
+import { createInferenceHandler } from './inference/handler.js';
+import { TokenBudgetTracker } from './inference/budget.js';
+import { ApiPolicySource } from './sources/api.js';
+import { DirPolicySource } from './sources/dir.js';
+import { PolicyState } from './state.js';
+import { createMcpGateway } from './tools/gateway.js';
+
+/** Where a router's policy comes from. */
+export type PolicySourceOptions = { kind: 'api'; client: KubeClient; config: WatchConfig } | { kind: 'dir'; dir: string; client?: KubeClient };
+
+export interface RouterOptions {
+  sandbox: string;
+  namespace: string;
+  /** Agent traffic plus /healthz, /readyz, /metrics. */
+  listen: string;
+  upstream: URL;
+  mcpUpstream?: URL;
+  egressListen?: string;
+  adminListen?: string;
+  /** Bearer token for /internal/policy-status; without one the admin endpoint refuses every request. */
+  adminToken?: string;
+  source: PolicySourceOptions;
+  /** Refuse (or, with onStale 'open', allow and log) agent traffic when the view is older than this. */
+  maxStalenessMs?: number;
+  onStale?: 'closed' | 'open';
+  /** Identity of this router instance in its echo lease. */
+  instance: string;
+  metrics: RuntimeMetrics;
+  log: RuntimeLogger & { error?(obj: Record<string, unknown>, msg: string): void };
+}
+
+/** A running router. */
+export interface RunningRouter {
+  url: string;
+  adminUrl: string | undefined;
+  egressUrl: string | undefined;
+  state: PolicyState;
+  /** Whether a policy view is loaded and confirmed fresh. */
+  isReady(): boolean;
+  /** Age of the policy view in ms (how long since it was last confirmed current). */
+  viewAgeMs(): number;
+  /** Resolves when every part has stopped (after the signal aborted). */
+  done: Promise<void>;
+}
+
+function listenOn(server: http.Server, listen: string): Promise<string> {
+  const m = listen.match(/^\[?([^\]]*?)\]?:(\d+)$/);
+  if (!m) throw new Error(`listen address must be HOST:PORT, got "${listen}"`);
+  const host = m[1] ?? '127.0.0.1';
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(m[2]), host, () => {
+      const a = server.address();
+      const port = typeof a === 'object' && a !== null ? a.port : Number(m[2]);
+      resolve(`http://${host.includes(':') ? `[${host}]` : host}:${port}`);
+    });
+  });
+}
+
+function sendJson(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * Start a router for one sandbox: load its policy (from the API through the freshness runtime, or
+ * from a mounted directory), publish what it enforces, and serve agent traffic (inference, MCP),
+ * egress, health, metrics and the admin status endpoint. Runs until `signal` aborts.
+ */
+export async function startRouter(opts: RouterOptions, signal: AbortSignal): Promise<RunningRouter> {
+  const state = new PolicyState();
+  const log = opts.log;
+  const registry = opts.metrics.registry;
+  const requests = new Counter({ name: 'kars_router_requests_total', help: 'Agent requests by surface and decision.', labelNames: ['surface', 'decision'], registers: [registry] });
+  const stale = new Counter({ name: 'kars_router_stale_requests_total', help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.', labelNames: ['mode'], registers: [registry] });
+  for (const mode of ['closed', 'open']) stale.inc({ mode }, 0);
+  const api = opts.source.kind === 'api' ? new ApiPolicySource({ client: opts.source.client, namespace: opts.namespace, sandbox: opts.sandbox, config: opts.source.config, state, metrics: opts.metrics, log }) : undefined;
+  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state) : undefined;
+  const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
+  new Gauge({ name: 'kars_router_policy_view_age_seconds', help: 'Seconds since the router last confirmed its policy view is current.', registers: [registry], collect() { this.set(Math.min(viewAgeMs(), 1e9) / 1000); } });
+  const isReady = (): boolean => (api ? api.isReady() && api.isFresh() : true);
+
+  const budget = new TokenBudgetTracker();
+  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, defaultSandbox: opts.sandbox, budget, onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
+  const mcp = opts.mcpUpstream ? createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: (d) => {
+    if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
+  } }) : undefined;
+  let lastStaleLog = 0;
+
+  const main = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
+    if (path === '/readyz') {
+      const ok = isReady();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok' : `policy view not loaded or not fresh (age ${Math.round(viewAgeMs())} ms)`);
+      return;
+    }
+    if (path === '/metrics') {
+      void registry.metrics().then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text), () => res.writeHead(500).end());
+      return;
+    }
+    if (opts.maxStalenessMs !== undefined) {
+      const age = viewAgeMs();
+      if (age > opts.maxStalenessMs) {
+        const mode = opts.onStale ?? 'closed';
+        stale.inc({ mode });
+        if (Date.now() - lastStaleLog > 1000) {
+          lastStaleLog = Date.now();
+          log.warn({ ageMs: Math.round(age), maxStalenessMs: opts.maxStalenessMs, mode }, mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open');
+        }
+        if (mode === 'closed') {
+          sendJson(res, 503, { error: { message: `the router cannot confirm its policy is current (view age ${Math.round(age / 1000)} s exceeds --max-staleness ${Math.round(opts.maxStalenessMs / 1000)} s)`, type: 'policy_stale', code: 'policy_stale' } });
+          return;
+        }
+      }
+    }
+    const handle = async (): Promise<void> => {
+      if (path === '/mcp' && mcp) {
+        if (await mcp(req, res)) return;
+      }
+      if (await inference(req, res)) return;
+      sendJson(res, 404, { error: { message: `no route for ${req.method ?? 'GET'} ${path ?? ''}`, type: 'invalid_request_error', code: 'not_found' } });
+    };
+    handle().catch((err: unknown) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, { error: { message: 'internal router error', type: 'proxy_error' } });
+      else res.destroy();
+    });
+  });
+  main.keepAliveTimeout = 65_000;
+  const url = await listenOn(main, opts.listen);
+
+  let adminUrl: string | undefined;
+  let admin: http.Server | undefined;
+  if (opts.adminListen) {
+    const want = opts.adminToken ? Buffer.from(opts.adminToken) : undefined;
+    admin = http.createServer((req, res) => {
+      if ((req.url ?? '').split('?')[0] !== '/internal/policy-status' || req.method !== 'GET') return sendJson(res, 404, { error: 'not found' });
+      const got = Buffer.from((req.headers['authorization'] ?? '').replace(/^Bearer /, ''));
+      if (!want || got.length !== want.length || !timingSafeEqual(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
+      const entries = state.statusEntries();
+      sendJson(res, 200, { schema_version: 1, count: entries.length, entries });
+    });
+    adminUrl = await listenOn(admin, opts.adminListen);
+  }
+
+  let egressUrl: string | undefined;
+  let egressClose: (() => Promise<void>) | undefined;
+  if (opts.egressListen) {
+    const egress = await startEgressProxy({ listen: opts.egressListen, snapshot: () => state.current(), sandbox: opts.sandbox, onDecision: (d) => requests.inc({ surface: 'egress', decision: d.decision }) });
+    egressUrl = egress.url;
+    egressClose = () => egress.close();
+  }
+
+  const parts: Promise<void>[] = [];
+  if (api) parts.push(api.run(signal));
+  if (dir) parts.push(dir.run(signal));
+  const echoClient = opts.source.client;
+  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, log }).run(signal));
+  const closeServer = (s: http.Server | undefined): Promise<void> =>
+    new Promise((resolve) => {
+      if (!s) return resolve();
+      s.close(() => resolve());
+      s.closeAllConnections();
+    });
+  const done = (async () => {
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    await Promise.all([...parts, closeServer(main), closeServer(admin), egressClose?.()]);
+  })();
+  log.info({ url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind }, 'kars router listening');
+  return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, done };
+}

@@ -1,0 +1,77 @@
+import type { KubeObject } from '@kars/kube-core';
+import { Resources } from '@kars/kube-client';
+import type { KubeClient } from '@kars/kube-client';
+import { Reflector } from '@kars/kube-runtime';
+import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
+import { KARS_SANDBOX } from '@kars/policy-api';
+import type { KarsSandbox } from '@kars/policy-api';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler';
+import type { PolicyState } from '../state.js';
+import { loadFromConfigMaps } from './compute.js';
+
+export interface ApiSourceOptions {
+  client: KubeClient;
+  namespace: string;
+  sandbox: string;
+  /** The shared watch configuration (the same one the controller uses). */
+  config: WatchConfig;
+  state: PolicyState;
+  metrics?: RuntimeMetrics;
+  log?: RuntimeLogger;
+}
+
+/**
+ * Policy straight from the API, through the freshness runtime: a watch on this router's
+ * KarsSandbox and one on the compiled ConfigMaps of its namespace. Every change recomputes the
+ * snapshot at once; a timer recomputes at the next approval expiry.
+ */
+export class ApiPolicySource {
+  private readonly sandboxes: Reflector<KarsSandbox & KubeObject>;
+  private readonly configmaps: Reflector<KubeObject & { data?: Record<string, string> }>;
+  private expiryTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: ApiSourceOptions) {
+    const common = { client: opts.client, namespace: opts.namespace, config: opts.config, ...(opts.log ? { log: opts.log } : {}) };
+    this.sandboxes = new Reflector({ ...common, name: 'router-sandbox', resource: KARS_SANDBOX, fieldSelector: `metadata.name=${opts.sandbox}`, ...(opts.metrics ? { metrics: opts.metrics.watch('router-sandbox') } : {}) });
+    this.configmaps = new Reflector({ ...common, name: 'router-configmaps', resource: Resources.configmaps, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, ...(opts.metrics ? { metrics: opts.metrics.watch('router-configmaps') } : {}) });
+  }
+
+  /** True once both watches have listed. */
+  isReady(): boolean {
+    return this.sandboxes.store.isReady() && this.configmaps.store.isReady();
+  }
+
+  /** How long the view has gone without confirmation that it is current (the older of the two watches). */
+  viewAgeMs(now = Date.now()): number {
+    return Math.max(this.sandboxes.staleForMs(now), this.configmaps.staleForMs(now));
+  }
+
+  /** Whether both watches are confirmed fresh within their bound. */
+  isFresh(now = Date.now()): boolean {
+    return this.sandboxes.isFresh(now) && this.configmaps.isFresh(now);
+  }
+
+  private recompute(): void {
+    if (!this.isReady()) return;
+    const sb = this.sandboxes.store.get(`${this.opts.namespace}/${this.opts.sandbox}`);
+    const next = loadFromConfigMaps(this.opts.state, sb, (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined, `configmap:${this.opts.namespace}/`);
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+    if (next !== undefined) {
+      this.expiryTimer = setTimeout(() => this.recompute(), Math.max(0, next - Date.now()) + 5);
+      this.expiryTimer.unref();
+    }
+  }
+
+  /** Watch and load until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const unsub = [this.sandboxes.subscribe(() => this.recompute()), this.configmaps.subscribe(() => this.recompute())];
+    const both = Promise.all([this.sandboxes.store.ready(signal), this.configmaps.store.ready(signal)]).then(() => this.recompute(), () => undefined);
+    try {
+      await Promise.all([this.sandboxes.run(signal), this.configmaps.run(signal), both]);
+    } finally {
+      for (const u of unsub) u();
+      if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    }
+  }
+}

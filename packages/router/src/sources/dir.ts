@@ -1,0 +1,144 @@
+import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import { directoryDigest, canonicalDigest, mergedAllowlist } from '@kars/policy-compiler';
+import { parseApprovals, parseInferencePolicy, parseToolPolicy } from '../load.js';
+import type { PolicyState } from '../state.js';
+
+/**
+ * Policy from a mounted ConfigMap directory (`--policy-dir`), for clusters where the router may not
+ * talk to the API. Layout (each a mounted ConfigMap; all optional):
+ *
+ *   DIR/inference/          the InferencePolicy ConfigMap: first *.json in sorted order
+ *   DIR/policies/           the ToolPolicy ConfigMap: profile.json and *.yaml/*.yml AGT files
+ *   DIR/egress/             allowlist.json: {"schemaVersion":1,"endpoints":[{"host","port"}]} (baseline)
+ *   DIR/egress-approvals/   approval-*.json files
+ *
+ * Files are read through symlinks (kubelet swaps `..data` atomically, so `stat`, never `lstat`).
+ * A reload follows within about a second: fs.watch on each directory, plus a 500 ms check of the
+ * newest mtime, which also catches symlink swaps that fs.watch misses.
+ */
+export class DirPolicySource {
+  private lastSignature = '';
+  private lastLoadMs = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly state: PolicyState,
+    private readonly pollMs = 500,
+  ) {}
+
+  private files(sub: string, exts: string[]): Array<{ name: string; path: string }> {
+    const d = join(this.dir, sub);
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch {
+      return [];
+    }
+    return names
+      .filter((n) => !n.startsWith('..') && exts.some((e) => n.endsWith(e)))
+      .sort()
+      .map((n) => ({ name: n, path: join(d, n) }))
+      .filter((f) => {
+        try {
+          return statSync(f.path).isFile();
+        } catch {
+          return false;
+        }
+      });
+  }
+
+  /** mtimes and sizes of every file, through symlinks: changes whenever any content may have. */
+  private signature(): string {
+    const parts: string[] = [];
+    for (const sub of ['inference', 'policies', 'egress', 'egress-approvals']) {
+      for (const f of this.files(sub, ['.json', '.yaml', '.yml'])) {
+        try {
+          const st = statSync(f.path);
+          parts.push(`${f.path}:${st.mtimeMs}:${st.size}:${st.ino}`);
+        } catch {
+          parts.push(`${f.path}:gone`);
+        }
+      }
+    }
+    return parts.join('|');
+  }
+
+  /** Load everything now. */
+  load(): void {
+    this.lastSignature = this.signature();
+    this.lastLoadMs = Date.now();
+    const read = (p: string): string | undefined => {
+      try {
+        return readFileSync(p, 'utf8');
+      } catch {
+        return undefined;
+      }
+    };
+    const inf = this.files('inference', ['.json'])[0];
+    if (!inf) this.state.setInference({ kind: 'none' });
+    else {
+      const body = read(inf.path);
+      const parsed = body === undefined ? { ok: false as const, error: `cannot read ${inf.path}` } : parseInferencePolicy(body);
+      this.state.setInference(parsed.ok && body !== undefined ? { kind: 'loaded', value: parsed.rules, digest: canonicalDigest(inf.name, body), source: inf.path } : { kind: 'error', error: parsed.ok ? 'unreadable' : parsed.error, source: inf.path });
+    }
+    const profile = read(join(this.dir, 'policies', 'profile.json'));
+    const agtFiles = this.files('policies', ['.yaml', '.yml']).map((f) => ({ name: f.name, body: read(f.path) ?? '' }));
+    if (profile === undefined && agtFiles.length === 0) this.state.setTools({ kind: 'none' });
+    else {
+      const agt = agtFiles.length > 0 ? agtFiles.map((f) => f.body).join('\n') : undefined;
+      const parsed = parseToolPolicy('mounted', profile ?? '{"appliesTo":{}}', agt);
+      const source = join(this.dir, 'policies');
+      this.state.setTools(parsed.ok ? { kind: 'loaded', value: parsed.rules, digest: agtFiles.length > 0 ? directoryDigest(agtFiles) : null, source } : { kind: 'error', error: parsed.error, source });
+    }
+    const baselineText = read(join(this.dir, 'egress', 'allowlist.json'));
+    let baseline: Array<{ host: string; port: number }> = [];
+    try {
+      const b = baselineText === undefined ? undefined : (JSON.parse(baselineText) as { endpoints?: Array<{ host?: unknown; port?: unknown }> });
+      baseline = (b?.endpoints ?? []).filter((e) => typeof e.host === 'string').map((e) => ({ host: String(e.host).toLowerCase(), port: typeof e.port === 'number' ? e.port : 443 }));
+    } catch {
+      baseline = [];
+    }
+    const approvalFiles: Record<string, string> = {};
+    for (const f of this.files('egress-approvals', ['.json'])) approvalFiles[f.name] = read(f.path) ?? '';
+    const approvals = parseApprovals(approvalFiles);
+    const now = Date.now();
+    const active = approvals.entries.filter((e) => (e.expiresAtMs ?? Infinity) > now);
+    const merged = mergedAllowlist(baseline, [active.map((e) => ({ host: e.host, port: e.port }))]);
+    this.state.setEgress({ kind: 'loaded', value: { baseline, approvals: active }, digest: merged.digest, source: join(this.dir, 'egress-approvals'), ...(approvals.errors.length > 0 ? { warning: approvals.errors.join('; ') } : {}) });
+  }
+
+  /** Milliseconds since the directory was last checked (the view's age). */
+  viewAgeMs(now = Date.now()): number {
+    return now - this.lastLoadMs;
+  }
+
+  /** Load, then reload on change until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.load();
+    const watchers: FSWatcher[] = [];
+    const check = (): void => {
+      if (signal.aborted) return;
+      const sig = this.signature();
+      if (sig !== this.lastSignature) this.load();
+      else this.lastLoadMs = Date.now();
+    };
+    for (const sub of ['', 'inference', 'policies', 'egress', 'egress-approvals']) {
+      try {
+        const w = watch(join(this.dir, sub), () => check());
+        w.on('error', () => undefined);
+        watchers.push(w);
+      } catch {
+        // the directory may not exist yet; the poll covers it
+      }
+    }
+    const poll = setInterval(check, this.pollMs);
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    clearInterval(poll);
+    for (const w of watchers) w.close();
+  }
+}

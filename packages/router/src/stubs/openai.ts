@@ -1,0 +1,391 @@
+/**
+ * A local OpenAI-compatible upstream for tests, benchmarks and the `kars up` demo.
+ *
+ * Paths: `POST /v1/chat/completions` (deployment = the body's `model`) and
+ * `POST /openai/deployments/{deployment}/chat/completions` (Azure form, any query). Anything else
+ * answers 404 (405 for another method on those paths), OpenAI-shaped.
+ *
+ * Answers look like Azure OpenAI's: `id`, `object`, `created`, `model`, `choices[0].message`,
+ * `usage{prompt_tokens, completion_tokens, total_tokens}` and `prompt_filter_results` (every
+ * category `safe` unless told otherwise). With `stream: true` it sends SSE events
+ * (`data: {…}\n\n`): the prompt-filter event, a role event, one event per word, a finish event, a
+ * usage event, then `data: [DONE]\n\n`.
+ *
+ * What it answers is a {@link StubBehaviour}, layered from lowest to highest precedence:
+ * the defaults, `setBehaviour(…)`, `setDeploymentBehaviour(deployment, …)`, then per-request
+ * headers:
+ *
+ * | header | effect |
+ * |---|---|
+ * | `x-stub-status: 503` | answer this status (an OpenAI error body for ≥ 400) |
+ * | `x-stub-filter: {"hate":"High"}` | severities in `prompt_filter_results[0].content_filter_results` (`{hate: {filtered: false, severity: "high"}}`); with status 400, an Azure content-filter error carrying them in `error.innererror.content_filter_result` |
+ * | `x-stub-no-filter: 1` | omit the filter annotations entirely |
+ * | `x-stub-usage: 123` | `usage.total_tokens` |
+ * | `x-stub-content: text` | the assistant's message |
+ * | `x-stub-delay-ms: 50` | wait before sending response headers |
+ * | `x-stub-chunk-delay-ms: 5` | wait between stream writes |
+ * | `x-stub-chunk-bytes: 7` | write the stream in pieces of this many bytes (tests SSE reassembly) |
+ * | `x-stub-stream-usage: 0` | leave the usage event out of streams |
+ *
+ * Every request is recorded in `requests` (path, deployment, model, parsed body, headers).
+ *
+ * Caveats: no auth, no tools/function calling, no `n > 1`; token counts are whatever it is told.
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** The categories the stub annotates, in Azure's order. */
+export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
+
+/** What the stub answers. */
+export interface StubBehaviour {
+  /** HTTP status (default 200). */
+  status: number;
+  /** The assistant's message. */
+  content: string;
+  /** Severities to report, by category (case kept as given, lower-cased on the wire); unnamed categories are `safe`. */
+  filter: Partial<Record<StubCategory, string>>;
+  /** Leave `prompt_filter_results` out entirely. */
+  noFilter: boolean;
+  /** `usage.total_tokens` (split between prompt and completion). */
+  usage: number;
+  /** Delay before response headers, ms. */
+  delayMs: number;
+  /** Delay between stream writes, ms. */
+  chunkDelayMs: number;
+  /** Write streams in pieces of this many bytes; 0 writes one event at a time. */
+  chunkBytes: number;
+  /** Send the usage event in streams. */
+  streamUsage: boolean;
+  /** Answer exactly this body instead of a generated one. */
+  rawBody: string | undefined;
+  /** Content type for `rawBody` (default `application/json`). */
+  contentType: string | undefined;
+}
+
+/** The behaviour before anything is set. */
+export const DEFAULT_STUB_BEHAVIOUR: Readonly<StubBehaviour> = Object.freeze({
+  status: 200,
+  content: 'Hello from the kars OpenAI stub.',
+  filter: {},
+  noFilter: false,
+  usage: 30,
+  delayMs: 0,
+  chunkDelayMs: 0,
+  chunkBytes: 0,
+  streamUsage: true,
+  rawBody: undefined,
+  contentType: undefined,
+});
+
+/** One request the stub received. */
+export interface StubRequest {
+  method: string;
+  /** Path with query, as received. */
+  path: string;
+  /** The Azure path's deployment (decoded); undefined on `/v1/chat/completions`. */
+  deployment: string | undefined;
+  /** The body's `model`, when a string. */
+  model: string | undefined;
+  /** The deployment the request addressed: `deployment ?? model`. */
+  target: string | undefined;
+  /** The parsed body; undefined when it was not JSON. */
+  body: unknown;
+  rawBody: string;
+  headers: IncomingHttpHeaders;
+}
+
+export interface OpenAIStubOptions {
+  /** `host:port`; default `127.0.0.1:0` (a free port). */
+  listen?: string;
+}
+
+/** A running stub. */
+export interface OpenAIStub {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: URL;
+  /** Every request received, oldest first. Clear it with `requests.length = 0` or `reset()`. */
+  readonly requests: StubRequest[];
+  /** Merge into the stub-wide behaviour. */
+  setBehaviour(b: Partial<StubBehaviour>): void;
+  /** Override the behaviour for one deployment (undefined removes the override). */
+  setDeploymentBehaviour(deployment: string, b: Partial<StubBehaviour> | undefined): void;
+  /** Back to the defaults: no overrides, no recorded requests. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const CATEGORIES: readonly StubCategory[] = ['hate', 'self_harm', 'sexual', 'violence'];
+const AZURE_PREFIX = '/openai/deployments/';
+const AZURE_SUFFIX = '/chat/completions';
+const MAX_BODY = 64 * 1024 * 1024;
+
+function parseListen(listen: string): { host: string; port: number } {
+  const i = listen.lastIndexOf(':');
+  if (i < 0) throw new TypeError(`listen address must be HOST:PORT, got "${listen}"`);
+  let host = listen.slice(0, i);
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  const port = Number(listen.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError(`listen port must be 0..65535, got "${listen}"`);
+  return { host: host === '' ? '127.0.0.1' : host, port };
+}
+
+function header(h: IncomingHttpHeaders, name: string): string | undefined {
+  const v = h[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function intHeader(h: IncomingHttpHeaders, name: string): number | undefined {
+  const v = header(h, name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+function boolHeader(h: IncomingHttpHeaders, name: string): boolean | undefined {
+  const v = header(h, name);
+  if (v === undefined) return undefined;
+  return v === '1' || v.toLowerCase() === 'true';
+}
+
+/** The per-request overrides carried by `x-stub-*` headers. */
+function headerBehaviour(h: IncomingHttpHeaders): Partial<StubBehaviour> {
+  const b: Partial<StubBehaviour> = {};
+  const status = intHeader(h, 'x-stub-status');
+  if (status !== undefined && status >= 100 && status <= 599) b.status = status;
+  const filter = header(h, 'x-stub-filter');
+  if (filter !== undefined) {
+    try {
+      const v = JSON.parse(filter) as unknown;
+      if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+        const f: Partial<Record<StubCategory, string>> = {};
+        for (const c of CATEGORIES) {
+          const s = (v as Record<string, unknown>)[c];
+          if (typeof s === 'string') f[c] = s;
+        }
+        b.filter = f;
+      }
+    } catch {
+      // A malformed filter header is ignored.
+    }
+  }
+  const noFilter = boolHeader(h, 'x-stub-no-filter');
+  if (noFilter !== undefined) b.noFilter = noFilter;
+  const usage = intHeader(h, 'x-stub-usage');
+  if (usage !== undefined) b.usage = usage;
+  const content = header(h, 'x-stub-content');
+  if (content !== undefined) b.content = content;
+  const delay = intHeader(h, 'x-stub-delay-ms');
+  if (delay !== undefined) b.delayMs = delay;
+  const chunkDelay = intHeader(h, 'x-stub-chunk-delay-ms');
+  if (chunkDelay !== undefined) b.chunkDelayMs = chunkDelay;
+  const chunkBytes = intHeader(h, 'x-stub-chunk-bytes');
+  if (chunkBytes !== undefined) b.chunkBytes = chunkBytes;
+  const streamUsage = boolHeader(h, 'x-stub-stream-usage');
+  if (streamUsage !== undefined) b.streamUsage = streamUsage;
+  return b;
+}
+
+function filterResults(b: StubBehaviour): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const c of CATEGORIES) out[c] = { filtered: false, severity: (b.filter[c] ?? 'safe').toLowerCase() };
+  out['jailbreak'] = { filtered: false, detected: false };
+  return out;
+}
+
+function usageOf(total: number): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const prompt = Math.floor(total / 2);
+  return { prompt_tokens: prompt, completion_tokens: total - prompt, total_tokens: total };
+}
+
+function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: Record<string, string> } {
+  const s = b.status;
+  if (s === 400 && Object.keys(b.filter).length > 0) {
+    return {
+      headers: {},
+      body: {
+        error: {
+          message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. (kars OpenAI stub)",
+          type: null,
+          param: 'prompt',
+          code: 'content_filter',
+          status: 400,
+          innererror: { code: 'ResponsibleAIPolicyViolation', content_filter_result: filterResults(b) },
+        },
+      },
+    };
+  }
+  if (s === 429) {
+    return { headers: { 'retry-after': '1' }, body: { error: { code: '429', message: 'Rate limit exceeded (kars OpenAI stub); retry after 1 second.', type: 'rate_limit_exceeded' } } };
+  }
+  return { headers: {}, body: { error: { message: `kars OpenAI stub: injected status ${s}`, type: s >= 500 ? 'server_error' : 'invalid_request_error', code: null } } };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Start the stub. See the module comment. */
+export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
+  const { host, port } = parseListen(opts.listen ?? '127.0.0.1:0');
+  const requests: StubRequest[] = [];
+  let behaviour: StubBehaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
+  const perDeployment = new Map<string, Partial<StubBehaviour>>();
+  let seq = 0;
+
+  async function write(res: ServerResponse, b: StubBehaviour, text: string): Promise<void> {
+    if (b.chunkBytes > 0) {
+      const bytes = Buffer.from(text);
+      for (let i = 0; i < bytes.length && !res.destroyed; i += b.chunkBytes) {
+        res.write(bytes.subarray(i, i + b.chunkBytes));
+        await sleep(b.chunkDelayMs);
+      }
+      return;
+    }
+    res.write(text);
+    if (b.chunkDelayMs > 0) await sleep(b.chunkDelayMs);
+  }
+
+  async function answer(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    let deployment: string | undefined;
+    if (path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX) && path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length) {
+      const seg = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
+      if (!seg.includes('/')) {
+        try {
+          deployment = decodeURIComponent(seg);
+        } catch {
+          deployment = seg;
+        }
+      }
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(raw) as unknown;
+    } catch {
+      body = undefined;
+    }
+    const doc = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    const model = typeof doc?.['model'] === 'string' ? doc['model'] : undefined;
+    const target = deployment ?? model;
+    requests.push({ method: req.method ?? '', path: url, deployment, model, target, body, rawBody: raw, headers: req.headers });
+
+    const sendJson = (status: number, obj: unknown, extra: Record<string, string> = {}): void => {
+      const text = JSON.stringify(obj);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
+      res.end(text);
+    };
+    const known = path === '/v1/chat/completions' || deployment !== undefined;
+    if (!known) return sendJson(404, { error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' } });
+    if (req.method !== 'POST') return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
+
+    const override = target === undefined ? undefined : perDeployment.get(target);
+    const b: StubBehaviour = { ...behaviour, ...override, ...headerBehaviour(req.headers) };
+    if (b.delayMs > 0) await sleep(b.delayMs);
+    if (res.destroyed) return;
+
+    if (b.rawBody !== undefined) {
+      const ct = b.contentType ?? 'application/json';
+      if (ct.startsWith('text/event-stream')) {
+        res.writeHead(b.status, { 'content-type': ct, 'cache-control': 'no-cache' });
+        await write(res, b, b.rawBody);
+        res.end();
+        return;
+      }
+      res.writeHead(b.status, { 'content-type': ct, 'content-length': Buffer.byteLength(b.rawBody) });
+      res.end(b.rawBody);
+      return;
+    }
+    if (doc === undefined) return sendJson(400, { error: { message: 'kars OpenAI stub: body is not a JSON object', type: 'invalid_request_error', code: 'invalid_json' } });
+    if (b.status >= 400) {
+      const e = errorBody(b);
+      return sendJson(b.status, e.body, e.headers);
+    }
+
+    const id = `chatcmpl-stub-${++seq}`;
+    const created = Math.floor(Date.now() / 1000);
+    const name = target ?? 'gpt-4o-stub';
+    const promptFilter = b.noFilter ? undefined : [{ prompt_index: 0, content_filter_results: filterResults(b) }];
+    const choiceFilter = b.noFilter ? undefined : filterResults({ ...b, filter: {} });
+
+    if (doc['stream'] !== true) {
+      const out: Record<string, unknown> = {
+        id,
+        object: 'chat.completion',
+        created,
+        model: name,
+        choices: [{ index: 0, message: { role: 'assistant', content: b.content }, finish_reason: 'stop', ...(choiceFilter ? { content_filter_results: choiceFilter } : {}) }],
+        usage: usageOf(b.usage),
+        system_fingerprint: null,
+      };
+      if (promptFilter) out['prompt_filter_results'] = promptFilter;
+      return sendJson(b.status, out);
+    }
+
+    res.writeHead(b.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const frame = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
+    const chunk = (delta: Record<string, unknown>, finish: string | null): Record<string, unknown> => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: name,
+      choices: [{ index: 0, delta, finish_reason: finish, ...(choiceFilter && finish === null && delta['content'] !== '' ? { content_filter_results: choiceFilter } : {}) }],
+    });
+    const events: string[] = [];
+    if (promptFilter) events.push(frame({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: promptFilter }));
+    events.push(frame(chunk({ role: 'assistant', content: '' }, null)));
+    const words = b.content.split(' ');
+    for (let i = 0; i < words.length; i++) events.push(frame(chunk({ content: i === 0 ? words[i] : ` ${words[i] ?? ''}` }, null)));
+    events.push(frame(chunk({}, 'stop')));
+    if (b.streamUsage) events.push(frame({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(b.usage) }));
+    events.push('data: [DONE]\n\n');
+    if (b.chunkBytes > 0) await write(res, b, events.join(''));
+    else for (const e of events) if (!res.destroyed) await write(res, b, e);
+    res.end();
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY) chunks.push(c);
+    });
+    req.on('end', () => {
+      answer(req, res, Buffer.concat(chunks).toString('utf8')).catch(() => res.destroy());
+    });
+    req.on('error', () => res.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const url = new URL(`http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`);
+
+  return {
+    url,
+    requests,
+    setBehaviour(b) {
+      behaviour = { ...behaviour, ...b };
+    },
+    setDeploymentBehaviour(deployment, b) {
+      if (b === undefined) perDeployment.delete(deployment);
+      else perDeployment.set(deployment, { ...perDeployment.get(deployment), ...b });
+    },
+    reset() {
+      behaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
+      perDeployment.clear();
+      requests.length = 0;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

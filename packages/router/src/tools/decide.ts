@@ -1,0 +1,91 @@
+/**
+ * The decision for one tool, as plain functions over a snapshot: {@link decideToolCall} for a
+ * `tools/call`, {@link isToolListed} for an entry of a `tools/list` result.
+ *
+ * Order for a call, first refusal wins: the selected policy's AGT rules (`tool_denied`), its
+ * `approval.mode: always` (`approval_required`), its `rateLimit` (`rate_limited`). A refused call
+ * takes no rate-limit token. With no policy selected the call is allowed.
+ *
+ * Caveats: `approval.mode: aboveThreshold` concerns AP2 spend amounts, which this gateway does not
+ * evaluate; such calls pass here.
+ */
+import type { ToolRules } from '../snapshot.js';
+import { evaluateAgt, type AgtVerdict } from './agt.js';
+import type { ToolRateLimiter } from './ratelimit.js';
+import { selectToolPolicy } from './select.js';
+
+/** Stable JSON-RPC error codes of the gateway (documented in AGT-SUBSET.md). */
+export const TOOL_ERROR_CODES = {
+  tool_denied: -32001,
+  approval_required: -32002,
+  rate_limited: -32003,
+  upstream_unavailable: -32004,
+} as const;
+
+export type ToolRefusalCode = 'tool_denied' | 'approval_required' | 'rate_limited';
+
+export type ToolCallDecision =
+  | { allowed: true; policy: ToolRules | undefined }
+  | { allowed: false; code: ToolRefusalCode; policy: ToolRules; message: string; data: Record<string, unknown> };
+
+function denyReason(verdict: AgtVerdict): string {
+  if (verdict.rule === undefined) return 'no rule allows it (default: deny)';
+  if (verdict.rule.reason !== undefined && verdict.rule.reason !== '') return verdict.rule.reason;
+  return `rule ${verdict.index ?? 0} (deny "${verdict.rule.pattern}")`;
+}
+
+/** Whether a `tools/list` entry stays visible: hidden only when AGT denies it (approval and rate limits do not hide). */
+export function isToolListed(tools: readonly ToolRules[], server: string | undefined, tool: string): { listed: true } | { listed: false; policy: ToolRules; reason: string } {
+  const policy = selectToolPolicy(tools, server, tool);
+  if (policy === undefined || policy.agt === null) return { listed: true };
+  const verdict = evaluateAgt(policy.agt, server, tool);
+  return verdict.effect === 'allow' ? { listed: true } : { listed: false, policy, reason: denyReason(verdict) };
+}
+
+/** Decide one `tools/call`. Takes a rate-limit token only when the call is allowed. */
+export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: string; server: string | undefined; tool: string }, limiter: ToolRateLimiter): ToolCallDecision {
+  const { sandbox, server, tool } = call;
+  const policy = selectToolPolicy(tools, server, tool);
+  if (policy === undefined) return { allowed: true, policy };
+
+  if (policy.agt !== null) {
+    const verdict = evaluateAgt(policy.agt, server, tool);
+    if (verdict.effect === 'deny') {
+      const reason = denyReason(verdict);
+      return {
+        allowed: false,
+        code: 'tool_denied',
+        policy,
+        message: `tool_denied: ${tool} is denied by ToolPolicy ${policy.name}: ${reason}`,
+        data: { code: 'tool_denied', policy: policy.name, tool, reason, ...(verdict.rule === undefined ? { rule: null } : { rule: { effect: verdict.rule.effect, pattern: verdict.rule.pattern, index: verdict.index ?? 0 } }) },
+      };
+    }
+  }
+
+  if (policy.approval?.mode === 'always') {
+    const how = `a human must approve each call of ${tool} under ToolPolicy ${policy.name} (approval.mode=always), and this gateway has no approval channel to ask; ` +
+      `to let the sandbox call it, an operator changes the policy, e.g. kars toolpolicy apply ${policy.name} --approval-mode never`;
+    return {
+      allowed: false,
+      code: 'approval_required',
+      policy,
+      message: `approval_required: ${tool} requires approval under ToolPolicy ${policy.name}`,
+      data: { code: 'approval_required', policy: policy.name, tool, approvalMode: 'always', howToGetApproval: how },
+    };
+  }
+
+  if (policy.rateLimit !== null) {
+    const taken = limiter.take({ sandbox, policy: policy.name, tool }, policy.rateLimit);
+    if (!taken.ok) {
+      const retry = taken.retryAfterMs === null ? 'the limit does not refill (rps 0)' : `retry after ${taken.retryAfterMs} ms`;
+      return {
+        allowed: false,
+        code: 'rate_limited',
+        policy,
+        message: `rate_limited: ${tool} exceeded the rate limit of ToolPolicy ${policy.name} (rps ${policy.rateLimit.rps ?? 'unset'}, burst ${policy.rateLimit.burst ?? 'default'}); ${retry}`,
+        data: { code: 'rate_limited', policy: policy.name, tool, retryAfterMs: taken.retryAfterMs, rps: policy.rateLimit.rps, burst: policy.rateLimit.burst },
+      };
+    }
+  }
+  return { allowed: true, policy };
+}

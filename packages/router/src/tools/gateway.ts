@@ -1,0 +1,389 @@
+/**
+ * The MCP gateway: an HTTP handler for `POST /mcp` (JSON-RPC 2.0, MCP streamable HTTP) that
+ * enforces the sandbox's ToolPolicies in front of one upstream MCP server.
+ *
+ * - `tools/call`: decided by {@link decideToolCall}; a refusal is answered here as a JSON-RPC
+ *   error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the upstream
+ *   answer (status, headers, body, JSON or `text/event-stream`) is streamed back verbatim.
+ * - `tools/list`: forwarded, then the tools that AGT denies are removed from `result.tools`.
+ *   Approval-required and rate-limited tools stay listed (their calls are refused).
+ * - Every other method, notifications and client responses are forwarded verbatim.
+ * - Batches (JSON arrays) are decided element by element; the allowed elements go upstream as one
+ *   batch and the local refusals are added to its answer.
+ *
+ * Guarantees: the snapshot is taken once per HTTP request and used for every decision in it. The
+ * handler never rejects: failures become JSON-RPC errors or a destroyed response. A `tools/list`
+ * answer that cannot be read is refused with -32004 rather than passed through unfiltered.
+ *
+ * Assumptions: the upstream is one MCP server, named by `server` for `appliesTo.mcpServer` and for
+ * `server/tool` globs; without `server` only policies with no server selector apply, and only bare
+ * tool-name globs can match.
+ *
+ * Caveats: if the upstream fails a mixed batch with a non-2xx status, its answer is returned as is
+ * and the local refusals in that batch are not. `approval.mode: aboveThreshold` is not enforced here
+ * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
+ */
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { finished } from 'node:stream/promises';
+import type { SnapshotSource, ToolRules } from '../snapshot.js';
+import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
+import { classify, isObject, rpcError, JSONRPC_INVALID_PARAMS, JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import { ToolRateLimiter, type NowClock } from './ratelimit.js';
+
+/** One decision the gateway made, for logs and metrics. */
+export interface ToolDecision {
+  sandbox: string;
+  server: string | undefined;
+  tool: string;
+  /** `call`: a tools/call; `list`: a tool hidden from a tools/list answer (always `decision: 'hidden'`). */
+  kind: 'call' | 'list';
+  allowed: boolean;
+  /** `allowed`, the refusal code of a call, or `hidden` for a tool removed from a tools/list answer. */
+  decision: 'allowed' | ToolRefusalCode | 'hidden';
+  /** Name of the governing ToolPolicy; null when none applies. */
+  policy: string | null;
+  message?: string;
+}
+
+export interface McpGatewayOptions {
+  snapshot: SnapshotSource;
+  /** The upstream MCP endpoint (http: or https:), used as is. */
+  upstream: URL;
+  sandbox: string;
+  /** The upstream MCP server's name, for `appliesTo.mcpServer` and `server/tool` globs. */
+  server?: string;
+  /** Time for the rate limiter (ms; only differences matter). Default `performance.now()`. */
+  clock?: NowClock;
+  /** Called synchronously for each decision; exceptions it throws are swallowed. */
+  onDecision?: (d: ToolDecision) => void;
+  /** Path served; default `/mcp`. Other paths return `false`. */
+  path?: string;
+  /** Largest request body accepted; default 4 MiB (413 above). */
+  maxRequestBytes?: number;
+  /** Largest upstream answer buffered for rewriting (tools/list, mixed batches); default 16 MiB. */
+  maxResponseBytes?: number;
+}
+
+/** Handles one request; resolves `false` when the path is not the gateway's (nothing written). */
+export type McpGatewayHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** A request body over the limit. */
+class BodyTooLargeError extends Error {
+  readonly code = 'body_too_large';
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        reject(new BodyTooLargeError(`request body exceeds ${limit} bytes`));
+        req.resume();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+    req.on('close', () => reject(new Error('client closed the request')));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, payload: unknown, extra: OutgoingHttpHeaders = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify(payload);
+  res.writeHead(status, { ...extra, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function idKey(id: JsonRpcId): string {
+  return `${typeof id}:${String(id)}`;
+}
+
+/** One decided element of the incoming message (or batch). */
+interface Plan {
+  isBatch: boolean;
+  /** Messages to forward, in order. */
+  forward: unknown[];
+  /** Answers made here. */
+  local: JsonRpcResponse[];
+  /** Ids of forwarded tools/list requests, whose answers get filtered. */
+  listIds: Set<string>;
+  /** Whether every element was forwarded unchanged (then the original bytes go upstream). */
+  untouched: boolean;
+  /** HTTP status when answering only locally. */
+  localStatus: number;
+}
+
+export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
+  const path = opts.path ?? '/mcp';
+  const maxRequest = opts.maxRequestBytes ?? 4 * 1024 * 1024;
+  const maxResponse = opts.maxResponseBytes ?? 16 * 1024 * 1024;
+  const limiter = new ToolRateLimiter(opts.clock === undefined ? {} : { clock: opts.clock });
+  const { sandbox, server, upstream } = opts;
+
+  function emit(d: ToolDecision): void {
+    try {
+      opts.onDecision?.(d);
+    } catch {
+      // a faulty observer must not change the decision
+    }
+  }
+
+  function plan(parsed: unknown, tools: readonly ToolRules[]): Plan {
+    const isBatch = Array.isArray(parsed);
+    const items: unknown[] = isBatch ? (parsed as unknown[]) : [parsed];
+    const p: Plan = { isBatch, forward: [], local: [], listIds: new Set(), untouched: true, localStatus: 200 };
+    if (isBatch && items.length === 0) {
+      p.local.push(rpcError(null, JSONRPC_INVALID_REQUEST, 'Invalid Request: empty batch'));
+      p.untouched = false;
+      p.localStatus = 400;
+      return p;
+    }
+    for (const item of items) {
+      const c = classify(item);
+      if (c.kind === 'invalid') {
+        p.local.push(rpcError(c.id, JSONRPC_INVALID_REQUEST, `Invalid Request: ${c.why}`));
+        p.untouched = false;
+        if (!isBatch) p.localStatus = 400;
+        continue;
+      }
+      if (c.kind === 'response' || c.msg.method !== 'tools/call') {
+        if (c.kind === 'request' && c.msg.method === 'tools/list') p.listIds.add(idKey(c.id));
+        p.forward.push(item);
+        continue;
+      }
+      // tools/call, as a request or (oddly) a notification
+      const id = c.kind === 'request' ? c.id : null;
+      const params = c.msg.params;
+      const tool = isObject(params) ? params['name'] : undefined;
+      if (typeof tool !== 'string' || tool === '') {
+        if (c.kind === 'request') p.local.push(rpcError(id, JSONRPC_INVALID_PARAMS, 'Invalid params: tools/call needs params.name (a non-empty string)'));
+        p.untouched = false;
+        continue;
+      }
+      const d = decideToolCall(tools, { sandbox, server, tool }, limiter);
+      if (d.allowed) {
+        emit({ sandbox, server, tool, kind: 'call', allowed: true, decision: 'allowed', policy: d.policy?.name ?? null });
+        p.forward.push(item);
+        continue;
+      }
+      emit({ sandbox, server, tool, kind: 'call', allowed: false, decision: d.code, policy: d.policy.name, message: d.message });
+      if (c.kind === 'request') p.local.push(rpcError(id, TOOL_ERROR_CODES[d.code], d.message, d.data));
+      p.untouched = false;
+    }
+    return p;
+  }
+
+  /** Remove AGT-denied tools from a tools/list answer; returns the (possibly new) message. */
+  function filterMessage(msg: unknown, listIds: Set<string>, tools: readonly ToolRules[]): unknown {
+    if (!isObject(msg) || !('result' in msg)) return msg;
+    const id = msg['id'];
+    if ((typeof id !== 'string' && typeof id !== 'number') || !listIds.has(idKey(id))) return msg;
+    const result = msg['result'];
+    if (!isObject(result) || !Array.isArray(result['tools'])) return msg;
+    const kept = (result['tools'] as unknown[]).filter((t) => {
+      if (!isObject(t) || typeof t['name'] !== 'string') return true;
+      const v = isToolListed(tools, server, t['name']);
+      if (!v.listed) emit({ sandbox, server, tool: t['name'], kind: 'list', allowed: false, decision: 'hidden', policy: v.policy.name, message: v.reason });
+      return v.listed;
+    });
+    return { ...msg, result: { ...result, tools: kept } };
+  }
+
+  function upstreamErrors(p: Plan, why: string): JsonRpcResponse[] {
+    const message = `upstream_unavailable: MCP server ${upstream.origin} ${why}`;
+    const out: JsonRpcResponse[] = [];
+    for (const m of p.forward) {
+      const c = classify(m);
+      if (c.kind === 'request') out.push(rpcError(c.id, TOOL_ERROR_CODES.upstream_unavailable, message, { code: 'upstream_unavailable' }));
+    }
+    return out;
+  }
+
+  function answerLocally(res: ServerResponse, p: Plan, extra: JsonRpcResponse[] = [], status?: number): void {
+    const all = [...p.local, ...extra];
+    if (all.length === 0) {
+      if (!res.headersSent) res.writeHead(status ?? 202).end();
+      return;
+    }
+    sendJson(res, status ?? p.localStatus, p.isBatch ? all : all[0]);
+  }
+
+  async function forward(req: IncomingMessage, res: ServerResponse, raw: Buffer, p: Plan, tools: readonly ToolRules[]): Promise<void> {
+    const body = p.untouched ? raw : Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
+    const headers: OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length' || k === 'accept-encoding') continue;
+      headers[k] = v;
+    }
+    headers['content-type'] ??= 'application/json';
+    headers['content-length'] = body.length;
+    headers['accept-encoding'] = 'identity';
+
+    const rewrite = p.listIds.size > 0 || p.local.length > 0;
+    const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
+    const up = await new Promise<IncomingMessage | Error>((resolve) => {
+      const r = send(upstream, { method: 'POST', headers }, resolve);
+      r.on('error', resolve);
+      res.on('close', () => {
+        if (!res.writableFinished) r.destroy();
+      });
+      r.end(body);
+    });
+    if (up instanceof Error) {
+      const code = (up as NodeJS.ErrnoException).code;
+      answerLocally(res, p, upstreamErrors(p, `could not be reached (${code ?? up.message})`), 502);
+      return;
+    }
+    up.on('error', () => res.destroy());
+    const status = up.statusCode ?? 502;
+    const outHeaders = copyHeaders(up.headers, rewrite);
+
+    if (!rewrite || status < 200 || status >= 300) {
+      res.writeHead(status, up.statusMessage ?? '', outHeaders);
+      up.pipe(res);
+      await finished(res).catch(() => undefined);
+      return;
+    }
+
+    let text: string;
+    try {
+      text = await readAll(up, maxResponse);
+    } catch (err: unknown) {
+      answerLocally(res, p, upstreamErrors(p, `answer could not be read: ${err instanceof Error ? err.message : String(err)}`), 502);
+      return;
+    }
+    const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
+    if (contentType.startsWith('text/event-stream')) {
+      const rewritten = rewriteSse(text, (m) => filterMessage(m, p.listIds, tools)) + p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('');
+      res.writeHead(status, up.statusMessage ?? '', { ...outHeaders, 'content-length': Buffer.byteLength(rewritten) });
+      res.end(rewritten);
+      return;
+    }
+    let parsed: unknown;
+    if (text.trim() === '') parsed = undefined;
+    else {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        answerLocally(res, p, upstreamErrors(p, 'answered with a body that is not JSON'), 502);
+        return;
+      }
+    }
+    const messages = (parsed === undefined ? [] : Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]).map((m) => filterMessage(m, p.listIds, tools));
+    const all = [...messages, ...p.local];
+    if (all.length === 0) {
+      res.writeHead(status, up.statusMessage ?? '', outHeaders).end();
+      return;
+    }
+    const payload = JSON.stringify(p.isBatch ? all : all[0]);
+    // a batch of notifications answered 202 upstream, plus local refusals, is an answer with a body
+    res.writeHead(status === 202 ? 200 : status, status === 202 ? 'OK' : (up.statusMessage ?? ''), { ...outHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+    res.end(payload);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') {
+      sendJson(res, 405, { error: `method ${req.method ?? ''} is not allowed on ${path}; MCP requests are POSTed JSON-RPC 2.0` }, { allow: 'POST' });
+      return;
+    }
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, maxRequest);
+    } catch (err: unknown) {
+      if (err instanceof BodyTooLargeError) sendJson(res, 413, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${err.message}`), { connection: 'close' });
+      else res.destroy();
+      return;
+    }
+    const snapshot = opts.snapshot();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
+      return;
+    }
+    const p = plan(parsed, snapshot.tools);
+    if (p.forward.length === 0) {
+      answerLocally(res, p);
+      return;
+    }
+    await forward(req, res, raw, p, snapshot.tools);
+  }
+
+  return async (req, res) => {
+    const pathname = (req.url ?? '').split('?')[0];
+    if (pathname !== path) return false;
+    try {
+      await handle(req, res);
+    } catch (err: unknown) {
+      if (!res.headersSent) sendJson(res, 500, rpcError(null, -32603, `Internal error in the MCP gateway: ${err instanceof Error ? err.message : String(err)}`));
+      else res.destroy();
+    }
+    return true;
+  };
+}
+
+function copyHeaders(h: IncomingHttpHeaders, rewriting: boolean): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
+    if (rewriting && (k === 'content-length' || k === 'content-encoding')) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** An upstream answer larger than the rewrite buffer. */
+class ResponseTooLargeError extends Error {
+  readonly code = 'response_too_large';
+}
+
+function readAll(stream: IncomingMessage, limit: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        stream.destroy();
+        reject(new ResponseTooLargeError(`answer exceeds ${limit} bytes`));
+        return;
+      }
+      chunks.push(c);
+    });
+    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    stream.on('error', reject);
+    stream.on('close', () => reject(new Error('upstream closed the answer early')));
+  });
+}
+
+/**
+ * Apply `fn` to the JSON message of every complete SSE event; events whose data is not JSON, and
+ * an incomplete last event, are kept verbatim. Line endings are normalised to `\n`.
+ */
+export function rewriteSse(text: string, fn: (msg: unknown) => unknown): string {
+  const normalized = text.replace(/\r\n?/g, '\n');
+  const blocks = normalized.split('\n\n');
+  const tail = blocks.pop() ?? '';
+  const out = blocks.map((block) => {
+    const lines = block.split('\n');
+    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
+    if (data.length === 0) return block;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data.join('\n'));
+    } catch {
+      return block;
+    }
+    const next = Array.isArray(msg) ? (msg as unknown[]).map(fn) : fn(msg);
+    return [...lines.filter((l) => !l.startsWith('data:')), `data: ${JSON.stringify(next)}`].join('\n');
+  });
+  return out.map((b) => `${b}\n\n`).join('') + tail;
+}
