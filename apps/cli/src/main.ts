@@ -4,6 +4,7 @@ import { compileCommand } from './commands/compile.js';
 import { controllerCommand } from './commands/controller.js';
 import { crdsCommand } from './commands/crds.js';
 import { routerCommand } from './commands/router.js';
+import { stubCommand } from './commands/stub.js';
 
 /** Build the `kars` command tree. Nothing runs until {@link main} parses arguments. */
 export function buildProgram(): Command {
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   program.addCommand(compileCommand());
   program.addCommand(crdsCommand());
   program.addCommand(routerCommand());
+  program.addCommand(stubCommand());
   return program;
 }
 

@@ -81,7 +81,10 @@ export class FaultRelay {
   resetAll(): number {
     const n = this.pairs.size;
     for (const pair of [...this.pairs.values()]) {
-      pair.client.resetAndDestroy();
+      // resetAndDestroy() on a socket that is already ending leaves a handle libuv will not close
+      // (the process then spins at exit); such a socket just gets destroy().
+      if (pair.client.destroyed || pair.client.writableEnded || pair.client.readyState !== 'open') pair.client.destroy();
+      else pair.client.resetAndDestroy();
       pair.upstream.destroy();
     }
     this.pairs.clear();

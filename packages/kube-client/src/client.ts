@@ -147,10 +147,25 @@ export class KubeClient {
       labelSelector: p.labelSelector,
       fieldSelector: p.fieldSelector,
     });
-    const open = await this.transport.open({ method: 'GET', path, signal: p.signal });
+    // The idle deadline also covers the wait for response headers (a dead connection never answers).
+    const headerAbort = new AbortController();
+    let idleFired = false;
+    const headerTimer = setTimeout(() => {
+      idleFired = true;
+      headerAbort.abort();
+      void this.transport.probe();
+    }, p.idleTimeoutMs);
+    let open;
+    try {
+      open = await this.transport.open({ method: 'GET', path, signal: AbortSignal.any([p.signal, headerAbort.signal]) });
+    } catch (err) {
+      if (idleFired) throw new ConnectionLostError('idle', `no response to the watch within ${p.idleTimeoutMs} ms`, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(headerTimer);
+    }
     const { stream } = open;
     let idle: NodeJS.Timeout | undefined;
-    let idleFired = false;
     const arm = (): void => {
       if (idle) clearTimeout(idle);
       idle = setTimeout(() => {

@@ -41,6 +41,8 @@ interface Conn {
   session: ClientHttp2Session;
   pingTimer: NodeJS.Timeout | undefined;
   lost: ConnectionLossReason | undefined;
+  /** A PING probe in flight: new requests wait for its verdict instead of joining a suspect connection. */
+  probing: Promise<boolean> | undefined;
 }
 
 /**
@@ -79,7 +81,7 @@ export class Http2Transport {
     const tls = await this.opts.credentials.tls();
     const id = this.nextId++;
     const session = http2.connect(this.server.origin, { ...tls, settings: { enablePush: false } });
-    const conn: Conn = { id, session, pingTimer: undefined, lost: undefined };
+    const conn: Conn = { id, session, pingTimer: undefined, lost: undefined, probing: undefined };
     session.on('error', (err) => this.kill(conn, conn.lost ?? 'reset', err));
     session.on('goaway', () => this.retire(conn, 'goaway'));
     session.on('close', () => this.retire(conn, conn.lost ?? 'closed'));
@@ -176,6 +178,7 @@ export class Http2Transport {
         });
       }
       const c = await this.current;
+      if (c.probing) await c.probing;
       if (!c.lost && !c.session.destroyed && !c.session.closed) return c;
       if (this.current !== undefined && (await this.current) === c) this.current = undefined;
     }
@@ -188,7 +191,12 @@ export class Http2Transport {
   async probe(connectionId?: number): Promise<boolean> {
     const cur = this.current ? await this.current.catch(() => undefined) : undefined;
     if (!cur || (connectionId !== undefined && cur.id !== connectionId)) return false;
-    return this.ping(cur);
+    if (cur.probing) return cur.probing;
+    const p = this.ping(cur).finally(() => {
+      cur.probing = undefined;
+    });
+    cur.probing = p;
+    return p;
   }
 
   /** Kill a connection by id (when a stream on it proved it dead some other way). */
@@ -229,17 +237,41 @@ export class Http2Transport {
     return { status: Number(responseHeaders[':status'] ?? 0), headers: responseHeaders, stream, connectionId: conn.id, lossReason: () => conn.lost };
   }
 
-  /** A whole request: send, then read the full body. */
-  async request(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
-    const open = await this.open(req);
-    const chunks: Buffer[] = [];
+  /**
+   * A whole request: send, then read the full body. It fails with ConnectionLostError("idle")
+   * when it has not completed within `timeoutMs` (default 30 s), and the connection is probed, so
+   * a silently dropped connection cannot hang a request even with periodic pings off.
+   */
+  async request(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; timeoutMs?: number }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+    const deadline = new AbortController();
+    const timeoutMs = req.timeoutMs ?? 30_000;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      deadline.abort();
+    }, timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal;
+    let connectionId: number | undefined;
     try {
-      for await (const chunk of open.stream) chunks.push(chunk as Buffer);
+      const open = await this.open({ ...req, signal });
+      connectionId = open.connectionId;
+      const chunks: Buffer[] = [];
+      try {
+        for await (const chunk of open.stream) chunks.push(chunk as Buffer);
+      } catch (err) {
+        const lost = open.lossReason();
+        throw lost ? new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err }) : err;
+      }
+      return { status: open.status, headers: open.headers, body: Buffer.concat(chunks) };
     } catch (err) {
-      const lost = open.lossReason();
-      throw lost ? new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err }) : err;
+      if (timedOut) {
+        void this.probe(connectionId);
+        throw new ConnectionLostError('idle', `${req.method} ${req.path} did not complete within ${timeoutMs} ms`, { cause: err });
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
-    return { status: open.status, headers: open.headers, body: Buffer.concat(chunks) };
   }
 
   /** Close the connection and refuse further requests. */

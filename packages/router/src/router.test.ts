@@ -74,6 +74,7 @@ describe('kars router with the controller, end to end over the API', () => {
   });
 
   it('loads the compiled policy, enforces it, and the policy goes Ready by the real router echo', async () => {
+    if (!router.isReady()) assert.equal((await chat(router, 10)).status, 503, 'before its first load the router fails closed');
     await until('router ready', () => router.isReady());
     await until('policy enforced', async () => (await chat(router, 300)).status === 429);
     const denied = await chat(router, 300);
@@ -179,6 +180,31 @@ describe('kars router from a mounted policy directory', () => {
       await router.done;
       await stub.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('kars router before its first load', () => {
+  it('fails closed with 503 policy_not_loaded and readyz false while it cannot list its policy', async () => {
+    const ts = await startTestServer();
+    const stub = await startOpenAIStub();
+    const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+    const ac = new AbortController();
+    // No kars CRDs are installed, so the sandbox list fails and nothing can load.
+    const router = await startRouter({ sandbox: 'sb', namespace: 'default', listen: '127.0.0.1:0', upstream: stub.url, source: { kind: 'api', client, config: cfg }, instance: 'n', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const r = await chat(router, 10);
+      assert.equal(r.status, 503);
+      assert.equal(r.body.error.code, 'policy_not_loaded');
+      assert.equal((await fetch(`${router.url}/readyz`)).status, 503);
+      assert.equal(stub.requests.length, 0, 'nothing reached the upstream');
+    } finally {
+      ac.abort();
+      await router.done;
+      client.close();
+      await stub.close();
+      await ts.close();
     }
   });
 });

@@ -87,7 +87,8 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
   new Gauge({ name: 'kars_router_policy_view_age_seconds', help: 'Seconds since the router last confirmed its policy view is current.', registers: [registry], collect() { this.set(Math.min(viewAgeMs(), 1e9) / 1000); } });
-  const isReady = (): boolean => (api ? api.isReady() && api.isFresh() : true);
+  const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
+  const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
   const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, defaultSandbox: opts.sandbox, budget, onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
@@ -109,6 +110,11 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     }
     if (path === '/metrics') {
       void registry.metrics().then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text), () => res.writeHead(500).end());
+      return;
+    }
+    // Until the first complete load there is no policy to enforce: fail closed.
+    if (!isLoaded()) {
+      sendJson(res, 503, { error: { message: 'the router has not loaded its policy yet; retry shortly', type: 'policy_not_loaded', code: 'policy_not_loaded' } });
       return;
     }
     if (opts.maxStalenessMs !== undefined) {

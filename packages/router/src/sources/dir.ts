@@ -111,7 +111,7 @@ export class DirPolicySource {
 
   /** Milliseconds since the directory was last checked (the view's age). */
   viewAgeMs(now = Date.now()): number {
-    return now - this.lastLoadMs;
+    return this.lastLoadMs === 0 ? Infinity : now - this.lastLoadMs;
   }
 
   /** Load, then reload on change until `signal` aborts. */

@@ -1,0 +1,32 @@
+import { Command } from 'commander';
+import { startMcpStub, startOpenAIStub } from '@kars/router/stubs';
+
+/** `kars stub openai|mcp`: local upstreams for demos and tests (not for production). */
+export function stubCommand(): Command {
+  const cmd = new Command('stub').description('run a local upstream stub for demos and tests');
+  const wait = (close: () => Promise<void>): Promise<void> =>
+    new Promise((resolve) => {
+      const stop = (): void => void close().then(resolve);
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+  cmd
+    .command('openai')
+    .description('an OpenAI-compatible chat completions upstream (streaming and Azure path forms)')
+    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9000')
+    .action(async (flags: { listen: string }) => {
+      const stub = await startOpenAIStub({ listen: flags.listen });
+      process.stdout.write(`listening: ${stub.url.toString()}\n`);
+      await wait(() => stub.close());
+    });
+  cmd
+    .command('mcp')
+    .description('an MCP-over-HTTP server (JSON-RPC tools/list and tools/call) at /mcp')
+    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9001')
+    .action(async (flags: { listen: string }) => {
+      const stub = await startMcpStub({ listen: flags.listen });
+      process.stdout.write(`listening: ${stub.url.toString()}\n`);
+      await wait(() => stub.close());
+    });
+  return cmd;
+}
