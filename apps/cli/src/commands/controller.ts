@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Command } from 'commander';
 import { pino } from 'pino';
+import { abortOnSignals } from '../shutdown.js';
 import { KubeClient } from '@kars/kube-client';
 import { leaderElectionEnabled, RuntimeMetrics, startHealthServer, watchConfigFromEnv } from '@kars/kube-runtime';
 import { PolicyController } from '@kars/policy-controller';
@@ -46,13 +47,7 @@ export function controllerCommand(): Command {
         ...(flags.namespace ? { namespace: flags.namespace } : {}),
         leaderElection: { enabled: leaderElectionEnabled(process.env), namespace: flags.leaseNamespace, name: flags.leaseName, identity },
       });
-      const ac = new AbortController();
-      const stop = (signal: string): void => {
-        log.info({ signal }, 'shutting down');
-        ac.abort();
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      const ac = abortOnSignals(log);
       if (flags.metricsAddr !== 'disabled') {
         const health = await startHealthServer({ listen: flags.metricsAddr, registry: metrics.registry, readiness: controller.readiness(), signal: ac.signal });
         log.info({ url: health.url }, 'serving /metrics, /healthz, /readyz');

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
+import { abortOnSignals } from '../shutdown.js';
 import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics, watchConfigFromEnv } from '@kars/kube-runtime';
 import { startRouter } from '@kars/router';
@@ -67,13 +68,7 @@ export function routerCommand(): Command {
         log.warn({ err: err instanceof Error ? err.message : String(err) }, 'no API access: serving from --policy-dir without an echo lease');
       }
       const adminToken = flags.adminTokenFile ? readFileSync(flags.adminTokenFile, 'utf8').trim() : process.env['KARS_ROUTER_ADMIN_TOKEN'];
-      const ac = new AbortController();
-      const stop = (signal: string): void => {
-        log.info({ signal }, 'shutting down');
-        ac.abort();
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      const ac = abortOnSignals(log);
       const router = await startRouter(
         {
           sandbox: flags.sandbox,
