@@ -31,6 +31,8 @@ export interface RouterOptions {
   /** Refuse (or, with onStale 'open', allow and log) agent traffic when the view is older than this. */
   maxStalenessMs?: number;
   onStale?: 'closed' | 'open';
+  /** Daily token cap when no InferencePolicy sets one (the contract's TOKEN_BUDGET_DAILY). */
+  defaultDailyTokens?: number;
   /** Identity of this router instance in its echo lease. */
   instance: string;
   metrics: RuntimeMetrics;
@@ -91,7 +93,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
-  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, defaultSandbox: opts.sandbox, budget, onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
+  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, defaultSandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
   const mcp = opts.mcpUpstream ? createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: (d) => {
     if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
   } }) : undefined;
@@ -184,6 +186,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const done = (async () => {
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     await Promise.all([...parts, closeServer(main), closeServer(admin), egressClose?.()]);
+    inference.close();
   })();
   log.info({ url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind }, 'kars router listening');
   return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, done };

@@ -82,6 +82,7 @@ export function routerCommand(): Command {
           source: wantsApi && client ? { kind: 'api', client, config } : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
           ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
           onStale: flags.onStale,
+          ...(Number(process.env['TOKEN_BUDGET_DAILY']) > 0 ? { defaultDailyTokens: Number(process.env['TOKEN_BUDGET_DAILY']) } : {}),
           instance: `${hostname()}-${randomBytes(3).toString('hex')}`,
           metrics: new RuntimeMetrics(),
           log,

@@ -669,6 +669,33 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
     assert.equal(res.json.error.type, 'proxy_error');
   });
 
+  it('retries once on a new connection when a pooled keep-alive connection turns out to be closed', async (t) => {
+    // Each connection answers its first request, then drops the connection on the second: the race
+    // between an upstream's idle timeout and the router reusing the socket.
+    let received = 0;
+    const body = '{"choices":[],"usage":{"total_tokens":1}}';
+    const server = net.createServer((sock) => {
+      let served = 0;
+      sock.on('error', () => undefined);
+      sock.on('data', (d) => {
+        if (!d.toString().startsWith('POST ')) return;
+        received++;
+        if (served++ > 0) {
+          sock.destroy();
+          return;
+        }
+        sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`);
+      });
+    });
+    const port = await listen(server);
+    t.after(() => server.close());
+    const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`) });
+    // Two at once: two pooled connections, both now stale.
+    assert.deepEqual((await Promise.all([chat(r, MSG), chat(r, MSG)])).map((x) => x.status), [200, 200]);
+    assert.equal((await chat(r, MSG)).status, 200, 'the dropped reuse was retried on a new connection, not on the other stale one');
+    assert.equal(received, 4);
+  });
+
   it('answers 502 when the upstream speaks something that is not HTTP', async (t) => {
     const r = await rig(t, { upstream: await brokenUpstream(t, 'garbage\r\n\r\n') });
     assert.equal((await chat(r, MSG)).status, 502);

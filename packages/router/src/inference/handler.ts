@@ -24,7 +24,8 @@
  * 7. Forwarding uses `node:http(s)` with one keep-alive agent per handler. Response headers must
  *    arrive within `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
  * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage, is
- *    added to the sandbox's budget.
+ *    added to the sandbox's budget. Bodies nobody needs to judge are not parsed whole: usage is
+ *    read from their tail (`usageFromJsonTail`), after the response has been sent.
  * 9. Content-safety floor (when active): a 2xx JSON body is judged whole and replaced by a 403 when
  *    blocked; a 400 carrying `error.innererror.content_filter_result` is judged on severities; a
  *    stream is judged at its first annotated event (see `sse.ts`), keeping the upstream status.
@@ -62,7 +63,7 @@ import {
   type InferenceRefusal,
 } from './errors.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
-import { SseGate, usageTotal } from './sse.js';
+import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
 
 /** Largest request body accepted (10 MiB). */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
@@ -180,8 +181,10 @@ const REQUEST_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'p
 /** Response headers never passed back (hop-by-hop). */
 const RESPONSE_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-function connectionTokens(v: string | string[] | undefined): string[] {
-  if (typeof v !== 'string') return [];
+const NO_TOKENS: readonly string[] = [];
+
+function connectionTokens(v: string | string[] | undefined): readonly string[] {
+  if (typeof v !== 'string' || v === 'keep-alive' || v === 'close') return NO_TOKENS;
   return v.split(',').map((t) => t.trim().toLowerCase());
 }
 
@@ -292,10 +295,10 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   const { budget, onDecision, defaultSandbox } = opts;
   const defaultDaily = opts.defaultDailyTokens ?? null;
 
-  /** One upstream attempt; resolves with the response once its headers arrive. */
-  function send(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void): Promise<IncomingMessage> {
+  /** One upstream attempt; resolves with the response once its headers arrive. `fresh` skips the keep-alive pool. */
+  function send(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void, fresh = false): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const r = transport.request({ host: hostname, port, method: 'POST', path, headers: { ...headers, 'content-length': body.length }, agent });
+      const r = transport.request({ host: hostname, port, method: 'POST', path, headers: { ...headers, 'content-length': body.length }, agent: fresh ? false : agent });
       track(r);
       const timer = setTimeout(() => r.destroy(new UpstreamTimeoutError(timeoutMs, path)), timeoutMs);
       r.once('response', (up) => {
@@ -311,7 +314,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     });
   }
 
-  /** `send`, retried once when a reused keep-alive socket turned out to be closed by the upstream. */
+  /**
+   * `send`, retried once on a new connection when a pooled keep-alive socket turned out to be
+   * closed by the upstream (its idle timeout raced our reuse). Nothing reached the upstream then,
+   * so the retry cannot duplicate a completion; other pooled sockets may be just as stale, hence
+   * the new connection.
+   */
   async function sendRetrying(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void): Promise<IncomingMessage> {
     let req: ClientRequest | undefined;
     try {
@@ -321,7 +329,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       });
     } catch (e) {
       const code = (e as { code?: unknown }).code;
-      if (req?.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE')) return send(path, headers, body, track);
+      if (req?.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE')) return send(path, headers, body, track, true);
       throw e;
     }
   }
@@ -511,7 +519,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     up.once('end', () => {
       res.end();
       if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
-        const total = usageTotal(tryParse(Buffer.concat(chunks, size)));
+        const total = usageFromJsonTail(Buffer.concat(chunks, size));
         if (total !== undefined) budget.record(sandbox, total);
       }
     });

@@ -4,7 +4,7 @@ export { TokenBudgetTracker, PRUNE_THRESHOLD } from './budget.js';
 export type { BudgetCaps, BudgetUsage, BudgetVerdict, TokenBudgetTrackerOptions } from './budget.js';
 export { evaluateSafety, extractAnnotations, isFloorActive, severityRank } from './safety.js';
 export type { ContentSafetyRules, FilterAnnotation, SafetyCategory, SafetyVerdict } from './safety.js';
-export { SseEventSplitter, SseGate, eventData, usageFromSseText, usageTotal, USAGE_TAIL_BYTES, MAX_HELD_BYTES } from './sse.js';
+export { SseEventSplitter, SseGate, eventData, usageFromJsonTail, usageFromSseText, usageTotal, USAGE_TAIL_BYTES, MAX_HELD_BYTES } from './sse.js';
 export type { GateOutput } from './sse.js';
 export {
   DECISION_HEADER,

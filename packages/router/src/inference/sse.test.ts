@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContentSafetyRules } from './safety.js';
-import { SseEventSplitter, SseGate, eventData, usageFromSseText } from './sse.js';
+import { SseEventSplitter, SseGate, eventData, usageFromJsonTail, usageFromSseText } from './sse.js';
 
 const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({ hate: null, selfHarm: null, sexual: null, violence: null, requirePromptShields: null, ...over });
 const frame = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
@@ -53,6 +53,20 @@ describe('usageFromSseText', () => {
     assert.equal(usageFromSseText(text), 42);
     assert.equal(usageFromSseText(frame({ usage: null }) + 'data: [DONE]\n\n'), undefined);
     assert.equal(usageFromSseText('{"usage":{"total_tokens":3}} truncated'), undefined);
+  });
+});
+
+describe('usageFromJsonTail', () => {
+  it('reads total_tokens from the usage object of a body without parsing the rest', () => {
+    const body = { choices: [{ message: { content: 'we discuss "usage": {"total_tokens": 999} and } braces {' } }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: { cached_tokens: 0 }, note: 'a } in a string' } };
+    assert.equal(usageFromJsonTail(Buffer.from(JSON.stringify(body))), 3);
+    assert.equal(usageFromJsonTail(Buffer.from(JSON.stringify(body, null, 2))), 3);
+  });
+
+  it('is undefined for a missing, null, truncated or malformed usage', () => {
+    for (const text of ['{"choices":[]}', '{"usage":null}', '{"usage":{"total_tokens":5', '{"usage":{"total_tokens":"5"}}', '{"usage" 5}', 'not json "usage": {']) {
+      assert.equal(usageFromJsonTail(Buffer.from(text)), undefined, text);
+    }
   });
 });
 

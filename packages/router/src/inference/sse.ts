@@ -97,6 +97,37 @@ export function usageTotal(parsed: unknown): number | undefined {
   return typeof t === 'number' && Number.isFinite(t) && t >= 0 ? t : undefined;
 }
 
+/**
+ * `usage.total_tokens` of a JSON body, read from its last `"usage"` key without parsing the rest
+ * (chat completions put `usage` near the end). A bare `"` cannot occur inside a JSON string, so the
+ * match is always a key; the object after it is cut out by brace matching and parsed alone.
+ * Undefined when there is no usage object or it does not parse.
+ */
+export function usageFromJsonTail(body: Buffer): number | undefined {
+  const at = body.lastIndexOf('"usage"');
+  if (at < 0) return undefined;
+  let i = at + 7;
+  const n = body.length;
+  while (i < n && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  if (body[i] !== 0x3a) return undefined; // ':'
+  i++;
+  while (i < n && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  if (body[i] !== 0x7b) return undefined; // '{'
+  const start = i;
+  let depth = 0;
+  let inString = false;
+  for (; i < n; i++) {
+    const c = body[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b) depth++;
+    else if (c === 0x7d && --depth === 0) return usageTotal({ usage: tryParse(body.toString('utf8', start, i + 1)) });
+  }
+  return undefined;
+}
+
 function tryParse(s: string): unknown {
   try {
     return JSON.parse(s) as unknown;
