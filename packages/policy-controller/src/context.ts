@@ -19,6 +19,8 @@ export interface ControllerContext {
   sandboxes: Reflector<KarsSandbox & KubeObject>;
   /** Router echo Leases (label kars.azure.com/router=true), indexed by `<namespace>/<sandbox>`. */
   leases: Reflector;
+  /** The compiled ConfigMaps (label app.kubernetes.io/managed-by=kars-controller). */
+  configmaps: Reflector;
   log: Logger;
   events: EventRecorder;
   propagation: PropagationTracker;

@@ -8,18 +8,26 @@ import type { Logger } from 'pino';
  * once per process, so a policy waiting on routers does not spam a Warning every requeue.
  */
 export class EventRecorder {
-  private readonly sent = new Set<string>();
+  /** Last dedupe key published per (object uid, reason): one entry per object, not per event. */
+  private readonly sent = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly client: KubeClient,
     private readonly log: Logger,
   ) {}
 
+  /** Forget a deleted object. */
+  forget(uid: string | undefined): void {
+    if (uid) this.sent.delete(uid);
+  }
+
   /** Publish a Warning (best effort: failures are logged, never thrown). */
   async warn(obj: KubeObject, reason: string, message: string, dedupeKey: string): Promise<void> {
-    const key = `${obj.metadata.uid ?? ''}/${reason}/${dedupeKey}`;
-    if (this.sent.has(key)) return;
-    this.sent.add(key);
+    const uid = obj.metadata.uid ?? '';
+    let byReason = this.sent.get(uid);
+    if (!byReason) this.sent.set(uid, (byReason = new Map()));
+    if (byReason.get(reason) === dedupeKey) return;
+    byReason.set(reason, dedupeKey);
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const event = {
       apiVersion: 'v1',

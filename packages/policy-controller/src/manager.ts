@@ -78,7 +78,7 @@ export class PolicyController {
     const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` });
     this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
     const now = opts.now ?? Date.now;
-    this.ctx = { client, inference, tool, egress, sandboxes, leases, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {} };
+    this.ctx = { client, inference, tool, egress, sandboxes, leases, configmaps, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {} };
     for (const r of [inference, tool, egress] as unknown as Reflector[]) {
       r.subscribe((c) => {
         if (c.type === 'apply' && c.object.metadata.generation !== c.old?.metadata.generation) this.ctx.propagation.observe(c.object);
@@ -109,7 +109,7 @@ export class PolicyController {
     const isActive = (): boolean => this.elector?.isLeader() ?? true;
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;
-    const common = { isActive, concurrency: opts.concurrency ?? 4, log };
+    const common = { isActive, concurrency: opts.concurrency ?? 8, log };
     const mk = <T extends KubeObject>(name: string, primary: Reflector<T>, triggers: Trigger[], reconcile: (ctx: ControllerContext, key: string) => Promise<import('@kars/kube-runtime').ReconcileResult>): Controller<KubeObject> =>
       new Controller<T>({ name, primary, triggers, metrics: metrics.controller(name), reconcile: (k) => reconcile(ctx, k), ...common }) as unknown as Controller<KubeObject>;
     const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);

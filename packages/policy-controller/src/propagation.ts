@@ -11,9 +11,8 @@ const KINDS: PolicyKind[] = ['InferencePolicy', 'ToolPolicy', 'EgressApproval'];
  * Exports both as histograms per kind, and a gauge of the policies that are not Ready.
  */
 export class PropagationTracker {
-  private readonly firstSeen = new Map<string, number>();
-  private readonly confirmed = new Set<string>();
-  private readonly written = new Set<string>();
+  /** Per object uid, only the newest generation seen: memory stays one entry per live policy. */
+  private readonly gens = new Map<string, { generation: number; firstSeenMs: number; written: boolean; confirmed: boolean }>();
   private readonly notReady = new Map<PolicyKind, Set<string>>(KINDS.map((k) => [k, new Set()]));
   private readonly compileHist: Histogram<'kind'>;
   private readonly echoHist: Histogram<'kind'>;
@@ -41,42 +40,38 @@ export class PropagationTracker {
     }
   }
 
-  private key(obj: KubeObject): string {
-    return `${obj.metadata.uid ?? ''}/${obj.metadata.generation ?? 0}`;
+  private entry(obj: KubeObject): { generation: number; firstSeenMs: number; written: boolean; confirmed: boolean } {
+    const uid = obj.metadata.uid ?? '';
+    const generation = obj.metadata.generation ?? 0;
+    let e = this.gens.get(uid);
+    if (!e || e.generation < generation) {
+      e = { generation, firstSeenMs: this.now(), written: false, confirmed: false };
+      this.gens.set(uid, e);
+    }
+    return e;
   }
 
   /** Record that a generation was observed (call from the watch, before any reconcile). */
   observe(obj: KubeObject): void {
-    const k = this.key(obj);
-    if (!this.firstSeen.has(k)) this.firstSeen.set(k, this.now());
-  }
-
-  private since(obj: KubeObject): number {
-    const k = this.key(obj);
-    let t = this.firstSeen.get(k);
-    if (t === undefined) {
-      t = this.now();
-      this.firstSeen.set(k, t);
-    }
-    return this.now() - t;
+    this.entry(obj);
   }
 
   /** The compiled ConfigMap for this generation was written: the milliseconds it took, once per generation (undefined after). */
   compiled(kind: PolicyKind, obj: KubeObject): number | undefined {
-    const k = this.key(obj);
-    if (this.written.has(k)) return undefined;
-    this.written.add(k);
-    const ms = this.since(obj);
+    const e = this.entry(obj);
+    if (e.written || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
+    e.written = true;
+    const ms = this.now() - e.firstSeenMs;
     this.compileHist.observe({ kind }, ms / 1000);
     return ms;
   }
 
-  /** Every router echoes this generation: returns the milliseconds, once per generation (undefined after). */
+  /** Every router echoes this generation: the milliseconds, once per generation (undefined after). */
   enforced(kind: PolicyKind, obj: KubeObject): number | undefined {
-    const k = this.key(obj);
-    if (this.confirmed.has(k)) return undefined;
-    this.confirmed.add(k);
-    const ms = this.since(obj);
+    const e = this.entry(obj);
+    if (e.confirmed || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
+    e.confirmed = true;
+    const ms = this.now() - e.firstSeenMs;
     this.echoHist.observe({ kind }, ms / 1000);
     return ms;
   }
@@ -89,14 +84,14 @@ export class PropagationTracker {
     else set.add(key);
   }
 
+  /** How many objects are tracked (one entry per live policy, whatever its number of edits). */
+  trackedObjects(): number {
+    return this.gens.size;
+  }
+
   /** Forget a deleted policy. */
   forget(kind: PolicyKind, key: string, obj?: KubeObject): void {
     this.notReady.get(kind)?.delete(key);
-    if (obj) {
-      const prefix = `${obj.metadata.uid ?? ''}/`;
-      for (const k of [...this.firstSeen.keys()]) if (k.startsWith(prefix)) this.firstSeen.delete(k);
-      for (const k of [...this.confirmed]) if (k.startsWith(prefix)) this.confirmed.delete(k);
-      for (const k of [...this.written]) if (k.startsWith(prefix)) this.written.delete(k);
-    }
+    if (obj?.metadata.uid) this.gens.delete(obj.metadata.uid);
   }
 }

@@ -12,7 +12,7 @@ import { ECHO_KIND, echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferr
 import type { ControllerContext } from './context.js';
 import { conditionsFor, decideEnforcement, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
 import type { EnforcementState } from './enforcement.js';
-import { addFinalizer, applyStatus, removeFinalizer, rfc3339 } from './status.js';
+import { addFinalizer, applyStatus, removeFinalizer, rfc3339, sameJson } from './status.js';
 
 /** Requeue periods (contract §8), in milliseconds. */
 const REQUEUE = { degraded: 60_000, awaiting: 15_000, confirmed: 300_000 };
@@ -79,6 +79,14 @@ export function reconcileToolPolicy(ctx: ControllerContext, key: string): Promis
   return reconcilePolicy(ctx, TOOL, key);
 }
 
+/** Whether the watched copy of a compiled ConfigMap already holds exactly these labels, annotations and data. */
+function configMapMatches(ctx: ControllerContext, want: CompiledConfigMap): boolean {
+  const have = ctx.configmaps.store.get(`${want.metadata.namespace}/${want.metadata.name}`) as (KubeObject & { data?: Record<string, string> }) | undefined;
+  if (!have) return false;
+  const sub = (a: Record<string, string>, b: Record<string, string> | undefined): boolean => Object.entries(a).every(([k, v]) => b?.[k] === v);
+  return sub(want.metadata.labels, have.metadata.labels) && sub(want.metadata.annotations, have.metadata.annotations) && sameJson(want.data, have.data ?? {});
+}
+
 async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: string): Promise<void> {
   try {
     await ctx.client.delete(Resources.configmaps, namespace, name);
@@ -106,12 +114,11 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
       ctx.log.info({ kind: k.kind, key }, 'policy deleted; compiled ConfigMap removed');
     }
     ctx.propagation.forget(k.kind, key, obj);
+    ctx.events.forget(obj.metadata.uid);
     return;
   }
-  if (!obj.metadata.finalizers?.includes(k.finalizer)) {
-    await addFinalizer(ctx, k.ref, obj, k.finalizer);
-    return;
-  }
+  // Add the finalizer and carry on in the same pass (the ConfigMap must never exist without it).
+  if (!obj.metadata.finalizers?.includes(k.finalizer)) await addFinalizer(ctx, k.ref, obj, k.finalizer);
   const generation = obj.metadata.generation ?? 1;
   const nowMs = ctx.now();
   const prev = obj.status;
@@ -130,7 +137,8 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     ctx.log.warn({ kind: k.kind, key, reason: first.reason, message }, 'invalid spec; keeping the last good ConfigMap');
   } else {
     try {
-      await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
+      // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
+      if (!configMapMatches(ctx, compiled.configMap)) await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
     } catch (err) {
       const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
       await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
