@@ -5,7 +5,7 @@
 // kubernetes-fluent-client (KFC) Watcher. Also events/s one watcher sustains and heap per
 // 10,000 cached objects. See bench/README.md ("Watch freshness") for what each number means.
 //
-//   npm run bench:freshness                       # build, then defaults (~8–9 min on the 2-core VM)
+//   npm run bench:freshness                       # build, then defaults (8–10 min on the 2-core VM)
 //   BENCH_QUICK=1 node bench/freshness.mjs        # smoke test, ~1 min (needs a prior `npx tsc -b`)
 //   BENCH_FAULT=blackhole node bench/freshness.mjs   # also drop the frozen flows' packets (root + iptables)
 //
@@ -236,6 +236,7 @@ async function childMain(spec) {
     inbox.push(m);
     wake?.();
   });
+  process.on('disconnect', () => process.exit(0)); // the benchmark process went away
   const next = async (cmd) => {
     for (;;) {
       const i = inbox.findIndex((m) => m.cmd === cmd || m.cmd === 'exit');
@@ -330,7 +331,8 @@ async function childMain(spec) {
 
 /** Fork one peer child; returns helpers to talk to it. */
 function startChild(spec, env) {
-  const child = fork(SELF, ['--child', JSON.stringify(spec)], { execArgv: ['--expose-gc'], env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = fork(SELF, ['--child', JSON.stringify(spec)], { execArgv: ['--expose-gc', ...extra], env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   const msgs = [];
   let wake;
   const stderrTail = [];
@@ -744,12 +746,11 @@ async function main() {
           // The fault lands at a random point of kars' 10 s ping period (and that long after the
           // last byte every watch received), not at a fixed offset from the connection's start.
           trialRec.faultDelayMs = Math.random() * cfg.faultDelayMaxSecs * 1000;
+          http.resetPool(); // the benchmark's own pooled connections are not part of the fault
           await sleep(trialRec.faultDelayMs);
           trialRec.connectionsBefore = clientPortsTo(relayPort).length;
 
           // Inject the silent drop, then edit through a fresh connection.
-          http.resetPool();
-          await sleep(100);
           const tFreeze = nowMs();
           const fr = expectStatus(await request('POST', '/debug/faults/freeze', undefined, { fresh: true }), [200], 'POST /debug/faults/freeze');
           trialRec.frozenStreams = fr.frozen;
@@ -1030,7 +1031,8 @@ async function main() {
     raw,
   };
   writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');
-  log(`wrote ${outFile}`);
+  writeFileSync(outFile.replace(/\.json$/, '.md'), lines.join('\n') + '\n');
+  log(`wrote ${outFile} (and the table as .md)`);
   return failures.length === 0 ? 0 : 1;
 }
 
