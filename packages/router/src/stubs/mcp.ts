@@ -116,6 +116,7 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
         const args = p['arguments'] ?? {};
         if (typeof name !== 'string') return rpcError(id, JSONRPC_INVALID_PARAMS, 'tools/call needs params.name');
         calls.push({ tool: name, arguments: args, id, headers });
+        if (calls.length > 10_000) calls.splice(0, calls.length - 10_000);
         const err = toolErrors.get(name);
         if (err !== undefined) return { jsonrpc: '2.0', id, error: err };
         if (!tools.some((t) => t.name === name)) return rpcError(id, JSONRPC_INVALID_PARAMS, `unknown tool: ${name}`);

@@ -224,6 +224,9 @@ function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Start the stub. See the module comment. */
+/** Most recorded requests kept; older ones are dropped. */
+export const MAX_RECORDED = 10_000;
+
 export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
   const { host, port } = parseListen(opts.listen ?? '127.0.0.1:0');
   const requests: StubRequest[] = [];
@@ -269,6 +272,8 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     const model = typeof doc?.['model'] === 'string' ? doc['model'] : undefined;
     const target = deployment ?? model;
     requests.push({ method: req.method ?? '', path: url, deployment, model, target, body, rawBody: raw, headers: req.headers });
+    // Keep memory bounded under load (kars stub runs for long demos and benchmarks).
+    if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
 
     const sendJson = (status: number, obj: unknown, extra: Record<string, string> = {}): void => {
       const text = JSON.stringify(obj);
