@@ -11,19 +11,13 @@
 // single count; BENCH_SERVER_NODE_ARGS passes extra flags to the server's node (e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof"); BENCH_KEEP=1 keeps the data dir.
 
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-/** Monotonic microseconds, shared by every thread of this process (CLOCK_MONOTONIC). */
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+import { envInt, fmt1, fmt2, fmtInt, failureLines, fsTypeOf, log, mb, mdRow, nowUs, percentile, procCpu, procStatus, removeTempDir, resultsFile, selfCpuSec, sleep, startKarsApiserver } from './lib.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Watch worker (runs in a worker thread so parsing 500k events does not stall the update sender)
@@ -165,124 +159,20 @@ function watchWorker() {
 // Main thread helpers
 // ---------------------------------------------------------------------------------------------
 
-function envInt(name, def) {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${v}"`);
-  return n;
-}
-
-function percentile(sorted, q) {
-  if (sorted.length === 0) return NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[idx];
-}
-
 function stats(latMs) {
   const s = Float64Array.from(latMs).sort();
   return { n: s.length, p50: percentile(s, 0.5), p99: percentile(s, 0.99), max: s.length ? s[s.length - 1] : NaN };
 }
 
-function procStatus(pid) {
-  const txt = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k) => Number(txt.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN);
-  return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
-}
-
-/** Server CPU time (user+system) in seconds, from /proc/<pid>/stat. */
-function procCpuSec(pid) {
-  const txt = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = txt.slice(txt.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (CLK_TCK = 100 on Linux)
-}
-
-function clientCpuSec() {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-function fsTypeOf(path) {
-  try {
-    let best = { mp: '', type: '?' };
-    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
-      const [, mp, type] = line.split(' ');
-      if (mp && (path === mp || path.startsWith(mp.endsWith('/') ? mp : `${mp}/`)) && mp.length >= best.mp.length) best = { mp, type };
-    }
-    return best.type;
-  } catch {
-    return '?';
-  }
-}
-
-const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(n));
-const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
-const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
-const mb = (kb) => kb / 1024;
-const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+/** Server CPU time (user+system) in seconds, from /proc/<pid>/stat (throws if the server is gone). */
+const procCpuSec = (pid) => procCpu(pid).total;
+const clientCpuSec = selfCpuSec;
 
 /** Start `kars apiserver` as a child process; resolves once it prints its listening URL. */
 async function startServer(dataDir, historyWindow) {
-  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const args = [...extra, join(ROOT, 'apps/cli/bin/kars.js'), 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--history-window', String(historyWindow)];
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderrTail = [];
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c) => {
-    for (const line of c.split('\n')) {
-      if (line.trim() === '') continue;
-      stderrTail.push(line);
-      if (stderrTail.length > 50) stderrTail.shift();
-    }
-  });
-  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
-  const info = await new Promise((res, rej) => {
-    let buf = '';
-    let kubeconfig;
-    const timer = setTimeout(() => rej(new Error(`server did not report "listening:" within 30 s\n${stderrTail.join('\n')}`)), 30_000);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (c) => {
-      buf += c;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        const k = line.match(/^kubeconfig:\s*(.+)$/);
-        if (k) kubeconfig = k[1];
-        const l = line.match(/^listening:\s*(https:\/\/\S+)$/);
-        if (l) {
-          clearTimeout(timer);
-          res({ url: l[1], kubeconfig });
-        }
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      rej(new Error(`server exited before listening (code ${code}, signal ${signal})\n${stderrTail.join('\n')}`));
-    });
-  });
-  const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
-  const ca = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
-  return {
-    child,
-    pid: child.pid,
-    ...info,
-    token,
-    ca,
-    stderrTail,
-    exited,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      let timer;
-      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
-      clearTimeout(timer);
-      if (!r) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
+  const srv = await startKarsApiserver(dataDir, ['--history-window', String(historyWindow)]);
+  srv.stderrTail = srv.stderr.tail;
+  return srv;
 }
 
 function makeClient(url, ca, token, maxSockets) {
@@ -653,13 +543,11 @@ async function main() {
     if (worker) await worker.terminate().catch(() => undefined);
     client?.close();
     if (srv) await srv.stop();
-    if (process.env.BENCH_KEEP === '1') log(`kept data dir ${dataRoot}`);
-    else rmSync(dataRoot, { recursive: true, force: true });
+    removeTempDir(dataRoot);
   }
 
   // ---- report -------------------------------------------------------------------------------
   const runtimeSec = (performance.now() - tStart) / 1000;
-  const esc = (s) => String(s).replace(/\|/g, '\\|');
   const lines = [
     `## kars apiserver benchmark`,
     ``,
@@ -667,16 +555,13 @@ async function main() {
     ``,
     `| metric | value | notes |`,
     `|---|---|---|`,
-    ...metrics.map((m) => `| ${esc(m.metric)} | ${esc(m.display)} | ${esc(m.notes)} |`),
+    ...metrics.map((m) => mdRow([m.metric, m.display, m.notes])),
   ];
-  if (failures.length) lines.push('', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`));
+  lines.push(...failureLines(failures));
   lines.push('', 'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.');
   process.stdout.write(lines.join('\n') + '\n');
 
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const outDir = join(ROOT, 'bench', 'results');
-  mkdirSync(outDir, { recursive: true });
-  const outFile = join(outDir, `apiserver-${stamp}.json`);
+  const outFile = resultsFile('apiserver');
   const json = {
     timestamp: new Date().toISOString(),
     config: cfg,

@@ -15,14 +15,13 @@
 // Env: see bench/README.md ("Policy controller"). Timings never decide the exit code.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT, envInt as envIntBase, fmt1, fmt2, fmtInt, failureLines, fsTypeOf, log, mb, mdRow, percentile, procCpu, procStatus as procStatusBase, removeTempDir, resultsFile, selfCpuSec, sleep, startKarsApiserver } from './lib.mjs';
 const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
 
 const { Reflector, watchConfigFromEnv } = await import(dist('kube-runtime'));
@@ -32,12 +31,6 @@ const { echoLease, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } = await import(d
 const { allCrds } = await import(dist('policy-api', 'crds.js'));
 const { INFERENCE_POLICY, KARS_SANDBOX } = await import(dist('policy-api', 'types.js'));
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(n));
-const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
-const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
-const mb = (kb) => kb / 1024;
 const errMsg = (err) => (err instanceof Error ? err.message : String(err));
 const fmtS = (ms) => (ms === null || ms === undefined ? 'n/a' : fmt1(ms / 1000));
 const remove = (arr, f) => {
@@ -49,63 +42,19 @@ const remove = (arr, f) => {
 // Helpers (same conventions as bench/apiserver.mjs)
 // ---------------------------------------------------------------------------------------------
 
-function envInt(name, def) {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${v}"`);
-  return n;
-}
-
-function percentile(sorted, q) {
-  if (sorted.length === 0) return NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[idx];
-}
+/** Non-negative integer from the environment (0 is allowed here, unlike bench/apiserver.mjs). */
+const envInt = (name, def) => envIntBase(name, def, { min: 0 });
 
 function stats(values) {
   const s = Float64Array.from(values.filter((v) => Number.isFinite(v))).sort();
   return { n: s.length, p50: percentile(s, 0.5), p99: percentile(s, 0.99), max: s.length ? s[s.length - 1] : NaN, min: s.length ? s[0] : NaN };
 }
 
-function procStatus(pid) {
-  try {
-    const txt = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (k) => Number(txt.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN);
-    return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
-  } catch {
-    return { rssKb: NaN, hwmKb: NaN };
-  }
-}
+/** VmRSS / VmHWM in kB; NaN once the process is gone. */
+const procStatus = (pid) => procStatusBase(pid, { safe: true });
 
-/** CPU time (user+system) in seconds of a process, from /proc/<pid>/stat. */
-function procCpuSec(pid) {
-  try {
-    const txt = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = txt.slice(txt.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (CLK_TCK = 100 on Linux)
-  } catch {
-    return NaN;
-  }
-}
-
-function selfCpuSec() {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-function fsTypeOf(path) {
-  try {
-    let best = { mp: '', type: '?' };
-    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
-      const [, mp, type] = line.split(' ');
-      if (mp && (path === mp || path.startsWith(mp.endsWith('/') ? mp : `${mp}/`)) && mp.length >= best.mp.length) best = { mp, type };
-    }
-    return best.type;
-  } catch {
-    return '?';
-  }
-}
+/** CPU time (user+system) in seconds of a process; NaN once it is gone. */
+const procCpuSec = (pid) => procCpu(pid, { safe: true }).total;
 
 /** Run `count` operations with `concurrency` in flight. Returns wall time and failures. */
 async function runPool(count, concurrency, op, progress) {
@@ -186,62 +135,8 @@ function stderrCollector(child) {
 // ---------------------------------------------------------------------------------------------
 
 /** Start `kars apiserver` as a child process; resolves once it prints its listening URL. */
-async function startServer(dataDir, historyWindow) {
-  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const args = [...extra, join(ROOT, 'apps/cli/bin/kars.js'), 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--history-window', String(historyWindow)];
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const err = stderrCollector(child);
-  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
-  const info = await new Promise((res, rej) => {
-    let buf = '';
-    let kubeconfig;
-    const timer = setTimeout(() => rej(new Error(`server did not report "listening:" within 30 s\n${err.tail.join('\n')}`)), 30_000);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (c) => {
-      buf += c;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        const k = line.match(/^kubeconfig:\s*(.+)$/);
-        if (k) kubeconfig = k[1];
-        const l = line.match(/^listening:\s*(https:\/\/\S+)$/);
-        if (l) {
-          clearTimeout(timer);
-          res({ url: l[1], kubeconfig });
-        }
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      rej(new Error(`server exited before listening (code ${code}, signal ${signal})\n${err.tail.join('\n')}`));
-    });
-  });
-  let stopping = false;
-  const srv = {
-    child,
-    pid: child.pid,
-    ...info,
-    kubeconfig: info.kubeconfig ?? join(dataDir, 'kubeconfig'),
-    stderr: err,
-    died: undefined,
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      let timer;
-      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
-      clearTimeout(timer);
-      if (!r) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
-  void exited.then(({ code, signal }) => {
-    if (!stopping) srv.died = `kars apiserver exited unexpectedly (code ${code}, signal ${signal})`;
-  });
-  return srv;
+function startServer(dataDir, historyWindow) {
+  return startKarsApiserver(dataDir, ['--history-window', String(historyWindow)], { collectStderr: stderrCollector });
 }
 
 /**
@@ -990,13 +885,11 @@ async function main() {
     obsClient?.close();
     routerClient?.close();
     if (srv) await srv.stop();
-    if (process.env.BENCH_KEEP === '1') log(`kept data dir ${dataRoot}`);
-    else rmSync(dataRoot, { recursive: true, force: true });
+    removeTempDir(dataRoot);
   }
 
   // ---- report -------------------------------------------------------------------------------
   const runtimeSec = (performance.now() - tStart) / 1000;
-  const esc = (s) => String(s).replace(/\|/g, '\\|');
   const lines = [
     `## kars policy controller benchmark`,
     ``,
@@ -1004,7 +897,7 @@ async function main() {
     ``,
     `| metric | value | goal | notes |`,
     `|---|---|---|---|`,
-    ...rows.map((m) => `| ${esc(m.metric)} | ${esc(m.display)} | ${esc(m.goal || '–')} | ${esc(m.notes)} |`),
+    ...rows.map((m) => mdRow([m.metric, m.display, m.goal || '–', m.notes])),
   ];
   const histJson = [];
   for (const t of histTables) {
@@ -1037,14 +930,11 @@ async function main() {
     lines.push('', `inferencepolicy reconciles: ${rec.map((s) => `${s.labels.result} ${fmtInt(s.value)}`).join(', ') || 'none'}; watch restarts ${restarts}, relists ${fmtInt(relists)} (the initial list counts as one per watch). p50/p99 are Prometheus histogram_quantile estimates (linear within a bucket).`);
   }
   if (notes.length) lines.push('', '**Notes**', '', ...notes.map((n) => `- ${n}`));
-  if (failures.length) lines.push('', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`));
+  lines.push(...failureLines(failures));
   lines.push('', 'Shared 2-core machine: apiserver, controller and the benchmark (observers + router simulator) compete for the cores. Goals are reported, never asserted.');
   process.stdout.write(lines.join('\n') + '\n');
 
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const outDir = join(ROOT, 'bench', 'results');
-  mkdirSync(outDir, { recursive: true });
-  const outFile = join(outDir, `controller-${stamp}.json`);
+  const outFile = resultsFile('controller');
   writeFileSync(
     outFile,
     JSON.stringify(

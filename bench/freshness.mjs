@@ -13,26 +13,18 @@
 // BENCH_MEM_OBJECTS, BENCH_PEERS, BENCH_PHASES, BENCH_FAULT, BENCH_RERUN_STUCK,
 // BENCH_BOOKMARK_SECS, BENCH_KEEP (see the README table).
 
-import { execFileSync, fork, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ROOT, failureLines, fmt1, fmt2, fmtInt, log, mdEscape, mdRow, nowUs, removeTempDir, resultsFile, sleep, startKarsApiserver } from './lib.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SELF = fileURLToPath(import.meta.url);
 
-/** Monotonic microseconds (CLOCK_MONOTONIC: comparable across processes on one Linux host). */
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 const nowMs = () => nowUs() / 1000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const errMsg = (e) => (e instanceof Error ? e.message : typeof e === 'object' && e !== null ? JSON.stringify(e).slice(0, 300) : String(e));
-const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(n));
-const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
-const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
 
 function pkgVersion(name) {
   try {
@@ -385,77 +377,12 @@ function startChild(spec, env) {
 // Server, HTTP and fault helpers
 // ---------------------------------------------------------------------------------------------
 
-/** Start `kars apiserver` with fault injection as a child process. */
+/** Start `kars apiserver` with fault injection as a child process. `died` is set (and logged) if it exits unasked. */
 async function startServer(dataDir, bookmarkSecs) {
-  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const args = [...extra, join(ROOT, 'apps/cli/bin/kars.js'), 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--enable-fault-injection', '--bookmark-interval', String(bookmarkSecs)];
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderrTail = [];
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c) => {
-    for (const line of c.split('\n')) {
-      if (!line.trim()) continue;
-      stderrTail.push(line);
-      if (stderrTail.length > 50) stderrTail.shift();
-    }
+  const srv = await startKarsApiserver(dataDir, ['--enable-fault-injection', '--bookmark-interval', String(bookmarkSecs)], {
+    onDied: (h) => log(`${h.died}; stderr tail:\n${h.stderr.tail.slice(-10).join('\n')}`),
   });
-  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
-  const info = await new Promise((res, rej) => {
-    let buf = '';
-    let kubeconfig;
-    const timer = setTimeout(() => rej(new Error(`server did not report "listening:" within 30 s\n${stderrTail.join('\n')}`)), 30_000);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (c) => {
-      buf += c;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        const k = line.match(/^kubeconfig:\s*(.+)$/);
-        if (k) kubeconfig = k[1];
-        const l = line.match(/^listening:\s*(https:\/\/\S+)$/);
-        if (l) {
-          clearTimeout(timer);
-          res({ url: l[1], kubeconfig });
-        }
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      rej(new Error(`server exited before listening (code ${code}, signal ${signal})\n${stderrTail.join('\n')}`));
-    });
-  });
-  const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
-  const ca = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
-  let stopping = false;
-  const srv = {
-    child,
-    pid: child.pid,
-    ...info,
-    /** Set when the server exits without being asked to. */
-    died: undefined,
-    kubeconfig: info.kubeconfig ?? join(dataDir, 'kubeconfig'),
-    token,
-    ca,
-    stderrTail,
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      let timer;
-      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
-      clearTimeout(timer);
-      if (!r) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
-  void exited.then(({ code, signal }) => {
-    if (stopping) return;
-    srv.died = `kars apiserver exited unexpectedly (code ${code}, signal ${signal})`;
-    log(`${srv.died}; stderr tail:\n${stderrTail.slice(-10).join('\n')}`);
-  });
+  srv.stderrTail = srv.stderr.tail;
   return srv;
 }
 
@@ -941,13 +868,12 @@ async function main() {
     if (srv?.died) failures.push(`${srv.died}\nserver stderr tail:\n${srv.stderrTail.slice(-15).join('\n')}`);
     if (srv) await srv.stop();
     if (srv) log(`server stopped in ${fmtInt(nowMs() - tStop)} ms`);
-    if (process.env.BENCH_KEEP === '1') log(`kept data dir ${dataRoot}`);
-    else rmSync(dataRoot, { recursive: true, force: true });
+    removeTempDir(dataRoot);
   }
 
   // ---- report -------------------------------------------------------------------------------
   const runtimeSec = (nowMs() - tStart) / 1000;
-  const esc = (s) => String(s).replace(/\|/g, '\\|');
+  const esc = mdEscape;
   const capS = `${fmt1(cfg.capSecs)} s`;
   const summary = {};
   const rows = [];
@@ -973,7 +899,7 @@ async function main() {
     const tp = p === 'kars-idle' ? 'same as kars' : t ? `${fmtInt(t.eventsPerSec)} (${fmtInt(t.received)}/${fmtInt(t.updatesSent)}; writer ${fmtInt(t.writerOpsPerSec)}/s; ${fmt1(t.cpuUsPerEvent)} µs CPU/event)` : '–';
     const m = raw.memory[p];
     const mem = p === 'kars-idle' ? 'same as kars' : m ? `${fmt1(m.heapMbPer10k)}` : '–';
-    rows.push(`| ${esc(PEERS[p].label)} | ${esc(fresh)} | ${esc(PEERS[p].mechanism)} | ${esc(tp)} | ${esc(mem)} |`);
+    rows.push(mdRow([PEERS[p].label, fresh, PEERS[p].mechanism, tp, mem]));
   }
   const faultDesc =
     cfg.fault === 'blackhole'
@@ -1010,14 +936,11 @@ async function main() {
     }
   }
   if (strays.length) lines.push('', '**Errors thrown inside peers (not counted as benchmark failures)**', '', ...strays.slice(0, 10).map((s) => `- ${s.split('\n')[0]}`));
-  if (failures.length) lines.push('', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`));
+  lines.push(...failureLines(failures));
   lines.push('', 'Shared 2-core machine: times are dominated by the detection mechanisms (seconds to minutes), not by CPU noise; events/s and heap vary by ~10–20% between runs.');
   process.stdout.write(lines.join('\n') + '\n');
 
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const outDir = join(ROOT, 'bench', 'results');
-  mkdirSync(outDir, { recursive: true });
-  const outFile = join(outDir, `freshness-${stamp}.json`);
+  const outFile = resultsFile('freshness');
   const json = {
     timestamp: new Date().toISOString(),
     config: cfg,

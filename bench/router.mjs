@@ -7,12 +7,14 @@
 //   - the OpenAI stub (`startOpenAIStub` from packages/router/dist, in a tiny child: this file with
 //     `--stub`), one instance for the whole run; "direct" and "through the router" hit the same one;
 //   - the router (`node apps/cli/bin/kars.js router --policy-dir … | --kubeconfig …`);
+//   - a plain node:http pass-through proxy (this file with `--proxy`), the baseline for what one
+//     Node HTTP hop costs before any kars code runs;
 //   - the load generator: a Node child (this file with `--loadgen`, raw HTTP/1.1 over net.Socket)
 //     for open-loop constant-rate load, and `wrk` for closed-loop load when it is on PATH
 //     (`apt-get install -y wrk`), else the same Node child;
 //   - for the API phase, `kars apiserver`.
 //
-//   npm run bench:router                    # build, then defaults (~3 min on the 2-core dev VM)
+//   npm run bench:router                    # build, then defaults (~3–3.5 min on the 2-core dev VM)
 //   BENCH_QUICK=1 node bench/router.mjs     # smoke test, ~1 min (needs a prior `npx tsc -b`)
 //
 // Env: see bench/README.md ("Router"). Goals are reported (met / missed), never asserted: the exit
@@ -24,32 +26,21 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+import { KARS_BIN, ROOT, envInt, failureLines, fmt1, fmt2, fmtInt, log, mdRow, percentile, procCpu as procCpuBase, procStatus, removeTempDir, resultsFile, selfCpuSec, sleep, spawnListening, splitArgs } from './lib.mjs';
+
 const SELF = fileURLToPath(import.meta.url);
-const KARS = join(ROOT, 'apps/cli/bin/kars.js');
+const KARS = KARS_BIN;
 const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(n));
-const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
-const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
 const fmt3 = (n) => (Number.isFinite(n) ? n.toFixed(3) : String(n));
 const signed3 = (n) => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(3)}` : String(n));
-const splitArgs = (v) => (v ?? '').split(/\s+/).filter(Boolean);
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------------------------
-
-function percentile(sorted, q) {
-  if (sorted.length === 0) return NaN;
-  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[idx];
-}
 
 function stats(values) {
   const s = Float64Array.from(values).filter((v) => Number.isFinite(v)).sort();
@@ -460,14 +451,6 @@ function loadgenMain() {
 // Main process helpers
 // ---------------------------------------------------------------------------------------------
 
-function envInt(name, def) {
-  const v = process.env[name];
-  if (v === undefined || v === '') return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${v}"`);
-  return n;
-}
-
 function envNum(name, def) {
   const v = process.env[name];
   if (v === undefined || v === '') return def;
@@ -476,26 +459,12 @@ function envNum(name, def) {
   return n;
 }
 
-/** CPU time of a process in seconds, from /proc/<pid>/stat (10 ms resolution): `{ total, sys }`. */
-function procCpu(pid) {
-  try {
-    const txt = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = txt.slice(txt.lastIndexOf(')') + 2).split(' ');
-    return { total: (Number(f[11]) + Number(f[12])) / 100, sys: Number(f[12]) / 100 };
-  } catch {
-    return { total: NaN, sys: NaN };
-  }
-}
+/** CPU time of a process in seconds, from /proc/<pid>/stat (10 ms resolution): `{ total, sys }`; NaNs once it is gone. */
+const procCpu = (pid) => procCpuBase(pid, { safe: true });
 const procCpuSec = (pid) => procCpu(pid).total;
 
-function procRssMb(pid) {
-  try {
-    const txt = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Number(txt.match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? NaN) / 1024;
-  } catch {
-    return NaN;
-  }
-}
+/** VmRSS of a process in MB; NaN once it is gone. */
+const procRssMb = (pid) => procStatus(pid, { safe: true }).rssKb / 1024;
 
 /** Busy CPU seconds of the whole machine (all cores), from /proc/stat. */
 function machineBusySec() {
@@ -507,11 +476,6 @@ function machineBusySec() {
     return NaN;
   }
 }
-
-const selfCpuSec = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
 
 /** CPU snapshot of the named processes, this process and the whole machine. */
 function cpuSnap(pids) {
@@ -576,58 +540,14 @@ function stderrCollector(child) {
  * `died` is set when it exits before `stop()`.
  */
 async function startChild(label, args, { nodeArgs = [], env = process.env, timeoutMs = 30_000 } = {}) {
-  const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
-  const err = stderrCollector(child);
-  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
-  const info = await new Promise((res, rej) => {
-    let buf = '';
-    const got = {};
-    const timer = setTimeout(() => rej(new Error(`${label} did not report "listening:" within ${timeoutMs / 1000} s\n${err.tail.join('\n')}`)), timeoutMs);
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (c) => {
-      buf += c;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        const k = line.match(/^kubeconfig:\s*(.+)$/);
-        if (k) got.kubeconfig = k[1];
-        const l = line.match(/^listening:\s*(\S+)$/);
-        if (l) {
-          clearTimeout(timer);
-          res({ ...got, url: l[1].replace(/\/$/, '') });
-        }
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      rej(new Error(`${label} exited before listening (code ${code}, signal ${signal})\n${err.tail.join('\n')}`));
-    });
+  const h = await spawnListening(label, [...nodeArgs, ...args], {
+    env,
+    timeoutMs,
+    collectStderr: stderrCollector,
+    diedMessage: (code, signal, h) => `${label} exited unexpectedly (code ${code}, signal ${signal})\n${h.stderr.tail.slice(-10).join('\n')}`,
   });
-  let stopping = false;
-  const h = {
-    label,
-    child,
-    pid: child.pid,
-    ...info,
-    stderr: err,
-    died: undefined,
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      let timer;
-      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
-      clearTimeout(timer);
-      if (!r) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
-  void exited.then(({ code, signal }) => {
-    if (!stopping) h.died = `${label} exited unexpectedly (code ${code}, signal ${signal})\n${err.tail.slice(-10).join('\n')}`;
-  });
+  h.label = label;
+  h.url = h.url.replace(/\/$/, '');
   return h;
 }
 
@@ -928,7 +848,7 @@ async function main() {
     changes: envInt('BENCH_CHANGES', quick ? 15 : 50),
     probeMs: envNum('BENCH_PROBE_MS', 2),
     changeTimeoutMs: envInt('BENCH_CHANGE_TIMEOUT_MS', 5000),
-    upstreamDelayMs: process.env.BENCH_UPSTREAM_DELAY_MS ? envInt('BENCH_UPSTREAM_DELAY_MS', 0) : 0,
+    upstreamDelayMs: process.env.BENCH_UPSTREAM_DELAY_MS && process.env.BENCH_UPSTREAM_DELAY_MS !== '0' ? envInt('BENCH_UPSTREAM_DELAY_MS', 0) : 0,
     loadgen: process.env.BENCH_LOADGEN ?? 'auto',
     peers: splitArgs((process.env.BENCH_PEERS ?? 'direct,proxy,router').replace(/,/g, ' ')),
     goals: { addedP99Ms: 1, throughputRatio: 0.8, decisionUs: 20 },
@@ -1320,18 +1240,16 @@ async function main() {
     api?.close();
     for (const c of [router, bare, proxy, srv, stub]) {
       if (!c) continue;
-      if (c.died) failures.push(c.died);
+      if (c.died && !failures.some((f) => f.includes(c.died.split('\n')[0]))) failures.push(c.died);
       await c.stop();
       if (c.stderr.error > 0) failures.push(`${c.label} logged ${c.stderr.error} error(s): ${c.stderr.firstErrors.join(' | ')}`);
     }
-    if (process.env.BENCH_KEEP === '1') log(`kept ${tmp}`);
-    else rmSync(tmp, { recursive: true, force: true });
+    removeTempDir(tmp, '');
   }
 
   // ---- report ---------------------------------------------------------------------------------
   raw.loadavgEnd = os.loadavg();
   const runtimeSec = (performance.now() - tStart) / 1000;
-  const esc = (s) => String(s).replace(/\|/g, '\\|');
   const la = (a) => a.map((x) => x.toFixed(2)).join(' ');
   const lines = [
     `## kars router benchmark${quick ? ' (quick)' : ''}`,
@@ -1345,21 +1263,18 @@ async function main() {
       '',
       `| metric | ${cfg.peers.map((p) => PEER_HEAD[p]).join(' | ')} | vs direct | goal | notes |`,
       `|---|${cfg.peers.map(() => '---|').join('')}---|---|---|`,
-      ...dataRows.map((m) => `| ${esc(m.metric)} | ${cfg.peers.map((p) => esc(m[p] ?? '')).join(' | ')} | ${esc(m.diff)} | ${esc(m.goal)} | ${esc(m.notes)} |`),
+      ...dataRows.map((m) => mdRow([m.metric, ...cfg.peers.map((p) => m[p] ?? ''), m.diff, m.goal, m.notes])),
     );
   }
   if (ctlRows.length) {
-    lines.push('', `| metric | value | goal | notes |`, `|---|---|---|---|`, ...ctlRows.map((m) => `| ${esc(m.metric)} | ${esc(m.display)} | ${esc(m.goal)} | ${esc(m.notes)} |`));
+    lines.push('', `| metric | value | goal | notes |`, `|---|---|---|---|`, ...ctlRows.map((m) => mdRow([m.metric, m.display, m.goal, m.notes])));
   }
-  if (failures.length) lines.push('', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`));
+  lines.push(...failureLines(failures));
   lines.push('', `Shared ${os.cpus().length}-core machine: quote medians over several runs, and the added latency / ratio rather than absolute numbers.`);
   const text = lines.join('\n') + '\n';
   process.stdout.write(text);
 
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const outDir = join(ROOT, 'bench', 'results');
-  mkdirSync(outDir, { recursive: true });
-  const outFile = join(outDir, `router-${stamp}.json`);
+  const outFile = resultsFile('router');
   const json = {
     timestamp: new Date().toISOString(),
     config: cfg,

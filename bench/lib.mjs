@@ -1,0 +1,227 @@
+// Helpers shared by the benchmark scripts in bench/ (apiserver, freshness, controller, router).
+// Plain ESM, no dependencies beyond node: built-ins. Each helper keeps the exact semantics the
+// scripts had when they carried their own copies; where the copies differed, a parameter chooses.
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (the parent of bench/). */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The `kars` CLI entry point. */
+export const KARS_BIN = join(ROOT, 'apps/cli/bin/kars.js');
+
+/** Monotonic microseconds (CLOCK_MONOTONIC: comparable across threads and processes on one Linux host). */
+export const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** Resolve after `ms` milliseconds. */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A progress line on stderr, prefixed `[bench HH:MM:SS]`. */
+export const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Rounded integer with thousands separators; non-finite values as `String(n)`. */
+export const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(n));
+/** One decimal; non-finite values as `String(n)`. */
+export const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
+/** Two decimals; non-finite values as `String(n)`. */
+export const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
+/** kB → MB. */
+export const mb = (kb) => kb / 1024;
+
+/** Split a space-separated list of extra node flags (e.g. an env var); undefined → []. */
+export const splitArgs = (v) => (v ?? '').split(/\s+/).filter(Boolean);
+
+/**
+ * Integer from env var `name`, `def` when unset or empty. `min` is 1 (positive, the default) or
+ * 0 (non-negative); anything else throws.
+ */
+export function envInt(name, def, { min = 1 } = {}) {
+  const v = process.env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a ${min > 0 ? 'positive' : 'non-negative'} integer, got "${v}"`);
+  return n;
+}
+
+/** Nearest-rank percentile `q` (0..1) of an ascending array; NaN when empty. */
+export function percentile(sorted, q) {
+  if (sorted.length === 0) return NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[idx];
+}
+
+/**
+ * VmRSS and VmHWM of a process in kB, from /proc/<pid>/status. Throws when the process is gone,
+ * unless `safe`, which returns NaNs instead.
+ */
+export function procStatus(pid, { safe = false } = {}) {
+  try {
+    const txt = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k) => Number(txt.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN);
+    return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM') };
+  } catch (err) {
+    if (!safe) throw err;
+    return { rssKb: NaN, hwmKb: NaN };
+  }
+}
+
+/**
+ * CPU time of a process in seconds, from /proc/<pid>/stat (10 ms resolution): `{ total, sys }`
+ * (total = user + system). Throws when the process is gone, unless `safe` (then NaNs).
+ */
+export function procCpu(pid, { safe = false } = {}) {
+  try {
+    const txt = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = txt.slice(txt.lastIndexOf(')') + 2).split(' ');
+    return { total: (Number(f[11]) + Number(f[12])) / 100, sys: Number(f[12]) / 100 }; // utime, stime in clock ticks (CLK_TCK = 100 on Linux)
+  } catch (err) {
+    if (!safe) throw err;
+    return { total: NaN, sys: NaN };
+  }
+}
+
+/** CPU time (user + system) of this process in seconds, all threads. */
+export function selfCpuSec() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** File system type of the mount holding `path` (longest matching mount point), '?' if unknown. */
+export function fsTypeOf(path) {
+  try {
+    let best = { mp: '', type: '?' };
+    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+      const [, mp, type] = line.split(' ');
+      if (mp && (path === mp || path.startsWith(mp.endsWith('/') ? mp : `${mp}/`)) && mp.length >= best.mp.length) best = { mp, type };
+    }
+    return best.type;
+  } catch {
+    return '?';
+  }
+}
+
+/** Keep the last `max` non-blank stderr lines of a child: `{ tail }` (the array fills as data arrives). */
+export function collectStderrTail(child, max = 50) {
+  const tail = [];
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (c) => {
+    for (const line of c.split('\n')) {
+      if (line.trim() === '') continue;
+      tail.push(line);
+      if (tail.length > max) tail.shift();
+    }
+  });
+  return { tail };
+}
+
+/**
+ * Spawn `node ...args` (cwd ROOT) and resolve once it prints `listening: <url>` on stdout; a
+ * `kubeconfig: <path>` line before it is kept too. `collectStderr(child)` must return an object
+ * with a `tail` array (used in error messages). Returns a handle
+ * `{ child, pid, url, kubeconfig?, exited, stderr, died, stop() }`; `died` is set to
+ * `diedMessage(code, signal, handle)` when the child exits before `stop()` was called, and
+ * `onDied(handle)` runs then.
+ */
+export async function spawnListening(label, args, { env = process.env, timeoutMs = 30_000, urlPattern = /^listening:\s*(\S+)$/, collectStderr = collectStderrTail, diedMessage, onDied } = {}) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
+  const err = collectStderr(child);
+  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
+  const info = await new Promise((res, rej) => {
+    let buf = '';
+    const got = {};
+    const timer = setTimeout(() => rej(new Error(`${label} did not report "listening:" within ${timeoutMs / 1000} s\n${err.tail.join('\n')}`)), timeoutMs);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c) => {
+      buf += c;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        const k = line.match(/^kubeconfig:\s*(.+)$/);
+        if (k) got.kubeconfig = k[1];
+        const l = line.match(urlPattern);
+        if (l) {
+          clearTimeout(timer);
+          res({ ...got, url: l[1] });
+        }
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      rej(new Error(`${label} exited before listening (code ${code}, signal ${signal})\n${err.tail.join('\n')}`));
+    });
+  });
+  let stopping = false;
+  const h = {
+    child,
+    pid: child.pid,
+    ...info,
+    exited,
+    stderr: err,
+    died: undefined,
+    /** SIGTERM, then SIGKILL after 15 s; resolves once the child has exited. */
+    async stop() {
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      let timer;
+      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
+      clearTimeout(timer);
+      if (!r) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+  void exited.then(({ code, signal }) => {
+    if (stopping) return;
+    h.died = (diedMessage ?? ((c, s) => `${label} exited unexpectedly (code ${c}, signal ${s})`))(code, signal, h);
+    onDied?.(h);
+  });
+  return h;
+}
+
+/**
+ * Start `kars apiserver --listen 127.0.0.1:0 --data-dir <dataDir> ...extraArgs` as a child
+ * process (with BENCH_SERVER_NODE_ARGS as node flags); resolves once it listens on https.
+ * The handle of `spawnListening`, plus `kubeconfig` (default `<dataDir>/kubeconfig`), `token`
+ * and `ca` read from the data dir.
+ */
+export async function startKarsApiserver(dataDir, extraArgs, opts = {}) {
+  const args = [...splitArgs(process.env.BENCH_SERVER_NODE_ARGS), KARS_BIN, 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extraArgs];
+  const srv = await spawnListening('server', args, {
+    urlPattern: /^listening:\s*(https:\/\/\S+)$/,
+    diedMessage: (code, signal) => `kars apiserver exited unexpectedly (code ${code}, signal ${signal})`,
+    ...opts,
+  });
+  srv.kubeconfig = srv.kubeconfig ?? join(dataDir, 'kubeconfig');
+  srv.token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
+  srv.ca = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
+  return srv;
+}
+
+/** Remove a temporary directory, or keep it (and say so) when BENCH_KEEP=1. */
+export function removeTempDir(dir, what = 'data dir') {
+  if (process.env.BENCH_KEEP === '1') log(`kept ${what ? `${what} ` : ''}${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}
+
+/** Escape `|` for a Markdown table cell. */
+export const mdEscape = (s) => String(s).replace(/\|/g, '\\|');
+
+/** One Markdown table row; every cell is escaped. */
+export const mdRow = (cells) => `| ${cells.map(mdEscape).join(' | ')} |`;
+
+/** The `**FAILURES**` block of a report (no lines when there are none); continuation lines indented. */
+export const failureLines = (failures) => (failures.length ? ['', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`)] : []);
+
+/** Path `bench/results/<name>-<ISO timestamp>.json` (the directory is created). */
+export function resultsFile(name) {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const outDir = join(ROOT, 'bench', 'results');
+  mkdirSync(outDir, { recursive: true });
+  return join(outDir, `${name}-${stamp}.json`);
+}
