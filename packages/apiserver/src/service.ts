@@ -175,6 +175,7 @@ export class ObjectService {
       }
     }
     const filtering = (opts.labels?.length ?? 0) > 0 || (opts.fields?.length ?? 0) > 0;
+    const filter = filtering ? { gr, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.fields ? { fields: opts.fields } : {}) } : undefined;
     const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
     const items: string[] = [];
     let lastKey: { ns: string; name: string } | undefined;
@@ -185,7 +186,7 @@ export class ObjectService {
         break;
       }
       lastKey = { ns: row.ns, name: row.name };
-      if (filtering && !selects({ gr, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.fields ? { fields: opts.fields } : {}) }, parse(row.body))) continue;
+      if (filter && !selects(filter, parse(row.body))) continue;
       items.push(this.render(ri, version, row.body));
     }
     const res: ListResult = { rv, items };

@@ -478,3 +478,15 @@ export interface KarsSandbox {
 
 /** Any of the four kars kinds. */
 export type KarsObject = InferencePolicy | ToolPolicy | EgressApproval | KarsSandbox;
+
+/**
+ * The ToolPolicy a sandbox's router enforces: `governance.toolPolicyRef.name`, or
+ * {@link DEFAULT_TOOL_POLICY_NAME} when the name is empty; undefined when governance is absent or
+ * disabled. The controller (referrers) and the router (what to load) both use this one rule.
+ */
+export function toolPolicyNameOf(sandbox: Pick<KarsSandbox, 'spec'>): string | undefined {
+  const g = sandbox.spec?.governance;
+  if (!g || g.enabled === false) return undefined;
+  const n = g.toolPolicyRef?.name;
+  return n !== undefined && n !== '' ? n : DEFAULT_TOOL_POLICY_NAME;
+}

@@ -2,7 +2,7 @@ import type { KubeObject } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
 import type { Reflector } from '@kars/kube-runtime';
 import type { EchoKind, EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
-import { readEcho } from '@kars/policy-api';
+import { readEcho, toolPolicyNameOf } from '@kars/policy-api';
 import type { Logger } from 'pino';
 import type { EventRecorder } from './events.js';
 import type { PropagationTracker } from './propagation.js';
@@ -51,17 +51,9 @@ export function inferenceReferrers(ctx: ControllerContext, namespace: string, na
   return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && s.spec?.inferenceRef?.name === name && !s.metadata.deletionTimestamp);
 }
 
-/** The ToolPolicy a sandbox uses, or undefined when governance is off. Empty name → `kars-default`. */
-export function toolPolicyOf(s: KarsSandbox): string | undefined {
-  const g = s.spec?.governance;
-  if (!g || g.enabled === false) return undefined;
-  const n = g.toolPolicyRef?.name;
-  return n && n !== '' ? n : 'kars-default';
-}
-
 /** Sandboxes in `namespace` whose governance uses the ToolPolicy `name`. */
 export function toolReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
-  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && toolPolicyOf(s) === name && !s.metadata.deletionTimestamp);
+  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && toolPolicyNameOf(s) === name && !s.metadata.deletionTimestamp);
 }
 
 /** Echo kind each policy kind is confirmed by. */

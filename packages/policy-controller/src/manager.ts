@@ -4,11 +4,11 @@ import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
 import { Controller, LeaderElector, leaseApi, Reflector } from '@kars/kube-runtime';
 import type { Change, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
-import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY } from '@kars/policy-api';
+import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY, toolPolicyNameOf } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
 import type { Logger } from 'pino';
-import { BY_SANDBOX, toolPolicyOf } from './context.js';
+import { BY_SANDBOX } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { PropagationTracker } from './propagation.js';
@@ -114,7 +114,7 @@ export class PolicyController {
       new Controller<T>({ name, primary, triggers, metrics: metrics.controller(name), reconcile: (k) => reconcile(ctx, k), ...common }) as unknown as Controller<KubeObject>;
     const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
     const toolOf = (s: SB): string[] => {
-      const n = toolPolicyOf(s);
+      const n = toolPolicyNameOf(s);
       return n ? [key(s, n)] : [];
     };
     const approvalsOf = (namespace: string, sandbox: string): string[] => egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));

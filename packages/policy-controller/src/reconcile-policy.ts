@@ -148,7 +148,6 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     const digest = compiled.digest;
     if (prev?.compiledDigest !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
     Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
-    if (k.kind === 'InferencePolicy') status['compiledDigest'] = digest;
     const referrers = k.referrers(ctx, namespace, name);
     const echoes = referrers.map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
     state = digest === undefined ? { kind: 'NotApplicable' } : decideEnforcement(digest, ECHO_KIND[k.kind], echoes, nowMs);

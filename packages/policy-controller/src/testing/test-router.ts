@@ -2,7 +2,7 @@ import { ApiError } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import { echoLease, KARS_SANDBOX, ROUTER_LEASE_SECONDS } from '@kars/policy-api';
+import { echoLease, KARS_SANDBOX, ROUTER_LEASE_SECONDS, toolPolicyNameOf } from '@kars/policy-api';
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
 import { canonicalDigest, egressApprovalsConfigMapName, inferencePolicyConfigMapName, mergedAllowlist, toolPolicyConfigMapName } from '@kars/policy-compiler';
 
@@ -42,7 +42,7 @@ export class TestRouter {
       const body = (await this.data(inferencePolicyConfigMapName(ip)))?.['inference-policy.json'];
       out.InferencePolicy = body === undefined ? null : canonicalDigest('inference-policy.json', body);
     }
-    const tpName = sb.spec.governance && sb.spec.governance.enabled !== false ? sb.spec.governance.toolPolicyRef?.name || 'kars-default' : undefined;
+    const tpName = toolPolicyNameOf(sb);
     if (tpName) {
       const agt = (await this.data(toolPolicyConfigMapName(tpName)))?.['agt-profile.yaml'];
       out.AgtProfile = agt === undefined ? null : canonicalDigest('agt-profile.yaml', agt);

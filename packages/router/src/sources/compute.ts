@@ -1,3 +1,4 @@
+import { toolPolicyNameOf } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
 import { canonicalDigest, egressApprovalsConfigMapName, inferencePolicyConfigMapName, mergedAllowlist, toolPolicyConfigMapName } from '@kars/policy-compiler';
 import { parseApprovals, parseInferencePolicy, parseToolPolicy } from '../load.js';
@@ -7,13 +8,6 @@ import type { EgressParts, PolicyState } from '../state.js';
 
 /** Reads a ConfigMap's data by name (from a watch cache or a mounted directory). */
 export type DataReader = (configMapName: string) => Record<string, string> | undefined;
-
-/** The ToolPolicy a sandbox uses, or undefined when governance is off (empty name → kars-default). */
-function toolPolicyName(sb: KarsSandbox): string | undefined {
-  const g = sb.spec?.governance;
-  if (!g || g.enabled === false) return undefined;
-  return g.toolPolicyRef?.name || 'kars-default';
-}
 
 /**
  * Recompute everything this sandbox's router enforces from the sandbox and its compiled
@@ -43,7 +37,7 @@ export function loadFromConfigMaps(state: PolicyState, sandbox: KarsSandbox | un
   }
   state.setInference(inference);
   // ToolPolicy (AgtProfile echo)
-  const tp = toolPolicyName(sandbox);
+  const tp = toolPolicyNameOf(sandbox);
   let tools: LoadOutcome<ToolRules> = { kind: 'none' };
   if (tp) {
     const cm = toolPolicyConfigMapName(tp);
