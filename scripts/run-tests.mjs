@@ -23,5 +23,9 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.KARS_TEST_CONCURRENCY ?? '2';
-const r = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files.sort()], { stdio: 'inherit' });
+// The concise reporter prints one line per file, failures in full, and ends with the counts;
+// KARS_TEST_REPORTER=spec (or tap, dot) selects one of node's own.
+const reporter = process.env.KARS_TEST_REPORTER ?? new URL('./test-reporter.mjs', import.meta.url).pathname;
+const args = ['--test', `--test-concurrency=${concurrency}`, `--test-reporter=${reporter}`, '--test-reporter-destination=stdout'];
+const r = spawnSync(process.execPath, [...args, ...files.sort()], { stdio: 'inherit' });
 process.exit(r.status ?? 1);
