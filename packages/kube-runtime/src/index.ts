@@ -18,5 +18,5 @@ export { keyOf, splitKey, Store } from './store.js';
 export type { Change, ChangeSource, IndexFn, StoreReader } from './store.js';
 export { DEFAULT_WATCH_CONFIG, detectionBoundMs, watchConfigFromEnv, watchTimeoutSeconds } from './watch-config.js';
 export type { WatchConfig } from './watch-config.js';
-export { classifyFailure, nextState, watcher } from './watcher.js';
+export { classifyFailure, MIN_HEALTHY_WATCH_MS, nextState, shouldResetBackoff, watcher } from './watcher.js';
 export type { RelistReason, StreamOutcome, WatcherEvent, WatcherOptions, WatcherState } from './watcher.js';

@@ -52,6 +52,22 @@ export function nextState(state: Extract<WatcherState, { phase: 'watching' }>, o
   }
 }
 
+/** How long an opened watch must stay up before it proves the server reachable again. */
+export const MIN_HEALTHY_WATCH_MS = 1000;
+
+/**
+ * Whether the reconnect backoff starts over after a stream ended. A watch that the server
+ * accepted (response headers arrived) and that then stayed up for {@link MIN_HEALTHY_WATCH_MS}
+ * proves the server reachable, so the next failure waits only the initial delay: a fault after a
+ * recovery is a new fault, not the next step of the old one. A watch that never opened, or that
+ * the server accepted and then dropped at once, keeps the backoff growing (so a server that fails
+ * every watch right after accepting it is not hammered). A stream healthy for `backoffResetMs`
+ * resets it too.
+ */
+export function shouldResetBackoff(opened: boolean, healthyForMs: number, cfg: Pick<WatchConfig, 'backoffResetMs'>): boolean {
+  return healthyForMs >= cfg.backoffResetMs || (opened && healthyForMs >= MIN_HEALTHY_WATCH_MS);
+}
+
 /** Classify a failure of a watch stream into a restart reason. */
 export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown } {
   if (err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')) return { kind: 'expired' };
@@ -104,8 +120,10 @@ function errMessage(err: unknown): string {
  *   pingInterval + pingTimeout, and they resume on a new connection;
  * - 410 relists (paginated) and frames the result with init/initDone so the store is replaced
  *   atomically, reporting deletes for vanished objects;
- * - failures back off with jitter (about 0.5–1 s first, capped at backoffMax, reset after
- *   backoffReset of health) and never give up; a clean server end resumes at once;
+ * - failures back off with jitter (about 0.5–1 s first, doubling, capped at backoffMax) and never
+ *   give up; the backoff starts over once a watch has opened and stayed up for a second (see
+ *   {@link shouldResetBackoff}), so a reachable server is watched again within the initial delay;
+ *   a clean server end resumes at once;
  * - every relistInterval a full relist-and-diff runs as a last-resort consistency check.
  *
  * Recovery: it never throws; it returns when `signal` aborts.
@@ -168,6 +186,8 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
       streamAbort.abort();
     }, Math.max(0, lastListAt + cfg.relistIntervalMs - Date.now())) : undefined;
     const openedAt = Date.now();
+    let opened = false;
+    let upSince = openedAt;
     let outcome: StreamOutcome;
     let rv = from;
     try {
@@ -181,6 +201,8 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
         idleTimeoutMs: cfg.idleTimeoutMs,
         signal: streamAbort.signal,
         onOpen: () => {
+          opened = true;
+          upSince = Date.now();
           fresh();
           opts.onWatching?.(true);
           log('watch started', { resourceVersion: from });
@@ -220,7 +242,7 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
     if (signal.aborted) return;
     state = { phase: 'watching', resourceVersion: rv };
     const healthyFor = Date.now() - openedAt;
-    if (healthyFor >= cfg.backoffResetMs) backoff.reset();
+    if (shouldResetBackoff(opened, opened ? Date.now() - upSince : 0, cfg)) backoff.reset();
     // A stream the server ends at once, again and again, must not become a tight loop.
     if (outcome.kind === 'ended' && healthyFor < 1000) outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
     const next = nextState(state, outcome);
