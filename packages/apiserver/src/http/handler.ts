@@ -9,6 +9,7 @@ import type { ListOptions, ObjectService, PatchType, Target, WriteOptions } from
 import { selects } from '../watch/cache.js';
 import type { WatchCache, WatchFilter } from '../watch/cache.js';
 import { decodeBody, readBody } from './body.js';
+import { decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './negotiate.js';
 import type { Req, Res } from './compat.js';
 import { sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
@@ -176,6 +177,7 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   const ns = ri.namespaced ? route.namespace : undefined;
   const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
   if (route.subresource === 'status') t.subresource = 'status';
+  requireJsonAcceptable(req.headers['accept']);
   const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
   const dryRun = q.getAll('dryRun').includes('All');
 
@@ -190,12 +192,12 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
-    const body = decodeBody(await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
-    const body = decodeBody(await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = ctx.service.update(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
@@ -209,7 +211,7 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   }
   if (method === 'DELETE') {
     const raw = await readBody(req, lengthOf(req));
-    const opts = raw.length > 0 && raw.toString('utf8').trim() !== '' ? (decodeBody(raw, 'application/json') as Record<string, unknown>) : {};
+    const opts = decodeDeleteOptions(raw, req.headers['content-type']);
     const pre = (opts['preconditions'] ?? {}) as Record<string, unknown>;
     const dr = dryRun || (Array.isArray(opts['dryRun']) && opts['dryRun'].includes('All'));
     const propagationPolicy = (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
