@@ -50,6 +50,12 @@ export class Credentials {
     return new Credentials(kc, server);
   }
 
+  /** The current context's namespace, when the kubeconfig sets one (kubectl's default for `-n`). */
+  get namespace(): string | undefined {
+    const ns = this.kc.getContextObject(this.kc.getCurrentContext())?.namespace;
+    return ns !== undefined && ns !== '' ? ns : undefined;
+  }
+
   /** TLS options for a new connection. */
   async tls(): Promise<TlsOptions> {
     const opts: RequestOptions = {};
