@@ -24,12 +24,17 @@ export function randomSuffix(): string {
 }
 
 /** Check metadata fields that kube-apiserver validates on every object. */
-export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameIsLabel: boolean }): StatusCause[] {
+export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameIsLabel: boolean; namePathSegment?: boolean }): StatusCause[] {
   const causes: StatusCause[] = [];
   const m = obj.metadata;
   const name = m.name ?? '';
   if (name === '') {
     causes.push({ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' });
+  } else if (opts.namePathSegment) {
+    // kube's ValidatePathSegmentName (RBAC objects: "system:discovery" is a valid name)
+    if (name === '.' || name === '..' || name.includes('/') || name.includes('%')) {
+      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": may not be '.' or '..' and may not contain '/' or '%'` });
+    }
   } else {
     const re = opts.nameIsLabel ? DNS_LABEL : DNS_SUBDOMAIN;
     if (!re.test(name) || name.length > (opts.nameIsLabel ? 63 : 253)) {

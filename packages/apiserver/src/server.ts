@@ -2,6 +2,10 @@ import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { badRequest } from '@kars/kube-core';
+import { bootstrapPolicy } from './auth/api.js';
+import { Auth } from './auth/authorizer.js';
+import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
+import { ServiceAccountTokens } from './auth/tokens.js';
 import { FaultRelay } from './faults.js';
 import { createHandler } from './http/handler.js';
 import type { Req } from './http/compat.js';
@@ -32,6 +36,10 @@ export interface ApiServerOptions {
   minRequestTimeoutSeconds?: number;
   /** Put the fault relay in front of the listener and serve /debug/faults/* (tests only). */
   faultInjection?: boolean;
+  /** `AlwaysAllow` (default: every authenticated request is allowed) or `RBAC`. */
+  authorizationMode?: AuthorizationMode;
+  /** Called with every authorization decision (user, attributes, allowed): an audit hook for tests. */
+  audit?: (r: AuditRecord) => void;
   log?: LogFn;
 }
 
@@ -65,6 +73,7 @@ interface Running {
   relay: FaultRelay | undefined;
   sockets: Set<Socket>;
   watches: Set<{ stream: WatchStream; port: number | undefined }>;
+  auth: Auth;
 }
 
 /**
@@ -82,7 +91,7 @@ export class ApiServer {
   private running: Running | undefined;
 
   private constructor(
-    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen'>> & { log: LogFn },
+    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit'>> & { log: LogFn; audit?: (r: AuditRecord) => void },
     private readonly host: string,
     private port: number,
     private readonly pki: { caCert: string; serverCert: string; serverKey: string },
@@ -112,6 +121,8 @@ export class ApiServer {
         historyWindow: options.historyWindow ?? 10_000,
         minRequestTimeoutSeconds: options.minRequestTimeoutSeconds ?? 1800,
         faultInjection: options.faultInjection ?? false,
+        authorizationMode: options.authorizationMode ?? 'AlwaysAllow',
+        ...(options.audit ? { audit: options.audit } : {}),
         log,
       },
       host,
@@ -133,13 +144,15 @@ export class ApiServer {
     const registry = new Registry(builtinResources());
     const service = new ObjectService(store, registry, cache, (err, what) => this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) }));
     service.bootstrap();
+    if (this.opts.authorizationMode === 'RBAC') bootstrapPolicy(service, registry);
+    const auth = new Auth(this.opts.authorizationMode, this.token, this.saTokens(), service, registry, cache, this.opts.audit);
     const sockets = new Set<Socket>();
     const watches = new Set<{ stream: WatchStream; port: number | undefined }>();
     const handler = createHandler({
       registry,
       service,
       cache,
-      token: this.token,
+      auth,
       serverAddress: `${this.host}:${this.port}`,
       bookmarkIntervalMs: this.opts.bookmarkIntervalSeconds * 1000,
       minRequestTimeoutSeconds: this.opts.minRequestTimeoutSeconds,
@@ -167,7 +180,7 @@ export class ApiServer {
     } else {
       this.port = await listen(server, this.host, this.port);
     }
-    this.running = { store, service, cache, registry, server, relay, sockets, watches };
+    this.running = { store, service, cache, registry, server, relay, sockets, watches, auth };
   }
 
   /** Stop accepting requests, end watches and connections, close storage. */
@@ -175,12 +188,18 @@ export class ApiServer {
     const r = this.running;
     if (!r) return;
     this.running = undefined;
+    r.auth.close();
     r.service.close();
     if (r.relay) await r.relay.close();
     for (const w of [...r.watches]) w.stream.end();
     for (const s of r.sockets) s.destroy();
     await new Promise<void>((res) => r.server.close(() => res()));
     r.store.close();
+  }
+
+  private tokens: ServiceAccountTokens | undefined;
+  private saTokens(): ServiceAccountTokens {
+    return (this.tokens ??= ServiceAccountTokens.load(join(this.opts.dataDir, 'pki', 'sa.key')));
   }
 
   private makeFaults(): FaultInjector {

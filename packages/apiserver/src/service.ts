@@ -246,7 +246,7 @@ export class ObjectService {
   /** Admission shared by every write: metadata validation, custom-resource schema and CEL, CRD checks. */
   private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, fv: FieldValidation): { obj: KubeObject; warnings: string[] } {
     const warnings: string[] = [];
-    const causes: StatusCause[] = validateMeta(obj, { namespaced: t.ri.namespaced, nameIsLabel: t.ri.resource === 'namespaces' });
+    const causes: StatusCause[] = validateMeta(obj, { namespaced: t.ri.namespaced, nameIsLabel: t.ri.resource === 'namespaces', namePathSegment: t.ri.group === 'rbac.authorization.k8s.io' });
     let out = obj;
     if (!t.ri.builtin) {
       const r = admitCustomResource(this.versionInfo(t), obj, old);

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { ApiServer } from '@kars/apiserver';
 
@@ -18,6 +18,7 @@ interface ApiserverFlags {
   historyWindow: number;
   minRequestTimeout: number;
   enableFaultInjection?: boolean;
+  authorizationMode: 'AlwaysAllow' | 'RBAC';
 }
 
 /** `kars apiserver`: run the embedded Kubernetes-compatible API server until SIGINT or SIGTERM. */
@@ -30,6 +31,7 @@ export function apiserverCommand(): Command {
     .option('--bookmark-interval <seconds>', 'seconds between watch bookmarks', positiveInt('--bookmark-interval'), 60)
     .option('--history-window <n>', 'past changes a watch can resume from; older resourceVersions get 410 Expired', positiveInt('--history-window'), 10000)
     .option('--min-request-timeout <seconds>', 'watch lifetime without timeoutSeconds is random in [t, 2t)', positiveInt('--min-request-timeout'), 1800)
+    .addOption(new Option('--authorization-mode <mode>', 'AlwaysAllow: every authenticated request is allowed; RBAC: Roles and bindings decide (the admin token stays a superuser)').choices(['AlwaysAllow', 'RBAC']).default('AlwaysAllow'))
     .option('--enable-fault-injection', 'TEST ONLY: relay connections and serve POST /debug/faults/{freeze,reset,compact,restart}')
     .action(async (flags: ApiserverFlags) => {
       const logger = pino({ name: 'kars-apiserver' }, pino.destination(2));
@@ -41,10 +43,11 @@ export function apiserverCommand(): Command {
         historyWindow: flags.historyWindow,
         minRequestTimeoutSeconds: flags.minRequestTimeout,
         faultInjection: flags.enableFaultInjection === true,
+        authorizationMode: flags.authorizationMode,
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
       });
       process.stdout.write(`kubeconfig: ${server.kubeconfigPath}\nlistening: ${server.url}\n`);
-      logger.info({ url: server.url, dataDir: server.dataDir, faultInjection: flags.enableFaultInjection === true }, 'kars apiserver ready');
+      logger.info({ url: server.url, dataDir: server.dataDir, faultInjection: flags.enableFaultInjection === true, authorizationMode: flags.authorizationMode }, 'kars apiserver ready');
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {
           logger.info({ signal }, 'shutting down');

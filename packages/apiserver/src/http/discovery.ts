@@ -30,12 +30,13 @@ function resourceEntries(ri: ResourceInfo): Record<string, unknown>[] {
     singularName: ri.singular,
     namespaced: ri.namespaced,
     kind: ri.kind,
-    verbs: ALL_VERBS,
+    verbs: ri.verbs ?? ALL_VERBS,
   };
   if (ri.shortNames.length > 0) main['shortNames'] = ri.shortNames;
   if (ri.categories.length > 0) main['categories'] = ri.categories;
   const out = [main];
   if (ri.hasStatus) out.push({ name: `${ri.resource}/status`, singularName: '', namespaced: ri.namespaced, kind: ri.kind, verbs: ['get', 'patch', 'update'] });
+  for (const s of ri.subresources ?? []) out.push({ name: `${ri.resource}/${s.name}`, singularName: '', namespaced: ri.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: s.verbs });
   return out;
 }
 

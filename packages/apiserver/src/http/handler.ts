@@ -1,7 +1,8 @@
 import { ApiError, badRequest, expired, notFound, parseFieldSelector, parseLabelSelector, toApiError } from '@kars/kube-core';
 import type { KubeObject, Status } from '@kars/kube-core';
-import { timingSafeEqual } from 'node:crypto';
 import type { FieldValidation } from '../admission.js';
+import { checkAccess } from '../auth/hook.js';
+import type { Auth } from '../auth/authorizer.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource.js';
 import { grKey } from '../registry/resource.js';
@@ -25,7 +26,8 @@ export interface HandlerContext {
   registry: Registry;
   service: ObjectService;
   cache: WatchCache;
-  token: string;
+  /** Authentication (admin token, ServiceAccount tokens) and authorization (AlwaysAllow or RBAC). */
+  auth: Auth;
   serverAddress: string;
   bookmarkIntervalMs: number;
   minRequestTimeoutSeconds: number;
@@ -49,14 +51,6 @@ const VERSION_INFO = {
   compiler: 'node',
   platform: `${process.platform}/${process.arch}`,
 };
-
-function authorized(req: Req, token: string): boolean {
-  const h = req.headers['authorization'];
-  if (typeof h !== 'string' || !h.startsWith('Bearer ')) return false;
-  const got = Buffer.from(h.slice(7).trim());
-  const want = Buffer.from(token);
-  return got.length === want.length && timingSafeEqual(got, want);
-}
 
 function manager(q: URLSearchParams, req: Req): string {
   const fm = q.get('fieldManager');
@@ -124,11 +118,9 @@ export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void
 async function handle(ctx: HandlerContext, req: Req, res: Res): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://kars.invalid');
   const route = parseRoute(url.pathname);
-  if (!PUBLIC.has(route.kind) && !authorized(req, ctx.token)) {
-    sendJson(res, 401, new ApiError(401, 'Unauthorized', 'Unauthorized').toStatus());
-    return;
-  }
   const method = (req.method ?? 'GET').toUpperCase();
+  const access = PUBLIC.has(route.kind) ? undefined : await checkAccess(ctx.auth, req.headers['authorization'], route, method, url, () => readJson(req));
+  if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {
     case 'health':
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
@@ -233,6 +225,10 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
     return sendJson(res, 200, r.object);
   }
   throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+}
+
+function readJson(req: Req): Promise<unknown> {
+  return readBody(req, lengthOf(req)).then((b) => decodeBody(b, req.headers['content-type']));
 }
 
 function lengthOf(req: Req): number | undefined {

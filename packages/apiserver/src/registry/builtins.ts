@@ -1,5 +1,5 @@
 import { builtinStrategicInfo } from '@kars/kube-patch';
-import type { PrinterColumn, ResourceInfo } from './resource.js';
+import type { PrinterColumn, ResourceInfo, SubresourceInfo } from './resource.js';
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
@@ -15,6 +15,8 @@ interface BuiltinSpec {
   columns?: PrinterColumn[];
   deleteReturnsObject?: boolean;
   categories?: string[];
+  verbs?: string[];
+  subresources?: SubresourceInfo[];
 }
 
 const SPECS: BuiltinSpec[] = [
@@ -22,7 +24,7 @@ const SPECS: BuiltinSpec[] = [
   { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'], columns: [{ name: 'Data', type: 'integer', jsonPath: '.data' }, AGE] },
   { group: '', version: 'v1', resource: 'secrets', kind: 'Secret', namespaced: true, columns: [{ name: 'Type', type: 'string', jsonPath: '.type' }, { name: 'Data', type: 'integer', jsonPath: '.data' }, AGE] },
   { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], columns: [{ name: 'Type', type: 'string', jsonPath: '.type' }, { name: 'Reason', type: 'string', jsonPath: '.reason' }, { name: 'Object', type: 'string', jsonPath: '.involvedObject.name' }, { name: 'Message', type: 'string', jsonPath: '.message' }] },
-  { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true, shortNames: ['sa'], columns: [AGE] },
+  { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true, shortNames: ['sa'], columns: [AGE], subresources: [{ name: 'token', group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }] },
   { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true, shortNames: ['svc'], hasStatus: true, categories: ['all'], columns: [{ name: 'Type', type: 'string', jsonPath: '.spec.type' }, { name: 'Cluster-IP', type: 'string', jsonPath: '.spec.clusterIP' }, AGE] },
   { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true, columns: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }, AGE] },
   { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true, shortNames: ['deploy'], hasStatus: true, tracksGeneration: true, categories: ['all'], columns: [{ name: 'Ready', type: 'string', jsonPath: '.status.readyReplicas' }, { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' }, AGE] },
@@ -31,6 +33,10 @@ const SPECS: BuiltinSpec[] = [
   { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', kind: 'ClusterRole', namespaced: false, columns: [AGE] },
   { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false, columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }, AGE] },
   { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], hasStatus: true, tracksGeneration: true, deleteReturnsObject: true, columns: [{ name: 'Created At', type: 'date', jsonPath: '.metadata.creationTimestamp' }] },
+  // Reviews: answered by the auth module, never stored.
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false, verbs: ['create'] },
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false, verbs: ['create'] },
+  { group: 'authentication.k8s.io', version: 'v1', resource: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false, verbs: ['create'] },
 ];
 
 /** The built-in resources `kars apiserver` serves (stored and served; only CRDs and namespaces have behaviour). */
@@ -52,6 +58,8 @@ export function builtinResources(): ResourceInfo[] {
       allowUnconditionalUpdate: true,
       deleteReturnsObject: s.deleteReturnsObject ?? false,
       builtin: true,
+      ...(s.verbs ? { verbs: s.verbs } : {}),
+      ...(s.subresources ? { subresources: s.subresources } : {}),
     };
     const smp = builtinStrategicInfo[`${s.group}/${s.version}/${s.kind}`];
     ri.strategic = smp ?? { mergeKeys: {} };

@@ -48,6 +48,19 @@ export interface ResourceInfo {
   /** Merge keys for strategic merge patch; undefined means SMP is unsupported (415), as for custom resources. */
   strategic?: StrategicInfo;
   builtin: boolean;
+  /** The verbs served, when not the usual eight (reviews serve only `create`). */
+  verbs?: string[];
+  /** Subresources other than `status`, for discovery (e.g. `serviceaccounts/token`). */
+  subresources?: SubresourceInfo[];
+}
+
+/** A subresource served by a handler of its own, with its own kind (e.g. TokenRequest). */
+export interface SubresourceInfo {
+  name: string;
+  group: string;
+  version: string;
+  kind: string;
+  verbs: string[];
 }
 
 /** The storage key of a resource: "group/resource" ("" group for core). */

@@ -1,0 +1,130 @@
+import { ApiError, badRequest, invalid, isObject, notFound } from '@kars/kube-core';
+import type { Route } from '../http/route.js';
+import type { ObjectService } from '../service.js';
+import type { Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource.js';
+import type { Auth } from './authorizer.js';
+import type { RequestAttributes, UserInfo } from './rbac.js';
+import { DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS, MIN_TOKEN_SECONDS, TOKEN_ISSUER } from './tokens.js';
+
+/** An answer for the handler to send. */
+export interface AuthApiResponse {
+  code: number;
+  body: unknown;
+}
+
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/**
+ * Serve the endpoints that belong to authentication and authorization rather than to storage:
+ * `serviceaccounts/NAME/token` (TokenRequest), SelfSubjectAccessReview (`kubectl auth can-i`),
+ * SelfSubjectRulesReview (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`).
+ * Returns undefined for every other route. The request has already been authorized.
+ */
+export async function serveAuthApi(auth: Auth, user: UserInfo, route: Route, method: string, readJson: () => Promise<unknown>): Promise<AuthApiResponse | undefined> {
+  if (route.kind !== 'object') return undefined;
+  const key = `${route.group}/${route.resource}`;
+  const isToken = key === '/serviceaccounts' && route.subresource === 'token';
+  const isReview = key === 'authorization.k8s.io/selfsubjectaccessreviews' || key === 'authorization.k8s.io/selfsubjectrulesreviews' || key === 'authentication.k8s.io/selfsubjectreviews';
+  if (!isToken && !isReview) return undefined;
+  if (method !== 'POST' || (isReview && route.name !== undefined)) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  const body = await readJson();
+  if (!isObject(body)) throw badRequest('the request body must be a JSON object');
+  const spec = isObject(body['spec']) ? body['spec'] : {};
+  if (isToken) return tokenRequest(auth, route.namespace ?? '', route.name ?? '', spec);
+  switch (route.resource) {
+    case 'selfsubjectaccessreviews':
+      return accessReview(auth, user, spec);
+    case 'selfsubjectrulesreviews': {
+      const ns = str(spec['namespace']);
+      const r = auth.rules(user, ns);
+      return { code: 201, body: { kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: { namespace: ns }, status: r } };
+    }
+    default:
+      return { code: 201, body: { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, status: { userInfo: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } } } };
+  }
+}
+
+async function tokenRequest(auth: Auth, namespace: string, name: string, spec: Record<string, unknown>): Promise<AuthApiResponse> {
+  const sa = auth.serviceAccount(namespace, name);
+  if (!sa?.metadata.uid) throw notFound({ group: '', resource: 'serviceaccounts', name });
+  const exp = spec['expirationSeconds'];
+  let seconds = DEFAULT_TOKEN_SECONDS;
+  if (exp !== undefined && exp !== null) {
+    if (typeof exp !== 'number' || !Number.isInteger(exp)) throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [{ reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${JSON.stringify(exp)}: must be an integer` }]);
+    if (exp < MIN_TOKEN_SECONDS) throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [{ reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${exp}: may not specify a duration less than 10 minutes` }]);
+    seconds = Math.min(exp, MAX_TOKEN_SECONDS);
+  }
+  const rawAud = spec['audiences'];
+  const audiences = Array.isArray(rawAud) && rawAud.length > 0 ? rawAud.map(str).filter((a) => a !== '') : [TOKEN_ISSUER];
+  const { token, expiresAtMs } = await auth.tokens.issue({ namespace, name, uid: sa.metadata.uid }, audiences, seconds);
+  return {
+    code: 201,
+    body: {
+      kind: 'TokenRequest',
+      apiVersion: 'authentication.k8s.io/v1',
+      metadata: { name, namespace, creationTimestamp: null },
+      spec: { audiences, expirationSeconds: seconds, boundObjectRef: null },
+      status: { token, expirationTimestamp: new Date(expiresAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z') },
+    },
+  };
+}
+
+function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>): AuthApiResponse {
+  const ra = isObject(spec['resourceAttributes']) ? spec['resourceAttributes'] : undefined;
+  const nra = isObject(spec['nonResourceAttributes']) ? spec['nonResourceAttributes'] : undefined;
+  if (!ra && !nra) throw invalid({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', name: '' }, [{ reason: 'FieldValueRequired', field: 'spec.resourceAttributes', message: 'Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified' }]);
+  const a: RequestAttributes = ra
+    ? { verb: str(ra['verb']), resourceRequest: true, apiGroup: str(ra['group']), apiVersion: str(ra['version']), resource: str(ra['resource']), subresource: str(ra['subresource']), namespace: str(ra['namespace']), name: str(ra['name']), path: '' }
+    : { verb: str(nra?.['verb']), resourceRequest: false, apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '', path: str(nra?.['path']) };
+  const allowed = auth.decide(user, a);
+  return {
+    code: 201,
+    body: { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status: { allowed, ...(allowed ? {} : { reason: '' }) } },
+  };
+}
+
+/**
+ * kube's bootstrap ClusterRoles every authenticated user gets, so discovery, health and the
+ * self-reviews work for a ServiceAccount with no other rules: system:discovery, system:basic-user and
+ * system:public-info-viewer, each bound to system:authenticated. Created once when RBAC starts
+ * (like kube, an operator may edit them afterwards; an existing object is left alone).
+ */
+export function bootstrapPolicy(service: ObjectService, registry: Registry): void {
+  const crRi = registry.get('rbac.authorization.k8s.io', 'clusterroles');
+  const crbRi = registry.get('rbac.authorization.k8s.io', 'clusterrolebindings');
+  if (!crRi || !crbRi) return;
+  const labels = { 'kubernetes.io/bootstrapping': 'rbac-defaults' };
+  const annotations = { 'rbac.authorization.kubernetes.io/autoupdate': 'true' };
+  const roles: Array<[string, unknown[]]> = [
+    ['system:discovery', [{ verbs: ['get'], nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/'] }]],
+    [
+      'system:basic-user',
+      [
+        { verbs: ['create'], apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'] },
+        { verbs: ['create'], apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'] },
+      ],
+    ],
+    ['system:public-info-viewer', [{ verbs: ['get'], nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'] }]],
+  ];
+  const opts = { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' as const };
+  for (const [name, rules] of roles) {
+    const exists = (ri: ResourceInfo): boolean => {
+      try {
+        service.get({ ri, version: 'v1', ns: '', name });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (!exists(crRi)) service.create({ ri: crRi, version: 'v1', ns: '', name }, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels, annotations }, rules }, opts);
+    if (!exists(crbRi))
+      service.create(
+        { ri: crbRi, version: 'v1', ns: '', name },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name, labels, annotations }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }] },
+        opts,
+      );
+  }
+}
