@@ -35,6 +35,18 @@ function startProcess(dataDir: string, listen = '127.0.0.1:0'): Promise<Proc> {
   });
 }
 
+/** An object that rounds of same-resourceVersion updates race on, and what the client learnt. */
+interface Seed {
+  name: string;
+  /** resourceVersion and value of the last acknowledged update. */
+  rv: string;
+  value: string;
+  /** Values whose update got 409. */
+  rejected: Set<string>;
+  rounds: number;
+  badRounds: string[];
+}
+
 function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
 }
@@ -82,5 +94,102 @@ describe('kars apiserver as a process', () => {
     second.child.kill('SIGTERM');
     assert.equal(await exited(second.child), 0, 'SIGTERM stops it cleanly');
     c2.close();
+  });
+
+  it('loses no acknowledged write and resurrects no rejected one when killed -9 during a burst of 64 concurrent writes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kars-burst-'));
+    try {
+      const first = await startProcess(dir);
+      procs.push(first.child);
+      const token = readFileSync(join(dir, 'token'), 'utf8').trim();
+      const ca = readFileSync(join(dir, 'pki', 'ca.crt'), 'utf8');
+      const c1 = new TestClient(first.url, ca, token);
+      const base = '/api/v1/namespaces/default/configmaps';
+      const cm = (name: string, v: string, rv?: string): unknown => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(rv ? { resourceVersion: rv } : {}) }, data: { v } });
+
+      // Objects that conflicting updates race on: one loop per seed, 4 PUTs with the same resourceVersion per round.
+      const SEEDS = 8;
+      const PER_ROUND = 4;
+      const CREATORS = 64 - SEEDS * PER_ROUND;
+      const seeds: Seed[] = [];
+      for (let s = 0; s < SEEDS; s++) {
+        const r = await c1.post(base, cm(`seed-${s}`, 'initial'));
+        assert.equal(r.status, 201);
+        seeds.push({ name: `seed-${s}`, rv: String(r.body.metadata.resourceVersion), value: 'initial', rejected: new Set<string>(), rounds: 0, badRounds: [] as string[] });
+      }
+      const acked = new Map<string, { rv: string; v: string }>();
+      const rejectedDuplicates: Array<{ name: string; v: string }> = [];
+      let killed = false;
+      const unexpected: string[] = [];
+
+      const creator = async (w: number): Promise<void> => {
+        for (let i = 0; !killed; i++) {
+          const dup = i % 5 === 4 ? [...acked.keys()].find((n) => n.startsWith(`c${w}-`)) : undefined;
+          const name = dup ?? `c${w}-${i}`;
+          const v = `w${w}i${i}`;
+          let r;
+          try {
+            r = await c1.post(base, cm(name, v));
+          } catch {
+            return; // outcome unknown: the server died with this request in flight
+          }
+          if (r.status === 201) acked.set(name, { rv: String(r.body.metadata.resourceVersion), v });
+          else if (r.status === 409 && dup) rejectedDuplicates.push({ name, v });
+          else unexpected.push(`create ${name}: ${r.status} ${r.text.slice(0, 200)}`);
+        }
+      };
+      const racer = async (seed: Seed): Promise<void> => {
+        for (let round = 0; !killed; round++) {
+          const values = Array.from({ length: PER_ROUND }, (_, k) => `${seed.name}-r${round}-${k}`);
+          const results = await Promise.all(values.map((v) => c1.put(`${base}/${seed.name}`, cm(seed.name, v, seed.rv)).then((r) => ({ v, r }), () => ({ v, r: undefined }))));
+          let wins = 0;
+          for (const { v, r } of results) {
+            if (r?.status === 200) {
+              wins++;
+              seed.rv = String(r.body.metadata.resourceVersion);
+              seed.value = v;
+            } else if (r?.status === 409) seed.rejected.add(v);
+            else if (r !== undefined) unexpected.push(`update ${seed.name}: ${r.status} ${r.text.slice(0, 200)}`);
+          }
+          if (results.some((x) => x.r === undefined)) return;
+          seed.rounds++;
+          if (wins !== 1) seed.badRounds.push(`round ${round}: ${wins} winners`);
+        }
+      };
+      const load = [...Array.from({ length: CREATORS }, (_, w) => creator(w)), ...seeds.map((s) => racer(s))];
+      // Kill in the middle of the burst, once plenty of writes have been acknowledged.
+      const deadline = Date.now() + 60_000;
+      while ((acked.size < 300 || seeds.some((s) => s.rounds < 5)) && Date.now() < deadline && unexpected.length === 0) await new Promise((r) => setTimeout(r, 10));
+      first.child.kill('SIGKILL');
+      killed = true;
+      await exited(first.child);
+      await Promise.all(load);
+      c1.close();
+      assert.deepEqual(unexpected, [], 'only 201, 200 and 409 answers during the burst');
+      assert.ok(acked.size >= 300, `enough writes were acknowledged before the kill (${acked.size})`);
+      assert.ok(rejectedDuplicates.length > 0 && seeds.every((s) => s.rejected.size > 0), 'the burst had rejected writes');
+      for (const s of seeds) assert.deepEqual(s.badRounds, [], `${s.name}: exactly one of each round of same-resourceVersion updates won`);
+
+      const second = await startProcess(dir, `127.0.0.1:${new URL(first.url).port}`);
+      procs.push(second.child);
+      const c2 = new TestClient(second.url, ca, token);
+      const list = await c2.get(base);
+      assert.equal(list.status, 200);
+      const stored = new Map<string, { rv: string; v: string }>(list.body.items.map((o: any) => [o.metadata.name, { rv: o.metadata.resourceVersion, v: o.data?.v }]));
+      for (const [name, a] of acked) assert.deepEqual(stored.get(name), a, `acknowledged create ${name} survived kill -9 with its resourceVersion`);
+      for (const d of rejectedDuplicates) assert.notEqual(stored.get(d.name)?.v, d.v, `rejected duplicate create of ${d.name} was not resurrected`);
+      for (const s of seeds) {
+        const got = stored.get(s.name);
+        assert.ok(got, `${s.name} exists`);
+        assert.ok(!s.rejected.has(got.v), `${s.name}: a rejected update (${got.v}) was not resurrected`);
+        assert.ok(Number(got.rv) >= Number(s.rv), `${s.name}: the last acknowledged update (rv ${s.rv}) survived; stored rv ${got.rv}`);
+        if (got.rv === s.rv) assert.equal(got.v, s.value, `${s.name}: the stored value is the acknowledged one`);
+      }
+      second.child.kill('SIGTERM');
+      await exited(second.child);
+      c2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

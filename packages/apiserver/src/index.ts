@@ -3,3 +3,4 @@ export type { ApiServerOptions, FaultInjector, LogFn } from './server.js';
 export type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
 export type { PolicyRule, RequestAttributes, UserInfo } from './auth/rbac.js';
 export { ruleAllows } from './auth/rbac.js';
+export { DEFAULT_MAX_BATCH } from './storage/store.js';

@@ -93,13 +93,15 @@ function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
 
 /**
  * The object service: kube-apiserver's generic registry semantics over the {@link Store}.
- * Every write runs synchronously inside one SQLite transaction, so concurrent requests are
- * serialised and optimistic concurrency is exact: for each resourceVersion exactly one update wins.
+ * Every write's logic runs synchronously inside the store's open group-commit batch, so concurrent
+ * requests are serialised and optimistic concurrency is exact: for each resourceVersion exactly one
+ * update wins. A write's promise settles only after its batch has committed (ADR 0002); the watch
+ * cache, the registry and the follow-up controllers see a change only after it is committed.
  */
 export class ObjectService {
   /** Follow-up work (garbage collection, namespace and CRD cleanup) runs after the write that caused it. */
-  private readonly followUps: Array<() => void> = [];
-  private followUpScheduled = false;
+  private readonly followUps: Array<() => Promise<void>> = [];
+  private followUpRunning = false;
   private closed = false;
 
   constructor(
@@ -107,10 +109,18 @@ export class ObjectService {
     private readonly registry: Registry,
     private readonly cache: WatchCache,
     private readonly onError: (err: unknown, what: string) => void,
-  ) {}
+  ) {
+    store.onCommit = (changes) => {
+      try {
+        this.afterCommit(changes);
+      } catch (err) {
+        this.onError(err, 'publishing committed changes');
+      }
+    };
+  }
 
   /** Load CRDs from storage into the registry and create the system namespaces on first start. */
-  bootstrap(): void {
+  async bootstrap(): Promise<void> {
     for (const row of this.scan(CRD_GR, undefined)) {
       const crd = parse(row.body);
       const { info } = resourceFromCrd(crd);
@@ -121,7 +131,7 @@ export class ObjectService {
     if (!nsInfo) return;
     for (const name of SYSTEM_NAMESPACES) {
       if (this.store.get(NS_GR, '', name)) continue;
-      this.create({ ri: nsInfo, version: 'v1', ns: '', name }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' });
+      await this.create({ ri: nsInfo, version: 'v1', ns: '', name }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' });
     }
   }
 
@@ -316,10 +326,10 @@ export class ObjectService {
    * The single write path. `compute` sees the current object (or undefined) and returns the new
    * object, or throws an ApiError. Runs inside one transaction; nothing is stored if it throws.
    */
-  private write(t: Target, opts: WriteOptions, compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean }): WriteResult {
+  private async write(t: Target, opts: WriteOptions, compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean }): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
     let result: WriteResult | undefined;
-    const { changes } = this.store.commit((stage) => {
+    await this.store.write((stage) => {
       const row = this.store.get(gr, t.ns, t.name);
       const old = row ? parse(row.body) : undefined;
       const { obj, warnings, created } = compute(old);
@@ -349,13 +359,12 @@ export class ObjectService {
       });
       result = { object: parse(rec.body), code: created ? 201 : 200, warnings };
     });
-    this.afterCommit(changes);
     if (!result) throw new Error('write produced no result');
     result.object = parse(this.render(t.ri, t.version, JSON.stringify(result.object)));
     return result;
   }
 
-  create(t: Target, body: unknown, opts: WriteOptions): WriteResult {
+  async create(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
     if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
     const obj = this.coerceBody(t, body, true);
     if ((obj.metadata.name ?? '') === '' && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix();
@@ -372,7 +381,7 @@ export class ObjectService {
     });
   }
 
-  update(t: Target, body: unknown, opts: WriteOptions): WriteResult {
+  async update(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
     const obj = this.coerceBody(t, body, false);
     obj.metadata.name = t.name;
     return this.write(t, opts, (old) => {
@@ -395,7 +404,7 @@ export class ObjectService {
     return { obj: withFields, warnings: admitted.warnings, created: false };
   }
 
-  patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): WriteResult {
+  async patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): Promise<WriteResult> {
     if (type === 'strategic' && !t.ri.strategic) {
       throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
     }
@@ -455,10 +464,10 @@ export class ObjectService {
   }
 
   /** Delete an object: with finalizers it is only marked (deletionTimestamp); otherwise it is removed. */
-  delete(t: Target, opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string }): { object: KubeObject; gone: boolean } {
+  async delete(t: Target, opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string }): Promise<{ object: KubeObject; gone: boolean }> {
     const gr = grKey(t.ri.group, t.ri.resource);
     let out: { object: KubeObject; gone: boolean } | undefined;
-    const { changes } = this.store.commit((stage) => {
+    await this.store.write((stage) => {
       const row = this.store.get(gr, t.ns, t.name);
       if (!row) throw notFound(target(t));
       const old = parse(row.body);
@@ -500,7 +509,6 @@ export class ObjectService {
       } });
       out = { object: parse(rec.body), gone: false };
     });
-    this.afterCommit(changes);
     if (!out) throw new Error('delete produced no result');
     out.object = parse(this.render(t.ri, t.version, JSON.stringify(out.object)));
     return out;
@@ -539,48 +547,50 @@ export class ObjectService {
     if (info) this.registry.set(info);
   }
 
-  private enqueue(task: () => void): void {
+  /** Run follow-up work one task at a time, in order, after the write that caused it committed. */
+  private enqueue(task: () => Promise<void>): void {
     this.followUps.push(task);
-    if (this.followUpScheduled) return;
-    this.followUpScheduled = true;
-    setImmediate(() => {
-      this.followUpScheduled = false;
-      const tasks = this.followUps.splice(0);
-      for (const task of tasks) {
-        if (this.closed) return;
-        try {
-          task();
-        } catch (err) {
-          if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.onError(err, 'follow-up task');
-        }
+    if (this.followUpRunning) return;
+    this.followUpRunning = true;
+    setImmediate(() => void this.drainFollowUps());
+  }
+
+  private async drainFollowUps(): Promise<void> {
+    for (let task = this.followUps.shift(); task && !this.closed; task = this.followUps.shift()) {
+      try {
+        await task();
+      } catch (err) {
+        if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.onError(err, 'follow-up task');
       }
-    });
+    }
+    this.followUpRunning = false;
   }
 
   private systemOpts(): WriteOptions {
     return { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' };
   }
 
-  private tryDelete(ri: ResourceInfo, ns: string, name: string): void {
+  private async tryDelete(ri: ResourceInfo, ns: string, name: string): Promise<void> {
     try {
-      this.delete({ ri, version: storageVersion(ri), ns, name }, { dryRun: false, propagationPolicy: 'Background' });
+      await this.delete({ ri, version: storageVersion(ri), ns, name }, { dryRun: false, propagationPolicy: 'Background' });
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
   }
 
   /** Garbage collection: delete dependents whose only owner is gone; drop the dead reference otherwise. */
-  private collectDependents(ownerUid: string, orphaned: boolean): void {
+  private async collectDependents(ownerUid: string, orphaned: boolean): Promise<void> {
     if (orphaned) return;
+    const writes: Array<Promise<unknown>> = [];
     for (const dep of this.store.dependentsOf(ownerUid)) {
       const ri = this.byGr(dep.gr);
       const row = this.store.get(dep.gr, dep.ns, dep.name);
       if (!ri || !row) continue;
       const obj = parse(row.body);
       const remaining = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
-      if (remaining.length === 0) this.tryDelete(ri, dep.ns, dep.name);
-      else this.removeOwnerRef(ri, obj, ownerUid);
+      writes.push(remaining.length === 0 ? this.tryDelete(ri, dep.ns, dep.name) : this.removeOwnerRef(ri, obj, ownerUid));
     }
+    await settleAll(writes);
   }
 
   private byGr(gr: string): ResourceInfo | undefined {
@@ -588,9 +598,9 @@ export class ObjectService {
     return this.registry.get(gr.slice(0, slash), gr.slice(slash + 1));
   }
 
-  private removeOwnerRef(ri: ResourceInfo, obj: KubeObject, ownerUid: string): void {
+  private async removeOwnerRef(ri: ResourceInfo, obj: KubeObject, ownerUid: string): Promise<void> {
     const t: Target = { ri, version: storageVersion(ri), ns: obj.metadata.namespace ?? '', name: obj.metadata.name ?? '' };
-    this.write(t, this.systemOpts(), (old) => {
+    await this.write(t, this.systemOpts(), (old) => {
       if (!old) throw notFound(target(t));
       const next = clone(old);
       next.metadata.ownerReferences = (next.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
@@ -600,20 +610,22 @@ export class ObjectService {
   }
 
   /** Orphan deletion: strip the owner reference from dependents, then drop the orphan finalizer. */
-  private orphan(owner: KubeObject): void {
+  private async orphan(owner: KubeObject): Promise<void> {
     const uid = owner.metadata.uid ?? '';
+    const writes: Array<Promise<unknown>> = [];
     for (const dep of this.store.dependentsOf(uid)) {
       const ri = this.byGr(dep.gr);
       const row = this.store.get(dep.gr, dep.ns, dep.name);
-      if (ri && row) this.removeOwnerRef(ri, parse(row.body), uid);
+      if (ri && row) writes.push(this.removeOwnerRef(ri, parse(row.body), uid));
     }
+    await settleAll(writes);
     const ri = this.registry.byKind(owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] ?? '' : '', owner.kind);
-    if (ri) this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
+    if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
   }
 
-  private removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): void {
+  private async removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): Promise<void> {
     const t: Target = { ri, version: storageVersion(ri), ns, name };
-    this.write(t, this.systemOpts(), (old) => {
+    await this.write(t, this.systemOpts(), (old) => {
       if (!old) throw notFound(target(t));
       const next = clone(old);
       next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
@@ -622,25 +634,27 @@ export class ObjectService {
   }
 
   /** Namespace controller: delete everything inside a terminating namespace. */
-  private terminateNamespace(ns: string): void {
+  private async terminateNamespace(ns: string): Promise<void> {
+    const writes: Array<Promise<unknown>> = [];
     for (const ri of this.registry.all()) {
       if (!ri.namespaced) continue;
       for (const row of [...this.scan(grKey(ri.group, ri.resource), ns)]) {
-        if (!parse(row.body).metadata.deletionTimestamp) this.tryDelete(ri, ns, row.name);
+        if (!parse(row.body).metadata.deletionTimestamp) writes.push(this.tryDelete(ri, ns, row.name));
       }
     }
-    this.finishNamespace(ns);
+    await settleAll(writes);
+    await this.finishNamespace(ns);
   }
 
   /** Remove a terminating namespace once it is empty. */
-  private finishNamespace(ns: string): void {
+  private async finishNamespace(ns: string): Promise<void> {
     const row = this.store.get(NS_GR, '', ns);
     if (!row || !parse(row.body).metadata.deletionTimestamp) return;
     for (const ri of this.registry.all()) if (ri.namespaced && this.store.count(grKey(ri.group, ri.resource), ns) > 0) return;
     const nsRi = this.registry.get('', 'namespaces');
     if (!nsRi) return;
     const gr = NS_GR;
-    const { changes } = this.store.commit((stage) => {
+    await this.store.write((stage) => {
       const cur = this.store.get(gr, '', ns);
       if (!cur) return;
       stage({ gr, ns: '', name: ns, type: 'DELETED', prev: cur.body, render: (rv) => {
@@ -649,11 +663,10 @@ export class ObjectService {
         return JSON.stringify(o);
       } });
     });
-    this.afterCommit(changes);
   }
 
   /** CRD cleanup: delete every instance, then drop the cleanup finalizer so the CRD goes. */
-  private finishCrdDeletion(crdName: string): void {
+  private async finishCrdDeletion(crdName: string): Promise<void> {
     const row = this.store.get(CRD_GR, '', crdName);
     if (!row) return;
     const crd = parse(row.body);
@@ -661,14 +674,25 @@ export class ObjectService {
     const { info } = resourceFromCrd(crd);
     if (info) {
       const gr = grKey(info.group, info.resource);
+      const writes: Array<Promise<unknown>> = [];
       for (const r of [...this.scan(gr, undefined)]) {
-        if (!parse(r.body).metadata.deletionTimestamp) this.tryDelete(info, r.ns, r.name);
+        if (!parse(r.body).metadata.deletionTimestamp) writes.push(this.tryDelete(info, r.ns, r.name));
       }
+      await settleAll(writes);
       if (this.store.count(gr, undefined) > 0) return;
     }
     const ri = this.registry.get('apiextensions.k8s.io', 'customresourcedefinitions');
-    if (ri && (crd.metadata.finalizers ?? []).includes(CRD_CLEANUP)) this.removeFinalizer(ri, '', crdName, CRD_CLEANUP);
+    if (ri && (crd.metadata.finalizers ?? []).includes(CRD_CLEANUP)) await this.removeFinalizer(ri, '', crdName, CRD_CLEANUP);
   }
+}
+
+/**
+ * Wait for writes started together (so they share a group commit), then throw the first failure,
+ * as the sequential loop they replace did.
+ */
+async function settleAll(writes: Array<Promise<unknown>>): Promise<void> {
+  const results = await Promise.allSettled(writes);
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
 /** kube-apiserver's wording for apply conflicts. */

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
-import { ApiServer } from '@kars/apiserver';
+import { ApiServer, DEFAULT_MAX_BATCH } from '@kars/apiserver';
 
 function positiveInt(name: string): (v: string) => number {
   return (v) => {
@@ -16,6 +16,7 @@ interface ApiserverFlags {
   kubeconfigOut?: string;
   bookmarkInterval: number;
   historyWindow: number;
+  commitBatch: number;
   minRequestTimeout: number;
   enableFaultInjection?: boolean;
   authorizationMode: 'AlwaysAllow' | 'RBAC';
@@ -30,6 +31,7 @@ export function apiserverCommand(): Command {
     .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default <data-dir>/kubeconfig)')
     .option('--bookmark-interval <seconds>', 'seconds between watch bookmarks', positiveInt('--bookmark-interval'), 60)
     .option('--history-window <n>', 'past changes a watch can resume from; older resourceVersions get 410 Expired', positiveInt('--history-window'), 10000)
+    .option('--commit-batch <n>', 'most writes that share one transaction and one fsync (group commit); 1 = one fsync per write', positiveInt('--commit-batch'), DEFAULT_MAX_BATCH)
     .option('--min-request-timeout <seconds>', 'watch lifetime without timeoutSeconds is random in [t, 2t)', positiveInt('--min-request-timeout'), 1800)
     .addOption(new Option('--authorization-mode <mode>', 'AlwaysAllow: every authenticated request is allowed; RBAC: Roles and bindings decide (the admin token stays a superuser)').choices(['AlwaysAllow', 'RBAC']).default('AlwaysAllow'))
     .option('--enable-fault-injection', 'TEST ONLY: relay connections and serve POST /debug/faults/{freeze,reset,compact,restart}')
@@ -41,6 +43,7 @@ export function apiserverCommand(): Command {
         ...(flags.kubeconfigOut ? { kubeconfigOut: flags.kubeconfigOut } : {}),
         bookmarkIntervalSeconds: flags.bookmarkInterval,
         historyWindow: flags.historyWindow,
+        maxCommitBatch: flags.commitBatch,
         minRequestTimeoutSeconds: flags.minRequestTimeout,
         faultInjection: flags.enableFaultInjection === true,
         authorizationMode: flags.authorizationMode,

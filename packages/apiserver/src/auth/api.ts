@@ -92,7 +92,7 @@ function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>)
  * system:public-info-viewer, each bound to system:authenticated. Created once when RBAC starts
  * (like kube, an operator may edit them afterwards; an existing object is left alone).
  */
-export function bootstrapPolicy(service: ObjectService, registry: Registry): void {
+export async function bootstrapPolicy(service: ObjectService, registry: Registry): Promise<void> {
   const crRi = registry.get('rbac.authorization.k8s.io', 'clusterroles');
   const crbRi = registry.get('rbac.authorization.k8s.io', 'clusterrolebindings');
   if (!crRi || !crbRi) return;
@@ -119,9 +119,9 @@ export function bootstrapPolicy(service: ObjectService, registry: Registry): voi
         return false;
       }
     };
-    if (!exists(crRi)) service.create({ ri: crRi, version: 'v1', ns: '', name }, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels, annotations }, rules }, opts);
+    if (!exists(crRi)) await service.create({ ri: crRi, version: 'v1', ns: '', name }, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels, annotations }, rules }, opts);
     if (!exists(crbRi))
-      service.create(
+      await service.create(
         { ri: crbRi, version: 'v1', ns: '', name },
         { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name, labels, annotations }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }] },
         opts,

@@ -185,12 +185,12 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
-    const r = ctx.service.create(t, body, writeOpts());
+    const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
     const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
-    const r = ctx.service.update(t, body, writeOpts());
+    const r = await ctx.service.update(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'PATCH' && route.name !== undefined) {
@@ -198,7 +198,7 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
     const body = decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
     const force = q.get('force') === 'true';
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
-    const r = ctx.service.patch(t, type, body, { ...writeOpts(), force });
+    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force });
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {
@@ -213,11 +213,11 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
       const deleted: KubeObject[] = [];
       for (const body of list.items) {
         const o = JSON.parse(body) as KubeObject;
-        deleted.push(ctx.service.delete({ ...t, ns: o.metadata.namespace ?? '', name: o.metadata.name ?? '' }, delOpts).object);
+        deleted.push((await ctx.service.delete({ ...t, ns: o.metadata.namespace ?? '', name: o.metadata.name ?? '' }, delOpts)).object);
       }
       return sendJson(res, 200, { apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`, kind: ri.listKind, metadata: {}, items: deleted });
     }
-    const r = ctx.service.delete(t, delOpts);
+    const r = await ctx.service.delete(t, delOpts);
     if (r.gone && !ri.deleteReturnsObject) {
       const status: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', details: { name: t.name, kind: ri.resource, ...(ri.group ? { group: ri.group } : {}), ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}) }, code: 200 };
       return sendJson(res, 200, status);

@@ -1,0 +1,147 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CommitError, Store } from './store.js';
+import type { ChangeRecord, StoreOptions } from './store.js';
+
+const GR = '/configmaps';
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function open(opts: Partial<StoreOptions> = {}, dir = mkdtempSync(join(tmpdir(), 'kars-store-'))): { store: Store; dir: string; commits: number[]; published: ChangeRecord[][] } {
+  dirs.push(dir);
+  const commits: number[] = [];
+  const store = new Store(dir, {
+    historyWindow: 10_000,
+    ...opts,
+    beforeCommit: () => {
+      commits.push(Date.now());
+      opts.beforeCommit?.();
+    },
+  });
+  const published: ChangeRecord[][] = [];
+  store.onCommit = (c) => published.push(c);
+  return { store, dir, commits, published };
+}
+
+/** Create `name` if absent; fails (like a 409) when it exists. */
+function create(store: Store, name: string, value = name): Promise<number> {
+  return store.write((stage) => {
+    if (store.get(GR, 'ns', name)) throw new Error(`${name} exists`);
+    return stage({ gr: GR, ns: 'ns', name, type: 'ADDED', prev: null, render: (rv) => JSON.stringify({ name, value, rv }) }).rv;
+  });
+}
+
+/** Compare-and-swap update: fails unless the stored rv is `expectRv`. */
+function update(store: Store, name: string, expectRv: number, value: string): Promise<number> {
+  return store.write((stage) => {
+    const cur = store.get(GR, 'ns', name);
+    if (!cur || cur.rv !== expectRv) throw new Error('conflict');
+    return stage({ gr: GR, ns: 'ns', name, type: 'MODIFIED', prev: cur.body, render: (rv) => JSON.stringify({ name, value, rv }) }).rv;
+  });
+}
+
+describe('Store group commit', () => {
+  it('commits writes issued in the same tick in one transaction, and settles none before the commit', async () => {
+    const { store, commits, published } = open();
+    let settled = 0;
+    const writes = Array.from({ length: 50 }, (_, i) => create(store, `o${i}`).then((rv) => (settled++, rv)));
+    assert.equal(settled, 0, 'nothing is acknowledged before the commit');
+    assert.equal(store.get(GR, 'ns', 'o0'), undefined, 'readers do not see the open batch');
+    assert.equal(store.currentRv(), 0, 'the committed revision has not moved');
+    const rvs = await Promise.all(writes);
+    assert.equal(commits.length, 1, 'one COMMIT (one fsync) for 50 writes');
+    assert.deepEqual(rvs, Array.from({ length: 50 }, (_, i) => i + 1), 'revisions follow issue order with no gaps');
+    assert.equal(published.length, 1);
+    assert.deepEqual(published[0]?.map((c) => c.rv), rvs, 'onCommit sees the batch in revision order');
+    assert.equal(store.currentRv(), 50);
+    assert.equal(store.get(GR, 'ns', 'o49')?.rv, 50);
+    store.close();
+  });
+
+  it('lets exactly one of many same-batch updates with the same revision win', async () => {
+    const { store, commits } = open();
+    const rv = await create(store, 'x');
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => update(store, 'x', rv, `v${i}`)));
+    const won = results.filter((r) => r.status === 'fulfilled');
+    assert.equal(won.length, 1, 'exactly one compare-and-swap wins inside the batch');
+    assert.equal(commits.length, 2);
+    assert.equal(JSON.parse(store.get(GR, 'ns', 'x')?.body ?? '{}').value, 'v0', 'the first one issued wins');
+    store.close();
+  });
+
+  it('rolls back a failing write alone and keeps the rest of its batch', async () => {
+    const { store, published } = open();
+    const a = create(store, 'a');
+    const bad = store.write((stage) => {
+      stage({ gr: GR, ns: 'ns', name: 'half', type: 'ADDED', prev: null, render: () => '{}' });
+      throw new Error('admission said no after staging');
+    });
+    const c = create(store, 'c');
+    await assert.rejects(bad, /admission said no/);
+    assert.deepEqual([await a, await c], [1, 2], 'the failed write gave its revision back');
+    assert.equal(store.get(GR, 'ns', 'half'), undefined, 'nothing of the failed write is stored');
+    assert.deepEqual(published.flat().map((x) => x.name), ['a', 'c']);
+    store.close();
+  });
+
+  it('fails every write of a batch whose commit fails, publishes nothing, and keeps nothing on disk', async () => {
+    let failNext = false;
+    const { store, dir, published } = open({
+      beforeCommit: () => {
+        if (failNext) {
+          failNext = false;
+          throw new Error('disk full');
+        }
+      },
+    });
+    await create(store, 'before');
+    failNext = true;
+    const doomed = await Promise.allSettled([create(store, 'd1'), create(store, 'd2'), create(store, 'before')]);
+    for (const r of doomed) {
+      assert.equal(r.status, 'rejected');
+      assert.ok(r.status === 'rejected' && r.reason instanceof CommitError, 'every write of the batch, the would-be 409 too, gets the commit error');
+    }
+    assert.equal(published.length, 1, 'onCommit never saw the failed batch');
+    assert.equal(store.get(GR, 'ns', 'd1'), undefined);
+    assert.equal(store.currentRv(), 1);
+    assert.equal(await create(store, 'after'), 2, 'the next write continues the revision sequence without a gap');
+    store.close();
+    const { store: again } = open({}, dir);
+    assert.equal(again.get(GR, 'ns', 'd1'), undefined, 'the failed batch is not on disk');
+    assert.equal(again.get(GR, 'ns', 'after')?.rv, 2);
+    assert.equal(again.currentRv(), 2);
+    assert.deepEqual(again.changesAfter(0).map((c) => c.name), ['before', 'after'], 'the change log holds committed changes only');
+    again.close();
+  });
+
+  it('commits as soon as a batch holds maxBatch writes', async () => {
+    const { store, commits } = open({ maxBatch: 4 });
+    const writes = Array.from({ length: 10 }, (_, i) => create(store, `m${i}`));
+    assert.equal(commits.length, 2, 'two full batches committed synchronously');
+    await Promise.all(writes);
+    assert.equal(commits.length, 3, 'the remaining two in a third');
+    store.close();
+  });
+
+  it('with maxBatch 1 commits every write on its own (the behaviour before group commit)', async () => {
+    const { store, commits } = open({ maxBatch: 1 });
+    await Promise.all(Array.from({ length: 5 }, (_, i) => create(store, `s${i}`)));
+    assert.equal(commits.length, 5);
+    store.close();
+  });
+
+  it('commits the open batch on close', async () => {
+    const { store, dir } = open();
+    const w = create(store, 'late');
+    store.close();
+    assert.equal(await w, 1);
+    const { store: again } = open({}, dir);
+    assert.equal(again.get(GR, 'ns', 'late')?.rv, 1);
+    again.close();
+  });
+});
