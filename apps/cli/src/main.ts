@@ -9,6 +9,7 @@ import { egressCommand } from './commands/egress.js';
 import { inferencePolicyCommand } from './commands/inferencepolicy.js';
 import { sandboxCommand } from './commands/sandbox.js';
 import { toolPolicyCommand } from './commands/toolpolicy.js';
+import { upCommand } from './commands/up.js';
 import { ApiError } from '@kars/kube-core';
 import { CliError } from './lib/output.js';
 
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
     .description('kars: a control plane for AI-agent sandbox policy on Kubernetes')
     .version('0.1.0')
     .showHelpAfterError();
+  program.addCommand(upCommand());
   program.addCommand(apiserverCommand());
   program.addCommand(controllerCommand());
   program.addCommand(compileCommand());

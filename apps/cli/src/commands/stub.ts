@@ -23,8 +23,13 @@ export function stubCommand(): Command {
     .command('mcp')
     .description('an MCP-over-HTTP server (JSON-RPC tools/list and tools/call) at /mcp')
     .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9001')
-    .action(async (flags: { listen: string }) => {
-      const stub = await startMcpStub({ listen: flags.listen });
+    .option('--tool <name[=description]>', 'a tool to list and answer (repeatable; default: echo)', (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .action(async (flags: { listen: string; tool?: string[] }) => {
+      const tools = flags.tool?.map((t) => {
+        const i = t.indexOf('=');
+        return i < 0 ? { name: t } : { name: t.slice(0, i), description: t.slice(i + 1) };
+      });
+      const stub = await startMcpStub({ listen: flags.listen, ...(tools ? { tools } : {}) });
       process.stdout.write(`listening: ${stub.url.toString()}\n`);
       await wait(() => stub.close());
     });

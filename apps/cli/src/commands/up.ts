@@ -1,0 +1,341 @@
+/**
+ * `kars up`: the whole local stack in one command — kars apiserver (data in `.kars/`), the CRDs, the controller, the
+ * OpenAI and MCP stubs, and a demo KarsSandbox with its router, InferencePolicy and ToolPolicy from `examples/` —
+ * then what to try next, ready to paste. Ctrl-C stops everything; running it again resumes with the data kept.
+ *
+ * Each component is a child process running the same `kars` subcommand a user (or a container) would run, so the
+ * local stack matches production's process boundaries and a crash in one is reported, not hidden (ADR 0007).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, InvalidArgumentError } from 'commander';
+import { Resources } from '@kars/kube-client';
+import type { KubeObject } from '@kars/kube-core';
+import { allCrds, INFERENCE_POLICY, KARS_SANDBOX, TOOL_POLICY } from '@kars/policy-api';
+import type { KarsResource } from '@kars/policy-api';
+import { connect } from '../lib/kube.js';
+import type { KubeContext } from '../lib/kube.js';
+import { readObjectFile, waitEnforced } from '../lib/objects.js';
+import { CliError } from '../lib/output.js';
+
+const CLI_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The `kars` entry point the children run. */
+const KARS_BIN = join(CLI_ROOT, 'bin/kars.js');
+/** The repository's examples/ (the demo objects). */
+export const EXAMPLES_DIR = resolve(CLI_ROOT, '../../examples');
+
+/** The demo: sandbox name and the example files `kars up` creates when absent. */
+export const DEMO = {
+  namespace: 'default',
+  sandbox: 'demo-agent',
+  objects: [
+    { file: 'sandbox.yaml', res: KARS_SANDBOX },
+    { file: 'inference-policy.yaml', res: INFERENCE_POLICY },
+    { file: 'tool-policy.yaml', res: TOOL_POLICY },
+  ] as Array<{ file: string; res: KarsResource }>,
+  tools: ['echo=Echo the arguments', 'search_web=Search the web', 'read_file=Read a file', 'delete_file=Delete a file'],
+};
+
+interface UpFlags {
+  dataDir: string;
+  host: string;
+  apiserverPort: number;
+  routerPort: number;
+  egressPort: number;
+  adminPort: number;
+  openaiPort: number;
+  mcpPort: number;
+  metricsPort: number;
+  timeout: number;
+}
+
+/** The ports `kars up` listens on, with the flag that changes each (named in the port-in-use error). */
+const PORTS = [
+  { key: 'apiserverPort', flag: '--apiserver-port', what: 'kars apiserver', def: 6443 },
+  { key: 'routerPort', flag: '--router-port', what: 'the demo router', def: 8088 },
+  { key: 'egressPort', flag: '--egress-port', what: 'the demo router\'s egress proxy', def: 8089 },
+  { key: 'adminPort', flag: '--admin-port', what: 'the demo router\'s admin endpoint', def: 8090 },
+  { key: 'openaiPort', flag: '--openai-port', what: 'the OpenAI stub', def: 9000 },
+  { key: 'mcpPort', flag: '--mcp-port', what: 'the MCP stub', def: 9001 },
+  { key: 'metricsPort', flag: '--metrics-port', what: 'the controller\'s /metrics and /healthz', def: 8080 },
+] as const;
+
+function port(flag: string): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!/^\d{1,5}$/.test(v) || n < 1 || n > 65535) throw new InvalidArgumentError(`${flag} must be a port from 1 to 65535, got "${v}"`);
+    return n;
+  };
+}
+
+/** Resolve when `host:port` can be bound (then release it); reject with the reason otherwise. */
+function probePort(host: string, p: number): Promise<void> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(p, host, () => srv.close(() => res()));
+  });
+}
+
+/** Ctrl-C (or SIGTERM) arrived while starting. */
+class Interrupted extends Error {}
+
+/** A running child: its name, process, log file, and a promise of its exit. */
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  log: string;
+  exited: Promise<number | null>;
+  stopping: boolean;
+}
+
+function tail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
+  } catch {
+    return '    (no log)';
+  }
+}
+
+/** Progress for one step: `  label … done (1.2 s)`; on a terminal the elapsed time ticks while it runs. */
+async function step<T>(out: NodeJS.WriteStream, label: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  const tty = out.isTTY === true;
+  out.write(`  ${label} …`);
+  const ticker = tty ? setInterval(() => out.write(`\r  ${label} … ${((Date.now() - t0) / 1000).toFixed(0)} s`), 1000) : undefined;
+  try {
+    const v = await fn();
+    if (ticker) clearInterval(ticker);
+    out.write(`${tty ? `\r  ${label} …` : ''} done (${((Date.now() - t0) / 1000).toFixed(1)} s)${tty ? '\x1b[K' : ''}\n`);
+    return v;
+  } catch (err) {
+    if (ticker) clearInterval(ticker);
+    out.write(' failed\n');
+    throw err;
+  }
+}
+
+/** The instructions `kars up` prints once the stack is ready. Every line runs as written from the repository root. */
+export function nextSteps(o: { repo: string; kubeconfig: string; host: string; routerPort: number; egressPort: number; adminPort: number; adminTokenFile: string; logs: string }): string {
+  const r = `http://${o.host}:${o.routerPort}`;
+  const chat = (n: number): string => `curl -s ${r}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"gpt-4o","max_tokens":${n},"messages":[{"role":"user","content":"hi"}]}'`;
+  return `
+kars is up: apiserver, controller, OpenAI and MCP stubs, and sandbox demo-agent's router.
+Logs: ${o.logs}/   Stop: Ctrl-C (data stays in ${dirname(o.logs)}/; kars up again resumes).
+
+Try it, in another terminal:
+
+  cd ${o.repo}
+  export KUBECONFIG=${o.kubeconfig}
+
+  # 1. a request InferencePolicy demo-budget allows (200 tokens; the cap is 1000 per request)
+  ${chat(200)}
+
+  # 2. one it blocks (4000 tokens: 429 per_request_tokens_exceeded)
+  ${chat(4000)}
+
+  # 3. a tool call ToolPolicy demo-tools blocks (its AGT profile denies *delete*)
+  curl -s ${r}/mcp -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"notes.txt"}}}'
+
+  # 4. an egress request the sandbox's allowlist blocks (403 names the command that would allow it)
+  curl -s -x http://${o.host}:${o.egressPort} http://example.com/
+
+  # 5. the objects, with kubectl
+  kubectl --kubeconfig ${o.kubeconfig} get ksb,ip,tp
+
+  # 6. tighten the budget to 100 tokens; returns once the router enforces it, with the time it took
+  npx kars ip apply -f examples/inference-policy-strict.yaml --wait
+  #    then run request 1 again: now it is blocked (200 > 100)
+
+  # 7. which routers enforce which digest, and how fast edits reached them
+  npx kars policy status
+
+  # the router's own view (bearer token in ${o.adminTokenFile})
+  curl -s -H "authorization: Bearer $(cat ${o.adminTokenFile})" http://${o.host}:${o.adminPort}/internal/policy-status
+`;
+}
+
+/** `kars up`. */
+export function upCommand(): Command {
+  const cmd = new Command('up')
+    .description('run the whole local stack (apiserver, CRDs, controller, stubs, a demo sandbox with its router and policies) until Ctrl-C')
+    .option('--data-dir <dir>', 'where state and logs live (kept across runs)', '.kars')
+    .option('--host <addr>', 'address every component listens on', '127.0.0.1')
+    .option('--timeout <seconds>', 'give up when a step takes longer', (v) => {
+      const n = Number(v);
+      if (!(n > 0)) throw new InvalidArgumentError(`--timeout must be a positive number of seconds, got "${v}"`);
+      return n;
+    }, 90);
+  for (const p of PORTS) cmd.option(`${p.flag} <port>`, `port of ${p.what}`, port(p.flag), p.def);
+  return cmd.action(async (flags: UpFlags) => {
+    const out = process.stdout;
+    const dataDir = resolve(flags.dataDir);
+    const logs = join(dataDir, 'logs');
+    mkdirSync(logs, { recursive: true });
+    const host = flags.host;
+
+    for (const p of PORTS) {
+      try {
+        await probePort(host, flags[p.key]);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') throw new CliError(`port ${flags[p.key]} (${p.what}) is already in use on ${host}: stop what holds it (a kars up already running?) or pass ${p.flag} PORT`);
+        throw new CliError(`cannot listen on ${host}:${flags[p.key]} (${p.what}): ${err instanceof Error ? err.message : String(err)}; pass ${p.flag} PORT`);
+      }
+    }
+
+    const children: Child[] = [];
+    let shuttingDown = false;
+    let failure: ((err: Error) => void) | undefined;
+    const failed = new Promise<never>((_, rej) => (failure = rej));
+    failed.catch(() => undefined);
+
+    const start = (name: string, args: string[], env: Record<string, string> = {}): Child => {
+      const log = join(logs, `${name}.log`);
+      const fd = openSync(log, 'a');
+      const proc = spawn(process.execPath, [KARS_BIN, ...args], { stdio: ['ignore', 'pipe', fd], env: { ...process.env, ...env } });
+      closeSync(fd);
+      const child: Child = { name, proc, log, stopping: false, exited: new Promise((res) => proc.once('exit', (code, signal) => res(code ?? (signal ? 128 : null)))) };
+      children.push(child);
+      void child.exited.then((code) => {
+        if (!child.stopping && !shuttingDown) failure?.(new CliError(`${name} exited unexpectedly (code ${code ?? 'none'}); last lines of ${log}:\n${tail(log)}`));
+      });
+      return child;
+    };
+    /** Resolve with the first stdout line starting with `prefix` (the rest of the line). */
+    const line = (child: Child, prefix: string): Promise<string> =>
+      new Promise((res, rej) => {
+        let buf = '';
+        const onData = (c: Buffer): void => {
+          buf += c.toString('utf8');
+          for (const l of buf.split('\n')) {
+            if (l.startsWith(prefix)) {
+              child.proc.stdout?.off('data', onData);
+              res(l.slice(prefix.length).trim());
+              return;
+            }
+          }
+        };
+        child.proc.stdout?.on('data', onData);
+        void child.exited.then(() => rej(new CliError(`${child.name} exited before it was ready; last lines of ${child.log}:\n${tail(child.log)}`)));
+      });
+    const withDeadline = <T>(what: string, p: Promise<T>): Promise<T> =>
+      Promise.race([
+        p,
+        failed,
+        interrupted,
+        new Promise<never>((_, rej) => setTimeout(() => rej(new CliError(`${what} did not finish within ${flags.timeout} s (see ${logs}/)`)), flags.timeout * 1000).unref()),
+      ]);
+
+    /** Stop every child: SIGTERM in reverse start order, SIGKILL after 10 s. */
+    const stopAll = async (): Promise<void> => {
+      shuttingDown = true;
+      for (const c of [...children].reverse()) {
+        c.stopping = true;
+        if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGTERM');
+        const killer = setTimeout(() => c.proc.kill('SIGKILL'), 10_000);
+        await c.exited;
+        clearTimeout(killer);
+      }
+    };
+
+    let stopRequested: (() => void) | undefined;
+    const stopped = new Promise<void>((res) => (stopRequested = res));
+    const interrupted = stopped.then((): never => {
+      throw new Interrupted();
+    });
+    interrupted.catch(() => undefined);
+    const onSignal = (): void => stopRequested?.();
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+
+    let ctx: KubeContext | undefined;
+    try {
+      out.write(`kars up: data in ${dataDir}${existsSync(join(dataDir, 'apiserver', 'db')) ? ' (resuming: kept from the last run)' : ''}\n`);
+      const apiserverDir = join(dataDir, 'apiserver');
+      const api = start('apiserver', ['apiserver', '--listen', `${host}:${flags.apiserverPort}`, '--data-dir', apiserverDir]);
+      const kubeconfig = resolve(await step(out, `starting kars apiserver on https://${host}:${flags.apiserverPort}`, () => withDeadline('kars apiserver', line(api, 'kubeconfig:'))));
+
+      ctx = connect({ kubeconfig, namespace: DEMO.namespace });
+      const c = ctx;
+      await step(out, 'installing the CRDs', () =>
+        withDeadline('installing the CRDs', (async () => {
+          for (const crd of allCrds()) await c.client.apply(Resources.customresourcedefinitions, crd as unknown as Record<string, unknown> & { metadata: { name: string } }, 'kars-up', { force: true });
+        })()),
+      );
+
+      const watchEnv = { LEADER_ELECTION_ENABLED: 'false' };
+      start('controller', ['controller', '--kubeconfig', kubeconfig, '--metrics-addr', `${host}:${flags.metricsPort}`], watchEnv);
+      await step(out, `starting the controller (/metrics on http://${host}:${flags.metricsPort})`, () =>
+        withDeadline('the controller', (async () => {
+          for (;;) {
+            try {
+              if ((await fetch(`http://${host}:${flags.metricsPort}/healthz`)).ok) return;
+            } catch {
+              // not listening yet
+            }
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        })()),
+      );
+
+      const openai = start('stub-openai', ['stub', 'openai', '--listen', `${host}:${flags.openaiPort}`]);
+      const mcp = start('stub-mcp', ['stub', 'mcp', '--listen', `${host}:${flags.mcpPort}`, ...DEMO.tools.flatMap((t) => ['--tool', t])]);
+      const [openaiUrl, mcpUrl] = await step(out, `starting the OpenAI and MCP stubs (tools: ${DEMO.tools.map((t) => t.split('=')[0]).join(', ')})`, () => withDeadline('the stubs', Promise.all([line(openai, 'listening:'), line(mcp, 'listening:')])));
+
+      const created = await step(out, `creating the demo sandbox and policies from examples/ (when absent)`, () =>
+        withDeadline('creating the demo objects', (async () => {
+          const made: string[] = [];
+          for (const o of DEMO.objects) {
+            const obj = readObjectFile(join(EXAMPLES_DIR, o.file), o.res.kind) as unknown as KubeObject;
+            const name = obj.metadata.name ?? '';
+            if (await c.client.getOrUndefined(o.res, c.namespace, name)) continue;
+            await c.client.create(o.res, { ...obj, metadata: { ...obj.metadata, namespace: c.namespace } }, { fieldManager: 'kars-up' });
+            made.push(`${o.res.kind} ${name}`);
+          }
+          return made;
+        })()),
+      );
+      if (created.length < DEMO.objects.length) out.write(`    kept what exists (created: ${created.length > 0 ? created.join(', ') : 'nothing'})\n`);
+
+      const adminTokenFile = join(dataDir, 'router-admin-token');
+      if (!existsSync(adminTokenFile)) writeFileSync(adminTokenFile, randomBytes(24).toString('hex'), { mode: 0o600 });
+      const router = start('router', ['router', '--sandbox', DEMO.sandbox, '--namespace', DEMO.namespace, '--kubeconfig', kubeconfig, '--listen', `${host}:${flags.routerPort}`, '--egress-listen', `${host}:${flags.egressPort}`, '--admin-listen', `${host}:${flags.adminPort}`, '--admin-token-file', adminTokenFile, '--upstream', openaiUrl, '--mcp-upstream', mcpUrl]);
+      await step(out, `starting sandbox ${DEMO.sandbox}'s router on http://${host}:${flags.routerPort}`, () => withDeadline('the router', line(router, 'listening:')));
+
+      await step(out, 'waiting until the router enforces the demo policies (router echo)', () =>
+        withDeadline('router enforcement', (async () => {
+          for (const res of [INFERENCE_POLICY, TOOL_POLICY]) {
+            const name = res === INFERENCE_POLICY ? 'demo-budget' : 'demo-tools';
+            const obj = await c.client.getOrUndefined<KubeObject>(res, c.namespace, name);
+            if (obj) await waitEnforced(c, res, obj, flags.timeout * 1000);
+          }
+        })()),
+      );
+      ctx.close();
+      ctx = undefined;
+
+      out.write(nextSteps({ repo: resolve(EXAMPLES_DIR, '..'), kubeconfig, host, routerPort: flags.routerPort, egressPort: flags.egressPort, adminPort: flags.adminPort, adminTokenFile, logs }));
+      await Promise.race([stopped, failed]);
+      out.write('\nkars up: stopping …\n');
+    } catch (err) {
+      const wasInterrupted = err instanceof Interrupted;
+      process.stderr.write(wasInterrupted ? '\nkars up: interrupted, stopping …\n' : `kars up: ${err instanceof Error ? err.message : String(err)}\n`);
+      await stopAll();
+      ctx?.close();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.exitCode = wasInterrupted ? 130 : 1;
+      return;
+    }
+    await stopAll();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    out.write(`kars up: stopped (data kept in ${dataDir})\n`);
+  });
+}
