@@ -3,7 +3,7 @@
  *
  * Each router instance keeps one coordination.k8s.io/v1 Lease in its sandbox's namespace, named
  * {@link routerLeaseName}, labelled {@link ROUTER_LABEL}=true and {@link SANDBOX_LABEL}=<sandbox>,
- * renewed every {@link ROUTER_RENEW_SECONDS}. Its annotations say which digest it has loaded for each
+ * written on every change and renewed every {@link ROUTER_RENEW_SECONDS}, deleted when the router stops. Its annotations say which digest it has loaded for each
  * kind and the last load error per kind. The controller watches these Leases: a change in what a
  * router has loaded reaches the controller as a watch event (no polling), and a router whose lease
  * is not renewed within `leaseDurationSeconds` stops counting.
@@ -16,10 +16,19 @@ export const ROUTER_LABEL = 'kars.azure.com/router';
 export const SANDBOX_LABEL = 'kars.azure.com/sandbox';
 export const LOADED_DIGESTS_ANNOTATION = 'kars.azure.com/loaded-digests';
 export const LAST_ERRORS_ANNOTATION = 'kars.azure.com/last-errors';
-/** Seconds a router lease stays valid without renewal. */
-export const ROUTER_LEASE_SECONDS = 15;
-/** How often a router renews (and republishes) its lease. */
-export const ROUTER_RENEW_SECONDS = 5;
+/**
+ * Seconds a router lease stays valid without renewal: three liveness beats, as node Leases
+ * (renew 10 s, duration 40 s). A router that stops gracefully deletes its lease at once, and a
+ * restarted router keeps its instance name, so only a router that vanishes for good lingers this long
+ * (ADR 0008).
+ */
+export const ROUTER_LEASE_SECONDS = 90;
+/**
+ * The liveness beat: a router writes its lease on every change of what it has loaded (within
+ * ~10 ms) and otherwise once per this many seconds, to stay within a node-lease-like write budget
+ * (ADR 0008: at 10,000 sandboxes, 333 writes/s for echo liveness).
+ */
+export const ROUTER_RENEW_SECONDS = 30;
 
 /** What one router reports. */
 export interface RouterEcho {

@@ -1,6 +1,6 @@
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import { echoLease, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } from '@kars/policy-api';
+import { echoLease, routerLeaseName, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } from '@kars/policy-api';
 import type { RuntimeLogger } from '@kars/kube-runtime';
 import type { PolicyState } from './state.js';
 
@@ -13,20 +13,31 @@ export interface EchoPublisherOptions {
   log?: RuntimeLogger;
   /** Debounce before publishing a change (default 10 ms): well inside the 100 ms budget. */
   debounceMs?: number;
+  /** Liveness beat (default ROUTER_RENEW_SECONDS) and lease validity (default ROUTER_LEASE_SECONDS). */
   renewMs?: number;
+  leaseSeconds?: number;
+  /** Longest a graceful stop waits for the lease to be withdrawn (default 2 s). */
+  withdrawTimeoutMs?: number;
 }
 
 /**
  * Publishes what this router has loaded through the shared echo contract: one Lease per router
- * instance, applied with server-side apply. A change is published within `debounceMs`; the lease
- * is renewed every ROUTER_RENEW_SECONDS so the controller knows the router is alive. A failed
- * publish is retried at the next renewal (or change); it never affects enforcement.
+ * instance, applied with server-side apply. A change is published within `debounceMs`; otherwise
+ * the lease is renewed every ROUTER_RENEW_SECONDS (the liveness beat) so the controller knows the
+ * router is alive. A failed publish is retried after 0.5 s, doubling up to one beat; it never
+ * affects enforcement. When the router stops, the lease is deleted, so its echo stops counting at once
+ * instead of lingering until it expires.
  */
 export class EchoPublisher {
+  /** Pending publish: the debounced change, a retry after a failure, or the liveness beat. */
   private timer: NodeJS.Timeout | undefined;
+  private timerDueAt = Infinity;
+  private timerIsBeat = false;
   private inFlight: Promise<void> | undefined;
   private again = false;
   private lastPublishedMs = 0;
+  private failures = 0;
+  private stopped = false;
 
   constructor(private readonly opts: EchoPublisherOptions) {}
 
@@ -35,25 +46,48 @@ export class EchoPublisher {
     return this.lastPublishedMs;
   }
 
-  private schedule(delayMs: number): void {
+  /**
+   * Publish after `delayMs` unless a publish is already due sooner. The liveness beat (`beat`)
+   * replaces an earlier beat but never a pending change or retry: a renewal must not postpone a change.
+   */
+  private schedule(delayMs: number, beat = false): void {
+    const due = Date.now() + delayMs;
+    if (this.timer && this.timerDueAt <= due && !(beat && this.timerIsBeat)) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.publish(), delayMs);
+    this.timerDueAt = due;
+    this.timerIsBeat = beat;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerDueAt = Infinity;
+      this.timerIsBeat = false;
+      void this.publish();
+    }, delayMs);
   }
 
   private async publish(): Promise<void> {
+    if (this.stopped) return;
     if (this.inFlight) {
       this.again = true;
       return this.inFlight;
     }
     const { client, namespace, sandbox, instance, state } = this.opts;
-    const lease = echoLease(namespace, { sandbox, instance, digests: state.digests(), errors: state.errors(), renewedAtMs: Date.now(), leaseDurationSeconds: ROUTER_LEASE_SECONDS });
+    const lease = echoLease(namespace, { sandbox, instance, digests: state.digests(), errors: state.errors(), renewedAtMs: Date.now(), leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
+    const renewMs = this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000;
     this.inFlight = client
       .apply(Resources.leases, lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } }, `kars-router/${instance}`, { force: true })
       .then(
         () => {
           this.lastPublishedMs = Date.now();
+          this.failures = 0;
+          if (!this.stopped && !this.again) this.schedule(renewMs, true);
         },
-        (err: unknown) => this.opts.log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not publish the router echo lease; retrying at the next renewal'),
+        (err: unknown) => {
+          // Retry soon (0.5 s doubling, at most one beat): an echo that failed during a fault must
+          // not wait for the liveness beat, or Ready would lag the load by up to a beat.
+          const retryMs = Math.min(renewMs, 500 * 2 ** Math.min(this.failures++, 10));
+          this.opts.log?.warn({ err: err instanceof Error ? err.message : String(err), retryInMs: retryMs }, 'could not publish the router echo lease; retrying');
+          if (!this.stopped) this.schedule(retryMs);
+        },
       )
       .finally(() => {
         this.inFlight = undefined;
@@ -63,10 +97,29 @@ export class EchoPublisher {
         }
       });
     await this.inFlight;
-    this.schedule(this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000);
   }
 
-  /** Publish now and on every change, renewing periodically, until `signal` aborts. */
+  /** Delete this instance's lease (best effort, bounded by withdrawTimeoutMs). */
+  private async withdraw(): Promise<void> {
+    const { client, namespace, sandbox, instance } = this.opts;
+    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.opts.withdrawTimeoutMs ?? 2000).unref());
+    const del = client.delete(Resources.leases, namespace, routerLeaseName(sandbox, instance)).then(
+      () => 'deleted' as const,
+      (err: unknown) => {
+        const code = (err as { code?: number }).code;
+        if (code === 404) return 'deleted' as const;
+        this.opts.log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not withdraw the router echo lease; it expires on its own');
+        return 'failed' as const;
+      },
+    );
+    const outcome = await Promise.race([del, timeout]);
+    if (outcome === 'timeout') this.opts.log?.warn({ timeoutMs: this.opts.withdrawTimeoutMs ?? 2000 }, 'withdrawing the router echo lease timed out; it expires on its own');
+  }
+
+  /**
+   * Publish now and on every change, renewing periodically, until `signal` aborts; then withdraw
+   * the lease (a graceful stop must not leave an echo that blocks Ready until it expires).
+   */
   async run(signal: AbortSignal): Promise<void> {
     const unsub = this.opts.state.onChange(() => this.schedule(this.opts.debounceMs ?? 10));
     this.schedule(0);
@@ -74,8 +127,11 @@ export class EchoPublisher {
       if (signal.aborted) return resolve();
       signal.addEventListener('abort', () => resolve(), { once: true });
     });
+    this.stopped = true;
     unsub();
     if (this.timer) clearTimeout(this.timer);
     await this.inFlight;
+    if (this.timer) clearTimeout(this.timer);
+    await this.withdraw();
   }
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
@@ -21,6 +20,17 @@ interface RouterFlags {
   policyDir?: string;
   maxStaleness?: number;
   onStale: 'closed' | 'open';
+  instance?: string;
+}
+
+/**
+ * This router's instance name in its echo lease: --instance, else POD_NAME, else the hostname.
+ * Stable across restarts of the process in the same pod, so a restarted router takes over its own
+ * lease instead of leaving an orphan echo that blocks Ready until it expires.
+ */
+export function routerInstance(flag: string | undefined, env: Record<string, string | undefined>, host: string = hostname()): string {
+  const pick = [flag, env['POD_NAME'], host].find((v) => v !== undefined && v.trim() !== '');
+  return (pick ?? 'router').trim().toLowerCase().replace(/[^a-z0-9.-]/g, '-');
 }
 
 function url(name: string): (v: string) => string {
@@ -46,6 +56,7 @@ export function routerCommand(): Command {
     .option('--admin-listen <host:port>', 'serve GET /internal/policy-status (bearer token)')
     .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
     .option('--kubeconfig <file>', 'kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
+    .option('--instance <name>', 'instance name in the echo lease (default: POD_NAME, then the hostname); keep it stable across restarts')
     .option('--policy-dir <dir>', 'read policy from a mounted ConfigMap directory instead of watching the API')
     .option('--max-staleness <seconds>', 'refuse traffic when the policy view cannot be confirmed fresh within this bound (off by default)', (v) => {
       const n = Number(v);
@@ -83,7 +94,7 @@ export function routerCommand(): Command {
           ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
           onStale: flags.onStale,
           ...(Number(process.env['TOKEN_BUDGET_DAILY']) > 0 ? { defaultDailyTokens: Number(process.env['TOKEN_BUDGET_DAILY']) } : {}),
-          instance: `${hostname()}-${randomBytes(3).toString('hex')}`,
+          instance: routerInstance(flags.instance, process.env),
           metrics: new RuntimeMetrics(),
           log,
         },

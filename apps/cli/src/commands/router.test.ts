@@ -1,0 +1,78 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startTestServer, eventually } from '@kars/apiserver/testing';
+import type { TestServer } from '@kars/apiserver/testing';
+import { allCrds } from '@kars/policy-api';
+import { routerInstance } from './router.js';
+
+const kars = fileURLToPath(new URL('../../bin/kars.js', import.meta.url));
+const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
+
+function startRouter(ts: TestServer, extraArgs: string[], env: Record<string, string> = {}): { child: ChildProcess; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [kars, 'router', '--sandbox', 'sb', '--namespace', 'default', '--upstream', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0', '--kubeconfig', ts.server.kubeconfigPath, ...extraArgs], {
+    env: { ...process.env, POD_NAME: '', KARS_HTTP2_PING_INTERVAL_SECS: '1', KARS_HTTP2_PING_TIMEOUT_SECS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.resume();
+  child.stderr?.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited };
+}
+
+async function routerLeases(ts: TestServer): Promise<Array<{ metadata: { name: string }; spec: { renewTime: string } }>> {
+  return (await ts.client.get(`${LEASES}?labelSelector=kars.azure.com%2Fsandbox%3Dsb`)).body.items;
+}
+
+describe('router instance name', () => {
+  it('prefers --instance, then POD_NAME, then the hostname, spelled as a Lease name allows', () => {
+    assert.equal(routerInstance('Flag_1', { POD_NAME: 'pod' }, 'host'), 'flag-1');
+    assert.equal(routerInstance(undefined, { POD_NAME: 'router-7d9f-x2' }, 'host'), 'router-7d9f-x2');
+    assert.equal(routerInstance(undefined, { POD_NAME: ' ' }, 'Host.Example'), 'host.example');
+    assert.equal(routerInstance(undefined, {}, 'h'), 'h', 'stable: no random part, so a restart reuses the lease');
+  });
+});
+
+describe('kars router echo lease lifecycle (process)', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  });
+  after(async () => ts.close());
+
+  it('withdraws its echo lease at once on SIGTERM', async () => {
+    const r = startRouter(ts, ['--instance', 'Pod-A']);
+    try {
+      await eventually(async () => (await routerLeases(ts)).some((l) => l.metadata.name === 'kars-router-sb-pod-a'), 15_000);
+      r.child.kill('SIGTERM');
+      assert.equal(await r.exited, 0, 'a graceful stop exits 0');
+      assert.deepEqual((await routerLeases(ts)).map((l) => l.metadata.name), [], 'no echo lingers after a graceful stop');
+    } finally {
+      r.child.kill('SIGKILL');
+    }
+  });
+
+  it('keeps its identity from POD_NAME across a crash, so the restart takes over its own lease', async () => {
+    const first = startRouter(ts, [], { POD_NAME: 'router-0' });
+    let second: ReturnType<typeof startRouter> | undefined;
+    try {
+      const lease = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'), 15_000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      assert.equal((await routerLeases(ts)).length, 1, 'a crash leaves the lease (it cannot withdraw)');
+      second = startRouter(ts, [], { POD_NAME: 'router-0' });
+      const renewed = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.renewTime !== lease.spec.renewTime), 15_000);
+      assert.ok(renewed, 'the restarted router renewed the same lease');
+      assert.deepEqual((await routerLeases(ts)).map((l) => l.metadata.name), ['kars-router-sb-router-0'], 'one lease per pod, no orphan echo');
+      second.child.kill('SIGTERM');
+      assert.equal(await second.exited, 0);
+      assert.equal((await routerLeases(ts)).length, 0);
+    } finally {
+      first.child.kill('SIGKILL');
+      second?.child.kill('SIGKILL');
+    }
+  });
+});
