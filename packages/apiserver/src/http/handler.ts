@@ -14,7 +14,7 @@ import { decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './n
 import type { Req, Res } from './compat.js';
 import { sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
-import { openapiV3 } from './openapi.js';
+import { OpenApiDocuments, serveOpenApi } from './openapi.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -102,8 +102,9 @@ function warningHeaders(warnings: string[]): Record<string, string> {
  * every failure to a metav1.Status. It never throws; every path answers.
  */
 export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void {
+  const openapi = new OpenApiDocuments(ctx.registry);
   return (req, res) => {
-    handle(ctx, req, res).catch((err: unknown) => {
+    handle(ctx, openapi, req, res).catch((err: unknown) => {
       const e = toApiError(err);
       if (e.code >= 500) ctx.log('error', 'request failed', { method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause.stack : e.message });
       try {
@@ -115,7 +116,7 @@ export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void
   };
 }
 
-async function handle(ctx: HandlerContext, req: Req, res: Res): Promise<void> {
+async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, res: Res): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://kars.invalid');
   const route = parseRoute(url.pathname);
   const method = (req.method ?? 'GET').toUpperCase();
@@ -146,11 +147,8 @@ async function handle(ctx: HandlerContext, req: Req, res: Res): Promise<void> {
       if (!ctx.faults || method !== 'POST') throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       return sendJson(res, 200, await ctx.faults(route.action, url.searchParams));
     }
-    case 'openapi': {
-      const doc = route.path.startsWith('/openapi/v3') ? openapiV3(ctx.registry, route.path) : undefined;
-      if (doc === undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-      return sendJson(res, 200, doc);
-    }
+    case 'openapi':
+      return serveOpenApi(openapi, req, res, route.path);
     case 'unknown':
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     case 'object':

@@ -1,43 +1,47 @@
-import { createHash } from 'node:crypto';
+import { ApiError } from '@kars/kube-core';
 import type { Registry } from '../registry/registry.js';
+import { OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_RESPONSE, OpenApiV2 } from '../openapi/v2.js';
+import { OpenApiV3 } from '../openapi/v3.js';
+import type { Req, Res } from './compat.js';
+import { sendJson } from './compat.js';
 
-/**
- * A minimal OpenAPI v3 surface. kubectl reads it to learn that the server supports the
- * `fieldValidation` query parameter (server-side field validation); without it kubectl refuses
- * to apply with validation on. Each group-version document lists one PATCH operation per
- * resource, tagged with x-kubernetes-group-version-kind and the fieldValidation parameter.
- * Schemas are not published (so `kubectl explain` is not supported).
- */
-export function openapiV3(reg: Registry, path: string): unknown {
-  const gvs = new Map<string, { group: string; version: string }>();
-  for (const ri of reg.all()) for (const v of ri.versions) if (v.served) gvs.set(ri.group === '' ? `api/${v.name}` : `apis/${ri.group}/${v.name}`, { group: ri.group, version: v.name });
-  const rel = path.replace(/^\/openapi\/v3\/?/, '').replace(/\/$/, '');
-  if (rel === '') {
-    const paths: Record<string, unknown> = {};
-    for (const key of [...gvs.keys()].sort()) paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hashOf(gvDoc(reg, gvs.get(key) ?? { group: '', version: 'v1' }))}` };
-    return { paths };
+/** The OpenAPI documents of one server (cached between requests; rebuilt when resources change). */
+export class OpenApiDocuments {
+  readonly v2: OpenApiV2;
+  readonly v3: OpenApiV3;
+  constructor(reg: Registry) {
+    this.v2 = new OpenApiV2(reg);
+    this.v3 = new OpenApiV3(reg);
   }
-  const gv = gvs.get(rel);
-  return gv ? gvDoc(reg, gv) : undefined;
 }
 
-function hashOf(doc: unknown): string {
-  return createHash('sha512').update(JSON.stringify(doc)).digest('hex').slice(0, 128).toUpperCase();
+/** Whether an Accept header asks for the gnostic protobuf form ahead of (or instead of) JSON. */
+function wantsProtobuf(accept: string | string[] | undefined): boolean {
+  const h = (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).toLowerCase();
+  const ranges = h.split(',').map((r) => (r.split(';')[0] ?? '').trim());
+  const pb = ranges.findIndex((r) => r === OPENAPI_V2_PROTOBUF || r === OPENAPI_V2_PROTOBUF_RESPONSE);
+  if (pb < 0) return false;
+  const json = ranges.findIndex((r) => r === 'application/json' || r === '*/*' || r === 'application/*');
+  return json < 0 || pb < json;
 }
 
-function gvDoc(reg: Registry, gv: { group: string; version: string }): unknown {
-  const prefix = gv.group === '' ? `/api/${gv.version}` : `/apis/${gv.group}/${gv.version}`;
-  const paths: Record<string, unknown> = {};
-  for (const ri of reg.all()) {
-    if (ri.group !== gv.group || !ri.versions.some((v) => v.name === gv.version && v.served)) continue;
-    const p = ri.namespaced ? `${prefix}/namespaces/{namespace}/${ri.resource}/{name}` : `${prefix}/${ri.resource}/{name}`;
-    const gvk = { group: ri.group, version: gv.version, kind: ri.kind };
-    const params = ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({ name, in: 'query', schema: { type: name === 'force' ? 'boolean' : 'string' }, uniqueItems: true }));
-    paths[p] = {
-      get: { operationId: `read${ri.kind}`, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk, responses: { '200': { description: 'OK' } } },
-      put: { operationId: `replace${ri.kind}`, 'x-kubernetes-action': 'put', 'x-kubernetes-group-version-kind': gvk, parameters: params, responses: { '200': { description: 'OK' } } },
-      patch: { operationId: `patch${ri.kind}`, 'x-kubernetes-action': 'patch', 'x-kubernetes-group-version-kind': gvk, parameters: params, responses: { '200': { description: 'OK' } } },
-    };
+/** Answer /openapi/v2 (JSON or gnostic protobuf) and /openapi/v3[/<gv>]; 404 for anything else. */
+export function serveOpenApi(docs: OpenApiDocuments, req: Req, res: Res, path: string): void {
+  if (path === '/openapi/v2' || path === '/openapi/v2/') {
+    const cur = docs.v2.current();
+    if (req.headers['if-none-match'] === cur.etag) {
+      res.writeHead(304, { etag: cur.etag });
+      res.end();
+      return;
+    }
+    if (wantsProtobuf(req.headers['accept'])) {
+      res.writeHead(200, { 'content-type': OPENAPI_V2_PROTOBUF_RESPONSE, etag: cur.etag, 'cache-control': 'no-cache, private', 'content-length': String(cur.proto.length) });
+      res.end(cur.proto);
+      return;
+    }
+    return sendJson(res, 200, cur.json, { etag: cur.etag });
   }
-  return { openapi: '3.0.0', info: { title: 'Kubernetes (kars apiserver)', version: 'v1.31.0' }, paths, components: { schemas: {} } };
+  const text = path.startsWith('/openapi/v3') ? docs.v3.serve(path) : undefined;
+  if (text === undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  sendJson(res, 200, text);
 }

@@ -68,6 +68,7 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
     } else {
       try {
         vi.schema = compileSchema(openapi);
+        vi.openAPIV3Schema = openapi;
         const listKeys: Record<string, string[]> = {};
         collectListKeys(openapi, '', listKeys);
         vi.listKeys = listKeys;

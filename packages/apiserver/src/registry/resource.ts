@@ -18,6 +18,8 @@ export interface VersionInfo {
   served: boolean;
   storage: boolean;
   schema?: CompiledSchema;
+  /** The CRD's openAPIV3Schema as written (custom resources only), for /openapi/v2 and /openapi/v3. */
+  openAPIV3Schema?: unknown;
   printerColumns: PrinterColumn[];
   /** Dotted paths of associative lists and their keys, from x-kubernetes-list-map-keys. */
   listKeys?: Record<string, string[]>;
