@@ -125,6 +125,9 @@ export class Controller<P extends KubeObject> {
   private readonly concurrency: number;
   private readonly activeWaiters = new Set<() => void>();
   private started = false;
+  private inFlight = 0;
+  private lastProgressMs: number;
+  private workersRunning = false;
 
   constructor(opts: ControllerOptions<P>) {
     const concurrency = opts.concurrency ?? 2;
@@ -136,6 +139,7 @@ export class Controller<P extends KubeObject> {
     this.clock = opts.clock ?? systemClock;
     this.rateLimiter = opts.rateLimiter ?? exponentialRateLimiter();
     this.log = opts.log ?? pino({ level: 'silent' });
+    this.lastProgressMs = this.clock.now();
     const metrics = opts.metrics;
     this.queue = new WorkQueue({
       clock: this.clock,
@@ -176,9 +180,12 @@ export class Controller<P extends KubeObject> {
       for (const o of this.opts.primary.store.list()) this.enqueue(keyOf(o));
       this.log.info({ controller: this.opts.name, concurrency: this.concurrency }, 'controller started');
 
+      this.lastProgressMs = this.clock.now();
+      this.workersRunning = true;
       const workers: Array<Promise<void>> = [];
       for (let i = 0; i < this.concurrency; i++) workers.push(this.worker(signal));
       await Promise.all(workers);
+      this.workersRunning = false;
       this.log.info({ controller: this.opts.name }, 'controller stopped');
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -190,6 +197,19 @@ export class Controller<P extends KubeObject> {
   /** Queue `key` ("namespace/name") for reconciliation; deduplicated with keys already waiting. */
   enqueue(key: string): void {
     this.queue.add(key);
+  }
+
+  /**
+   * For the reconcile-activity watchdog: keys waiting, reconciles running, and when (on this
+   * controller's clock) a reconcile last started or finished, or the controller last went idle.
+   */
+  activity(): { waiting: number; inFlight: number; lastProgressMs: number } {
+    return { waiting: this.workersRunning ? this.queue.len() : 0, inFlight: this.inFlight, lastProgressMs: this.lastProgressMs };
+  }
+
+  /** The name given in the options (metrics, logs, the watchdog). */
+  get name(): string {
+    return this.opts.name;
   }
 
   /** Tell idle workers to re-check `isActive` now (call it when leadership is acquired). */
@@ -237,6 +257,7 @@ export class Controller<P extends KubeObject> {
     while (!signal.aborted) {
       if (!this.active()) {
         await this.waitActive(signal);
+        this.lastProgressMs = this.clock.now(); // idle by design (not leading) is not a stall
         continue;
       }
       const key = await this.queue.get(signal);
@@ -255,6 +276,8 @@ export class Controller<P extends KubeObject> {
   private async process(key: string, signal: AbortSignal): Promise<void> {
     const name = this.opts.name;
     const started = this.clock.now();
+    this.lastProgressMs = started;
+    this.inFlight++;
     try {
       const reconcileId = randomUUID();
       const log = this.log.child({ controller: name, key, reconcileId });
@@ -299,6 +322,8 @@ export class Controller<P extends KubeObject> {
         // Nothing left to report to.
       }
     } finally {
+      this.inFlight--;
+      this.lastProgressMs = this.clock.now();
       this.queue.done(key);
     }
   }

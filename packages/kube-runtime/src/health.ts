@@ -17,6 +17,8 @@ export interface HealthServerOptions {
   registry: Registry;
   /** Every check must pass for `/readyz` to answer 200. */
   readiness: ReadinessCheck[];
+  /** Every check must pass for `/healthz` to answer 200 (default: none, so 200 while the process answers). */
+  liveness?: ReadinessCheck[];
   /** Closes the server when aborted. */
   signal: AbortSignal;
 }
@@ -32,7 +34,8 @@ export interface HealthServer {
 /**
  * Serve `/healthz`, `/readyz` and `/metrics` over plain HTTP (GET or HEAD).
  *
- * - `/healthz`: 200 `ok` as long as the process can answer (liveness).
+ * - `/healthz`: 200 when every liveness check is ok (e.g. {@link eventLoopWatchdog},
+ *   {@link reconcileWatchdog}), else 503 in the same line format as `/readyz` (`healthz check failed`).
  * - `/readyz`: 200 when every check is ok, else 503 with one line `[-]name: detail` per failing
  *   check; `?verbose` lists passing checks too (`[+]name ok`). The last line is
  *   `readyz check passed` or `readyz check failed`.
@@ -86,11 +89,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HealthSer
     return;
   }
   switch (url.pathname) {
-    case '/healthz':
-      reply(res, req, 200, 'ok\n');
+    case '/healthz': {
+      const live = opts.liveness ?? [];
+      if (live.length === 0) return reply(res, req, 200, 'ok\n');
+      const { ok, body } = runChecks(live, url.searchParams.has('verbose'), 'healthz');
+      reply(res, req, ok ? 200 : 503, body);
       return;
+    }
     case '/readyz': {
-      const { ok, body } = readiness(opts.readiness, url.searchParams.has('verbose'));
+      const { ok, body } = runChecks(opts.readiness, url.searchParams.has('verbose'), 'readyz');
       reply(res, req, ok ? 200 : 503, body);
       return;
     }
@@ -104,7 +111,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, opts: HealthSer
   }
 }
 
-function readiness(checks: ReadinessCheck[], verbose: boolean): { ok: boolean; body: string } {
+function runChecks(checks: ReadinessCheck[], verbose: boolean, what: 'readyz' | 'healthz'): { ok: boolean; body: string } {
   const lines: string[] = [];
   let ok = true;
   for (const c of checks) {
@@ -121,7 +128,7 @@ function readiness(checks: ReadinessCheck[], verbose: boolean): { ok: boolean; b
       lines.push(`[-]${c.name}: ${r.detail ?? 'not ready'}`);
     }
   }
-  lines.push(ok ? 'readyz check passed' : 'readyz check failed');
+  lines.push(ok ? `${what} check passed` : `${what} check failed`);
   return { ok, body: `${lines.join('\n')}\n` };
 }
 

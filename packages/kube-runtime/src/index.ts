@@ -20,3 +20,5 @@ export { DEFAULT_WATCH_CONFIG, detectionBoundMs, watchConfigFromEnv, watchTimeou
 export type { WatchConfig } from './watch-config.js';
 export { classifyFailure, MIN_HEALTHY_WATCH_MS, nextState, shouldResetBackoff, watcher } from './watcher.js';
 export type { RelistReason, StreamOutcome, WatcherEvent, WatcherOptions, WatcherState } from './watcher.js';
+export { eventLoopWatchdog, reconcileWatchdog } from './watchdog.js';
+export type { ActivitySource, EventLoopWatchdogOptions, LivenessCheck, ReconcileWatchdogOptions } from './watchdog.js';

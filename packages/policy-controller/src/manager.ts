@@ -2,8 +2,8 @@ import { setMaxListeners } from 'node:events';
 import type { KubeObject } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
-import { Controller, LeaderElector, leaseApi, Reflector } from '@kars/kube-runtime';
-import type { Change, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
+import { Controller, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
+import type { Change, LivenessCheck, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
 import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY, toolPolicyNameOf } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
@@ -77,6 +77,10 @@ export class PolicyController {
     const leases = reflector<KubeObject>('router-leases', Resources.leases, { labelSelector: `${ROUTER_LABEL}=true`, indexers: { [BY_SANDBOX]: (l) => [`${l.metadata.namespace ?? ''}/${l.metadata.labels?.[SANDBOX_LABEL] ?? ''}`] } });
     const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` });
     this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
+    if (log.isLevelEnabled('debug')) {
+      // At debug, every change each watch delivers (the watch lifecycle itself is logged at info).
+      for (const r of this.reflectors) r.subscribe((c) => log.debug({ watch: r.name, change: c.type, key: key(c.object), resourceVersion: c.object.metadata.resourceVersion, generation: c.object.metadata.generation }, 'watch change'));
+    }
     const now = opts.now ?? Date.now;
     this.ctx = { client, inference, tool, egress, sandboxes, leases, configmaps, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {} };
     for (const r of [inference, tool, egress] as unknown as Reflector[]) {
@@ -142,6 +146,14 @@ export class PolicyController {
   /** Whether this replica reconciles (always true without leader election). */
   isLeader(): boolean {
     return this.elector?.isLeader() ?? true;
+  }
+
+  /**
+   * Liveness: the reconcile-activity watchdog over every controller: fails while this replica leads,
+   * keys wait, and no reconcile has started or finished for `stallMs`.
+   */
+  liveness(stallMs: number): LivenessCheck[] {
+    return [reconcileWatchdog({ controllers: this.controllers, isLeader: () => this.isLeader(), stallMs })];
   }
 
   /** Readiness: every watch is synced and confirmed fresh within its bound. */

@@ -110,6 +110,7 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   await writeKey(ctx, a, file);
   const merged = mergedAllowlist(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], activeHosts(ctx, namespace, a.spec.sandbox, nowMs, a, expiresAtMs));
   const routers = echoesFor(ctx, namespace, a.spec.sandbox).filter((r) => isLive(r, nowMs));
+  ctx.log.debug({ approval: key, sandbox: a.spec.sandbox, mergedDigest: merged.digest, echoes: routers.map((r) => r.digests.EgressApproval ?? null) }, 'compiled egress allowlist');
   const confirmed = routers.length > 0 && routers.every((r) => r.digests.EgressApproval === merged.digest);
   const untilExpiry = Math.max(1, expiresAtMs - nowMs);
   const leaseExpiry = nextLeaseExpiryMs(routers, nowMs);

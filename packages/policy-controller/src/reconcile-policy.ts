@@ -146,6 +146,7 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     }
     const compileMs = ctx.propagation.compiled(k.kind, obj);
     const digest = compiled.digest;
+    ctx.log.debug({ kind: k.kind, key, generation, digest: digest ?? null, configMap: compiled.configMap.metadata.name, compileMs }, 'compiled');
     if (prev?.compiledDigest !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
     Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
     const referrers = k.referrers(ctx, namespace, name);

@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { abortOnSignals } from '../shutdown.js';
 import { KubeClient } from '@kars/kube-client';
-import { leaderElectionEnabled, RuntimeMetrics, startHealthServer, watchConfigFromEnv } from '@kars/kube-runtime';
+import { eventLoopWatchdog, leaderElectionEnabled, RuntimeMetrics, startHealthServer, watchConfigFromEnv } from '@kars/kube-runtime';
 import { PolicyController } from '@kars/policy-controller';
 
 interface ControllerFlags {
@@ -13,7 +13,27 @@ interface ControllerFlags {
   metricsAddr: string;
   leaseNamespace: string;
   leaseName: string;
+  logLevel: string;
+  livenessMaxLoopDelay: number;
+  livenessReconcileStall: number;
 }
+
+function positiveSeconds(name: string): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive number of seconds, got "${v}"`);
+    return n;
+  };
+}
+
+function envSeconds(env: string, fallback: number): number {
+  const v = process.env[env];
+  const n = v === undefined || v === '' ? NaN : Number(v);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/** pino's levels, lowest first. */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /**
  * `kars controller`: compile policies into ConfigMaps and report, in status, whether every router
@@ -24,11 +44,14 @@ export function controllerCommand(): Command {
     .description('run the kars policy controller (InferencePolicy, ToolPolicy, EgressApproval, KarsSandbox)')
     .option('--kubeconfig <file>', 'kubeconfig to use (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
     .option('--namespace <ns>', 'watch one namespace only (default: all namespaces)')
-    .option('--metrics-addr <host:port|disabled>', 'serve /metrics, /healthz and /readyz here', process.env['CONTROLLER_METRICS_ADDR'] ?? '127.0.0.1:8080')
+    .option('--metrics-addr <host:port|disabled>', 'serve /metrics, /healthz and /readyz here (env CONTROLLER_METRICS_ADDR)', process.env['CONTROLLER_METRICS_ADDR'] ?? '0.0.0.0:8080')
     .option('--lease-namespace <ns>', 'namespace of the leader-election Lease', process.env['POD_NAMESPACE'] ?? 'default')
     .option('--lease-name <name>', 'name of the leader-election Lease', process.env['LEADER_ELECTION_LEASE_NAME'] ?? 'kars-controller')
+    .addOption(new Option('--log-level <level>', 'log level; debug adds every watch change and every compiled digest (env KARS_LOG_LEVEL)').choices(LOG_LEVELS).default(LOG_LEVELS.includes(process.env['KARS_LOG_LEVEL'] ?? '') ? process.env['KARS_LOG_LEVEL'] : 'info'))
+    .option('--liveness-max-loop-delay <seconds>', '/healthz fails while the event loop has stalled this long within the last 10 s (env KARS_LIVENESS_MAX_LOOP_DELAY_SECS)', positiveSeconds('--liveness-max-loop-delay'), envSeconds('KARS_LIVENESS_MAX_LOOP_DELAY_SECS', 5))
+    .option('--liveness-reconcile-stall <seconds>', '/healthz fails when the leader has keys queued and no reconcile started or finished for this long (env KARS_LIVENESS_RECONCILE_STALL_SECS)', positiveSeconds('--liveness-reconcile-stall'), envSeconds('KARS_LIVENESS_RECONCILE_STALL_SECS', 300))
     .action(async (flags: ControllerFlags) => {
-      const log = pino({ name: 'kars-controller' }, pino.destination(2));
+      const log = pino({ name: 'kars-controller', level: flags.logLevel }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
       const client = KubeClient.fromKubeconfig({
         ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
@@ -49,10 +72,11 @@ export function controllerCommand(): Command {
       });
       const ac = abortOnSignals(log);
       if (flags.metricsAddr !== 'disabled') {
-        const health = await startHealthServer({ listen: flags.metricsAddr, registry: metrics.registry, readiness: controller.readiness(), signal: ac.signal });
+        const liveness = [eventLoopWatchdog({ maxDelayMs: flags.livenessMaxLoopDelay * 1000, signal: ac.signal }), ...controller.liveness(flags.livenessReconcileStall * 1000)];
+        const health = await startHealthServer({ listen: flags.metricsAddr, registry: metrics.registry, readiness: controller.readiness(), liveness, signal: ac.signal });
         log.info({ url: health.url }, 'serving /metrics, /healthz, /readyz');
       }
-      log.info({ identity, config, namespace: flags.namespace ?? '(all)' }, 'kars controller starting');
+      log.info({ identity, config, namespace: flags.namespace ?? '(all)', logLevel: flags.logLevel, livenessMaxLoopDelaySeconds: flags.livenessMaxLoopDelay, livenessReconcileStallSeconds: flags.livenessReconcileStall }, 'kars controller starting');
       await controller.run(ac.signal);
       client.close();
     });
