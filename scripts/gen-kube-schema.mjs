@@ -30,6 +30,7 @@ const PACKAGES = {
   'k8s.io.api.apps.v1': { repo: apiRepo, dir: 'apps/v1', go: ['types.go'], defPrefix: 'io.k8s.api.apps.v1', gv: ['apps', 'v1'] },
   'k8s.io.api.rbac.v1': { repo: apiRepo, dir: 'rbac/v1', go: ['types.go'], defPrefix: 'io.k8s.api.rbac.v1', gv: ['rbac.authorization.k8s.io', 'v1'] },
   'k8s.io.api.coordination.v1': { repo: apiRepo, dir: 'coordination/v1', go: ['types.go'], defPrefix: 'io.k8s.api.coordination.v1', gv: ['coordination.k8s.io', 'v1'] },
+  'k8s.io.api.authentication.v1': { repo: apiRepo, dir: 'authentication/v1', go: ['types.go'], defPrefix: 'io.k8s.api.authentication.v1', gv: ['authentication.k8s.io', 'v1'] },
   'k8s.io.api.authorization.v1': { repo: apiRepo, dir: 'authorization/v1', go: ['types.go'], defPrefix: 'io.k8s.api.authorization.v1', gv: ['authorization.k8s.io', 'v1'] },
   'k8s.io.apimachinery.pkg.apis.meta.v1': { repo: machineryRepo, dir: 'pkg/apis/meta/v1', go: ['types.go'], defPrefix: 'io.k8s.apimachinery.pkg.apis.meta.v1', gv: null },
   'k8s.io.apimachinery.pkg.runtime': { repo: machineryRepo, dir: 'pkg/runtime', go: ['types.go'], defPrefix: 'io.k8s.apimachinery.pkg.runtime', gv: null },
@@ -51,6 +52,8 @@ const ROOTS = [
   'k8s.io.api.rbac.v1.RoleBinding',
   'k8s.io.api.rbac.v1.ClusterRole',
   'k8s.io.api.rbac.v1.ClusterRoleBinding',
+  'k8s.io.api.authentication.v1.TokenRequest',
+  'k8s.io.api.authentication.v1.SelfSubjectReview',
   'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
   'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
   'k8s.io.api.authorization.v1.SubjectAccessReview',
@@ -71,8 +74,6 @@ const SPECIAL = {
   'k8s.io.apimachinery.pkg.runtime.RawExtension': { json: 'rawjson', schema: { type: 'object', description: 'RawExtension is used to hold extensions in external versions.' } },
   'k8s.io.apimachinery.pkg.api.resource.Quantity': { json: 'quantity', schema: { type: 'string', description: 'Quantity is a fixed-point representation of a number, serialized as a string such as "100m", "1Gi" or "0.5".' } },
   'k8s.io.apimachinery.pkg.util.intstr.IntOrString': { json: 'intorstring', schema: { type: 'string', format: 'int-or-string', 'x-kubernetes-int-or-string': true, description: 'IntOrString is a type that can hold an int32 or a string.' } },
-  'k8s.io.api.authorization.v1.ExtraValue': { json: 'items', schema: { type: 'array', items: { type: 'string' }, description: 'ExtraValue masks the value so protobuf can generate' } },
-  'k8s.io.apimachinery.pkg.apis.meta.v1.Verbs': { json: 'items', schema: { type: 'array', items: { type: 'string' } } },
 };
 
 const SCALARS = new Set(['string', 'bool', 'bytes', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float', 'sint32', 'sint64', 'fixed32', 'fixed64']);
@@ -185,7 +186,7 @@ while (queue.length > 0) {
   const msg = all.get(fqn);
   if (!msg) throw new Error(`message ${fqn} not found`);
   needed.add(fqn);
-  if (SPECIAL[fqn] && SPECIAL[fqn].json !== 'items') continue;
+  if (SPECIAL[fqn]) continue;
   for (const f of msg.fields) if (!SCALARS.has(f.type)) queue.push(f.type);
 }
 
@@ -193,12 +194,18 @@ function pkgOf(fqn) {
   return fqn.slice(0, fqn.lastIndexOf('.'));
 }
 
+/** A Go named slice (`type ExtraValue []string`): proto wraps it as `repeated T items = 1`, JSON is the bare array. */
+function isNamedSlice(msg) {
+  const st = goFacts.get(pkgOf(msg.fqn))?.get(msg.name);
+  return !st && msg.fields.length === 1 && msg.fields[0].name === 'items' && msg.fields[0].label === 'repeated';
+}
+
 function factsOf(msg, field) {
   const pkg = pkgOf(msg.fqn);
   const st = goFacts.get(pkg)?.get(msg.name);
   const f = st?.get(field.number);
   if (f) return f;
-  if (SPECIAL[msg.fqn] || pkg === 'k8s.io.apimachinery.pkg.runtime') return { jsonName: field.name, omitempty: true, pointer: false };
+  if (SPECIAL[msg.fqn] || isNamedSlice(msg) || pkg === 'k8s.io.apimachinery.pkg.runtime') return { jsonName: field.name, omitempty: true, pointer: false };
   throw new Error(`no Go field for ${msg.fqn}.${field.name} = ${field.number}`);
 }
 
@@ -214,6 +221,7 @@ for (const [pkg, msgs] of byPkg) {
   const out = [`syntax = "proto2";`, `package ${pkg};`, ''];
   for (const msg of msgs) {
     out.push(`message ${msg.name} {`);
+    if (isNamedSlice(msg)) out.push('  option (kars.items) = true;');
     for (const f of [...msg.fields].sort((a, b) => a.number - b.number)) {
       const facts = factsOf(msg, f);
       const opts = [];
@@ -283,6 +291,10 @@ for (const fqn of [...needed].sort()) {
   if (fqn === 'k8s.io.apimachinery.pkg.runtime.Unknown' || fqn === 'k8s.io.apimachinery.pkg.runtime.TypeMeta') continue;
   if (SPECIAL[fqn]) {
     definitions[defName(fqn)] = SPECIAL[fqn].schema;
+    continue;
+  }
+  if (isNamedSlice(msg)) {
+    definitions[defName(fqn)] = { type: 'array', items: typeSchema(msg.fields[0].type) };
     continue;
   }
   const schema = { type: 'object', properties: {} };

@@ -10,7 +10,7 @@ import type { ListOptions, ObjectService, PatchType, Target, WriteOptions } from
 import { selects } from '../watch/cache.js';
 import type { WatchCache, WatchFilter } from '../watch/cache.js';
 import { decodeBody, readBody } from './body.js';
-import { decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './negotiate.js';
+import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './negotiate.js';
 import type { Req, Res } from './compat.js';
 import { sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
@@ -226,7 +226,7 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
 }
 
 function readJson(req: Req): Promise<unknown> {
-  return readBody(req, lengthOf(req)).then((b) => decodeBody(b, req.headers['content-type']));
+  return readBody(req, lengthOf(req)).then((b) => decodeAnyBody(b, req.headers['content-type']));
 }
 
 function lengthOf(req: Req): number | undefined {

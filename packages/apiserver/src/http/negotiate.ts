@@ -22,6 +22,11 @@ export function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: stri
   return decodeProtobuf(raw);
 }
 
+/** Decode a body of any kind with a protobuf definition (the auth reviews, TokenRequest), JSON or YAML. */
+export function decodeAnyBody(raw: Buffer, contentType: string | undefined): unknown {
+  return isProtobuf(contentType) ? decodeProtobuf(raw) : decodeBody(raw, contentType);
+}
+
 /** Decode a DeleteOptions body (JSON or protobuf); an empty body means no options. */
 export function decodeDeleteOptions(raw: Buffer, contentType: string | undefined): Record<string, unknown> {
   if (raw.length === 0) return {};

@@ -100,6 +100,20 @@ export const BUILTIN_KINDS: readonly BuiltinKind[] = [
     "definition": "io.k8s.api.rbac.v1.ClusterRoleBinding"
   },
   {
+    "group": "authentication.k8s.io",
+    "version": "v1",
+    "kind": "TokenRequest",
+    "message": "k8s.io.api.authentication.v1.TokenRequest",
+    "definition": "io.k8s.api.authentication.v1.TokenRequest"
+  },
+  {
+    "group": "authentication.k8s.io",
+    "version": "v1",
+    "kind": "SelfSubjectReview",
+    "message": "k8s.io.api.authentication.v1.SelfSubjectReview",
+    "definition": "io.k8s.api.authentication.v1.SelfSubjectReview"
+  },
+  {
     "group": "authorization.k8s.io",
     "version": "v1",
     "kind": "SelfSubjectAccessReview",
@@ -187,12 +201,71 @@ message RollingUpdateDeployment {
 `,
   },
   {
+    name: "k8s/io/api/authentication/v1/generated.proto",
+    text: String.raw`
+syntax = "proto2";
+package k8s.io.api.authentication.v1;
+
+message AttestationValue {
+  option (kars.items) = true;
+  repeated string items = 1 [(kars.json) = "items"];
+}
+
+message BoundObjectReference {
+  optional string kind = 1 [(kars.json) = "kind"];
+  optional string apiVersion = 2 [(kars.json) = "apiVersion"];
+  optional string name = 3 [(kars.json) = "name"];
+  optional string uID = 4 [(kars.json) = "uid"];
+}
+
+message ExtraValue {
+  option (kars.items) = true;
+  repeated string items = 1 [(kars.json) = "items"];
+}
+
+message SelfSubjectReview {
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1 [(kars.json) = "metadata"];
+  optional .k8s.io.api.authentication.v1.SelfSubjectReviewStatus status = 2 [(kars.json) = "status"];
+}
+
+message SelfSubjectReviewStatus {
+  optional .k8s.io.api.authentication.v1.UserInfo userInfo = 1 [(kars.json) = "userInfo"];
+}
+
+message TokenRequest {
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1 [(kars.json) = "metadata"];
+  optional .k8s.io.api.authentication.v1.TokenRequestSpec spec = 2 [(kars.json) = "spec"];
+  optional .k8s.io.api.authentication.v1.TokenRequestStatus status = 3 [(kars.json) = "status"];
+}
+
+message TokenRequestSpec {
+  repeated string audiences = 1 [(kars.json) = "audiences"];
+  optional .k8s.io.api.authentication.v1.BoundObjectReference boundObjectRef = 3 [(kars.json) = "boundObjectRef", (kars.ptr) = true];
+  optional int64 expirationSeconds = 4 [(kars.json) = "expirationSeconds", (kars.ptr) = true];
+  map<string, .k8s.io.api.authentication.v1.AttestationValue> attestations = 5 [(kars.json) = "attestations"];
+}
+
+message TokenRequestStatus {
+  optional string token = 1 [(kars.json) = "token"];
+  optional .k8s.io.apimachinery.pkg.apis.meta.v1.Time expirationTimestamp = 2 [(kars.json) = "expirationTimestamp"];
+}
+
+message UserInfo {
+  optional string username = 1 [(kars.json) = "username"];
+  optional string uid = 2 [(kars.json) = "uid"];
+  repeated string groups = 3 [(kars.json) = "groups"];
+  map<string, .k8s.io.api.authentication.v1.ExtraValue> extra = 4 [(kars.json) = "extra"];
+}
+`,
+  },
+  {
     name: "k8s/io/api/authorization/v1/generated.proto",
     text: String.raw`
 syntax = "proto2";
 package k8s.io.api.authorization.v1;
 
 message ExtraValue {
+  option (kars.items) = true;
   repeated string items = 1 [(kars.json) = "items"];
 }
 
@@ -1693,12 +1766,188 @@ export const DEFINITIONS: Readonly<Record<string, Record<string, unknown>>> = {
   },
   "description": "Spec to control the desired behavior of rolling update."
  },
+ "io.k8s.api.authentication.v1.AttestationValue": {
+  "type": "array",
+  "items": {
+   "type": "string"
+  }
+ },
+ "io.k8s.api.authentication.v1.BoundObjectReference": {
+  "type": "object",
+  "properties": {
+   "kind": {
+    "type": "string",
+    "description": "kind of the referent. Valid kinds are 'Pod', 'Secret', 'Node', 'ValidatingWebhookConfiguration', and 'MutatingWebhookConfiguration'."
+   },
+   "apiVersion": {
+    "type": "string",
+    "description": "apiVersion is API version of the referent."
+   },
+   "name": {
+    "type": "string",
+    "description": "name of the referent."
+   },
+   "uid": {
+    "type": "string",
+    "description": "uid of the referent."
+   }
+  },
+  "description": "BoundObjectReference is a reference to an object that a token is bound to."
+ },
+ "io.k8s.api.authentication.v1.ExtraValue": {
+  "type": "array",
+  "items": {
+   "type": "string"
+  }
+ },
+ "io.k8s.api.authentication.v1.SelfSubjectReview": {
+  "type": "object",
+  "properties": {
+   "metadata": {
+    "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    "description": "metadata is standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+   },
+   "status": {
+    "$ref": "#/definitions/io.k8s.api.authentication.v1.SelfSubjectReviewStatus",
+    "description": "status is filled in by the server with the user attributes."
+   },
+   "apiVersion": {
+    "type": "string",
+    "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+   },
+   "kind": {
+    "type": "string",
+    "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+   }
+  },
+  "description": "SelfSubjectReview contains the user information that the kube-apiserver has about the user making this request. When using impersonation, users will receive the user info of the user being impersonated.  If impersonation or request header authentication is used, any extra keys will have their case ignored and returned as lowercase.",
+  "x-kubernetes-group-version-kind": [
+   {
+    "group": "authentication.k8s.io",
+    "kind": "SelfSubjectReview",
+    "version": "v1"
+   }
+  ]
+ },
+ "io.k8s.api.authentication.v1.SelfSubjectReviewStatus": {
+  "type": "object",
+  "properties": {
+   "userInfo": {
+    "$ref": "#/definitions/io.k8s.api.authentication.v1.UserInfo",
+    "description": "userInfo is a set of attributes belonging to the user making this request."
+   }
+  },
+  "description": "SelfSubjectReviewStatus is filled by the kube-apiserver and sent back to a user."
+ },
+ "io.k8s.api.authentication.v1.TokenRequest": {
+  "type": "object",
+  "properties": {
+   "metadata": {
+    "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    "description": "metadata is the standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+   },
+   "spec": {
+    "$ref": "#/definitions/io.k8s.api.authentication.v1.TokenRequestSpec",
+    "description": "spec holds information about the request being evaluated"
+   },
+   "status": {
+    "$ref": "#/definitions/io.k8s.api.authentication.v1.TokenRequestStatus",
+    "description": "status is filled in by the server and indicates whether the token can be authenticated."
+   },
+   "apiVersion": {
+    "type": "string",
+    "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+   },
+   "kind": {
+    "type": "string",
+    "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+   }
+  },
+  "description": "TokenRequest requests a token for a given service account.",
+  "x-kubernetes-group-version-kind": [
+   {
+    "group": "authentication.k8s.io",
+    "kind": "TokenRequest",
+    "version": "v1"
+   }
+  ]
+ },
+ "io.k8s.api.authentication.v1.TokenRequestSpec": {
+  "type": "object",
+  "properties": {
+   "audiences": {
+    "type": "array",
+    "items": {
+     "type": "string"
+    },
+    "description": "audiences are the intendend audiences of the token. A recipient of a token must identify themself with an identifier in the list of audiences of the token, and otherwise should reject the token. A token issued for multiple audiences may be used to authenticate against any of the audiences listed but implies a high degree of trust between the target audiences."
+   },
+   "expirationSeconds": {
+    "type": "integer",
+    "format": "int64",
+    "description": "expirationSeconds is the requested duration of validity of the request. The token issuer may return a token with a different validity duration so a client needs to check the 'expiration' field in a response."
+   },
+   "boundObjectRef": {
+    "$ref": "#/definitions/io.k8s.api.authentication.v1.BoundObjectReference",
+    "description": "boundObjectRef is a reference to an object that the token will be bound to. The token will only be valid for as long as the bound object exists. NOTE: The API server's TokenReview endpoint will validate the BoundObjectRef, but other audiences may not. Keep ExpirationSeconds small if you want prompt revocation."
+   },
+   "attestations": {
+    "type": "object",
+    "additionalProperties": {
+     "$ref": "#/definitions/io.k8s.api.authentication.v1.AttestationValue"
+    },
+    "description": "attestations is a map of well-known keys to string-slice values. The values for each key have a specific semantic meaning, which is documented on the key definition. Requesters of tokens may ask the Kubernetes API Server to attest to certain claims. The API Server may perform authorization checks depending on the key of this map."
+   }
+  },
+  "description": "TokenRequestSpec contains client provided parameters of a token request."
+ },
+ "io.k8s.api.authentication.v1.TokenRequestStatus": {
+  "type": "object",
+  "properties": {
+   "token": {
+    "type": "string",
+    "description": "token is the opaque bearer token."
+   },
+   "expirationTimestamp": {
+    "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time",
+    "description": "expirationTimestamp is the time of expiration of the returned token."
+   }
+  },
+  "description": "TokenRequestStatus is the result of a token request."
+ },
+ "io.k8s.api.authentication.v1.UserInfo": {
+  "type": "object",
+  "properties": {
+   "username": {
+    "type": "string",
+    "description": "username is the name that uniquely identifies this user among all active users."
+   },
+   "uid": {
+    "type": "string",
+    "description": "uid is a unique value that identifies this user across time. If this user is deleted and another user by the same name is added, they will have different UIDs."
+   },
+   "groups": {
+    "type": "array",
+    "items": {
+     "type": "string"
+    },
+    "description": "groups is the names of groups this user is a part of."
+   },
+   "extra": {
+    "type": "object",
+    "additionalProperties": {
+     "$ref": "#/definitions/io.k8s.api.authentication.v1.ExtraValue"
+    },
+    "description": "extra is any additional information provided by the authenticator."
+   }
+  },
+  "description": "UserInfo holds the information about the user needed to implement the user.Info interface."
+ },
  "io.k8s.api.authorization.v1.ExtraValue": {
   "type": "array",
   "items": {
    "type": "string"
-  },
-  "description": "ExtraValue masks the value so protobuf can generate"
+  }
  },
  "io.k8s.api.authorization.v1.FieldSelectorAttributes": {
   "type": "object",

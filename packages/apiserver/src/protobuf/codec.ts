@@ -31,7 +31,7 @@ export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
 const UNKNOWN = 'k8s.io.apimachinery.pkg.runtime.Unknown';
-const SPECIAL: Record<string, 'time' | 'microtime' | 'duration' | 'rawjson' | 'quantity' | 'intorstring' | 'items'> = {
+const SPECIAL: Record<string, 'time' | 'microtime' | 'duration' | 'rawjson' | 'quantity' | 'intorstring'> = {
   'k8s.io.apimachinery.pkg.apis.meta.v1.Time': 'time',
   'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime': 'microtime',
   'k8s.io.apimachinery.pkg.apis.meta.v1.Duration': 'duration',
@@ -39,8 +39,6 @@ const SPECIAL: Record<string, 'time' | 'microtime' | 'duration' | 'rawjson' | 'q
   'k8s.io.apimachinery.pkg.runtime.RawExtension': 'rawjson',
   'k8s.io.apimachinery.pkg.api.resource.Quantity': 'quantity',
   'k8s.io.apimachinery.pkg.util.intstr.IntOrString': 'intorstring',
-  'k8s.io.api.authorization.v1.ExtraValue': 'items',
-  'k8s.io.apimachinery.pkg.apis.meta.v1.Verbs': 'items',
 };
 
 let root: protobuf.Root | undefined;
@@ -168,8 +166,10 @@ function isZero(j: Json): boolean {
 function value(field: protobuf.Field, v: unknown): Json | undefined {
   const t = field.resolvedType;
   if (t instanceof protobuf.Type) {
-    const special = SPECIAL[t.fullName.replace(/^\./, '')];
     const sub = v as Record<string, unknown>;
+    // A Go named slice (ExtraValue): the JSON is the bare array.
+    if (t.options?.['(kars.items)'] === true) return Array.isArray(sub['items']) ? (sub['items'] as unknown[]).map((x) => value(t.fields['items'] as protobuf.Field, x) ?? null) : [];
+    const special = SPECIAL[t.fullName.replace(/^\./, '')];
     switch (special) {
       case 'time':
         return isZeroTime(sub) ? undefined : formatTime(sub, false);
@@ -183,8 +183,6 @@ function value(field: protobuf.Field, v: unknown): Json | undefined {
         return typeof sub['string'] === 'string' ? sub['string'] : '0';
       case 'intorstring':
         return num(sub['type']) === 1 ? (typeof sub['strVal'] === 'string' ? sub['strVal'] : '') : num(sub['intVal']);
-      case 'items':
-        return Array.isArray(sub['items']) ? (sub['items'] as string[]) : [];
       default:
         return toJson(t, v as protobuf.Message);
     }
