@@ -93,7 +93,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
-  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, defaultSandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
+  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, sandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
   const mcp = opts.mcpUpstream ? createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: (d) => {
     if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
   } }) : undefined;

@@ -30,7 +30,7 @@ describe('TokenBudgetTracker', () => {
     now = at('2025-03-15T00:00:00.000Z');
     assert.equal(t.check('sb', caps).ok, true);
     t.record('sb', 10);
-    assert.deepEqual(t.usage('sb'), { day: '2025-03-15', month: '2025-03', dailyUsed: 10, monthlyUsed: 160 });
+    assert.deepEqual(t.usage('sb'), { day: '2025-03-15', month: '2025-03', dailyUsed: 10, monthlyUsed: 160, reserved: 0 });
   });
 
   it('refuses on the monthly cap and starts a new month on the 1st at 00:00 UTC', () => {
@@ -42,7 +42,7 @@ describe('TokenBudgetTracker', () => {
     assert.equal(v.ok ? undefined : v.period, 'monthly');
     now = at('2025-02-01T00:00:00Z');
     assert.equal(t.check('sb', caps).ok, true);
-    assert.deepEqual(t.usage('sb'), { day: '2025-02-01', month: '2025-02', dailyUsed: 0, monthlyUsed: 0 });
+    assert.deepEqual(t.usage('sb'), { day: '2025-02-01', month: '2025-02', dailyUsed: 0, monthlyUsed: 0, reserved: 0 });
   });
 
   it('keeps sandboxes apart', () => {

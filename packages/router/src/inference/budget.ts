@@ -5,20 +5,27 @@
  * calendar day and UTC calendar month, and tells the route whether a sandbox may send another
  * request under given caps.
  *
+ * It is a **reserve / settle ledger** (issue 9 item 3): {@link TokenBudgetTracker.reserve} admits a
+ * request only while `used + reserved < cap` for every capped period and then holds the request's
+ * maximum as reserved; {@link Reservation.settle} replaces the reservation with the real usage.
+ * Requests in flight therefore count against the budget before they are answered, and concurrent
+ * requests cannot overshoot a cap by more than one request's reservation (when no request uses
+ * more than it reserved; property-tested in `budget.property.test.ts`).
+ *
  * Guarantees:
  * - A day is the UTC calendar day (`00:00:00.000Z` to the next), a month the UTC calendar month.
  *   Counters roll over lazily on the first check or record after the boundary; no timers run.
- * - A sandbox is refused once its usage has **reached** a cap (`used >= cap`): the check runs
- *   before forwarding and cannot know how many tokens the next request will use, so the request
- *   that crosses a cap is served and the next one is refused. A cap of 0 refuses everything.
+ * - A sandbox is refused once its usage plus its reservations has **reached** a cap
+ *   (`used + reserved >= cap`), so the request that crosses a cap is served and the next one is
+ *   refused. A cap of 0 refuses everything.
+ * - A reservation made on one day and settled on the next is charged to the day it settles in.
  *
  * Caveats:
  * - **In memory only: every counter resets when the router restarts.** A restart mid-day gives the
  *   sandbox its whole daily budget again.
- * - Check and record are separate steps, so concurrent requests that all pass the check before
- *   any of them records can overshoot a cap by their combined usage.
- * - Usage that a request never reports (no `usage` in the response, a stream the router cut)
- *   is not counted.
+ * - A request that uses more than it reserved (the route estimates prompt tokens from bytes, and a
+ *   request with no completion bound reserves a fixed amount) can overshoot by the difference.
+ * - `check` + `record` remain for callers that do not reserve; they have no concurrency guarantee.
  *
  * Memory: one small entry per sandbox seen; entries not touched in the current UTC month are
  * dropped when more than {@link PRUNE_THRESHOLD} sandboxes are tracked.
@@ -58,7 +65,18 @@ interface Entry {
   month: number;
   daily: number;
   monthly: number;
+  /** Tokens held by admitted requests that have not settled (not tied to a period). */
+  reserved: number;
 }
+
+/** The tokens held for one admitted request. Settle it exactly once; later calls do nothing. */
+export interface Reservation {
+  readonly amount: number;
+  /** Replace the reservation with `actualTokens` of real usage (0 when nothing was used). */
+  settle(actualTokens: number): void;
+}
+
+export type ReserveResult = { ok: true; reservation: Reservation } | (BudgetVerdict & { ok: false });
 
 const OK: BudgetVerdict = Object.freeze({ ok: true }) as BudgetVerdict;
 
@@ -74,45 +92,84 @@ export class TokenBudgetTracker {
     this.#now = opts.now ?? Date.now;
   }
 
-  /** Whether `sandbox` may send another request under `caps`. */
+  /** Whether `sandbox` may send another request under `caps` (usage plus reservations below every cap). */
   check(sandbox: string, caps: BudgetCaps): BudgetVerdict {
     if (caps.dailyTokens === null && caps.monthlyTokens === null) return OK;
     const e = this.#entries.get(sandbox);
     if (e === undefined) {
       // Nothing used yet: only a zero cap refuses.
-      if (caps.dailyTokens !== null && caps.dailyTokens <= 0) return refuse(sandbox, 'daily', 0, caps.dailyTokens);
-      if (caps.monthlyTokens !== null && caps.monthlyTokens <= 0) return refuse(sandbox, 'monthly', 0, caps.monthlyTokens);
+      if (caps.dailyTokens !== null && caps.dailyTokens <= 0) return refuse(sandbox, 'daily', 0, 0, caps.dailyTokens);
+      if (caps.monthlyTokens !== null && caps.monthlyTokens <= 0) return refuse(sandbox, 'monthly', 0, 0, caps.monthlyTokens);
       return OK;
     }
     this.#roll(e);
-    if (caps.dailyTokens !== null && e.daily >= caps.dailyTokens) return refuse(sandbox, 'daily', e.daily, caps.dailyTokens);
-    if (caps.monthlyTokens !== null && e.monthly >= caps.monthlyTokens) return refuse(sandbox, 'monthly', e.monthly, caps.monthlyTokens);
+    if (caps.dailyTokens !== null && e.daily + e.reserved >= caps.dailyTokens) return refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
+    if (caps.monthlyTokens !== null && e.monthly + e.reserved >= caps.monthlyTokens) return refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
     return OK;
+  }
+
+  /**
+   * Admit one request of at most `maxTokens` under `caps` and hold that many tokens until it
+   * settles. Refused (nothing held) when usage plus reservations has reached a cap. A
+   * non-finite or negative `maxTokens` is held as 0.
+   */
+  reserve(sandbox: string, caps: BudgetCaps, maxTokens: number): ReserveResult {
+    const v = this.check(sandbox, caps);
+    if (!v.ok) return v;
+    const amount = Number.isFinite(maxTokens) && maxTokens > 0 ? maxTokens : 0;
+    const e = this.#entry(sandbox);
+    e.reserved += amount;
+    let open = true;
+    const reservation: Reservation = {
+      amount,
+      settle: (actual: number): void => {
+        if (!open) return;
+        open = false;
+        e.reserved -= amount;
+        // The entry may have been pruned meanwhile; re-attach it so the usage is not lost.
+        if (this.#entries.get(sandbox) !== e) {
+          this.record(sandbox, actual);
+          return;
+        }
+        this.#roll(e);
+        if (Number.isFinite(actual) && actual > 0) {
+          e.daily += actual;
+          e.monthly += actual;
+        }
+      },
+    };
+    return { ok: true, reservation };
   }
 
   /** Add `totalTokens` (a response's `usage.total_tokens`) to `sandbox`'s usage. Ignores anything but a finite number ≥ 0. */
   record(sandbox: string, totalTokens: number): void {
     if (!Number.isFinite(totalTokens) || totalTokens < 0) return;
-    let e = this.#entries.get(sandbox);
-    if (e === undefined) {
-      if (this.#entries.size >= PRUNE_THRESHOLD) this.#prune();
-      const { day, month } = this.#period();
-      e = { day, month, daily: 0, monthly: 0 };
-      this.#entries.set(sandbox, e);
-    } else {
-      this.#roll(e);
-    }
+    const e = this.#entry(sandbox);
     e.daily += totalTokens;
     e.monthly += totalTokens;
   }
 
-  /** `sandbox`'s usage in the current UTC day and month (zeros when it has none). */
-  usage(sandbox: string): BudgetUsage {
+  /** `sandbox`'s entry, created (and rolled to the current period) as needed. */
+  #entry(sandbox: string): Entry {
+    let e = this.#entries.get(sandbox);
+    if (e === undefined) {
+      if (this.#entries.size >= PRUNE_THRESHOLD) this.#prune();
+      const { day, month } = this.#period();
+      e = { day, month, daily: 0, monthly: 0, reserved: 0 };
+      this.#entries.set(sandbox, e);
+    } else {
+      this.#roll(e);
+    }
+    return e;
+  }
+
+  /** `sandbox`'s usage in the current UTC day and month (zeros when it has none), and its open reservations. */
+  usage(sandbox: string): BudgetUsage & { reserved: number } {
     const { day } = this.#period();
     const d = new Date(day * DAY_MS).toISOString();
     const e = this.#entries.get(sandbox);
     if (e !== undefined) this.#roll(e);
-    return { day: d.slice(0, 10), month: d.slice(0, 7), dailyUsed: e?.daily ?? 0, monthlyUsed: e?.monthly ?? 0 };
+    return { day: d.slice(0, 10), month: d.slice(0, 7), dailyUsed: e?.daily ?? 0, monthlyUsed: e?.monthly ?? 0, reserved: e?.reserved ?? 0 };
   }
 
   #period(): { day: number; month: number } {
@@ -140,14 +197,15 @@ export class TokenBudgetTracker {
 
   #prune(): void {
     const { month } = this.#period();
-    for (const [k, e] of this.#entries) if (e.month !== month) this.#entries.delete(k);
+    for (const [k, e] of this.#entries) if (e.month !== month && e.reserved === 0) this.#entries.delete(k);
   }
 }
 
-function refuse(sandbox: string, period: 'daily' | 'monthly', used: number, cap: number): BudgetVerdict {
+function refuse(sandbox: string, period: 'daily' | 'monthly', used: number, reserved: number, cap: number): BudgetVerdict {
+  const held = reserved > 0 ? ` (plus ${reserved} held by requests in flight)` : '';
   const message =
     period === 'daily'
-      ? `Daily token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used today; it resets at 00:00 UTC`
-      : `Monthly token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used this month; it resets on the 1st at 00:00 UTC`;
+      ? `Daily token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used today${held}; it resets at 00:00 UTC`
+      : `Monthly token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used this month${held}; it resets on the 1st at 00:00 UTC`;
   return { ok: false, period, used, cap, message };
 }

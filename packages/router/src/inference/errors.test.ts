@@ -6,7 +6,7 @@ describe('inference errors', () => {
   it('shapes bodies as the contract writes them, with no code on the 502', () => {
     assert.equal(refusalJson(proxyError()), '{"error":{"message":"Failed to reach inference backend","type":"proxy_error"}}');
     assert.equal(
-      refusalJson(perRequestTokensExceeded(4097, 4096)),
+      refusalJson(perRequestTokensExceeded('Requested max_tokens=4097 exceeds InferencePolicy tokenBudget.perRequestTokens=4096')),
       '{"error":{"message":"Requested max_tokens=4097 exceeds InferencePolicy tokenBudget.perRequestTokens=4096","type":"token_budget_exceeded","code":"per_request_tokens_exceeded"}}',
     );
   });

@@ -34,7 +34,10 @@ export type InferenceErrorCode =
   | 'provider_unimplemented'
   | 'invalid_json'
   | 'request_too_large'
-  | 'method_not_allowed';
+  | 'method_not_allowed'
+  | 'invalid_token_limit'
+  | 'duplicate_key'
+  | 'sandbox_mismatch';
 
 /** The OpenAI error envelope. `code` is omitted where the contract has none (502 proxy_error). */
 export interface OpenAIErrorBody {
@@ -86,9 +89,24 @@ export function budgetExceeded(message: string): InferenceRefusal {
   return refusal(429, 'token_budget_exceeded', 'budget_exceeded', message, 'InferencePolicy');
 }
 
-/** 429: the request asks for more completion tokens than `tokenBudget.perRequestTokens`. */
-export function perRequestTokensExceeded(requested: number, cap: number): InferenceRefusal {
-  return refusal(429, 'token_budget_exceeded', 'per_request_tokens_exceeded', `Requested max_tokens=${requested} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}`, 'InferencePolicy');
+/** 429: the request asks for more completion tokens (n × max) than `tokenBudget.perRequestTokens` (message from `limits.ts`). */
+export function perRequestTokensExceeded(message: string): InferenceRefusal {
+  return refusal(429, 'token_budget_exceeded', 'per_request_tokens_exceeded', message, 'InferencePolicy');
+}
+
+/** 400: `max_tokens`, `max_completion_tokens`, `n` or `stream_options` is malformed (message names the field). */
+export function invalidTokenLimit(message: string): InferenceRefusal {
+  return refusal(400, 'invalid_request_error', 'invalid_token_limit', `Invalid token limit: ${message}`);
+}
+
+/** 400: the body has the same key twice in one object (which value an upstream reads is undefined). */
+export function duplicateKey(detail: string): InferenceRefusal {
+  return refusal(400, 'invalid_request_error', 'duplicate_key', `Invalid JSON body: ${detail}`);
+}
+
+/** 403: `x-kars-sandbox` names another sandbox than the one this router serves. */
+export function sandboxMismatch(sandbox: string): InferenceRefusal {
+  return refusal(403, 'invalid_request_error', 'sandbox_mismatch', `This router serves sandbox "${sandbox}" only; x-kars-sandbox may repeat that name but not change it (omit the header)`, 'InferencePolicy');
 }
 
 /** 403: the content-safety floor blocked the response (severity above a ceiling, or Prompt Shields missing). */

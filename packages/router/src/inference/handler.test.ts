@@ -65,7 +65,7 @@ async function rig(t: TestContext, opts: RigOptions = {}): Promise<Rig> {
       return snap;
     },
     upstream: opts.upstream ?? stub.url,
-    defaultSandbox: 'sb-default',
+    sandbox: 'sb-default',
     budget,
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.defaultDailyTokens !== undefined ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
@@ -159,7 +159,7 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
     assert.equal(r.stub.requests.length, 0);
   });
 
-  it('passes a request through untouched when no InferencePolicy is bound', async (t) => {
+  it('passes a request through, re-serialised, when no InferencePolicy is bound', async (t) => {
     const r = await rig(t);
     const sent = '{ "model": "client-model",  "messages": [{"role":"user","content":"hello"}], "max_tokens": 999999 }';
     const res = await chat(r, sent, { authorization: 'Bearer upstream-key', 'x-stub-filter': '{"hate":"High"}' });
@@ -169,7 +169,7 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
     assert.equal(res.headers.get('x-kars-decision'), null);
     assert.equal(r.stub.requests.length, 1);
     const seen = r.stub.requests[0]!;
-    assert.equal(seen.rawBody, sent, 'the body goes upstream byte for byte');
+    assert.equal(seen.rawBody, JSON.stringify(JSON.parse(sent)), 'the body goes upstream as the router parsed it (issue 9 item 4)');
     assert.equal(seen.path, '/v1/chat/completions');
     assert.equal(seen.headers.authorization, 'Bearer upstream-key');
     assert.deepEqual(r.decisions, [{ sandbox: 'sb-default', decision: 'allow' }]);
@@ -184,26 +184,18 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
     assert.equal(r.budget.usage('sb-default').dailyUsed, 42);
   });
 
-  it('takes the sandbox from x-kars-sandbox when it is a DNS label, "unknown" when not, the default when absent', async (t) => {
+  it('speaks for its own sandbox only: x-kars-sandbox may repeat it, any other value gets 403 sandbox_mismatch (issue 9 item 2)', async (t) => {
     const r = await rig(t);
-    const cases: Array<[Record<string, string>, string]> = [
-      [{ 'x-kars-sandbox': 'team-a1' }, 'team-a1'],
-      [{ 'x-kars-sandbox': 'a'.repeat(63) }, 'a'.repeat(63)],
-      [{ 'x-kars-sandbox': 'a'.repeat(64) }, 'unknown'],
-      [{ 'x-kars-sandbox': 'Team-A' }, 'unknown'],
-      [{ 'x-kars-sandbox': '-lead' }, 'unknown'],
-      [{ 'x-kars-sandbox': 'trail-' }, 'unknown'],
-      [{ 'x-kars-sandbox': 'a.b' }, 'unknown'],
-      [{ 'x-kars-sandbox': '' }, 'unknown'],
-      [{}, 'sb-default'],
-    ];
-    for (const [h] of cases) assert.equal((await chat(r, MSG, { ...h, 'x-stub-usage': '1' })).status, 200);
-    assert.deepEqual(
-      r.decisions.map((d) => d.sandbox),
-      cases.map(([, want]) => want),
-    );
-    assert.equal(r.budget.usage('unknown').dailyUsed, 6, 'invalid identities share the "unknown" budget');
-    assert.equal(r.stub.requests[0]!.headers['x-kars-sandbox'], undefined, 'the identity header is not forwarded upstream');
+    for (const h of [{}, { 'x-kars-sandbox': 'sb-default' }]) assert.equal((await chat(r, MSG, { ...h, 'x-stub-usage': '1' })).status, 200);
+    for (const v of ['team-a1', 'SB-DEFAULT', 'sb-default.x', 'unknown', 'a'.repeat(64)]) {
+      const res = await chat(r, MSG, { 'x-kars-sandbox': v });
+      assert.equal(res.status, 403, JSON.stringify(v));
+      assert.equal(res.json.error.code, 'sandbox_mismatch');
+    }
+    assert.equal(r.stub.requests.length, 2, 'refused requests never reached upstream');
+    assert.ok(r.decisions.every((d) => d.sandbox === 'sb-default'));
+    assert.equal(r.budget.usage('sb-default').dailyUsed, 2);
+    assert.equal(r.stub.requests[1]!.headers['x-kars-sandbox'], undefined, 'the identity header is not forwarded upstream');
   });
 
   it('answers 400 invalid_request_error for malformed JSON and for a body that is not an object, without calling upstream', async (t) => {
@@ -314,11 +306,12 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     assert.equal((await chat(r, MSG)).status, 200);
   });
 
-  it('keeps budgets per sandbox', async (t) => {
+  it('keeps one budget for the router\'s sandbox: another x-kars-sandbox does not get a fresh one', async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 10 }) }) });
-    await chat(r, MSG, { 'x-kars-sandbox': 'a', 'x-stub-usage': '10' });
-    assert.equal((await chat(r, MSG, { 'x-kars-sandbox': 'a' })).status, 429);
-    assert.equal((await chat(r, MSG, { 'x-kars-sandbox': 'b' })).status, 200);
+    await chat(r, MSG, { 'x-stub-usage': '10' });
+    assert.equal((await chat(r, MSG)).status, 429);
+    assert.equal((await chat(r, MSG, { 'x-kars-sandbox': 'b' })).status, 403);
+    assert.equal((await chat(r, MSG, { 'x-kars-sandbox': 'sb-default' })).status, 429);
   });
 
   it('counts usage from the final chunk of a stream', async (t) => {
@@ -326,8 +319,16 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     assert.equal((await chat(r, STREAM, { 'x-stub-usage': '77' })).status, 200);
     assert.equal(r.budget.usage('sb-default').dailyUsed, 77);
     assert.equal((await chat(r, STREAM)).status, 429);
-    await chat(r, STREAM, { 'x-kars-sandbox': 'quiet', 'x-stub-stream-usage': '0' });
-    assert.equal(r.budget.usage('quiet').dailyUsed, 0, 'a stream without a usage chunk records nothing');
+    assert.equal(r.stub.requests[0]!.body && (r.stub.requests[0]!.body as { stream_options?: { include_usage?: boolean } }).stream_options?.include_usage, true, 'the router asks for usage');
+  });
+
+  it('charges a stream without a usage chunk the documented estimate (prompt bytes / 4 + answer bytes / 4)', async (t) => {
+    const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 100_000 }) }) });
+    const res = await chat(r, STREAM, { 'x-stub-stream-usage': '0' });
+    assert.equal(res.status, 200);
+    const sent = Buffer.byteLength(r.stub.requests[0]!.rawBody);
+    assert.equal(r.budget.usage('sb-default').dailyUsed, Math.ceil(sent / 4) + Math.ceil(Buffer.byteLength(res.text) / 4));
+    assert.equal(r.budget.usage('sb-default').reserved, 0, 'the reservation was settled');
   });
 
   it('applies defaultDailyTokens when the policy sets no daily cap, and when there is no policy', async (t) => {
@@ -347,15 +348,18 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     assertDecisionHeaders(over.headers, message);
     assert.equal(r.stub.requests.length, 0);
     assert.equal((await chat(r, { ...MSG, max_tokens: 100 })).status, 200);
-    assert.equal((await chat(r, MSG)).status, 200, 'no requested maximum, nothing to compare');
+    assert.equal((await chat(r, MSG)).status, 200, 'no requested maximum: the cap is filled in');
+    assert.equal((r.stub.requests.at(-1)!.body as { max_tokens?: number }).max_tokens, 100);
   });
 
-  it('prefers max_completion_tokens over max_tokens', async (t) => {
+  it('judges max_completion_tokens and max_tokens by the larger of the two', async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ perRequestTokens: 100 }) }) });
-    assert.equal((await chat(r, { ...MSG, max_completion_tokens: 50, max_tokens: 500 })).status, 200);
-    const over = await chat(r, { ...MSG, max_completion_tokens: 500, max_tokens: 50 });
-    assert.equal(over.status, 429);
-    assert.equal(over.json.error.message, 'Requested max_tokens=500 exceeds InferencePolicy tokenBudget.perRequestTokens=100');
+    assert.equal((await chat(r, { ...MSG, max_completion_tokens: 50, max_tokens: 60 })).status, 200);
+    for (const body of [{ ...MSG, max_completion_tokens: 50, max_tokens: 500 }, { ...MSG, max_completion_tokens: 500, max_tokens: 50 }]) {
+      const over = await chat(r, body);
+      assert.equal(over.status, 429);
+      assert.equal(over.json.error.message, 'Requested max_tokens=500 exceeds InferencePolicy tokenBudget.perRequestTokens=100');
+    }
   });
 });
 
@@ -563,7 +567,8 @@ describe('inference route: streams', { timeout: 30_000 }, () => {
     assert.equal(res.text, errorFrames(HATE_HIGH_OVER_LOW, 'inference_policy_content_safety_exceeded'));
     assertDecisionHeaders(res.headers, HATE_HIGH_OVER_LOW);
     assert.deepEqual(r.decisions, [{ sandbox: 'sb-default', decision: 'deny', code: 'inference_policy_content_safety_exceeded' }]);
-    assert.equal(r.budget.usage('sb-default').dailyUsed, 0);
+    assert.ok(r.budget.usage('sb-default').dailyUsed > 0, 'the upstream generated tokens before the cut: the estimate is charged');
+    assert.equal(r.budget.usage('sb-default').reserved, 0);
   });
 
   it('blocks the same way when the upstream splits the stream into tiny pieces', async (t) => {

@@ -8,24 +8,34 @@
  *
  * Per request, in order:
  * 1. The policy snapshot is taken **once**; the whole request (a stream to its end) uses it.
- * 2. Sandbox identity: header `x-kars-sandbox` when it is a DNS label (RFC 1123, ≤ 63 chars),
- *    `unknown` when it is present but not one, `defaultSandbox` when absent.
- * 3. The body is read (over 10 MiB → 413) and parsed (not a JSON object → 400 `invalid_json`).
- * 4. Daily / monthly token budget (→ 429 `budget_exceeded`). The daily cap falls back to
+ * 2. Sandbox identity is the router's `sandbox` (its deployment, `--sandbox`), never the agent's
+ *    word: a request's `x-kars-sandbox` may repeat it but not change it (another value → 403
+ *    `sandbox_mismatch`). Budgets are keyed by that identity (ADR 0007).
+ * 3. The body is read (over 10 MiB → 413) and parsed strictly (not a JSON object → 400
+ *    `invalid_json`; a duplicate key at any depth → 400 `duplicate_key`; nesting deeper than 128 →
+ *    400 `invalid_json`).
+ * 4. Token limits are normalised (`limits.ts`): malformed `max_tokens`, `max_completion_tokens`
+ *    or `n` → 400 `invalid_token_limit`; `n × max(max_tokens, max_completion_tokens)` above
+ *    `tokenBudget.perRequestTokens` → 429 `per_request_tokens_exceeded`; a missing limit is set to
+ *    `floor(perRequestTokens / n)` in the forwarded body; streams ask for usage.
+ * 5. Daily / monthly token budget: the request's maximum (prompt estimate + completion maximum) is
+ *    **reserved** before forwarding (→ 429 `budget_exceeded` when usage plus reservations has
+ *    reached a cap) and settled on the real usage afterwards. The daily cap falls back to
  *    `defaultDailyTokens` when the policy sets none.
- * 5. `tokenBudget.perRequestTokens` against `max_completion_tokens ?? max_tokens`
- *    (→ 429 `per_request_tokens_exceeded`; only when both exist and requested > cap).
  * 6. Model preference: the provider is `modelPreference.primary.provider` when recognised, else
  *    `provider`, else azure-openai; `bedrock` → 501. The candidates are the primary deployment then
  *    the fallbacks (empty names, duplicates and bedrock fallbacks skipped); each replaces the
  *    request's deployment (the Azure path segment, or the body's `model`). A 5xx, a 429 or a
  *    transport failure moves on to the next candidate; the last candidate's answer is returned as
- *    it is. Without a model preference the request goes upstream unchanged, byte for byte.
+ *    it is. The body forwarded is always the router's re-serialisation of what it parsed and
+ *    decided on, never the client's bytes.
  * 7. Forwarding uses `node:http(s)` with one keep-alive agent per handler. Response headers must
  *    arrive within `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
- * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage, is
- *    added to the sandbox's budget. Bodies nobody needs to judge are not parsed whole: usage is
- *    read from their tail (`usageFromJsonTail`), after the response has been sent.
+ * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage,
+ *    settles the reservation. Bodies nobody needs to judge are not parsed whole: usage is read
+ *    from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx answer without
+ *    usage (or cut short) is charged an estimate: prompt bytes / 4 + answer bytes relayed / 4
+ *    (`estimateUsage`). A non-2xx answer or no answer settles at 0.
  * 9. Content-safety floor (when active): a 2xx JSON body is judged whole and replaced by a 403 when
  *    blocked; a 400 carrying `error.innererror.content_filter_result` is judged on severities; a
  *    stream is judged at its first annotated event (see `sse.ts`), keeping the upstream status.
@@ -39,15 +49,21 @@
  *   upstream (the server wiring picks the URL).
  * - A 400 without content-filter annotations is not subject to `requirePromptShields`: it carries
  *   no model output to protect, and turning every client error into a 403 would hide it.
- * - A stream blocked mid-way is cut upstream too, so its usage is not recorded.
+ * - A stream blocked mid-way is cut upstream too; it is charged the estimate.
+ * - `stream_options.include_usage` is always set on streams, so clients also receive the final
+ *   usage chunk (`choices: []`) even when they did not ask for it.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { InferenceRules, SnapshotSource } from '../snapshot.js';
-import type { TokenBudgetTracker } from './budget.js';
+import { parseStrictJson } from '../json/strict.js';
+import type { Reservation, TokenBudgetTracker } from './budget.js';
 import {
   budgetExceeded,
+  duplicateKey,
+  invalidTokenLimit,
+  sandboxMismatch,
   contentPolicyViolation,
   decisionHeaders,
   invalidJson,
@@ -64,6 +80,7 @@ import {
 } from './errors.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
+import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
 
 /** Largest request body accepted (10 MiB). */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
@@ -72,10 +89,7 @@ export const MAX_BUFFERED_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Default time allowed for upstream response headers. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 300_000;
 
-/** The identity used when the sandbox header is present but not a DNS label. */
-export const UNKNOWN_SANDBOX = 'unknown';
-
-/** Header carrying the sandbox identity. It is not forwarded upstream. */
+/** Header that may repeat the router's sandbox identity (never change it). It is not forwarded upstream. */
 export const SANDBOX_HEADER = 'x-kars-sandbox';
 
 /** Reported once per handled request. */
@@ -95,8 +109,8 @@ export interface InferenceHandlerOptions {
   snapshot: SnapshotSource;
   /** Base URL of the OpenAI-compatible upstream; its path is prefixed to the request path. */
   upstream: URL;
-  /** Identity for requests without `x-kars-sandbox`. */
-  defaultSandbox: string;
+  /** The sandbox this router serves (`--sandbox`): the identity of every request and its budget. */
+  sandbox: string;
   budget: TokenBudgetTracker;
   /** Time allowed for upstream response headers, per attempt (default 300 s). */
   fetchTimeoutMs?: number;
@@ -143,19 +157,12 @@ export function isDnsLabel(s: string): boolean {
   return true;
 }
 
-/** The sandbox a request speaks for (see the module comment, step 2). */
-export function sandboxIdentity(header: string | string[] | undefined, fallback: string): string {
-  if (header === undefined) return fallback;
-  return typeof header === 'string' && isDnsLabel(header) ? header : UNKNOWN_SANDBOX;
-}
-
-/** The completion-token request of a body: `max_completion_tokens ?? max_tokens`, non-negative integers only. */
-export function requestedTokens(body: Record<string, unknown>): number | undefined {
-  const mct = body['max_completion_tokens'];
-  if (typeof mct === 'number' && Number.isInteger(mct) && mct >= 0) return mct;
-  const mt = body['max_tokens'];
-  if (typeof mt === 'number' && Number.isInteger(mt) && mt >= 0) return mt;
-  return undefined;
+/**
+ * Whether a request's identity header agrees with the router's sandbox (module comment, step 2):
+ * absent, or exactly `sandbox`. A list of values, another name, or a spelling variant disagrees.
+ */
+export function headerAgrees(header: string | string[] | undefined, sandbox: string): boolean {
+  return header === undefined || header === sandbox;
 }
 
 const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
@@ -216,6 +223,16 @@ function responseHeaders(up: IncomingMessage, dropLength: boolean): OutgoingHttp
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Counts what one upstream answer used, for settling the reservation. */
+interface Meter {
+  /** Status of the answer relayed to the client; undefined when none was. */
+  status: number | undefined;
+  /** `usage.total_tokens` when the answer carried it. */
+  usage: number | undefined;
+  /** Answer bytes relayed or judged. */
+  bytes: number;
 }
 
 function tryParse(b: Buffer): unknown {
@@ -292,7 +309,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   const port = upstream.port === '' ? (secure ? 443 : 80) : Number(upstream.port);
   const basePath = upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname;
   const timeoutMs = opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
-  const { budget, onDecision, defaultSandbox } = opts;
+  const { budget, onDecision, sandbox } = opts;
   const defaultDaily = opts.defaultDailyTokens ?? null;
 
   /** One upstream attempt; resolves with the response once its headers arrive. `fresh` skips the keep-alive pool. */
@@ -349,6 +366,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
 
+    if (!headerAgrees(req.headers[SANDBOX_HEADER], sandbox)) {
+      req.resume();
+      refuse(sandboxMismatch(sandbox));
+      return;
+    }
+
     const read = await readBody(req, MAX_REQUEST_BODY_BYTES);
     if (!read.ok) {
       if (read.tooLarge) {
@@ -359,77 +382,73 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       }
       return;
     }
-    const raw = read.body;
-    let parsed: Record<string, unknown>;
-    {
-      let v: unknown;
-      try {
-        v = JSON.parse(raw.toString('utf8')) as unknown;
-      } catch (e) {
-        refuse(invalidJson(e instanceof Error ? e.message : String(e)));
-        return;
-      }
-      if (!isObj(v)) {
-        refuse(invalidJson('the body must be a JSON object'));
-        return;
-      }
-      parsed = v;
-    }
-
-    const sandbox = sandboxOf(req);
-    const tb = rules?.tokenBudget ?? null;
-
-    // Step 4: daily / monthly budget.
-    const verdict = budget.check(sandbox, { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null });
-    if (!verdict.ok) {
-      refuse(budgetExceeded(verdict.message));
+    const strict = parseStrictJson(read.body.toString('utf8'));
+    if (!strict.ok) {
+      refuse(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
       return;
     }
-
-    // Step 5: per-request cap.
-    const cap = tb?.perRequestTokens ?? null;
-    if (cap !== null) {
-      const requested = requestedTokens(parsed);
-      if (requested !== undefined && requested > cap) {
-        refuse(perRequestTokensExceeded(requested, cap));
-        return;
-      }
+    if (!isObj(strict.value)) {
+      refuse(invalidJson('the body must be a JSON object'));
+      return;
     }
+    const tb = rules?.tokenBudget ?? null;
 
-    // Step 6: provider and deployment candidates.
+    // Step 4: token limits, normalised into the body that will be forwarded.
+    const norm = normalizeRequest(strict.value, tb?.perRequestTokens ?? null);
+    if (!norm.ok) {
+      const r = norm.refusal;
+      refuse(r.kind === 'invalid' ? invalidTokenLimit(r.message) : perRequestTokensExceeded(r.message));
+      return;
+    }
+    const body = norm.request.body;
+    const bodyBytes = Buffer.byteLength(JSON.stringify(body));
+
+    // Step 6 (before reserving, so a refusal holds nothing): provider and deployment candidates.
     const plan = routePlan(rules);
     if (plan.provider === 'bedrock') {
       refuse(providerUnimplemented(plan.provider));
       return;
     }
 
-    const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
-    await forward(req, res, route, raw, parsed, plan.deployments, sandbox, floor, decide);
+    // Step 5: reserve the request's maximum against the daily / monthly budget.
+    const reserved = budget.reserve(sandbox, { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null }, reservationFor(norm.request, bodyBytes));
+    if (!reserved.ok) {
+      refuse(budgetExceeded(reserved.message));
+      return;
+    }
+    const meter: Meter = { status: undefined, usage: undefined, bytes: 0 };
+    try {
+      const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
+      await forward(req, res, route, body, plan.deployments, floor, meter, decide);
+    } finally {
+      settle(reserved.reservation, meter, bodyBytes);
+    }
   }
 
-  function sandboxOf(req: IncomingMessage): string {
-    return sandboxIdentity(req.headers[SANDBOX_HEADER], defaultSandbox);
+  /** Replace a reservation with what the answer used (module comment, step 8). */
+  function settle(r: Reservation, m: Meter, promptBytes: number): void {
+    const ok = m.status !== undefined && m.status >= 200 && m.status < 300;
+    r.settle(!ok ? 0 : (m.usage ?? estimateUsage(promptBytes, m.bytes)));
   }
 
-  function attemptFor(route: InferenceRoute, raw: Buffer, parsed: Record<string, unknown>, deployment: string | undefined): { path: string; body: Buffer } {
+  /** The path and the (re-serialised) body of one attempt at `deployment`. */
+  function attemptFor(route: InferenceRoute, body: Record<string, unknown>, deployment: string | undefined): { path: string; body: Buffer } {
     if (route.kind === 'azure') {
       const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
-      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: raw };
+      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: Buffer.from(JSON.stringify(body)) };
     }
     const path = `${basePath}/v1/chat/completions${route.query}`;
-    if (deployment === undefined || parsed['model'] === deployment) return { path, body: raw };
-    return { path, body: Buffer.from(JSON.stringify({ ...parsed, model: deployment })) };
+    return { path, body: Buffer.from(JSON.stringify(deployment === undefined ? body : { ...body, model: deployment })) };
   }
 
   async function forward(
     req: IncomingMessage,
     res: ServerResponse,
     route: InferenceRoute,
-    raw: Buffer,
-    parsed: Record<string, unknown>,
+    body: Record<string, unknown>,
     deployments: string[],
-    sandbox: string,
     floor: ContentSafetyRules | undefined,
+    meter: Meter,
     decide: (decision: 'allow' | 'deny', code?: string) => void,
   ): Promise<void> {
     const headers = forwardRequestHeaders(req.headers, upstream.host);
@@ -448,7 +467,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     for (let i = 0; i < candidates.length; i++) {
       if (clientGone) return;
       const last = i === candidates.length - 1;
-      const attempt = attemptFor(route, raw, parsed, candidates[i]);
+      const attempt = attemptFor(route, body, candidates[i]);
       let up: IncomingMessage;
       try {
         up = await sendRetrying(attempt.path, headers, attempt.body, (r) => (inflight = r));
@@ -466,14 +485,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         continue;
       }
       upRes = up;
+      meter.status = status;
       up.on('error', () => undefined);
       const ct = up.headers['content-type'];
       if (typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream')) {
-        await relayStream(up, res, status, sandbox, floor, decide);
+        await relayStream(up, res, status, meter, floor, decide);
       } else if (status === 400 || status === 403 || (floor !== undefined && status >= 200 && status < 300)) {
-        await relayJudged(up, res, status, sandbox, floor, decide);
+        await relayJudged(up, res, status, meter, floor, decide);
       } else {
-        await relayPlain(up, res, status, sandbox, decide);
+        await relayPlain(up, res, status, meter, decide);
       }
       return;
     }
@@ -503,13 +523,14 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
-  async function relayPlain(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayPlain(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
     decide('allow');
     res.writeHead(status, responseHeaders(up, false));
     const ok = status >= 200 && status < 300;
     const chunks: Buffer[] = [];
     let size = 0;
     pump(up, res, (c) => {
+      meter.bytes += c.length;
       if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
         chunks.push(c);
         size += c.length;
@@ -520,7 +541,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       res.end();
       if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
         const total = usageFromJsonTail(Buffer.concat(chunks, size));
-        if (total !== undefined) budget.record(sandbox, total);
+        if (total !== undefined) meter.usage = total;
       }
     });
     up.once('error', () => res.destroy());
@@ -528,7 +549,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** Buffer the whole body, judge it, and send it (or the refusal). */
-  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -536,6 +557,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       up.on('data', (c: Buffer) => {
         if (tooLarge) return;
         size += c.length;
+        meter.bytes += c.length;
         if (size > MAX_BUFFERED_RESPONSE_BYTES) {
           tooLarge = true;
           chunks.length = 0;
@@ -567,7 +589,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     const ok = status >= 200 && status < 300;
     if (ok) {
       const total = usageTotal(doc);
-      if (total !== undefined) budget.record(sandbox, total);
+      if (total !== undefined) meter.usage = total;
     }
     if (floor !== undefined && (ok || status === 400)) {
       const annotations = extractAnnotations(doc, status);
@@ -592,7 +614,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
-  async function relayStream(up: IncomingMessage, res: ServerResponse, status: number, sandbox: string, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayStream(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
     const gate = new SseGate(floor);
     const headers = responseHeaders(up, true);
     let blocked = false;
@@ -613,6 +635,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       head();
     }
     pump(up, res, (c) => {
+      meter.bytes += c.length;
       if (blocked) return undefined;
       const g = gate.push(c);
       if (g.blocked !== undefined) {
@@ -632,10 +655,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       decide('allow');
       head();
       res.end(g.out.length > 0 ? g.out : undefined);
-      if (status >= 200 && status < 300) {
-        const total = gate.usage();
-        if (total !== undefined) budget.record(sandbox, total);
-      }
+      const total = gate.usage();
+      if (total !== undefined) meter.usage = total;
     });
     up.once('error', () => {
       if (!blocked) res.destroy();
@@ -652,7 +673,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       if (reported || onDecision === undefined) return;
       reported = true;
       try {
-        onDecision(code === undefined ? { sandbox: sandboxOf(req), decision } : { sandbox: sandboxOf(req), decision, code });
+        onDecision(code === undefined ? { sandbox, decision } : { sandbox, decision, code });
       } catch {
         // A failing observer must not break the request.
       }
