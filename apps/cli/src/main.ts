@@ -10,6 +10,7 @@ import { inferencePolicyCommand } from './commands/inferencepolicy.js';
 import { sandboxCommand } from './commands/sandbox.js';
 import { toolPolicyCommand } from './commands/toolpolicy.js';
 import { upCommand } from './commands/up.js';
+import { policyCommand } from './commands/policy-status.js';
 import { ApiError } from '@kars/kube-core';
 import { CliError } from './lib/output.js';
 
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   program.addCommand(toolPolicyCommand());
   program.addCommand(egressCommand());
   program.addCommand(sandboxCommand());
+  program.addCommand(policyCommand());
   return program;
 }
 

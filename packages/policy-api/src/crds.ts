@@ -101,6 +101,7 @@ const propagationSchema = {
   description: 'How long the last edit took to reach the routers (kars only).',
   properties: {
     lastMs: { type: 'integer', format: 'int64', minimum: 0 },
+    maxMs: { type: 'integer', format: 'int64', minimum: 0, description: 'The longest edit → every router enforcing recorded for this policy.' },
     lastCompileMs: { type: 'integer', format: 'int64', minimum: 0 },
   },
 } as const satisfies JSONSchemaProps;
@@ -403,7 +404,12 @@ export const karsSandboxStatusSchema = {
       items: {
         type: 'object',
         required: ['instance', 'lastSeen'],
-        properties: { instance: { type: 'string', minLength: 1 }, lastSeen: timeStatus },
+        properties: {
+          instance: { type: 'string', minLength: 1 },
+          lastSeen: { ...timeStatus, description: 'When what this router reports last changed (its echo Lease renews more often).' },
+          loaded: { type: 'object', additionalProperties: { type: 'string', nullable: true }, description: 'Loaded digest per echoed kind (InferencePolicy, AgtProfile, EgressApproval, …); null: configured, nothing loaded.' },
+          lastErrors: { type: 'object', additionalProperties: { type: 'string' }, description: 'Last load error per kind (a NACK: the previous digest stays loaded).' },
+        },
       },
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['instance'],

@@ -268,6 +268,8 @@ export type PolicyPhase = 'Compiled' | 'Ready' | 'Degraded';
 export interface Propagation {
   /** Milliseconds from the spec change being observed to every router echoing the compiled digest. */
   lastMs?: number;
+  /** The largest {@link lastMs} recorded for this policy (kept in status across controller restarts). */
+  maxMs?: number;
   /** Milliseconds spent compiling and writing the ConfigMap in the last reconcile. */
   lastCompileMs?: number;
 }
@@ -457,8 +459,15 @@ export type SandboxPhase = 'Pending' | 'Running';
 
 export interface RouterInstance {
   instance: string;
-  /** RFC 3339: the last lease renewal seen. */
+  /**
+   * RFC 3339: when what this router reports (its loaded digests or errors) last changed, or when it was first seen.
+   * Not every lease renewal: that would rewrite the status every few seconds per router.
+   */
   lastSeen: string;
+  /** Loaded digest per echoed kind (from the router's echo Lease); null: the kind is configured but nothing loaded. */
+  loaded?: Record<string, string | null>;
+  /** Last load error per kind (a NACK: the previous digest stays loaded). */
+  lastErrors?: Record<string, string>;
 }
 
 export interface KarsSandboxStatus {

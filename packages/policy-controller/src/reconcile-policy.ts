@@ -157,7 +157,11 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     if (compileMs !== undefined) propagation['lastCompileMs'] = compileMs;
     if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') {
       const enforcedMs = ctx.propagation.enforced(k.kind, obj);
-      if (enforcedMs !== undefined) propagation['lastMs'] = enforcedMs;
+      if (enforcedMs !== undefined) {
+        propagation['lastMs'] = enforcedMs;
+        const prevMax = typeof propagation['maxMs'] === 'number' ? propagation['maxMs'] : 0;
+        propagation['maxMs'] = Math.max(prevMax, enforcedMs);
+      }
     }
     status['propagation'] = propagation;
     requeueMs = state.kind === 'Awaiting' ? REQUEUE.awaiting : state.kind === 'NoSandboxesReferencing' ? k.noReferrersRequeueMs : REQUEUE.confirmed;

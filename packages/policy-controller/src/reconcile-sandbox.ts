@@ -8,7 +8,8 @@ import { applyStatus, rfc3339 } from './status.js';
 
 /**
  * Reconcile one KarsSandbox: `Running` while at least one router's echo lease is live, `Pending`
- * otherwise, with the live router instances listed. Re-checks when the soonest lease runs out.
+ * otherwise, with the live router instances listed and, per instance, the digests it has loaded
+ * and its last load errors (from its echo Lease), so `kubectl get ksb -o yaml` shows what each router enforces. Re-checks when the soonest lease runs out.
  */
 export async function reconcileSandbox(ctx: ControllerContext, key: string): Promise<ReconcileResult> {
   const sb = ctx.sandboxes.store.get(key);
@@ -17,12 +18,32 @@ export async function reconcileSandbox(ctx: ControllerContext, key: string): Pro
   const nowMs = ctx.now();
   const live = echoesFor(ctx, namespace, name).filter((e) => isLive(e, nowMs));
   const prevRouters = sb.status?.routers ?? [];
-  const routers: RouterInstance[] = [...new Set(live.map((e) => e.instance))].sort().map((instance) => ({
-    instance,
-    lastSeen: prevRouters.find((r) => r.instance === instance)?.lastSeen ?? rfc3339(Math.max(...live.filter((e) => e.instance === instance).map((e) => e.renewedAtMs))),
-  }));
+  const routers: RouterInstance[] = [...new Set(live.map((e) => e.instance))].sort().map((instance) => {
+    // The newest lease of this instance says what it has loaded (a restarted instance may leave an older one).
+    const newest = live.filter((e) => e.instance === instance).reduce((a, b) => (b.renewedAtMs > a.renewedAtMs ? b : a));
+    const loaded = sortedRecord(newest.digests);
+    const lastErrors = sortedRecord(newest.errors);
+    const prev = prevRouters.find((r) => r.instance === instance);
+    const same = prev !== undefined && sameRecord(prev.loaded ?? {}, loaded) && sameRecord(prev.lastErrors ?? {}, lastErrors);
+    // lastSeen moves only when what the router reports changes, so lease renewals do not rewrite the status.
+    return { instance, lastSeen: same ? prev.lastSeen : rfc3339(newest.renewedAtMs), loaded, lastErrors };
+  });
   const status = { ...(sb.status ?? {}), phase: routers.length > 0 ? 'Running' : 'Pending', routers, observedGeneration: sb.metadata.generation ?? 1 };
   await applyStatus(ctx, KARS_SANDBOX, sb, status, 'kars-controller/karssandbox-status');
   const expiry = nextLeaseExpiryMs(live, nowMs);
   return expiry === undefined ? undefined : { requeueAfterMs: Math.max(50, expiry - nowMs + 50) };
+}
+
+function sortedRecord<V>(o: Partial<Record<string, V>>): Record<string, V> {
+  const out: Record<string, V> = {};
+  for (const k of Object.keys(o).sort()) {
+    const v = o[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
 }

@@ -1,0 +1,141 @@
+/**
+ * `kars policy status [NAME]`: the `istioctl proxy-status` of kars. For each InferencePolicy and ToolPolicy, and each
+ * router that should enforce it (every live or recently seen router of every sandbox that references it), whether
+ * that router enforces the compiled digest: SYNCED, STALE (how long behind) or NACK (its last load error). Sources:
+ * the policy status (compiled digest, generations, edit → enforced times) and the routers' echo Leases — the same
+ * facts the controller decides Ready from, read directly, so the view does not depend on the controller being up.
+ */
+import { Command } from 'commander';
+import { Resources } from '@kars/kube-client';
+import type { KubeObject } from '@kars/kube-core';
+import { INFERENCE_POLICY, isLive, readEcho, ROUTER_LABEL, TOOL_POLICY, KARS_SANDBOX, toolPolicyNameOf } from '@kars/policy-api';
+import type { EchoKind, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import { addKubeOptions, withKube } from '../lib/kube.js';
+import type { KubeFlags } from '../lib/kube.js';
+import { CliError, outputFormat, render, shortDigest, shortDuration, table } from '../lib/output.js';
+
+/** One router's state for one policy. */
+export type SyncState = 'SYNCED' | 'STALE' | 'NACK' | 'NOT-APPLICABLE' | 'NO-ROUTER' | 'NO-SANDBOX';
+
+export interface RouterRow {
+  sandbox: string | null;
+  instance: string | null;
+  state: SyncState;
+  /** STALE: how long the router has been behind (since the compile, or since its lease expired). */
+  ageSeconds: number | null;
+  /** Why, in words: the NACK error, "lease expired", "loaded an older digest". */
+  detail: string | null;
+  loadedDigest: string | null;
+  /** The router's last lease renewal (RFC 3339), when it has a lease. */
+  leaseRenewedAt: string | null;
+  live: boolean | null;
+}
+
+export interface PolicyStatusRow {
+  kind: 'InferencePolicy' | 'ToolPolicy';
+  namespace: string;
+  name: string;
+  generation: number;
+  observedGeneration: number | null;
+  phase: string | null;
+  compiledDigest: string | null;
+  lastMs: number | null;
+  maxMs: number | null;
+  routers: RouterRow[];
+}
+
+type Policy = (InferencePolicy | ToolPolicy) & KubeObject;
+
+const ECHO: Record<PolicyStatusRow['kind'], EchoKind> = { InferencePolicy: 'InferencePolicy', ToolPolicy: 'AgtProfile' };
+
+/**
+ * Decide one router's state for a policy. Pure: `nowMs` and the compile time come in, so tests can pin every branch.
+ * - SYNCED: the lease is live, it has loaded the compiled digest, and it reports no load error for the kind.
+ * - NACK: it reports a load error for the kind (it keeps enforcing the previous digest).
+ * - STALE: its lease expired (age since the last renewal), or it has loaded another digest (age since the compile).
+ */
+export function routerState(echo: RouterEcho, kind: EchoKind, compiledDigest: string | null, compiledAtMs: number | null, nowMs: number): Pick<RouterRow, 'state' | 'ageSeconds' | 'detail' | 'loadedDigest'> {
+  const loaded = echo.digests[kind] ?? null;
+  if (!isLive(echo, nowMs)) return { state: 'STALE', ageSeconds: Math.max(0, Math.floor((nowMs - echo.renewedAtMs) / 1000)), detail: `lease not renewed for ${shortDuration(nowMs - echo.renewedAtMs)} (router gone, or its API path stalled)`, loadedDigest: loaded };
+  if (compiledDigest === null) return { state: 'NOT-APPLICABLE', ageSeconds: null, detail: 'nothing to echo (no AGT profile)', loadedDigest: loaded };
+  const error = echo.errors[kind];
+  if (error !== undefined) return { state: 'NACK', ageSeconds: null, detail: error, loadedDigest: loaded };
+  if (loaded === compiledDigest) return { state: 'SYNCED', ageSeconds: null, detail: null, loadedDigest: loaded };
+  const age = compiledAtMs === null ? null : Math.max(0, Math.floor((nowMs - compiledAtMs) / 1000));
+  return { state: 'STALE', ageSeconds: age, detail: loaded === null ? 'has not loaded the policy' : 'enforces an older digest', loadedDigest: loaded };
+}
+
+/** Gather the rows for a namespace (optionally one policy name). */
+export async function collectPolicyStatus(client: import('@kars/kube-client').KubeClient, namespace: string, name: string | undefined, nowMs = Date.now()): Promise<PolicyStatusRow[]> {
+  const [ips, tps, sbs, leases] = await Promise.all([
+    client.list<Policy>(INFERENCE_POLICY, { namespace }),
+    client.list<Policy>(TOOL_POLICY, { namespace }),
+    client.list<KarsSandbox & KubeObject>(KARS_SANDBOX, { namespace }),
+    client.list(Resources.leases, { namespace, labelSelector: `${ROUTER_LABEL}=true` }),
+  ]);
+  const echoes = new Map<string, RouterEcho[]>();
+  for (const l of leases.items) {
+    const e = readEcho(l);
+    if (e) echoes.set(e.sandbox, [...(echoes.get(e.sandbox) ?? []), e]);
+  }
+  const rows: PolicyStatusRow[] = [];
+  const policies: Array<{ kind: PolicyStatusRow['kind']; obj: Policy }> = [...ips.items.map((obj) => ({ kind: 'InferencePolicy' as const, obj })), ...tps.items.map((obj) => ({ kind: 'ToolPolicy' as const, obj }))];
+  for (const { kind, obj } of policies) {
+    const pname = obj.metadata.name ?? '';
+    if (name !== undefined && pname !== name) continue;
+    const status = (obj.status ?? {}) as { observedGeneration?: number; phase?: string; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: { lastMs?: number; maxMs?: number } };
+    const compiled = status.compiledDigest ?? null;
+    const compiledAt = status.lastCompiledAt ? Date.parse(status.lastCompiledAt) : NaN;
+    const referrers = sbs.items.filter((s) => (kind === 'InferencePolicy' ? s.spec?.inferenceRef?.name === pname : toolPolicyNameOf(s) === pname));
+    const routers: RouterRow[] = [];
+    for (const sb of referrers) {
+      const sbName = sb.metadata.name ?? '';
+      const mine = (echoes.get(sbName) ?? []).sort((a, b) => a.instance.localeCompare(b.instance));
+      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null });
+      for (const e of mine) {
+        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs) });
+      }
+    }
+    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null });
+    rows.push({ kind, namespace, name: pname, generation: obj.metadata.generation ?? 1, observedGeneration: status.observedGeneration ?? null, phase: status.phase ?? null, compiledDigest: compiled, lastMs: status.propagation?.lastMs ?? null, maxMs: status.propagation?.maxMs ?? null, routers });
+  }
+  return rows;
+}
+
+function ms(v: number | null): string {
+  return v === null ? '-' : `${v}ms`;
+}
+
+/** The table `kars policy status` prints: one line per (policy, router). */
+export function statusTable(rows: PolicyStatusRow[]): string {
+  const out: string[][] = [];
+  for (const p of rows) {
+    for (const r of p.routers) {
+      const state = r.state === 'STALE' && r.ageSeconds !== null ? `STALE (${shortDuration(r.ageSeconds * 1000)})` : r.state;
+      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
+    }
+  }
+  return table(['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'DETAIL'], out);
+}
+
+/** `kars policy status`. */
+export function policyCommand(): Command {
+  const cmd = new Command('policy').description('inspect how policies are enforced');
+  addKubeOptions(
+    cmd
+      .command('status')
+      .argument('[name]', 'only this policy (InferencePolicy or ToolPolicy name)')
+      .description('per policy and per router: SYNCED, STALE (with age) or NACK (with the router\'s error); compiled and loaded digests; generations; edit → enforced times')
+      .option('-o, --output <format>', 'table or json', 'table'),
+  ).action(async (name: string | undefined, f: KubeFlags & { output: string }) => {
+    const format = outputFormat(f.output, ['table', 'json'] as const, 'table');
+    await withKube(f, async (ctx) => {
+      const rows = await collectPolicyStatus(ctx.client, ctx.namespace, name);
+      if (name !== undefined && rows.length === 0) throw new CliError(`no InferencePolicy or ToolPolicy named "${name}" in namespace "${ctx.namespace}"`);
+      if (format === 'json') return void process.stdout.write(render(rows, 'json'));
+      if (rows.length === 0) return void process.stderr.write(`No policies found in ${ctx.namespace} namespace.\n`);
+      process.stdout.write(statusTable(rows));
+    });
+  });
+  return cmd;
+}
