@@ -33,6 +33,8 @@ const SPECS: BuiltinSpec[] = [
   { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', kind: 'ClusterRole', namespaced: false, columns: [AGE] },
   { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false, columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }, AGE] },
   { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], hasStatus: true, tracksGeneration: true, deleteReturnsObject: true, columns: [{ name: 'Created At', type: 'date', jsonPath: '.metadata.creationTimestamp' }] },
+  { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets', kind: 'PodDisruptionBudget', namespaced: true, shortNames: ['pdb'], hasStatus: true, tracksGeneration: true, columns: [{ name: 'Min Available', type: 'string', jsonPath: '.spec.minAvailable' }, { name: 'Max Unavailable', type: 'string', jsonPath: '.spec.maxUnavailable' }, AGE] },
+  { group: 'batch', version: 'v1', resource: 'cronjobs', kind: 'CronJob', namespaced: true, shortNames: ['cj'], hasStatus: true, tracksGeneration: true, categories: ['all'], columns: [{ name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' }, { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' }, AGE] },
   // Reviews: answered by the auth module, never stored.
   { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false, verbs: ['create'] },
   { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false, verbs: ['create'] },
