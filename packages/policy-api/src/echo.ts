@@ -20,13 +20,13 @@ export const LAST_ERRORS_ANNOTATION = 'kars.azure.com/last-errors';
  * Seconds a router lease stays valid without renewal: three liveness beats, as node Leases
  * (renew 10 s, duration 40 s). A router that stops gracefully deletes its lease at once, and a
  * restarted router keeps its instance name, so only a router that vanishes for good lingers this long
- * (ADR 0008).
+ * (ADR 0011).
  */
 export const ROUTER_LEASE_SECONDS = 90;
 /**
  * The liveness beat: a router writes its lease on every change of what it has loaded (within
  * ~10 ms) and otherwise once per this many seconds, to stay within a node-lease-like write budget
- * (ADR 0008: at 10,000 sandboxes, 333 writes/s for echo liveness).
+ * (ADR 0011: at 10,000 sandboxes, 333 writes/s for echo liveness).
  */
 export const ROUTER_RENEW_SECONDS = 30;
 

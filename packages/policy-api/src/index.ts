@@ -8,3 +8,4 @@ export * from './crds.js';
 export * from './crd-yaml.js';
 export * from './validate.js';
 export * from './echo.js';
+export * from './heartbeat.js';

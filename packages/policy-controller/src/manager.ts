@@ -4,13 +4,14 @@ import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
 import { Controller, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
 import type { Change, LivenessCheck, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
-import { EGRESS_APPROVAL, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY, toolPolicyNameOf } from '@kars/policy-api';
+import { EGRESS_APPROVAL, HEARTBEAT_LABEL, heartbeatIntervalMsFromEnv, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY, toolPolicyNameOf } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
 import type { Logger } from 'pino';
 import { BY_SANDBOX } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
+import { HeartbeatWriter } from './heartbeat.js';
 import { PropagationTracker } from './propagation.js';
 import { reconcileEgressApproval } from './reconcile-egress.js';
 import { reconcileInferencePolicy, reconcileToolPolicy } from './reconcile-policy.js';
@@ -38,6 +39,8 @@ export interface PolicyControllerOptions {
   env?: Record<string, string | undefined>;
   concurrency?: number;
   now?: () => number;
+  /** Heartbeat period (default from KARS_HEARTBEAT_INTERVAL_SECS in `env`, else 15 s; 0 = off). */
+  heartbeatIntervalMs?: number;
 }
 
 type IP = InferencePolicy & KubeObject;
@@ -64,6 +67,7 @@ export class PolicyController {
   private readonly reflectors: Reflector[];
   private readonly elector: LeaderElector | undefined;
   private readonly controllers: Controller<KubeObject>[];
+  private readonly heartbeat: HeartbeatWriter;
 
   constructor(private readonly opts: PolicyControllerOptions) {
     const { client, config, metrics, log } = opts;
@@ -75,7 +79,9 @@ export class PolicyController {
     const egress = reflector<EA>('egressapprovals', EGRESS_APPROVAL, { indexers: { [BY_SANDBOX]: (a) => [`${a.metadata.namespace ?? ''}/${a.spec?.sandbox ?? ''}`] } });
     const sandboxes = reflector<SB>('karssandboxes', KARS_SANDBOX);
     const leases = reflector<KubeObject>('router-leases', Resources.leases, { labelSelector: `${ROUTER_LABEL}=true`, indexers: { [BY_SANDBOX]: (l) => [`${l.metadata.namespace ?? ''}/${l.metadata.labels?.[SANDBOX_LABEL] ?? ''}`] } });
-    const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}` });
+    // The heartbeat ConfigMaps share the managed-by label (so routers get them on their policy watch);
+    // the controller has no use for its own heartbeats and leaves them out.
+    const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},!${HEARTBEAT_LABEL}` });
     this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
     if (log.isLevelEnabled('debug')) {
       // At debug, every change each watch delivers (the watch lifecycle itself is logged at info).
@@ -111,6 +117,7 @@ export class PolicyController {
         })
       : undefined;
     const isActive = (): boolean => this.elector?.isLeader() ?? true;
+    this.heartbeat = new HeartbeatWriter({ client, sandboxes: sandboxes.store, isLeader: isActive, identity: le.identity, intervalMs: opts.heartbeatIntervalMs ?? heartbeatIntervalMsFromEnv(opts.env ?? {}), log, registry: metrics.registry, now });
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;
     const common = { isActive, concurrency: opts.concurrency ?? 8, log };
@@ -173,6 +180,7 @@ export class PolicyController {
     const runs: Promise<void>[] = this.reflectors.map((r) => r.run(signal));
     if (this.elector) runs.push(this.elector.run(signal));
     runs.push(...this.controllers.map((c) => c.run(signal)));
+    runs.push(this.heartbeat.run(signal));
     try {
       await Promise.all(runs);
     } finally {

@@ -1,7 +1,8 @@
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import { echoLease, routerLeaseName, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } from '@kars/policy-api';
+import { echoLease, heartbeatSeenAnnotation, HEARTBEAT_SEEN_ANNOTATION, routerLeaseName, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } from '@kars/policy-api';
 import type { RuntimeLogger } from '@kars/kube-runtime';
+import type { HeartbeatStaleness } from './staleness.js';
 import type { PolicyState } from './state.js';
 
 export interface EchoPublisherOptions {
@@ -16,6 +17,11 @@ export interface EchoPublisherOptions {
   /** Liveness beat (default ROUTER_RENEW_SECONDS) and lease validity (default ROUTER_LEASE_SECONDS). */
   renewMs?: number;
   leaseSeconds?: number;
+  /**
+   * When set, every lease write that happens anyway (a change or the liveness beat) also carries the
+   * newest heartbeat seen, so `kars policy status` can show staleness per router with no extra writes.
+   */
+  staleness?: HeartbeatStaleness;
   /** Longest a graceful stop waits for the lease to be withdrawn (default 2 s). */
   withdrawTimeoutMs?: number;
 }
@@ -73,6 +79,7 @@ export class EchoPublisher {
     const { client, namespace, sandbox, instance, state } = this.opts;
     const lease = echoLease(namespace, { sandbox, instance, digests: state.digests(), errors: state.errors(), renewedAtMs: Date.now(), leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
     const renewMs = this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000;
+    if (this.opts.staleness) lease.metadata.annotations[HEARTBEAT_SEEN_ANNOTATION] = heartbeatSeenAnnotation(this.opts.staleness.newestControllerTimeMs(), this.opts.staleness.stalenessSeconds());
     this.inFlight = client
       .apply(Resources.leases, lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } }, `kars-router/${instance}`, { force: true })
       .then(

@@ -49,6 +49,8 @@ export interface RunningRouter {
   isReady(): boolean;
   /** Age of the policy view in ms (how long since it was last confirmed current). */
   viewAgeMs(): number;
+  /** Heartbeat staleness in seconds (API source only; undefined for a mounted directory). */
+  stalenessSeconds(): number | undefined;
   /** Resolves when every part has stopped (after the signal aborted). */
   done: Promise<void>;
 }
@@ -89,6 +91,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
   new Gauge({ name: 'kars_router_policy_view_age_seconds', help: 'Seconds since the router last confirmed its policy view is current.', registers: [registry], collect() { this.set(Math.min(viewAgeMs(), 1e9) / 1000); } });
+  if (api) new Gauge({ name: 'kars_router_policy_staleness_seconds', help: 'Seconds since this router last saw the controller heartbeat change on its policy watch, plus that heartbeat\'s transit lag (ADR 0011). Alert when it exceeds a few heartbeat periods.', registers: [registry], collect() { this.set(api.staleness.stalenessSeconds()); } });
   const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
@@ -159,7 +162,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       const got = Buffer.from((req.headers['authorization'] ?? '').replace(/^Bearer /, ''));
       if (!want || got.length !== want.length || !timingSafeEqual(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
       const entries = state.statusEntries();
-      sendJson(res, 200, { schema_version: 1, count: entries.length, entries });
+      sendJson(res, 200, { schema_version: 1, count: entries.length, entries, ...(api ? { staleness_seconds: api.staleness.stalenessSeconds(), heartbeat: api.staleness.status() } : {}) });
     });
     adminUrl = await listenOn(admin, opts.adminListen);
   }
@@ -176,7 +179,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (api) parts.push(api.run(signal));
   if (dir) parts.push(dir.run(signal));
   const echoClient = opts.source.client;
-  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, log }).run(signal));
+  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, log, ...(api ? { staleness: api.staleness } : {}) }).run(signal));
   const closeServer = (s: http.Server | undefined): Promise<void> =>
     new Promise((resolve) => {
       if (!s) return resolve();
@@ -189,5 +192,5 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     inference.close();
   })();
   log.info({ url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind }, 'kars router listening');
-  return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, done };
+  return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, stalenessSeconds: () => api?.staleness.stalenessSeconds(), done };
 }

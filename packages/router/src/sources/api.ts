@@ -3,10 +3,11 @@ import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import { Reflector } from '@kars/kube-runtime';
 import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
-import { KARS_SANDBOX } from '@kars/policy-api';
+import { HEARTBEAT_CONFIGMAP, KARS_SANDBOX, readHeartbeat } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler';
 import type { PolicyState } from '../state.js';
+import { HeartbeatStaleness } from '../staleness.js';
 import { loadFromConfigMaps } from './compute.js';
 
 export interface ApiSourceOptions {
@@ -29,6 +30,8 @@ export class ApiPolicySource {
   private readonly sandboxes: Reflector<KarsSandbox & KubeObject>;
   private readonly configmaps: Reflector<KubeObject & { data?: Record<string, string> }>;
   private expiryTimer: NodeJS.Timeout | undefined;
+  /** Staleness from the controller's heartbeat, which arrives on the same ConfigMap watch as the policy. */
+  readonly staleness = new HeartbeatStaleness();
 
   constructor(private readonly opts: ApiSourceOptions) {
     const common = { client: opts.client, namespace: opts.namespace, config: opts.config, ...(opts.log ? { log: opts.log } : {}) };
@@ -65,7 +68,16 @@ export class ApiPolicySource {
 
   /** Watch and load until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    const unsub = [this.sandboxes.subscribe(() => this.recompute()), this.configmaps.subscribe(() => this.recompute())];
+    const unsub = [
+      this.sandboxes.subscribe(() => this.recompute()),
+      this.configmaps.subscribe((c) => {
+        if (c.object.metadata.name === HEARTBEAT_CONFIGMAP) {
+          if (c.type === 'apply') this.staleness.observe(readHeartbeat(c.object) ?? { atMs: NaN, seq: 0, holder: '', resourceVersion: '' });
+          return;
+        }
+        this.recompute();
+      }),
+    ];
     const both = Promise.all([this.sandboxes.store.ready(signal), this.configmaps.store.ready(signal)]).then(() => this.recompute(), () => undefined);
     try {
       await Promise.all([this.sandboxes.run(signal), this.configmaps.run(signal), both]);

@@ -1,0 +1,132 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { KubeClient } from '@kars/kube-client';
+import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
+import type { WatchConfig } from '@kars/kube-runtime';
+import { startTestServer } from '@kars/apiserver/testing';
+import type { TestServer } from '@kars/apiserver/testing';
+import { allCrds, readHeartbeatSeen } from '@kars/policy-api';
+import type { Heartbeat } from '@kars/policy-api';
+import { PolicyController } from '@kars/policy-controller';
+import { pino } from 'pino';
+import { startRouter } from './server.js';
+import type { RunningRouter } from './server.js';
+import { HeartbeatStaleness } from './staleness.js';
+
+function hb(rv: string, atMs: number): Heartbeat {
+  return { atMs, seq: Number(rv), holder: 'c', resourceVersion: rv };
+}
+
+describe('HeartbeatStaleness', () => {
+  it('counts from the start until a heartbeat changes; the first one seen is only a baseline', () => {
+    let mono = 1000;
+    const s = new HeartbeatStaleness(() => mono, () => 5_000_000);
+    mono += 3000;
+    s.observe(hb('10', 0)); // written long ago (a dead controller's last heartbeat, from the initial list)
+    assert.equal(s.stalenessSeconds(), 3, 'the baseline does not make the view look fresh');
+    s.observe(hb('10', 0));
+    assert.equal(s.stalenessSeconds(), 3, 'the same resourceVersion again (a relist) is not news');
+    s.observe(hb('11', 5_000_000));
+    assert.equal(s.stalenessSeconds(), 0);
+    mono += 7000;
+    assert.equal(s.stalenessSeconds(), 7, 'grows one second per second without news');
+  });
+
+  for (const skewMs of [-3_600_000, 0, 3_600_000]) {
+    it(`is not hidden or inflated by a constant clock skew of ${skewMs / 1000} s, and still sees growing lag`, () => {
+      let mono = 0;
+      let wall = 1_000_000;
+      const s = new HeartbeatStaleness(() => mono, () => wall + skewMs);
+      let rv = 1;
+      const deliver = (transitMs: number): void => {
+        const writtenAt = wall;
+        mono += transitMs;
+        wall += transitMs;
+        s.observe(hb(String(rv++), writtenAt));
+      };
+      deliver(5); // baseline
+      for (let i = 0; i < 5; i++) {
+        deliver(5);
+        assert.ok(s.stalenessSeconds() < 0.01, `healthy path reads fresh under skew ${skewMs}: ${s.stalenessSeconds()}`);
+        mono += 1000;
+        wall += 1000;
+      }
+      deliver(2005); // the path now delivers two seconds late
+      assert.ok(Math.abs(s.stalenessSeconds() - 2) < 0.01, `lag shows as staleness: ${s.stalenessSeconds()}`);
+      assert.ok(Math.abs(s.status().lag_seconds - 2) < 0.01);
+    });
+  }
+});
+
+const NS = 'hb';
+const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 60_000, pingIntervalMs: 0, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const silent = pino({ level: 'silent' });
+
+describe('router staleness from the controller heartbeat (real apiserver, controller and router)', () => {
+  let ts: TestServer;
+  let controllerClient: KubeClient;
+  let routerClient: KubeClient;
+  let router: RunningRouter;
+  const ac = new AbortController();
+  let controllerRun: Promise<void>;
+
+  before(async () => {
+    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
+    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: {} });
+    // The controller detects the freeze by PING and keeps writing heartbeats; the router has pings
+    // off and a long idle deadline, so its frozen watch stays dead: exactly a silently dead watch.
+    controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 200, pingTimeoutMs: 200 });
+    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
+    const controller = new PolicyController({ client: controllerClient, config: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 }, metrics: new RuntimeMetrics(), log: silent, heartbeatIntervalMs: 250, leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'ctl-1' } });
+    controllerRun = controller.run(ac.signal);
+    router = await startRouter({ sandbox: 'sb', namespace: NS, listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 'tok', upstream: new URL('http://127.0.0.1:9'), source: { kind: 'api', client: routerClient, config: cfg }, instance: 'r1', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+  });
+
+  after(async () => {
+    ac.abort();
+    await Promise.all([controllerRun, router.done]);
+    controllerClient.close();
+    routerClient.close();
+    await ts.close();
+  });
+
+  async function status(): Promise<{ staleness_seconds: number; heartbeat: { seen: number; holder: string | null } }> {
+    return (await (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer tok' } })).json()) as never;
+  }
+
+  it('stays within about one heartbeat period while healthy, in /internal/policy-status and /metrics', async () => {
+    const t0 = Date.now();
+    while ((await status()).heartbeat.seen < 3 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+    const st = await status();
+    assert.ok(st.heartbeat.seen >= 3, 'heartbeats arrive on the policy watch');
+    assert.equal(st.heartbeat.holder, 'ctl-1');
+    for (let i = 0; i < 5; i++) {
+      const s = (await status()).staleness_seconds;
+      assert.ok(s < 1.5, `healthy staleness ${s} s stays under period + slack`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const metrics = await (await fetch(`${router.url}/metrics`)).text();
+    const m = metrics.match(/^kars_router_policy_staleness_seconds ([\d.e-]+)$/m);
+    assert.ok(m, 'the metric is exported');
+    assert.ok(Number(m[1]) < 1.5);
+  });
+
+  it('rises within one heartbeat period when the router watch silently dies, and the echo lease carries it on writes it makes anyway', async () => {
+    ts.server.faults?.freezeWatches();
+    const frozenAt = Date.now();
+    let s = 0;
+    while (s < 2 && Date.now() - frozenAt < 10_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = (await status()).staleness_seconds;
+    }
+    assert.ok(s >= 2, `staleness rose past 2 s (8 heartbeat periods) after the freeze: ${s}`);
+    const later = (await status()).staleness_seconds;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok((await status()).staleness_seconds >= later + 0.4, 'and keeps rising');
+    const lease = (await ts.client.get(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/kars-router-sb-r1`)).body;
+    const seen = readHeartbeatSeen(lease);
+    assert.ok(seen, 'the echo lease carries the heartbeat it had seen');
+  });
+});
