@@ -86,9 +86,10 @@ describe('parseAgtProfile', () => {
 });
 
 describe('globMatch', () => {
-  it('matches literals exactly and case-sensitively', () => {
+  it('matches literals exactly, ignoring case (issue 9 item 4: a re-cased name cannot escape a deny)', () => {
     assert.equal(globMatch('read_file', 'read_file'), true);
-    assert.equal(globMatch('read_file', 'Read_file'), false);
+    assert.equal(globMatch('read_file', 'Read_FILE'), true);
+    assert.equal(globMatch('READ_*', 'read_file'), true);
     assert.equal(globMatch('read', 'read_file'), false);
   });
 
@@ -104,12 +105,15 @@ describe('globMatch', () => {
     assert.equal(globMatch('get_?', 'get_xy'), false);
   });
 
-  it('never lets * or ? cross a slash', () => {
-    assert.equal(globMatch('*', 'github/create_issue'), false);
+  it('lets * and ? match a slash, so *delete* matches the namespaced github/delete_repo (issue 9 item 4)', () => {
+    assert.equal(globMatch('*delete*', 'github/delete_repo'), true);
+    assert.equal(globMatch('*', 'github/create_issue'), true);
     assert.equal(globMatch('github/*', 'github/create_issue'), true);
     assert.equal(globMatch('*/create_issue', 'github/create_issue'), true);
     assert.equal(globMatch('git?ub/*', 'git/b/x'), false);
-    assert.equal(globMatch('github/*', 'github/a/b'), false);
+    assert.equal(globMatch('git?ub', 'git/ub'), true);
+    assert.equal(globMatch('github/*', 'github/a/b'), true);
+    assert.equal(globMatch('github/*', 'gitlab/a'), false);
   });
 
   it('treats characters other than * and ? literally', () => {

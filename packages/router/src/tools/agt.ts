@@ -112,22 +112,19 @@ function parseRule(raw: unknown, at: string): AgtRule | string {
 }
 
 /**
- * Glob match, case-sensitive, over the whole text. `*` matches any run of characters (also
- * none) and `?` exactly one character; neither matches `/`, so `github/*` matches every tool of
- * server `github` and `delete_*` matches only bare tool names. Every other character, `/`
- * included, matches itself. There is no escaping and there are no character classes.
+ * Glob match over the whole text, **case-insensitive**. `*` matches any run of characters (also
+ * none), `/` included; `?` matches exactly one character, `/` included. Every other character
+ * matches itself (ignoring case). There is no escaping and there are no character classes.
+ *
+ * So `*delete*` matches `delete_repo`, `github/delete_repo` and `DELETE_REPO`: a deny pattern
+ * cannot be side-stepped by a namespaced or re-cased tool name (issue 9 item 4).
  *
  * Runs in O(|pattern| · |text|) at worst: no regular expressions, no exponential backtracking.
  */
 export function globMatch(pattern: string, text: string): boolean {
-  const ps = pattern.split('/');
-  const ts = text.split('/');
-  if (ps.length !== ts.length) return false;
-  return ps.every((p, i) => segmentMatch(p, ts[i] ?? ''));
-}
-
-/** The classic greedy wildcard match with one backtrack point (the last `*`). */
-function segmentMatch(p: string, t: string): boolean {
+  const p = pattern.toLowerCase();
+  const t = text.toLowerCase();
+  // The classic greedy wildcard match with one backtrack point (the last `*`).
   let pi = 0;
   let ti = 0;
   let star = -1;

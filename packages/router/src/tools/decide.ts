@@ -11,6 +11,7 @@
  */
 import type { ToolRules } from '../snapshot.js';
 import { evaluateAgt, type AgtVerdict } from './agt.js';
+import { toolKey } from './names.js';
 import type { ToolRateLimiter } from './ratelimit.js';
 import { selectToolPolicy } from './select.js';
 
@@ -36,20 +37,26 @@ function denyReason(verdict: AgtVerdict): string {
 
 /** Whether a `tools/list` entry stays visible: hidden only when AGT denies it (approval and rate limits do not hide). */
 export function isToolListed(tools: readonly ToolRules[], server: string | undefined, tool: string): { listed: true } | { listed: false; policy: ToolRules; reason: string } {
-  const policy = selectToolPolicy(tools, server, tool);
+  const key = toolKey(tool);
+  const policy = selectToolPolicy(tools, server, key);
   if (policy === undefined || policy.agt === null) return { listed: true };
-  const verdict = evaluateAgt(policy.agt, server, tool);
+  const verdict = evaluateAgt(policy.agt, server, key);
   return verdict.effect === 'allow' ? { listed: true } : { listed: false, policy, reason: denyReason(verdict) };
 }
 
-/** Decide one `tools/call`. Takes a rate-limit token only when the call is allowed. */
+/**
+ * Decide one `tools/call` of a name that passed `checkToolName`. Selection, rules and rate-limit
+ * buckets use the lower-cased name, so case variants share one decision. Takes a rate-limit token
+ * only when the call is allowed.
+ */
 export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: string; server: string | undefined; tool: string }, limiter: ToolRateLimiter): ToolCallDecision {
   const { sandbox, server, tool } = call;
-  const policy = selectToolPolicy(tools, server, tool);
+  const key = toolKey(tool);
+  const policy = selectToolPolicy(tools, server, key);
   if (policy === undefined) return { allowed: true, policy };
 
   if (policy.agt !== null) {
-    const verdict = evaluateAgt(policy.agt, server, tool);
+    const verdict = evaluateAgt(policy.agt, server, key);
     if (verdict.effect === 'deny') {
       const reason = denyReason(verdict);
       return {
@@ -75,7 +82,7 @@ export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: str
   }
 
   if (policy.rateLimit !== null) {
-    const taken = limiter.take({ sandbox, policy: policy.name, tool }, policy.rateLimit);
+    const taken = limiter.take({ sandbox, policy: policy.name, tool: key }, policy.rateLimit);
     if (!taken.ok) {
       const retry = taken.retryAfterMs === null ? 'the limit does not refill (rps 0)' : `retry after ${taken.retryAfterMs} ms`;
       return {

@@ -27,7 +27,9 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage,
 import { request as httpsRequest } from 'node:https';
 import { finished } from 'node:stream/promises';
 import type { SnapshotSource, ToolRules } from '../snapshot.js';
+import { parseStrictJson } from '../json/strict.js';
 import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
+import { checkToolName } from './names.js';
 import { classify, isObject, rpcError, JSONRPC_INVALID_PARAMS, JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
 import { ToolRateLimiter, type NowClock } from './ratelimit.js';
 
@@ -40,7 +42,7 @@ export interface ToolDecision {
   kind: 'call' | 'list';
   allowed: boolean;
   /** `allowed`, the refusal code of a call, or `hidden` for a tool removed from a tools/list answer. */
-  decision: 'allowed' | ToolRefusalCode | 'hidden';
+  decision: 'allowed' | ToolRefusalCode | 'tool_name_invalid' | 'hidden';
   /** Name of the governing ToolPolicy; null when none applies. */
   policy: string | null;
   message?: string;
@@ -114,7 +116,7 @@ interface Plan {
   local: JsonRpcResponse[];
   /** Ids of forwarded tools/list requests, whose answers get filtered. */
   listIds: Set<string>;
-  /** Whether every element was forwarded unchanged (then the original bytes go upstream). */
+  /** Whether every element was forwarded (nothing answered locally). */
   untouched: boolean;
   /** HTTP status when answering only locally. */
   localStatus: number;
@@ -167,6 +169,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         p.untouched = false;
         continue;
       }
+      const named = checkToolName(tool);
+      if (!named.ok) {
+        emit({ sandbox, server, tool, kind: 'call', allowed: false, decision: 'tool_name_invalid', policy: null, message: named.reason });
+        if (c.kind === 'request') p.local.push(rpcError(id, JSONRPC_INVALID_PARAMS, `Invalid params: ${named.reason}`, { code: 'tool_name_invalid', tool, reason: named.reason }));
+        p.untouched = false;
+        continue;
+      }
       const d = decideToolCall(tools, { sandbox, server, tool }, limiter);
       if (d.allowed) {
         emit({ sandbox, server, tool, kind: 'call', allowed: true, decision: 'allowed', policy: d.policy?.name ?? null });
@@ -189,6 +198,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     if (!isObject(result) || !Array.isArray(result['tools'])) return msg;
     const kept = (result['tools'] as unknown[]).filter((t) => {
       if (!isObject(t) || typeof t['name'] !== 'string') return true;
+      // A listed name the gateway would refuse to call is not shown either.
+      const named = checkToolName(t['name']);
+      if (!named.ok) {
+        emit({ sandbox, server, tool: t['name'], kind: 'list', allowed: false, decision: 'hidden', policy: null, message: named.reason });
+        return false;
+      }
       const v = isToolListed(tools, server, t['name']);
       if (!v.listed) emit({ sandbox, server, tool: t['name'], kind: 'list', allowed: false, decision: 'hidden', policy: v.policy.name, message: v.reason });
       return v.listed;
@@ -215,8 +230,9 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     sendJson(res, status ?? p.localStatus, p.isBatch ? all : all[0]);
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, raw: Buffer, p: Plan, tools: readonly ToolRules[]): Promise<void> {
-    const body = p.untouched ? raw : Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
+  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
+    // Always the router's re-serialisation of what it decided on, never the client's bytes.
+    const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
     const headers: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) {
       if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length' || k === 'accept-encoding') continue;
@@ -302,19 +318,18 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       return;
     }
     const snapshot = opts.snapshot();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw.toString('utf8'));
-    } catch {
-      sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
+    const strict = parseStrictJson(raw.toString('utf8'));
+    if (!strict.ok) {
+      if (strict.code === 'invalid_json') sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
+      else sendJson(res, 400, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${strict.message}`, { code: strict.code }));
       return;
     }
-    const p = plan(parsed, snapshot.tools);
+    const p = plan(strict.value, snapshot.tools);
     if (p.forward.length === 0) {
       answerLocally(res, p);
       return;
     }
-    await forward(req, res, raw, p, snapshot.tools);
+    await forward(req, res, p, snapshot.tools);
   }
 
   return async (req, res) => {

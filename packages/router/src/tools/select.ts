@@ -1,7 +1,8 @@
 /**
  * Which ToolPolicy governs one tool call: the most specific policy whose `appliesTo` matches.
  *
- * Matching: `appliesTo.tool` matches when it equals the tool name, is `"*"`, or is null (any).
+ * Matching: `appliesTo.tool` matches when it equals the tool name ignoring case (callers pass the
+ * lower-cased name, see `names.ts`), is `"*"`, or is null (any).
  * `appliesTo.mcpServer` matches when it equals the server name, or is `"*"` or null (any); a
  * named server never matches a call whose server is unknown.
  *
@@ -18,7 +19,7 @@ function isAny(v: string | null): boolean {
 /** Specificity of `policy` for this call, or -1 when it does not apply. */
 export function specificity(policy: ToolRules, server: string | undefined, tool: string): number {
   const { tool: t, mcpServer: s } = policy.appliesTo;
-  const toolExact = !isAny(t) && t === tool;
+  const toolExact = t !== null && t !== '*' && t.toLowerCase() === tool.toLowerCase();
   const serverExact = !isAny(s) && server !== undefined && s === server;
   if (!isAny(t) && !toolExact) return -1;
   if (!isAny(s) && !serverExact) return -1;
