@@ -17,7 +17,7 @@
 /** Longest accepted tool name. */
 export const MAX_TOOL_NAME_LENGTH = 128;
 
-const ALLOWED = /^[A-Za-z0-9_.\/:-]+$/;
+const ALLOWED = /^[A-Za-z0-9_./:-]+$/;
 
 export type ToolNameCheck = { ok: true; key: string } | { ok: false; reason: string };
 
