@@ -221,6 +221,13 @@ export class ObjectService {
     if (causes.length > 0) throw invalid(target(t), causes);
     const obj = clone(body) as KubeObject;
     obj.metadata ??= {};
+    // Go's ObjectMeta omits empty maps and lists (omitempty), so kube never stores `annotations: {}`;
+    // kubectl diff relies on that. (managedFields: [] is left alone: it means "reset ownership".)
+    const meta = obj.metadata as Record<string, unknown>;
+    for (const f of ['labels', 'annotations', 'finalizers', 'ownerReferences']) {
+      const v = meta[f];
+      if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
+    }
     const want = apiVersionOf(t.ri, t.version);
     if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
     if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
