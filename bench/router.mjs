@@ -1356,11 +1356,11 @@ async function decisionPhase(cfg, policyBody) {
   const { evaluateSafety, extractAnnotations, isFloorActive } = await import(dist('router', 'inference/safety.js'));
   const { requestedTokens, routePlan, sandboxIdentity } = await import(dist('router', 'inference/handler.js'));
   const { usageTotal } = await import(dist('router', 'inference/sse.js'));
-  const { parseInferencePolicy } = await import(dist('router', 'load.js'));
+  const { parseInferenceBody, NO_CAPABILITIES } = await import(dist('policy-compiler', 'index.js'));
   const { PolicyState } = await import(dist('router', 'state.js'));
 
-  const parsed = parseInferencePolicy(policyBody);
-  if (!parsed.ok) throw new Error(`parseInferencePolicy: ${parsed.error}`);
+  const parsed = parseInferenceBody(policyBody, NO_CAPABILITIES);
+  if (!parsed.ok) throw new Error(`parseInferenceBody: ${parsed.error}`);
   const state = new PolicyState();
   state.setInference({ kind: 'loaded', value: parsed.rules, digest: 'sha256:bench', source: 'bench' });
   const budget = new TokenBudgetTracker();

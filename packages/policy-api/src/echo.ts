@@ -10,7 +10,7 @@
  */
 
 /** The kinds a router echoes, spelled as the kars wire contract spells them. */
-export type EchoKind = 'InferencePolicy' | 'AgtProfile' | 'EgressApproval' | 'EgressAllowlist' | 'Memory';
+export type EchoKind = 'InferencePolicy' | 'ToolPolicy' | 'AgtProfile' | 'EgressApproval' | 'EgressAllowlist' | 'Memory';
 
 export const ROUTER_LABEL = 'kars.azure.com/router';
 export const SANDBOX_LABEL = 'kars.azure.com/sandbox';
@@ -29,6 +29,10 @@ export const ROUTER_LEASE_SECONDS = 90;
  * (ADR 0011: at 10,000 sandboxes, 333 writes/s for echo liveness).
  */
 export const ROUTER_RENEW_SECONDS = 30;
+/** kars addition: per kind, the digest of the compiled bytes the router refused (NACKed), JSON. */
+export const REJECTED_DIGESTS_ANNOTATION = 'kars.azure.com/rejected-digests';
+/** kars addition: the capabilities the router has (`mcp-server:<name>`, `guardrail:<provider>`), JSON list. */
+export const CAPABILITIES_ANNOTATION = 'kars.azure.com/capabilities';
 
 /** What one router reports. */
 export interface RouterEcho {
@@ -38,6 +42,10 @@ export interface RouterEcho {
   digests: Partial<Record<EchoKind, string | null>>;
   /** Last load error per kind (a NACK: the previous digest stays loaded). */
   errors: Partial<Record<EchoKind, string>>;
+  /** Per kind, the digest the router refused with `errors[kind]` (absent: it refused nothing). */
+  rejected?: Partial<Record<EchoKind, string>>;
+  /** Capability names the router advertises (informational; acceptance already accounts for them). */
+  capabilities?: string[];
   /** When the lease was last renewed (ms since epoch), and for how long it is valid. */
   renewedAtMs: number;
   leaseDurationSeconds: number;
@@ -70,7 +78,12 @@ export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
       name: routerLeaseName(echo.sandbox, echo.instance),
       namespace,
       labels: { [ROUTER_LABEL]: 'true', [SANDBOX_LABEL]: echo.sandbox },
-      annotations: { [LOADED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.digests)), [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortKeys(echo.errors)) },
+      annotations: {
+        [LOADED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.digests)),
+        [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortKeys(echo.errors)),
+        [REJECTED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.rejected ?? {})),
+        [CAPABILITIES_ANNOTATION]: JSON.stringify([...(echo.capabilities ?? [])].sort()),
+      },
     },
     spec: { holderIdentity: echo.instance, leaseDurationSeconds: echo.leaseDurationSeconds, renewTime: microTime(echo.renewedAtMs) },
   };
@@ -112,9 +125,20 @@ export function readEcho(lease: { metadata: { labels?: Record<string, string>; a
   for (const [k, v] of Object.entries(parseMap(lease.metadata.annotations?.[LAST_ERRORS_ANNOTATION]))) {
     if (typeof v === 'string') errors[k as EchoKind] = v;
   }
+  const rejected: Partial<Record<EchoKind, string>> = {};
+  for (const [k, v] of Object.entries(parseMap(lease.metadata.annotations?.[REJECTED_DIGESTS_ANNOTATION]))) {
+    if (typeof v === 'string') rejected[k as EchoKind] = v;
+  }
+  let capabilities: string[] = [];
+  try {
+    const c = JSON.parse(lease.metadata.annotations?.[CAPABILITIES_ANNOTATION] ?? '[]') as unknown;
+    if (Array.isArray(c)) capabilities = c.filter((x): x is string => typeof x === 'string');
+  } catch {
+    capabilities = [];
+  }
   const renew = typeof spec['renewTime'] === 'string' ? Date.parse(spec['renewTime']) : NaN;
   const duration = typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : ROUTER_LEASE_SECONDS;
-  return { sandbox, instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '', digests, errors, renewedAtMs: Number.isNaN(renew) ? 0 : renew, leaseDurationSeconds: duration };
+  return { sandbox, instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '', digests, errors, rejected, capabilities, renewedAtMs: Number.isNaN(renew) ? 0 : renew, leaseDurationSeconds: duration };
 }
 
 /** Whether a router's lease is still valid at `nowMs`. */

@@ -44,7 +44,8 @@ import {
 } from '@kars/policy-api';
 import { compileSchema, type CompiledSchema } from '@kars/kube-schema';
 import { egressApprovalsConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { approvalFile, mergedAllowlist, rfc3339Seconds, type EndpointInput } from './egress.js';
+import { approvalFile, rfc3339Seconds } from './egress.js';
+import { expectedEgressDigest } from './router-view.js';
 import { compileInferencePolicy } from './inference.js';
 import { isObj } from './json.js';
 import { compileToolPolicy } from './tool.js';
@@ -368,12 +369,8 @@ function compileApprovals(
     } else if (sb.spec.networkPolicy?.allowlistRef !== undefined) {
       warnings.push({ ...at, message: `KarsSandbox ${key} uses a signed allowlistRef, which is not resolved offline: the merged digest covers spec.networkPolicy.allowedEndpoints only` });
     }
-    const baseline: EndpointInput[] = sb?.spec.networkPolicy?.allowedEndpoints ?? [];
     const active = list.filter((t) => !t.expired);
-    const merged = mergedAllowlist(
-      baseline,
-      active.map((t) => t.a.obj.spec.hosts),
-    );
+    const merged = { digest: expectedEgressDigest(sb, list.map((t) => ({ hosts: t.a.obj.spec.hosts, expiresAtMs: Date.parse(t.expiresAt) })), nowMs) };
     let cmName: string | null = null;
     if (active.length > 0) {
       const cm = egressApprovalsConfigMap({ sandbox, namespace, files: active.map((t) => approvalFile({ metadata: { name: t.a.name }, spec: t.a.obj.spec }, t.effectiveAt, t.expiresAt)) });

@@ -10,3 +10,5 @@ export * from './inference.js';
 export * from './tool.js';
 export * from './egress.js';
 export * from './compile-docs.js';
+export * from './agt-subset.js';
+export * from './router-view.js';

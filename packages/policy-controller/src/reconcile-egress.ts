@@ -4,7 +4,7 @@ import type { ReconcileResult } from '@kars/kube-runtime';
 import { splitKey } from '@kars/kube-runtime';
 import { EGRESS_APPROVAL, EGRESS_APPROVAL_FINALIZER, isLive, parseTtl, validateEgressApprovalSpec } from '@kars/policy-api';
 import type { EgressApproval } from '@kars/policy-api';
-import { approvalFile, egressApprovalFieldManager, egressApprovalsConfigMap, mergedAllowlist } from '@kars/policy-compiler';
+import { approvalFile, egressApprovalFieldManager, egressApprovalsConfigMap, expectedEgressDigest } from '@kars/policy-compiler';
 import { echoesFor, nextLeaseExpiryMs } from './context.js';
 import type { ControllerContext } from './context.js';
 import { withTransitions } from './enforcement.js';
@@ -33,18 +33,17 @@ async function writeKey(ctx: ControllerContext, a: Approval, file: { key: string
   await ctx.client.apply(Resources.configmaps, { ...cm }, egressApprovalFieldManager(a.metadata.name ?? ''), { force: true });
 }
 
-/** Approvals of one sandbox whose key is live now (effective, not expired, not deleting). */
-function activeHosts(ctx: ControllerContext, namespace: string, sandbox: string, nowMs: number, self: Approval, selfExpiresAtMs: number): Array<Approval['spec']['hosts']> {
-  const out: Array<Approval['spec']['hosts']> = [];
+/** Approvals of one sandbox whose key is written (effective, not expired, not deleting), with their expiry. */
+function liveApprovals(ctx: ControllerContext, namespace: string, sandbox: string, self: Approval, selfExpiresAtMs: number): Array<{ hosts: Approval['spec']['hosts']; expiresAtMs: number }> {
+  const out: Array<{ hosts: Approval['spec']['hosts']; expiresAtMs: number }> = [];
   for (const a of ctx.egress.store.list()) {
     if (a.metadata.namespace !== namespace || a.spec?.sandbox !== sandbox) continue;
     if (a.metadata.uid === self.metadata.uid) {
-      if (nowMs < selfExpiresAtMs) out.push(a.spec.hosts);
+      out.push({ hosts: a.spec.hosts, expiresAtMs: selfExpiresAtMs });
       continue;
     }
     if (a.metadata.deletionTimestamp || a.status?.phase === 'Expired' || !a.status?.effectiveAt || !a.status.expiresAt) continue;
-    if (Date.parse(a.status.expiresAt) <= nowMs) continue;
-    out.push(a.spec.hosts);
+    out.push({ hosts: a.spec.hosts, expiresAtMs: Date.parse(a.status.expiresAt) });
   }
   return out;
 }
@@ -108,7 +107,7 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   }
   const file = approvalFile({ metadata: { name: a.metadata.name ?? '' }, spec: a.spec }, effectiveAt, expiresAt);
   await writeKey(ctx, a, file);
-  const merged = mergedAllowlist(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], activeHosts(ctx, namespace, a.spec.sandbox, nowMs, a, expiresAtMs));
+  const merged = { digest: expectedEgressDigest(sandbox, liveApprovals(ctx, namespace, a.spec.sandbox, a, expiresAtMs), nowMs) };
   const routers = echoesFor(ctx, namespace, a.spec.sandbox).filter((r) => isLive(r, nowMs));
   ctx.log.debug({ approval: key, sandbox: a.spec.sandbox, mergedDigest: merged.digest, echoes: routers.map((r) => r.digests.EgressApproval ?? null) }, 'compiled egress allowlist');
   const confirmed = routers.length > 0 && routers.every((r) => r.digests.EgressApproval === merged.digest);

@@ -11,6 +11,8 @@ export interface EchoPublisherOptions {
   sandbox: string;
   instance: string;
   state: PolicyState;
+  /** Capability names advertised in the lease (`capabilityNames(...)`). */
+  capabilities?: string[];
   log?: RuntimeLogger;
   /** Debounce before publishing a change (default 10 ms): well inside the 100 ms budget. */
   debounceMs?: number;
@@ -77,7 +79,8 @@ export class EchoPublisher {
       return this.inFlight;
     }
     const { client, namespace, sandbox, instance, state } = this.opts;
-    const lease = echoLease(namespace, { sandbox, instance, digests: state.digests(), errors: state.errors(), renewedAtMs: Date.now(), leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
+    const echo = state.echo();
+    const lease = echoLease(namespace, { sandbox, instance, digests: echo.digests, errors: echo.errors, rejected: echo.rejected, capabilities: this.opts.capabilities ?? [], renewedAtMs: Date.now(), leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
     const renewMs = this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000;
     if (this.opts.staleness) lease.metadata.annotations[HEARTBEAT_SEEN_ANNOTATION] = heartbeatSeenAnnotation(this.opts.staleness.newestControllerTimeMs(), this.opts.staleness.stalenessSeconds());
     this.inFlight = client

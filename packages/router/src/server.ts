@@ -11,7 +11,10 @@ import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
+import { capabilityNames } from '@kars/policy-compiler';
+import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
 import { createMcpGateway } from './tools/gateway.js';
+import type { McpGatewayHandler } from './tools/gateway.js';
 
 /** Where a router's policy comes from. */
 export type PolicySourceOptions = { kind: 'api'; client: KubeClient; config: WatchConfig } | { kind: 'dir'; dir: string; client?: KubeClient };
@@ -22,7 +25,14 @@ export interface RouterOptions {
   /** Agent traffic plus /healthz, /readyz, /metrics. */
   listen: string;
   upstream: URL;
+  /** The unnamed MCP server behind `/mcp` (the old single `--mcp-upstream URL`). No ToolPolicy can be scoped to it. */
   mcpUpstream?: URL;
+  /**
+   * Named MCP servers (`--mcp-upstream NAME=URL`), each behind `/mcp/<name>`. A ToolPolicy with
+   * `appliesTo.mcpServer: <name>` is enforced on exactly that route; one naming a server not listed
+   * here is refused (NACK) and never becomes Ready.
+   */
+  mcpUpstreams?: ReadonlyArray<{ name: string; url: URL }>;
   egressListen?: string;
   adminListen?: string;
   /** Bearer token for /internal/policy-status; without one the admin endpoint refuses every request. */
@@ -31,6 +41,12 @@ export interface RouterOptions {
   /** Refuse (or, with onStale 'open', allow and log) agent traffic when the view is older than this. */
   maxStalenessMs?: number;
   onStale?: 'closed' | 'open';
+  /**
+   * Guardrail providers whose backend is configured on this router (e.g. `openai-moderation` when a
+   * moderation endpoint is set). A compiled InferencePolicy with a stage for any other provider is
+   * refused (NACK) and never becomes Ready. See {@link routerCapabilities}.
+   */
+  guardrailProviders?: readonly GuardrailProvider[];
   /** Daily token cap when no InferencePolicy sets one (the contract's TOKEN_BUDGET_DAILY). */
   defaultDailyTokens?: number;
   /** Identity of this router instance in its echo lease. */
@@ -69,6 +85,17 @@ function listenOn(server: http.Server, listen: string): Promise<string> {
   });
 }
 
+/**
+ * What this router can enforce beyond the core, from its options: the one place router flags turn
+ * into wire-contract capabilities (`mcp-server:<name>`, `guardrail:<provider>`).
+ */
+export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders' | 'mcpUpstreams'>): RouterCapabilities {
+  return { mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(), guardrailProviders: [...new Set(opts.guardrailProviders ?? [])].sort() };
+}
+
+/** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
+export const MCP_SERVER_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
+
 function sendJson(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -82,13 +109,14 @@ function sendJson(res: ServerResponse, code: number, body: unknown): void {
  */
 export async function startRouter(opts: RouterOptions, signal: AbortSignal): Promise<RunningRouter> {
   const state = new PolicyState();
+  const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
   const requests = new Counter({ name: 'kars_router_requests_total', help: 'Agent requests by surface and decision.', labelNames: ['surface', 'decision'], registers: [registry] });
   const stale = new Counter({ name: 'kars_router_stale_requests_total', help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.', labelNames: ['mode'], registers: [registry] });
   for (const mode of ['closed', 'open']) stale.inc({ mode }, 0);
-  const api = opts.source.kind === 'api' ? new ApiPolicySource({ client: opts.source.client, namespace: opts.namespace, sandbox: opts.sandbox, config: opts.source.config, state, metrics: opts.metrics, log }) : undefined;
-  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state) : undefined;
+  const api = opts.source.kind === 'api' ? new ApiPolicySource({ client: opts.source.client, namespace: opts.namespace, sandbox: opts.sandbox, config: opts.source.config, state, capabilities, metrics: opts.metrics, log }) : undefined;
+  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
   new Gauge({ name: 'kars_router_policy_view_age_seconds', help: 'Seconds since the router last confirmed its policy view is current.', registers: [registry], collect() { this.set(Math.min(viewAgeMs(), 1e9) / 1000); } });
   if (api) new Gauge({ name: 'kars_router_policy_staleness_seconds', help: 'Seconds since this router last saw the controller heartbeat change on its policy watch, plus that heartbeat\'s transit lag (ADR 0011). Alert when it exceeds a few heartbeat periods.', registers: [registry], collect() { this.set(api.staleness.stalenessSeconds()); } });
@@ -97,9 +125,18 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
 
   const budget = new TokenBudgetTracker();
   const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, sandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
-  const mcp = opts.mcpUpstream ? createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: (d) => {
+  const onToolDecision = (d: { kind: string; decision: string }): void => {
     if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
-  } }) : undefined;
+  };
+  // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
+  const gateways = new Map<string, McpGatewayHandler>();
+  if (opts.mcpUpstream) gateways.set('/mcp', createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: onToolDecision }));
+  for (const u of opts.mcpUpstreams ?? []) {
+    if (!MCP_SERVER_NAME.test(u.name)) throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
+    const path = `/mcp/${u.name}`;
+    if (gateways.has(path)) throw new Error(`MCP server ${u.name} is given twice`);
+    gateways.set(path, createMcpGateway({ snapshot: () => state.current(), upstream: u.url, sandbox: opts.sandbox, server: u.name, path, onDecision: onToolDecision }));
+  }
   let lastStaleLog = 0;
 
   const main = http.createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -138,9 +175,8 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       }
     }
     const handle = async (): Promise<void> => {
-      if (path === '/mcp' && mcp) {
-        if (await mcp(req, res)) return;
-      }
+      const mcp = path === undefined ? undefined : gateways.get(path);
+      if (mcp && (await mcp(req, res))) return;
       if (await inference(req, res)) return;
       sendJson(res, 404, { error: { message: `no route for ${req.method ?? 'GET'} ${path ?? ''}`, type: 'invalid_request_error', code: 'not_found' } });
     };
@@ -179,7 +215,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (api) parts.push(api.run(signal));
   if (dir) parts.push(dir.run(signal));
   const echoClient = opts.source.client;
-  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, log, ...(api ? { staleness: api.staleness } : {}) }).run(signal));
+  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, capabilities: capabilityNames(capabilities), log, ...(api ? { staleness: api.staleness } : {}) }).run(signal));
   const closeServer = (s: http.Server | undefined): Promise<void> =>
     new Promise((resolve) => {
       if (!s) return resolve();

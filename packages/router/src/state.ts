@@ -1,84 +1,65 @@
-import type { EchoKind } from '@kars/policy-api';
-import type { LoadOutcome } from './load.js';
-import type { EgressEntry, InferenceRules, PolicySnapshot, ToolRules } from './snapshot.js';
+import { EchoLedger } from '@kars/policy-compiler';
+import type { EchoState, EgressParts, InferenceRules, LoadOutcome, PolicyStatusEntry, RouterView, ToolLoad, ToolOutcome, ToolRules } from '@kars/policy-compiler';
+import type { PolicySnapshot } from './snapshot.js';
 
-/** One entry of `/internal/policy-status` (schema_version 1, snake_case as the contract spells it). */
-export interface PolicyStatusEntry {
-  kind: EchoKind;
-  digest: string | null;
-  source_path: string;
-  loaded_at: string | null;
-  last_error: string | null;
-}
-
-interface KindState {
-  digest: string | null;
-  source: string;
-  loadedAtMs: number | undefined;
-  error: string | undefined;
-}
-
-/** What the egress loader produces: baseline and approval entries; the digest is the merged one. */
-export interface EgressParts {
-  baseline: EgressEntry[];
-  approvals: EgressEntry[];
-}
+export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler';
 
 /**
- * The router's loaded policy: the current snapshot (swapped atomically on every change) and, per
- * kind, the digest it enforces and the last load error. Load semantics follow the kars router and
- * Envoy xDS: a load replaces; "none" clears (egress then admits nothing); an error keeps the last
- * good policy and records the error (a NACK).
+ * The router's loaded policy: the current snapshot (swapped atomically on every change) and the
+ * echo state (`EchoLedger`, from the wire contract in `@kars/policy-compiler`): per kind, the digest
+ * it enforces, the last load error and the last refused digest. Load semantics follow the kars
+ * router and Envoy xDS: a load replaces; "none" clears (egress then admits nothing); an error keeps
+ * the last good policy and records the error (a NACK).
  */
 export class PolicyState {
   private snap: PolicySnapshot = { inference: undefined, tools: [], egress: [], loadedAtMs: 0 };
   private inference: InferenceRules | undefined;
   private tools: ToolRules | undefined;
   private egress: EgressParts = { baseline: [], approvals: [] };
-  private readonly kinds = new Map<EchoKind, KindState>();
+  private readonly ledger: EchoLedger;
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = Date.now) {
+    this.ledger = new EchoLedger(now);
+  }
 
   /** The snapshot to use for one request. */
   current(): PolicySnapshot {
     return this.snap;
   }
 
-  /** Be told after every change of what is loaded (including a new error). */
+  /** Be told after every change of what is echoed (including a new error). */
   onChange(fn: () => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
-  private apply<T>(kind: EchoKind, outcome: LoadOutcome<T>, set: (v: T | undefined) => void): void {
-    const prev = this.kinds.get(kind);
-    let next: KindState;
-    if (outcome.kind === 'loaded') {
-      set(outcome.value);
-      next = { digest: outcome.digest, source: outcome.source, loadedAtMs: prev?.digest === outcome.digest ? prev.loadedAtMs : this.now(), error: outcome.warning };
-    } else if (outcome.kind === 'none') {
-      set(undefined);
-      next = { digest: null, source: prev?.source ?? '', loadedAtMs: undefined, error: undefined };
-    } else {
-      next = { digest: prev?.digest ?? null, source: outcome.source, loadedAtMs: prev?.loadedAtMs, error: outcome.error.slice(0, 512) };
-    }
-    const changed = !prev || prev.digest !== next.digest || prev.error !== next.error;
-    this.kinds.set(kind, next);
+  private done(changed: boolean): void {
     this.rebuild();
     if (changed) for (const fn of this.listeners) fn();
   }
 
   setInference(o: LoadOutcome<InferenceRules>): void {
-    this.apply('InferencePolicy', o, (v) => (this.inference = v));
+    if (o.kind !== 'error') this.inference = o.kind === 'loaded' ? o.value : undefined;
+    this.done(this.ledger.apply('InferencePolicy', o));
   }
 
-  setTools(o: LoadOutcome<ToolRules>): void {
-    this.apply('AgtProfile', o, (v) => (this.tools = v));
+  setTools(o: ToolOutcome): void {
+    if (o.kind !== 'error') this.tools = o.kind === 'loaded' ? o.value.rules : undefined;
+    this.done(this.ledger.applyTools(o));
   }
 
   setEgress(o: LoadOutcome<EgressParts>): void {
-    this.apply('EgressApproval', o, (v) => (this.egress = v ?? { baseline: [], approvals: [] }));
+    if (o.kind !== 'error') this.egress = o.kind === 'loaded' ? o.value : { baseline: [], approvals: [] };
+    this.done(this.ledger.apply('EgressApproval', o));
+  }
+
+  /** Load a whole view (all kinds) and swap the snapshot once. */
+  setView(view: RouterView): void {
+    if (view.inference.kind !== 'error') this.inference = view.inference.kind === 'loaded' ? view.inference.value : undefined;
+    if (view.tools.kind !== 'error') this.tools = view.tools.kind === 'loaded' ? (view.tools.value as ToolLoad).rules : undefined;
+    if (view.egress.kind !== 'error') this.egress = view.egress.kind === 'loaded' ? view.egress.value : { baseline: [], approvals: [] };
+    this.done(this.ledger.applyView(view));
   }
 
   private rebuild(): void {
@@ -90,24 +71,23 @@ export class PolicyState {
     });
   }
 
+  /** What to publish in the echo lease: digests, last errors and refused digests per kind. */
+  echo(): EchoState {
+    return this.ledger.echo();
+  }
+
   /** Digest per kind, for the echo lease. */
-  digests(): Partial<Record<EchoKind, string | null>> {
-    const out: Partial<Record<EchoKind, string | null>> = {};
-    for (const [k, s] of this.kinds) out[k] = s.digest;
-    return out;
+  digests(): EchoState['digests'] {
+    return this.ledger.echo().digests;
   }
 
   /** Last error per kind, for the echo lease. */
-  errors(): Partial<Record<EchoKind, string>> {
-    const out: Partial<Record<EchoKind, string>> = {};
-    for (const [k, s] of this.kinds) if (s.error) out[k] = s.error;
-    return out;
+  errors(): EchoState['errors'] {
+    return this.ledger.echo().errors;
   }
 
   /** The `/internal/policy-status` entries. */
   statusEntries(): PolicyStatusEntry[] {
-    return [...this.kinds.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([kind, s]) => ({ kind, digest: s.digest, source_path: s.source, loaded_at: s.loadedAtMs === undefined ? null : new Date(s.loadedAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z'), last_error: s.error ?? null }));
+    return this.ledger.statusEntries();
   }
 }

@@ -2,25 +2,34 @@ import { ApiError } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import { echoLease, KARS_SANDBOX, ROUTER_LEASE_SECONDS, toolPolicyNameOf } from '@kars/policy-api';
+import { echoLease, KARS_SANDBOX, ROUTER_LEASE_SECONDS } from '@kars/policy-api';
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
-import { canonicalDigest, egressApprovalsConfigMapName, inferencePolicyConfigMapName, mergedAllowlist, toolPolicyConfigMapName } from '@kars/policy-compiler';
+import { capabilityNames, EchoLedger, egressApprovalsConfigMapName, GUARDRAIL_PROVIDERS, inferencePolicyConfigMapName, routerView, toolPolicyConfigMapName } from '@kars/policy-compiler';
+import type { EchoState, RouterCapabilities } from '@kars/policy-compiler';
+import { toolPolicyNameOf } from '@kars/policy-api';
 
 /**
- * A stand-in for one router instance in controller tests: it reads what the real router reads
- * (the sandbox, its compiled ConfigMaps), computes the digests the same way, and publishes them
- * through the shared echo contract. `step()` publishes once; tests call it when they want the
- * router to "load", so they control exactly when enforcement happens.
+ * A stand-in for one router instance in controller tests. It reads what the real router reads
+ * (the sandbox, its compiled ConfigMaps) and computes its echo with the wire contract's own
+ * `routerView` and `EchoLedger` (`@kars/policy-compiler`), the very functions the real router
+ * runs, so it accepts, refuses and digests exactly what the real router does. `step()` loads and
+ * publishes once; tests call it when they want the router to "load", so they control exactly when
+ * enforcement happens.
+ *
+ * By default it has every guardrail backend and fronts the MCP servers named in `capabilities`
+ * (none unless given).
  */
 export class TestRouter {
   /** When set, the router reports this digest for the kind instead of what it computed. */
   readonly override: Partial<Record<EchoKind, string | null>> = {};
+  private readonly ledger = new EchoLedger(() => Date.now());
 
   constructor(
     private readonly client: KubeClient,
     readonly namespace: string,
     readonly sandbox: string,
     readonly instance: string,
+    readonly capabilities: RouterCapabilities = { mcpServers: [], guardrailProviders: [...GUARDRAIL_PROVIDERS] },
   ) {}
 
   private async data(name: string): Promise<Record<string, string> | undefined> {
@@ -33,34 +42,31 @@ export class TestRouter {
     }
   }
 
-  /** Compute what this router would have loaded now. */
+  /** Load what this router would load now and return its echo (digests, errors, refused digests). */
+  async load(nowMs = Date.now()): Promise<EchoState> {
+    let sb: KarsSandbox | undefined;
+    try {
+      sb = (await this.client.get(KARS_SANDBOX, this.namespace, this.sandbox)) as unknown as KarsSandbox;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+    const names = sb ? [sb.spec?.inferenceRef?.name ? inferencePolicyConfigMapName(sb.spec.inferenceRef.name) : undefined, toolPolicyNameOf(sb) ? toolPolicyConfigMapName(toolPolicyNameOf(sb) ?? '') : undefined, egressApprovalsConfigMapName(this.sandbox)] : [];
+    const data = new Map<string, Record<string, string> | undefined>();
+    for (const n of names) if (n) data.set(n, await this.data(n));
+    this.ledger.applyView(routerView(sb, (name) => data.get(name), { nowMs, capabilities: this.capabilities, sourcePrefix: `configmap:${this.namespace}/` }));
+    const echo = this.ledger.echo();
+    return { ...echo, digests: { ...echo.digests, ...this.override } };
+  }
+
+  /** Compute what this router would have loaded now (digests only). */
   async loaded(nowMs = Date.now()): Promise<Partial<Record<EchoKind, string | null>>> {
-    const sb = (await this.client.get(KARS_SANDBOX, this.namespace, this.sandbox)) as unknown as KarsSandbox;
-    const out: Partial<Record<EchoKind, string | null>> = {};
-    const ip = sb.spec.inferenceRef?.name;
-    if (ip) {
-      const body = (await this.data(inferencePolicyConfigMapName(ip)))?.['inference-policy.json'];
-      out.InferencePolicy = body === undefined ? null : canonicalDigest('inference-policy.json', body);
-    }
-    const tpName = toolPolicyNameOf(sb);
-    if (tpName) {
-      const agt = (await this.data(toolPolicyConfigMapName(tpName)))?.['agt-profile.yaml'];
-      out.AgtProfile = agt === undefined ? null : canonicalDigest('agt-profile.yaml', agt);
-    }
-    const approvals = (await this.data(egressApprovalsConfigMapName(this.sandbox))) ?? {};
-    const hosts = Object.entries(approvals)
-      .filter(([k]) => k.startsWith('approval-') && k.endsWith('.json'))
-      .map(([, v]) => JSON.parse(v) as { hosts: Array<{ host: string; port: number }>; expiresAt: string })
-      .filter((a) => Date.parse(a.expiresAt) > nowMs)
-      .map((a) => a.hosts);
-    out.EgressApproval = mergedAllowlist(sb.spec.networkPolicy?.allowedEndpoints ?? [], hosts).digest;
-    return { ...out, ...this.override };
+    return (await this.load(nowMs)).digests;
   }
 
   /** Publish (renew) this router's echo lease with what it has loaded. */
   async step(opts: { leaseSeconds?: number } = {}): Promise<void> {
-    const digests = await this.loaded();
-    const lease = echoLease(this.namespace, { sandbox: this.sandbox, instance: this.instance, digests, errors: {}, renewedAtMs: Date.now(), leaseDurationSeconds: opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
+    const echo = await this.load();
+    const lease = echoLease(this.namespace, { sandbox: this.sandbox, instance: this.instance, ...echo, capabilities: capabilityNames(this.capabilities), renewedAtMs: Date.now(), leaseDurationSeconds: opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
     await this.client.apply(Resources.leases, lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } }, `kars-router/${this.instance}`, { force: true });
   }
 }

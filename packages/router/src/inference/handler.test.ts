@@ -20,7 +20,7 @@ type Budget = NonNullable<InferenceRules['tokenBudget']>;
 type Pref = NonNullable<InferenceRules['modelPreference']>;
 
 function rules(over: Partial<InferenceRules> = {}): InferenceRules {
-  return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, displayName: null, ...over };
+  return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null, ...over };
 }
 const tokens = (over: Partial<Budget>): Budget => ({ perRequestTokens: null, dailyTokens: null, monthlyTokens: null, ...over });
 const safety = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({ hate: null, selfHarm: null, sexual: null, violence: null, requirePromptShields: null, ...over });

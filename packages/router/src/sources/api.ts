@@ -6,6 +6,7 @@ import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runt
 import { HEARTBEAT_CONFIGMAP, KARS_SANDBOX, readHeartbeat } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler';
+import type { RouterCapabilities } from '@kars/policy-compiler';
 import type { PolicyState } from '../state.js';
 import { HeartbeatStaleness } from '../staleness.js';
 import { loadFromConfigMaps } from './compute.js';
@@ -17,6 +18,8 @@ export interface ApiSourceOptions {
   /** The shared watch configuration (the same one the controller uses). */
   config: WatchConfig;
   state: PolicyState;
+  /** What this router can enforce beyond the core (MCP servers it fronts, guardrail backends). */
+  capabilities: RouterCapabilities;
   metrics?: RuntimeMetrics;
   log?: RuntimeLogger;
 }
@@ -57,7 +60,7 @@ export class ApiPolicySource {
   private recompute(): void {
     if (!this.isReady()) return;
     const sb = this.sandboxes.store.get(`${this.opts.namespace}/${this.opts.sandbox}`);
-    const next = loadFromConfigMaps(this.opts.state, sb, (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined, `configmap:${this.opts.namespace}/`);
+    const next = loadFromConfigMaps(this.opts.state, sb, (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined, `configmap:${this.opts.namespace}/`, this.opts.capabilities);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
     if (next !== undefined) {

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { directoryDigest, canonicalDigest, mergedAllowlist } from '@kars/policy-compiler';
-import { parseApprovals, parseInferencePolicy, parseToolPolicy } from '../load.js';
+import { directoryDigest, egressOutcome, inferenceOutcome, toolOutcome } from '@kars/policy-compiler';
+import type { RouterCapabilities } from '@kars/policy-compiler';
 import type { PolicyState } from '../state.js';
 
 /**
@@ -25,6 +25,7 @@ export class DirPolicySource {
   constructor(
     private readonly dir: string,
     private readonly state: PolicyState,
+    private readonly capabilities: RouterCapabilities,
     private readonly pollMs = 500,
   ) {}
 
@@ -76,37 +77,31 @@ export class DirPolicySource {
         return undefined;
       }
     };
+    // Each kind is accepted or refused by the wire contract's rules (@kars/policy-compiler router-view).
     const inf = this.files('inference', ['.json'])[0];
     if (!inf) this.state.setInference({ kind: 'none' });
     else {
       const body = read(inf.path);
-      const parsed = body === undefined ? { ok: false as const, error: `cannot read ${inf.path}` } : parseInferencePolicy(body);
-      this.state.setInference(parsed.ok && body !== undefined ? { kind: 'loaded', value: parsed.rules, digest: canonicalDigest(inf.name, body), source: inf.path } : { kind: 'error', error: parsed.ok ? 'unreadable' : parsed.error, source: inf.path });
+      this.state.setInference(body === undefined ? { kind: 'error', error: `cannot read ${inf.path}`, source: inf.path, rejectedDigest: null } : inferenceOutcome(body, inf.name, inf.path, this.capabilities));
     }
     const profile = read(join(this.dir, 'policies', 'profile.json'));
     const agtFiles = this.files('policies', ['.yaml', '.yml']).map((f) => ({ name: f.name, body: read(f.path) ?? '' }));
     if (profile === undefined && agtFiles.length === 0) this.state.setTools({ kind: 'none' });
     else {
       const agt = agtFiles.length > 0 ? agtFiles.map((f) => f.body).join('\n') : undefined;
-      const parsed = parseToolPolicy('mounted', profile ?? '{"appliesTo":{}}', agt);
-      const source = join(this.dir, 'policies');
-      this.state.setTools(parsed.ok ? { kind: 'loaded', value: parsed.rules, digest: agtFiles.length > 0 ? directoryDigest(agtFiles) : null, source } : { kind: 'error', error: parsed.error, source });
+      this.state.setTools(toolOutcome('mounted', profile ?? '{"appliesTo":{}}', agt, agtFiles.length > 0 ? directoryDigest(agtFiles) : null, join(this.dir, 'policies'), this.capabilities));
     }
     const baselineText = read(join(this.dir, 'egress', 'allowlist.json'));
     let baseline: Array<{ host: string; port: number }> = [];
     try {
       const b = baselineText === undefined ? undefined : (JSON.parse(baselineText) as { endpoints?: Array<{ host?: unknown; port?: unknown }> });
-      baseline = (b?.endpoints ?? []).filter((e) => typeof e.host === 'string').map((e) => ({ host: String(e.host).toLowerCase(), port: typeof e.port === 'number' ? e.port : 443 }));
+      baseline = (b?.endpoints ?? []).filter((e) => typeof e.host === 'string').map((e) => ({ host: String(e.host), port: typeof e.port === 'number' ? e.port : 443 }));
     } catch {
       baseline = [];
     }
     const approvalFiles: Record<string, string> = {};
     for (const f of this.files('egress-approvals', ['.json'])) approvalFiles[f.name] = read(f.path) ?? '';
-    const approvals = parseApprovals(approvalFiles);
-    const now = Date.now();
-    const active = approvals.entries.filter((e) => (e.expiresAtMs ?? Infinity) > now);
-    const merged = mergedAllowlist(baseline, [active.map((e) => ({ host: e.host, port: e.port }))]);
-    this.state.setEgress({ kind: 'loaded', value: { baseline, approvals: active }, digest: merged.digest, source: join(this.dir, 'egress-approvals'), ...(approvals.errors.length > 0 ? { warning: approvals.errors.join('; ') } : {}) });
+    this.state.setEgress(egressOutcome(baseline, approvalFiles, Date.now(), join(this.dir, 'egress-approvals')).outcome);
   }
 
   /** Milliseconds since the directory was last checked (the view's age). */

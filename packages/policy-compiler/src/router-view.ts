@@ -1,0 +1,531 @@
+/**
+ * The router wire contract, in one place: **what a router enforces and what it echoes** for one
+ * sandbox, computed from the KarsSandbox and the compiled ConfigMaps. The real router
+ * (`@kars/router`), the controller's test router (`@kars/policy-controller` testing) and any
+ * offline tool use these functions, so "what a router will echo" cannot be computed two ways.
+ *
+ * The contract, per echo kind:
+ *
+ * | kind | ConfigMap (in the sandbox's namespace) | bytes hashed | digest |
+ * |---|---|---|---|
+ * | `InferencePolicy` | `inferencepolicy-<spec.inferenceRef.name>-profile` | key `inference-policy.json` | `canonicalDigest("inference-policy.json", body)` |
+ * | `ToolPolicy` | `toolpolicy-<toolPolicyNameOf(sandbox)>-profile` | key `profile.json` | `canonicalDigest("profile.json", body)` |
+ * | `AgtProfile` | same ConfigMap | key `agt-profile.yaml` (absent: echoed as `null`) | `canonicalDigest("agt-profile.yaml", body)` |
+ * | `EgressApproval` | `kars-<sandbox>-egress-approvals` | baseline (`spec.networkPolicy.allowedEndpoints`) ∪ unexpired `approval-*.json` hosts | `mergedAllowlist(...).digest` |
+ *
+ * **Acceptance.** A compiled body is *accepted* only when the router can enforce every field in it
+ * (see {@link parseInferenceBody}, {@link parseToolProfile}): an unknown field, a wrong type, a
+ * guardrail stage whose provider has no backend on this router, a ToolPolicy scoped to an MCP server
+ * the router does not front, or AP2 commerce rules (this router has no AP2 evaluator) are refused
+ * with an error that names the field. A refused body is a NACK: the router keeps what it enforced
+ * before, reports the error, and reports the digest it refused (`rejected`), so the controller can
+ * say precisely which compiled digest which router refused and why.
+ *
+ * **Echo state.** {@link EchoLedger} holds, per kind, the digest being enforced, the last error and
+ * the last refused digest, with xDS-like semantics: a load replaces; "none" clears; an error keeps
+ * the last good digest. Both routers publish `ledger.echo()`.
+ *
+ * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
+ */
+import type { EchoKind, KarsSandbox } from '@kars/policy-api';
+import { toolPolicyNameOf } from '@kars/policy-api';
+import { parseAgtProfile, type AgtRules } from './agt-subset.js';
+import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
+import { canonicalDigest } from './digest.js';
+import { mergedAllowlist } from './egress.js';
+import { INFERENCE_POLICY_FILENAME } from './inference.js';
+import { AGT_PROFILE_FILENAME, TOOL_PROFILE_FILENAME } from './tool.js';
+
+export type Severity = 'Safe' | 'Low' | 'Medium' | 'High';
+const SEVERITIES: readonly Severity[] = ['Safe', 'Low', 'Medium', 'High'];
+
+/** Guardrail providers the contract knows (wire-contract §1.1). */
+export const GUARDRAIL_PROVIDERS = ['openai-moderation'] as const;
+export type GuardrailProvider = (typeof GUARDRAIL_PROVIDERS)[number];
+
+/** One guardrail stage as the router evaluates it. */
+export interface GuardrailStage {
+  provider: GuardrailProvider;
+  /** `null` in the compiled body means both. */
+  applyTo: 'input' | 'output' | 'both';
+}
+
+/** The compiled InferencePolicy (`inference-policy.json`) as a router enforces it. */
+export interface InferenceRules {
+  tokenBudget: { perRequestTokens: number | null; dailyTokens: number | null; monthlyTokens: number | null } | null;
+  contentSafety: { hate: Severity | null; selfHarm: Severity | null; sexual: Severity | null; violence: Severity | null; requirePromptShields: boolean | null } | null;
+  modelPreference: { primary: { provider: string; deployment: string }; fallback: Array<{ provider: string; deployment: string }> } | null;
+  provider: string | null;
+  /** Ordered guardrail stages; every provider here has a backend on the router that accepted the body. */
+  guardrails: GuardrailStage[] | null;
+  displayName: string | null;
+}
+
+/** The compiled ToolPolicy (`profile.json` + `agt-profile.yaml`) as a router enforces it. */
+export interface ToolRules {
+  name: string;
+  /** `mcpServer` is null (any server) or a server this router fronts. */
+  appliesTo: { tool: string | null; mcpServer: string | null };
+  rateLimit: { rps: number | null; burst: number | null } | null;
+  approval: { mode: 'never' | 'always' | null } | null;
+  agt: AgtRules | null;
+}
+
+/** One allowed egress endpoint, with the approval that granted it (if any) and its expiry. */
+export interface EgressEntry {
+  host: string;
+  port: number;
+  /** Undefined for the baseline; the approval name otherwise. */
+  approval?: string;
+  /** Epoch ms; undefined for the baseline. The router checks it itself, as defence in depth. */
+  expiresAtMs?: number;
+}
+
+/** What the egress part of a view holds: baseline and active approval entries. */
+export interface EgressParts {
+  baseline: EgressEntry[];
+  approvals: EgressEntry[];
+}
+
+/**
+ * What a router can enforce beyond the always-present core. The router builds it from its flags;
+ * anything compiled that needs a capability the router lacks is refused (NACK).
+ */
+export interface RouterCapabilities {
+  /**
+   * Names of the MCP servers this router fronts (`kars router --mcp-upstream NAME=URL`). An unnamed
+   * upstream (`--mcp-upstream URL`) is not listed: no ToolPolicy can be scoped to it.
+   */
+  mcpServers: readonly string[];
+  /** Guardrail providers with a configured backend (`openai-moderation` ⇔ a moderation backend flag). */
+  guardrailProviders: readonly string[];
+}
+
+/** A router with no MCP servers and no guardrail backends. */
+export const NO_CAPABILITIES: RouterCapabilities = Object.freeze({ mcpServers: Object.freeze([]), guardrailProviders: Object.freeze([]) });
+
+/** The capability names a router advertises (sorted): `mcp-server:<name>` and `guardrail:<provider>`. */
+export function capabilityNames(c: RouterCapabilities): string[] {
+  return [...c.mcpServers.map((s) => `mcp-server:${s}`), ...c.guardrailProviders.map((p) => `guardrail:${p}`)].sort();
+}
+
+/** The outcome of loading one kind (xDS-like). */
+export type LoadOutcome<T> =
+  | { kind: 'loaded'; value: T; digest: string | null; source: string; warning?: string }
+  | { kind: 'none' } // nothing configured: clear (egress then fails closed)
+  | { kind: 'error'; error: string; source: string; rejectedDigest: string | null }; // keep the last good value (NACK)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Strict readers: every field known, every type right, or an error naming the path.
+
+class Refused extends Error {}
+
+function obj(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${JSON.stringify(v)}`;
+}
+
+/** An object with only `keys` (each optional), or a refusal naming the first unknown field. */
+function strictObj(v: unknown, at: string, keys: readonly string[]): Record<string, unknown> {
+  const o = obj(v);
+  if (!o) throw new Refused(`${at}: must be an object, got ${describe(v)}`);
+  for (const k of Object.keys(o)) {
+    if (!keys.includes(k)) throw new Refused(`${at === '' ? '' : `${at}.`}${k}: unknown field; this router does not know how to enforce it`);
+  }
+  return o;
+}
+
+function optObj(v: unknown, at: string, keys: readonly string[]): Record<string, unknown> | null {
+  return v === undefined || v === null ? null : strictObj(v, at, keys);
+}
+
+function optStr(v: unknown, at: string): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') throw new Refused(`${at}: must be a string, got ${describe(v)}`);
+  return v;
+}
+
+function reqStr(v: unknown, at: string): string {
+  const s = optStr(v, at);
+  if (s === null || s === '') throw new Refused(`${at}: is required`);
+  return s;
+}
+
+function optUint(v: unknown, at: string): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Refused(`${at}: must be a non-negative integer, got ${describe(v)}`);
+  return v;
+}
+
+function optBool(v: unknown, at: string): boolean | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'boolean') throw new Refused(`${at}: must be a boolean, got ${describe(v)}`);
+  return v;
+}
+
+function optEnum<T extends string>(v: unknown, at: string, values: readonly T[]): T | null {
+  const s = optStr(v, at);
+  if (s === null) return null;
+  if (!values.includes(s as T)) throw new Refused(`${at}: must be one of ${values.join(', ')}, got ${JSON.stringify(s)}`);
+  return s as T;
+}
+
+function optList(v: unknown, at: string): unknown[] | null {
+  if (v === undefined || v === null) return null;
+  if (!Array.isArray(v)) throw new Refused(`${at}: must be a list, got ${describe(v)}`);
+  return v;
+}
+
+function labelMap(v: unknown, at: string): void {
+  if (v === undefined || v === null) return;
+  const o = obj(v);
+  if (!o) throw new Refused(`${at}: must be a map of strings, got ${describe(v)}`);
+  for (const [k, x] of Object.entries(o)) if (typeof x !== 'string') throw new Refused(`${at}.${k}: must be a string, got ${describe(x)}`);
+}
+
+function parseJson(body: string, file: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch (err) {
+    throw new Refused(`${file} is not JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function run<T>(fn: () => T): { ok: true; value: T } | { ok: false; error: string } {
+  try {
+    return { ok: true, value: fn() };
+  } catch (err) {
+    if (err instanceof Refused) return { ok: false, error: err.message };
+    return { ok: false, error: `internal error: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/**
+ * Accept `inference-policy.json` only if this router can enforce every field of it. Refused: bytes
+ * that are not a JSON object, an unknown field at any level, a wrong type, a severity outside
+ * Safe/Low/Medium/High, and a guardrail stage whose provider has no backend here.
+ */
+export function parseInferenceBody(body: string, caps: RouterCapabilities): { ok: true; rules: InferenceRules } | { ok: false; error: string } {
+  const r = run((): InferenceRules => {
+    const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', 'tokenBudget', 'contentSafety', 'modelPreference', 'provider', 'guardrails', 'displayName']);
+    // appliesTo is the controller's selector: the router does not evaluate it, but it must be well formed.
+    const at = optObj(p['appliesTo'], 'appliesTo', ['sandboxName', 'sandboxMatchLabels', 'action']);
+    if (at) {
+      optStr(at['sandboxName'], 'appliesTo.sandboxName');
+      labelMap(at['sandboxMatchLabels'], 'appliesTo.sandboxMatchLabels');
+      optStr(at['action'], 'appliesTo.action');
+    }
+    const tb = optObj(p['tokenBudget'], 'tokenBudget', ['perRequestTokens', 'dailyTokens', 'monthlyTokens']);
+    const cs = optObj(p['contentSafety'], 'contentSafety', ['hate', 'selfHarm', 'sexual', 'violence', 'requirePromptShields']);
+    const mp = optObj(p['modelPreference'], 'modelPreference', ['primary', 'fallback']);
+    const modelRef = (v: unknown, where: string): { provider: string; deployment: string } => {
+      const o = strictObj(v, where, ['provider', 'deployment']);
+      return { provider: optStr(o['provider'], `${where}.provider`) ?? 'azure-openai', deployment: reqStr(o['deployment'], `${where}.deployment`) };
+    };
+    const guardrails = optList(p['guardrails'], 'guardrails')?.map((g, i): GuardrailStage => {
+      const where = `guardrails[${i}]`;
+      const o = strictObj(g, where, ['provider', 'applyTo']);
+      const provider = reqStr(o['provider'], `${where}.provider`);
+      if (!(GUARDRAIL_PROVIDERS as readonly string[]).includes(provider)) throw new Refused(`${where}.provider: unknown guardrail provider ${JSON.stringify(provider)}; this router knows ${GUARDRAIL_PROVIDERS.join(', ')}`);
+      if (!caps.guardrailProviders.includes(provider)) throw new Refused(`${where}.provider: guardrail ${provider} has no backend configured on this router (capability guardrail:${provider} missing)`);
+      return { provider: provider as GuardrailProvider, applyTo: optEnum(o['applyTo'], `${where}.applyTo`, ['input', 'output', 'both'] as const) ?? 'both' };
+    });
+    return {
+      tokenBudget: tb ? { perRequestTokens: optUint(tb['perRequestTokens'], 'tokenBudget.perRequestTokens'), dailyTokens: optUint(tb['dailyTokens'], 'tokenBudget.dailyTokens'), monthlyTokens: optUint(tb['monthlyTokens'], 'tokenBudget.monthlyTokens') } : null,
+      contentSafety: cs
+        ? {
+            hate: optEnum(cs['hate'], 'contentSafety.hate', SEVERITIES),
+            selfHarm: optEnum(cs['selfHarm'], 'contentSafety.selfHarm', SEVERITIES),
+            sexual: optEnum(cs['sexual'], 'contentSafety.sexual', SEVERITIES),
+            violence: optEnum(cs['violence'], 'contentSafety.violence', SEVERITIES),
+            requirePromptShields: optBool(cs['requirePromptShields'], 'contentSafety.requirePromptShields'),
+          }
+        : null,
+      modelPreference: mp ? { primary: modelRef(mp['primary'], 'modelPreference.primary'), fallback: (optList(mp['fallback'], 'modelPreference.fallback') ?? []).map((f, i) => modelRef(f, `modelPreference.fallback[${i}]`)) } : null,
+      provider: optStr(p['provider'], 'provider'),
+      guardrails: guardrails ?? null,
+      displayName: optStr(p['displayName'], 'displayName'),
+    };
+  });
+  return r.ok ? { ok: true, rules: r.value } : r;
+}
+
+/**
+ * Accept a compiled ToolPolicy (`profile.json` and the optional `agt-profile.yaml`) only if this
+ * router can enforce every field. Refused: an unknown field or wrong type; `appliesTo.mcpServer`
+ * naming a server this router does not front; `commerce` or `approval.mode: aboveThreshold`
+ * (AP2 spend rules, which this router does not evaluate); an AGT profile outside the subset.
+ */
+export function parseToolProfile(name: string, profileJson: string, agtYaml: string | undefined, caps: RouterCapabilities): { ok: true; rules: ToolRules; warnings: string[] } | { ok: false; error: string } {
+  const r = run((): { rules: ToolRules; warnings: string[] } => {
+    const p = strictObj(parseJson(profileJson, 'profile.json'), '', ['appliesTo', 'commerce', 'rateLimit', 'approval', 'displayName']);
+    const at = optObj(p['appliesTo'], 'appliesTo', ['tool', 'mcpServer', 'sandboxMatchLabels']);
+    const tool = optStr(at?.['tool'], 'appliesTo.tool');
+    const mcpServer = optStr(at?.['mcpServer'], 'appliesTo.mcpServer');
+    labelMap(at?.['sandboxMatchLabels'], 'appliesTo.sandboxMatchLabels');
+    if (mcpServer !== null && mcpServer !== '*' && !caps.mcpServers.includes(mcpServer)) {
+      const fronted = caps.mcpServers.length > 0 ? `it fronts ${caps.mcpServers.join(', ')}` : 'it fronts no named MCP server';
+      throw new Refused(`appliesTo.mcpServer: this router does not front MCP server ${JSON.stringify(mcpServer)} (${fronted}; capability mcp-server:${mcpServer} missing)`);
+    }
+    const commerce = optObj(p['commerce'], 'commerce', ['dailyCap', 'monthlyCap', 'perTransferCap', 'counterpartyAllowlist']);
+    if (commerce) throw new Refused('commerce: AP2 spend caps are not enforced by this router');
+    const rl = optObj(p['rateLimit'], 'rateLimit', ['rps', 'burst', 'window']);
+    if (rl) optStr(rl['window'], 'rateLimit.window');
+    const ap = optObj(p['approval'], 'approval', ['mode', 'threshold', 'channel']);
+    const mode = ap ? optEnum(ap['mode'], 'approval.mode', ['never', 'always', 'aboveThreshold'] as const) : null;
+    if (mode === 'aboveThreshold') throw new Refused('approval.mode: aboveThreshold needs AP2 spend amounts, which this router does not evaluate');
+    if (ap) {
+      optStr(ap['threshold'], 'approval.threshold');
+      optStr(ap['channel'], 'approval.channel');
+    }
+    optStr(p['displayName'], 'displayName');
+    let agt: AgtRules | null = null;
+    let warnings: string[] = [];
+    if (agtYaml !== undefined) {
+      const parsed = parseAgtProfile(agtYaml);
+      if (!parsed.ok) throw new Refused(`agt-profile.yaml: ${parsed.error}`);
+      agt = parsed.agt;
+      warnings = parsed.warnings;
+    }
+    return {
+      rules: { name, appliesTo: { tool, mcpServer }, rateLimit: rl ? { rps: optUint(rl['rps'], 'rateLimit.rps'), burst: optUint(rl['burst'], 'rateLimit.burst') } : null, approval: ap ? { mode } : null, agt },
+      warnings,
+    };
+  });
+  return r.ok ? { ok: true, ...r.value } : r;
+}
+
+/**
+ * Read the approval files (`approval-*.json`, sorted by key) into egress entries. A file that does
+ * not parse is skipped and reported, never fatal; expired approvals are kept with their expiry.
+ */
+export function parseApprovalFiles(files: Readonly<Record<string, string>>): { entries: EgressEntry[]; errors: string[] } {
+  const entries: EgressEntry[] = [];
+  const errors: string[] = [];
+  for (const key of Object.keys(files).filter((k) => k.startsWith('approval-') && k.endsWith('.json')).sort()) {
+    try {
+      const a = obj(JSON.parse(files[key] ?? ''));
+      const list = Array.isArray(a?.['hosts']) ? (a['hosts'] as unknown[]) : undefined;
+      const expiresAtMs = Date.parse(typeof a?.['expiresAt'] === 'string' ? a['expiresAt'] : '');
+      if (!a || !list || Number.isNaN(expiresAtMs)) throw new Error('missing hosts or expiresAt');
+      const name = typeof a['approvalName'] === 'string' ? a['approvalName'] : key.slice('approval-'.length, -'.json'.length);
+      for (const h of list.map(obj)) {
+        if (h === undefined || typeof h['host'] !== 'string') continue;
+        const port = typeof h['port'] === 'number' && Number.isFinite(h['port']) ? h['port'] : 443;
+        entries.push({ host: h['host'].toLowerCase(), port, approval: name, expiresAtMs });
+      }
+    } catch (err) {
+      errors.push(`${key}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return { entries, errors };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Per-kind outcomes
+
+/** The InferencePolicy outcome for one body (`undefined`: no body configured). `file` is the domain separator. */
+export function inferenceOutcome(body: string | undefined, file: string, source: string, caps: RouterCapabilities): LoadOutcome<InferenceRules> {
+  if (body === undefined) return { kind: 'none' };
+  const digest = canonicalDigest(file, body);
+  const parsed = parseInferenceBody(body, caps);
+  return parsed.ok ? { kind: 'loaded', value: parsed.rules, digest, source } : { kind: 'error', error: parsed.error, source, rejectedDigest: digest };
+}
+
+/** Digests of a compiled ToolPolicy: `ToolPolicy` over profile.json, `AgtProfile` over the AGT bytes (null without). */
+export interface ToolDigests {
+  profile: string;
+  agt: string | null;
+}
+
+/** A loaded ToolPolicy: the rules and both digests. */
+export interface ToolLoad {
+  rules: ToolRules;
+  digests: ToolDigests;
+}
+
+/** The ToolPolicy outcome; a refusal carries both refused digests. */
+export type ToolOutcome = Exclude<LoadOutcome<ToolLoad>, { kind: 'error' }> | (Extract<LoadOutcome<ToolLoad>, { kind: 'error' }> & { digests: ToolDigests });
+
+/**
+ * The ToolPolicy outcome: `value.rules` with both digests. `agtDigest` is the AGT digest the caller
+ * computed for its layout (one key for ConfigMaps, {@link directoryDigest} for a mounted directory).
+ */
+export function toolOutcome(name: string, profileJson: string | undefined, agtYaml: string | undefined, agtDigest: string | null, source: string, caps: RouterCapabilities): ToolOutcome {
+  if (profileJson === undefined) return { kind: 'none' };
+  const digests: ToolDigests = { profile: canonicalDigest(TOOL_PROFILE_FILENAME, profileJson), agt: agtDigest };
+  const parsed = parseToolProfile(name, profileJson, agtYaml, caps);
+  if (!parsed.ok) return { kind: 'error', error: parsed.error, source, rejectedDigest: digests.profile, digests };
+  return { kind: 'loaded', value: { rules: parsed.rules, digests }, digest: digests.profile, source, ...(parsed.warnings.length > 0 ? { warning: parsed.warnings.join('; ') } : {}) };
+}
+
+/** The egress outcome: baseline ∪ unexpired approvals; always loaded (echoed even when empty, so expiries converge). */
+export function egressOutcome(baseline: ReadonlyArray<{ host: string; port?: number | undefined }>, approvalFiles: Readonly<Record<string, string>>, nowMs: number, source: string): { outcome: LoadOutcome<EgressParts>; nextExpiryMs: number | undefined } {
+  const parsed = parseApprovalFiles(approvalFiles);
+  const base: EgressEntry[] = baseline.map((e) => ({ host: e.host.toLowerCase(), port: e.port ?? 443 }));
+  const active = parsed.entries.filter((e) => (e.expiresAtMs ?? Infinity) > nowMs);
+  const merged = mergedAllowlist(base, [active.map((e) => ({ host: e.host, port: e.port }))]);
+  const future = parsed.entries.map((e) => e.expiresAtMs ?? Infinity).filter((t) => t > nowMs);
+  return {
+    outcome: { kind: 'loaded', value: { baseline: base, approvals: active }, digest: merged.digest, source, ...(parsed.errors.length > 0 ? { warning: parsed.errors.join('; ') } : {}) },
+    nextExpiryMs: future.length > 0 ? Math.min(...future) : undefined,
+  };
+}
+
+/** Reads a ConfigMap's data by name in the sandbox's namespace (from a watch cache, the API, or a fixture). */
+export type DataReader = (configMapName: string) => Readonly<Record<string, string>> | undefined;
+
+/** Everything one router enforces for its sandbox, per kind. */
+export interface RouterView {
+  inference: LoadOutcome<InferenceRules>;
+  tools: ToolOutcome;
+  egress: LoadOutcome<EgressParts>;
+  /** When the next approval expires (epoch ms): recompute the view then. */
+  nextExpiryMs: number | undefined;
+}
+
+/**
+ * The view a router enforces for `sandbox`, from its compiled ConfigMaps. With no sandbox every
+ * kind is "none" (cleared). `sourcePrefix` prefixes the `source` of each outcome (for status pages).
+ */
+export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, opts: { nowMs: number; capabilities: RouterCapabilities; sourcePrefix?: string }): RouterView {
+  if (!sandbox) return { inference: { kind: 'none' }, tools: { kind: 'none' }, egress: { kind: 'none' }, nextExpiryMs: undefined };
+  const prefix = opts.sourcePrefix ?? '';
+  const caps = opts.capabilities;
+  const ip = sandbox.spec?.inferenceRef?.name;
+  let inference: LoadOutcome<InferenceRules> = { kind: 'none' };
+  if (ip) {
+    const cm = inferencePolicyConfigMapName(ip);
+    inference = inferenceOutcome(read(cm)?.[INFERENCE_POLICY_FILENAME], INFERENCE_POLICY_FILENAME, `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`, caps);
+  }
+  const tp = toolPolicyNameOf(sandbox);
+  let tools: RouterView['tools'] = { kind: 'none' };
+  if (tp) {
+    const cm = toolPolicyConfigMapName(tp);
+    const data = read(cm);
+    const agt = data?.[AGT_PROFILE_FILENAME];
+    tools = toolOutcome(tp, data?.[TOOL_PROFILE_FILENAME], agt, agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt), `${prefix}${cm}`, caps);
+  }
+  const cm = egressApprovalsConfigMapName(sandbox.metadata.name ?? '');
+  const egress = egressOutcome(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], read(cm) ?? {}, opts.nowMs, `${prefix}${cm}`);
+  return { inference, tools, egress: egress.outcome, nextExpiryMs: egress.nextExpiryMs };
+}
+
+/**
+ * The merged digest a sandbox's routers must echo under `EgressApproval`: the sandbox's baseline
+ * (`spec.networkPolicy.allowedEndpoints`) ∪ the hosts of every approval not yet expired at `nowMs`.
+ * The controller (from its approval cache) and `kars compile` (from documents) both call this; the
+ * router computes the same set from the approval files in {@link egressOutcome}.
+ */
+export function expectedEgressDigest(sandbox: Pick<KarsSandbox, 'spec'> | undefined, approvals: ReadonlyArray<{ hosts: ReadonlyArray<{ host: string; port?: number | undefined }>; expiresAtMs: number }>, nowMs: number): string {
+  return mergedAllowlist(
+    sandbox?.spec?.networkPolicy?.allowedEndpoints ?? [],
+    approvals.filter((a) => a.expiresAtMs > nowMs).map((a) => a.hosts),
+  ).digest;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Echo state
+
+/** What a router echoes: digest enforced, last error and last refused digest, per kind. */
+export interface EchoState {
+  digests: Partial<Record<EchoKind, string | null>>;
+  errors: Partial<Record<EchoKind, string>>;
+  rejected: Partial<Record<EchoKind, string>>;
+}
+
+/** One entry of `/internal/policy-status` (schema_version 1, snake_case as the contract spells it). */
+export interface PolicyStatusEntry {
+  kind: EchoKind;
+  digest: string | null;
+  source_path: string;
+  loaded_at: string | null;
+  last_error: string | null;
+  /** kars addition: the digest of the bytes this router refused (null when it refused nothing). */
+  rejected_digest: string | null;
+}
+
+interface KindState {
+  digest: string | null;
+  source: string;
+  loadedAtMs: number | undefined;
+  error: string | undefined;
+  rejected: string | undefined;
+}
+
+/** Longest error message kept per kind (the contract truncates to 512 bytes). */
+export const MAX_ERROR_LENGTH = 512;
+
+/**
+ * Per-kind echo state with the contract's load semantics: a load replaces (and clears the error);
+ * "none" clears; an error keeps the last good digest, records the error and the refused digest.
+ * A ToolPolicy outcome sets two kinds: `ToolPolicy` (profile.json) and `AgtProfile`.
+ */
+export class EchoLedger {
+  private readonly kinds = new Map<EchoKind, KindState>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Record an outcome for `kind`; returns whether anything echoed changed. */
+  apply(kind: EchoKind, outcome: LoadOutcome<unknown>, digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null)): boolean {
+    const prev = this.kinds.get(kind);
+    let next: KindState;
+    if (outcome.kind === 'loaded') {
+      const d = digest(outcome.value);
+      next = { digest: d, source: outcome.source, loadedAtMs: prev?.digest === d && prev.loadedAtMs !== undefined ? prev.loadedAtMs : this.now(), error: outcome.warning?.slice(0, MAX_ERROR_LENGTH), rejected: undefined };
+    } else if (outcome.kind === 'none') {
+      next = { digest: null, source: prev?.source ?? '', loadedAtMs: undefined, error: undefined, rejected: undefined };
+    } else {
+      next = { digest: prev?.digest ?? null, source: outcome.source, loadedAtMs: prev?.loadedAtMs, error: outcome.error.slice(0, MAX_ERROR_LENGTH), rejected: outcome.rejectedDigest ?? undefined };
+    }
+    const changed = !prev || prev.digest !== next.digest || prev.error !== next.error || prev.rejected !== next.rejected;
+    this.kinds.set(kind, next);
+    return changed;
+  }
+
+  /** Record a whole view; returns whether anything echoed changed. */
+  applyView(view: RouterView): boolean {
+    let changed = this.apply('InferencePolicy', view.inference);
+    changed = this.applyTools(view.tools) || changed;
+    changed = this.apply('EgressApproval', view.egress) || changed;
+    return changed;
+  }
+
+  /** Record a ToolPolicy outcome under `ToolPolicy` and `AgtProfile`. */
+  applyTools(outcome: ToolOutcome): boolean {
+    const a = this.apply('ToolPolicy', outcome, (v) => (v as ToolLoad).digests.profile);
+    const b = this.apply('AgtProfile', outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome, (v) => (v as ToolLoad).digests.agt);
+    return a || b;
+  }
+
+  /** What to publish in the echo Lease. */
+  echo(): EchoState {
+    const out: EchoState = { digests: {}, errors: {}, rejected: {} };
+    for (const [k, s] of this.kinds) {
+      out.digests[k] = s.digest;
+      if (s.error) out.errors[k] = s.error;
+      if (s.rejected) out.rejected[k] = s.rejected;
+    }
+    return out;
+  }
+
+  /** The `/internal/policy-status` entries, sorted by kind. */
+  statusEntries(): PolicyStatusEntry[] {
+    return [...this.kinds.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([kind, s]) => ({
+        kind,
+        digest: s.digest,
+        source_path: s.source,
+        loaded_at: s.loadedAtMs === undefined ? null : new Date(s.loadedAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        last_error: s.error ?? null,
+        rejected_digest: s.rejected ?? null,
+      }));
+  }
+}
