@@ -3,32 +3,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { accessSync, constants, realpathSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
-import { startTestServer } from '../testing/harness.js';
+import { findKubectl, startTestServer } from '../testing/harness.js';
 import type { TestServer } from '../testing/harness.js';
-
-function findKubectl(): string | undefined {
-  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    try {
-      const real = realpathSync(join(dir, 'kubectl'));
-      for (const v of ['1.31', '1.30', '1.29']) {
-        const p = join(dirname(real), `kubectl.${v}`);
-        try {
-          accessSync(p, constants.X_OK);
-          return p;
-        } catch {
-          // not this version
-        }
-      }
-      return real;
-    } catch {
-      // no kubectl here
-    }
-  }
-  return undefined;
-}
 
 const KUBECTL = findKubectl();
 

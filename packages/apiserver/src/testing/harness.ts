@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { ApiServer } from '../server.js';
 import type { ApiServerOptions } from '../server.js';
 
@@ -257,4 +257,33 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false> | T
     if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * A kubectl binary for tests, or undefined (then skip). Prefers the newest of `kubectl.1.31`,
+ * `kubectl.1.30`, `kubectl.1.29` beside the `kubectl` on PATH (1.32+ send protobuf for some built-in
+ * creates), else that `kubectl` itself.
+ */
+export function findKubectl(): string | undefined {
+  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    let real: string;
+    try {
+      real = realpathSync(join(dir, 'kubectl'));
+      accessSync(real, constants.X_OK);
+    } catch {
+      continue;
+    }
+    for (const v of ['1.31', '1.30', '1.29']) {
+      const p = join(dirname(real), `kubectl.${v}`);
+      try {
+        accessSync(p, constants.X_OK);
+        return p;
+      } catch {
+        // not this version
+      }
+    }
+    return real;
+  }
+  return undefined;
 }
