@@ -16,10 +16,10 @@
  * refused with one error naming the offending path, so a loader can keep its last good
  * policy (NACK) instead of enforcing half a profile.
  *
- * Caveats: unknown top-level keys are ignored and reported as warnings, as the subset asks.
- * A profile written for the full AGT engine may therefore enforce less here than there; the
- * loader should surface the warnings. Unknown keys *inside a rule* are an error, because
- * ignoring a condition would silently widen or narrow the rule.
+ * Caveats: descriptive top-level keys ({@link DESCRIPTIVE_TOP_LEVEL}: `apiVersion`, `kind`, `name`,
+ * `version`, `description`) are ignored and reported as warnings. Any other unknown top-level key
+ * is an error, like unknown keys *inside a rule*: ignoring `policies:` or a limit would enforce less
+ * than the author wrote while the router still echoed the digest as enforced.
  */
 import { parseDocument } from 'yaml';
 
@@ -41,6 +41,8 @@ export interface AgtRules {
 export type AgtParseResult = { ok: true; agt: AgtRules; warnings: string[] } | { ok: false; error: string };
 
 const KNOWN_TOP_LEVEL = new Set(['rules', 'default']);
+/** Top-level keys that describe a profile and carry no rule: ignored with a warning. */
+export const DESCRIPTIVE_TOP_LEVEL: ReadonlySet<string> = new Set(['apiVersion', 'kind', 'name', 'version', 'description']);
 const KNOWN_RULE_KEYS = new Set(['allow', 'deny', 'reason']);
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -79,7 +81,9 @@ export function parseAgtProfile(text: string): AgtParseResult {
   if (!isPlainObject(data)) return { ok: false, error: `AGT profile must be a mapping with "rules" and "default", got ${kindOf(data)}` };
 
   for (const key of Object.keys(data)) {
-    if (!KNOWN_TOP_LEVEL.has(key)) warnings.push(`unknown top-level key "${key}" ignored (the router enforces only "rules" and "default")`);
+    if (KNOWN_TOP_LEVEL.has(key)) continue;
+    if (!DESCRIPTIVE_TOP_LEVEL.has(key)) return { ok: false, error: `unknown top-level key "${key}": this router enforces only "rules" and "default" (descriptive keys ${[...DESCRIPTIVE_TOP_LEVEL].join(', ')} are ignored)` };
+    warnings.push(`top-level key "${key}" ignored (descriptive; the router enforces only "rules" and "default")`);
   }
 
   let defaultEffect: 'allow' | 'deny' = 'allow';

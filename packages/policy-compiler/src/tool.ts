@@ -4,10 +4,11 @@
  * `profile.json` is `{appliesTo{tool, mcpServer, sandboxMatchLabels}, commerce{dailyCap, monthlyCap,
  * perTransferCap, counterpartyAllowlist}|null, rateLimit{rps, burst, window}|null,
  * approval{mode, threshold, channel}|null, displayName|null}`, written pretty-printed (two-space
- * indent, as serde_json's pretty printer). It is not echoed; its `versionHash` (over the compact
- * form) only goes into an annotation.
+ * indent, as serde_json's pretty printer). Its `versionHash` (over the compact form) goes into an
+ * annotation. kars addition: routers enforce profile.json too (scope, rate limit, approval mode), so
+ * they echo `canonicalDigest("profile.json", bytes)` under kind `ToolPolicy` ({@link CompiledToolPolicy.profileDigest}).
  *
- * The echoed artifact is `agt-profile.yaml`: the inline AGT YAML, verbatim. Its digest is
+ * The contract's echoed artifact is `agt-profile.yaml`: the inline AGT YAML, verbatim. Its digest is
  * `canonicalDigest("agt-profile.yaml", bytes)` (router echo kind `AgtProfile`).
  *
  * Decisions:
@@ -43,6 +44,8 @@ export interface CompiledToolPolicy {
   agtProfileYaml?: string;
   /** `canonicalDigest("agt-profile.yaml", agtProfileYaml)`; absent with it. */
   agtProfileDigest?: string;
+  /** `canonicalDigest("profile.json", profileJson)`: what routers echo under kind `ToolPolicy` (kars addition). */
+  profileDigest: string;
   /** First 16 bytes of SHA-256(compact profile.json), 32 hex. */
   versionHash: string;
   /** The `toolpolicy-<name>-profile` ConfigMap, ready for SSA. */
@@ -117,6 +120,7 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     profileCompact,
     ...(agt === undefined ? {} : { agtProfileYaml: agt }),
     ...(agtProfileDigest === undefined ? {} : { agtProfileDigest }),
+    profileDigest: canonicalDigest(TOOL_PROFILE_FILENAME, profileJson),
     versionHash: vh,
     configMap: toolPolicyConfigMap({
       name,

@@ -184,14 +184,18 @@ describe('kars controller end to end', () => {
     assert.equal((await api().get(`${CM}/inferencepolicy-ip-del-profile`)).status, 404);
   });
 
-  it('reports ToolPolicy without an AGT profile as Ready/Reconciled, and with one as awaiting the AgtProfile echo', async () => {
+  it('confirms a ToolPolicy without an AGT profile by the ToolPolicy (profile.json) echo, and with one by both echoes', async () => {
     await api().post(TP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'ToolPolicy', metadata: { name: 'kars-default' }, spec: { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } } });
-    const plain = await until('Ready/Reconciled', async () => {
+    // Unreferenced: the router enforces profile.json (rate limits), so nothing is Ready without a sandbox and an echo.
+    await until('NoSandboxesReferencing', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'NoSandboxesReferencing');
+    await api().patch(`${SB}/sb1`, { spec: { governance: { enabled: true } } }, 'merge');
+    await until('awaiting the ToolPolicy echo', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement');
+    await router.step();
+    const plain = await until('ToolPolicy confirmed', async () => {
       const r = await api().get(`${TP}/kars-default`);
-      return r.body.status?.conditions?.[0]?.reason === 'Reconciled' ? r.body : undefined;
+      return r.body.status?.conditions?.[0]?.reason === 'RouterEnforcing' ? r.body : undefined;
     });
     assert.equal(plain.status.phase, 'Ready');
-    await api().patch(`${SB}/sb1`, { spec: { governance: { enabled: true } } }, 'merge');
     await api().patch(`${TP}/kars-default`, { spec: { agtProfile: { inline: 'rules:\n  - deny: "shell.*"\n' } } }, 'merge');
     await until('awaiting AgtProfile', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement');
     await router.step();

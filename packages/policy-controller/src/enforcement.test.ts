@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RouterEcho } from '@kars/policy-api';
-import { awaitingMessage, conditionsFor, decideEnforcement, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+import { awaitingMessage, conditionsFor, decideEnforcement, decideEnforcementOf, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
 
 const NOW = 1_000_000;
 const D = 'sha256:' + 'a'.repeat(64);
@@ -47,6 +47,26 @@ describe('enforcement decision', () => {
     assert.equal(stale.kind, 'Awaiting');
   });
 
+  it('is Rejected, naming router, kind and error, when a live router refused exactly the compiled digest', () => {
+    const refusing: RouterEcho = { ...router('a', OLD), rejected: { InferencePolicy: D }, errors: { InferencePolicy: 'guardrails[0].provider: no backend' } };
+    const s = decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [refusing, router('a', D)] }], NOW);
+    assert.deepEqual(s, { kind: 'Rejected', details: ['router a-r of sandbox a refused InferencePolicy ' + D + ': guardrails[0].provider: no backend'] });
+  });
+
+  it('is not Rejected by a refusal of an older digest: that router is merely behind', () => {
+    const behind: RouterEcho = { ...router('a', OLD), rejected: { InferencePolicy: 'sha256:' + 'c'.repeat(64) }, errors: { InferencePolicy: 'old refusal' } };
+    assert.equal(decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [behind] }], NOW).kind, 'Awaiting');
+  });
+
+  it('needs every expected kind echoed: a ToolPolicy with an AGT profile waits for both ToolPolicy and AgtProfile', () => {
+    const P = 'sha256:' + 'd'.repeat(64);
+    const both: RouterEcho = { ...router('a', undefined), digests: { ToolPolicy: P, AgtProfile: D } };
+    const one: RouterEcho = { ...router('a', undefined), digests: { ToolPolicy: P } };
+    const expect = [{ kind: 'ToolPolicy' as const, digest: P }, { kind: 'AgtProfile' as const, digest: D }];
+    assert.equal(decideEnforcementOf(expect, [{ sandbox: 'a', routers: [both] }], NOW).kind, 'Confirmed');
+    assert.equal(decideEnforcementOf(expect, [{ sandbox: 'a', routers: [one] }], NOW).kind, 'Awaiting');
+  });
+
   it('lists at most three details and counts the rest', () => {
     const routers = Array.from({ length: 5 }, (_, i) => router(`s${i}`, OLD));
     const s = decideEnforcement(D, 'InferencePolicy', routers.map((r) => ({ sandbox: r.sandbox, routers: [r] })), NOW);
@@ -62,6 +82,7 @@ describe('condition truth table', () => {
     [{ kind: 'Confirmed', total: 2 }, [['True', 'RouterEnforcing'], ['False', 'Reconciled'], ['False', 'Reconciled']], 'Ready', false],
     [{ kind: 'NoSandboxesReferencing' }, [['False', 'NoSandboxesReferencing'], ['True', 'NoSandboxesReferencing'], ['False', 'Reconciled']], 'Compiled', false],
     [{ kind: 'Awaiting', confirmed: 0, total: 1, details: [] }, [['False', 'AwaitingRouterEnforcement'], ['True', 'AwaitingRouterEnforcement'], ['False', 'Reconciled']], 'Compiled', true],
+    [{ kind: 'Rejected', details: ['router r1 of sandbox sb refused InferencePolicy sha256:x: guardrails[0].provider: no backend'] }, [['False', 'RouterRejected'], ['False', 'RouterRejected'], ['True', 'RouterRejected']], 'Degraded', false],
   ];
   for (const [state, expected, phase, warn] of table) {
     it(`maps ${state.kind} to Ready/Progressing/Degraded = ${expected.map((e) => e.join(':')).join(', ')}`, () => {

@@ -14,17 +14,36 @@ export type EnforcementState =
   | { kind: 'NotApplicable' }
   | { kind: 'NoSandboxesReferencing' }
   | { kind: 'Confirmed'; total: number }
+  /** A live router refused (NACKed) exactly the compiled digest: it cannot enforce some field. */
+  | { kind: 'Rejected'; details: string[] }
   | { kind: 'Awaiting'; confirmed: number; total: number; details: string[] };
+
+/** One digest routers must echo for one kind. */
+export interface ExpectedEcho {
+  kind: EchoKind;
+  digest: string;
+}
 
 /**
  * Decide whether every router of every referencing sandbox enforces `digest` for `kind`.
  * A sandbox with no live router counts as not confirmed ("router unreachable"). Pure.
  */
 export function decideEnforcement(digest: string, kind: EchoKind, sandboxes: SandboxEcho[], nowMs: number): EnforcementState {
+  return decideEnforcementOf([{ kind, digest }], sandboxes, nowMs);
+}
+
+/**
+ * Decide whether every live router of every referencing sandbox echoes every expected digest.
+ * A router that refused exactly an expected digest (its `rejected[kind]`) makes the policy
+ * `Rejected`, naming the sandbox, the router instance, the kind and the router's error: the
+ * compiled policy cannot become Ready on that router until the policy or the router changes. Pure.
+ */
+export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: SandboxEcho[], nowMs: number): EnforcementState {
   if (sandboxes.length === 0) return { kind: 'NoSandboxesReferencing' };
   let confirmed = 0;
   let total = 0;
   const details: string[] = [];
+  const rejections: string[] = [];
   for (const sb of sandboxes) {
     const live = sb.routers.filter((r) => isLive(r, nowMs));
     if (live.length === 0) {
@@ -34,13 +53,21 @@ export function decideEnforcement(digest: string, kind: EchoKind, sandboxes: San
     }
     for (const r of live) {
       total++;
-      const got = r.digests[kind];
-      const err = r.errors[kind];
-      if (got === digest) confirmed++;
-      else if (got === undefined || got === null) details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
-      else details.push(`${sb.sandbox}: router echoed digest mismatch (${got} != ${digest})${err ? ` (last_error: ${err})` : ''}`);
+      let ok = true;
+      for (const { kind, digest } of expect) {
+        const got = r.digests[kind];
+        const err = r.errors[kind];
+        if (got === digest) continue;
+        ok = false;
+        if (r.rejected?.[kind] === digest) rejections.push(`router ${r.instance} of sandbox ${sb.sandbox} refused ${kind} ${digest}: ${err ?? 'no reason given'}`);
+        else if (got === undefined || got === null) details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
+        else details.push(`${sb.sandbox}: router echoed digest mismatch (${got} != ${digest})${err ? ` (last_error: ${err})` : ''}`);
+        break;
+      }
+      if (ok) confirmed++;
     }
   }
+  if (rejections.length > 0) return { kind: 'Rejected', details: rejections };
   return confirmed === total ? { kind: 'Confirmed', total } : { kind: 'Awaiting', confirmed, total, details };
 }
 
@@ -79,6 +106,15 @@ export function conditionsFor(state: EnforcementState): CondSpec[] {
         { type: 'Progressing', status: 'False', reason: 'Reconciled', message: 'reconciled' },
         { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
       ];
+    case 'Rejected': {
+      const more = state.details.length > 3 ? `; (+${state.details.length - 3} more)` : '';
+      const message = `${state.details.slice(0, 3).join('; ')}${more}`;
+      return [
+        { type: 'Ready', status: 'False', reason: 'RouterRejected', message },
+        { type: 'Progressing', status: 'False', reason: 'RouterRejected', message: 'a router refused the compiled policy; change the policy or give the router the capability it lacks' },
+        { type: 'Degraded', status: 'True', reason: 'RouterRejected', message },
+      ];
+    }
     case 'NoSandboxesReferencing':
       return [
         { type: 'Ready', status: 'False', reason: 'NoSandboxesReferencing', message: 'no sandbox references this policy' },
@@ -110,7 +146,7 @@ export function withTransitions(next: CondSpec[], previous: Condition[] | undefi
 
 /** The phase a state maps to. */
 export function phaseFor(state: EnforcementState): 'Compiled' | 'Ready' | 'Degraded' {
-  if (state.kind === 'Degraded') return 'Degraded';
+  if (state.kind === 'Degraded' || state.kind === 'Rejected') return 'Degraded';
   if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') return 'Ready';
   return 'Compiled';
 }

@@ -8,10 +8,10 @@ import { INFERENCE_POLICY, INFERENCE_POLICY_FINALIZER, TOOL_POLICY, TOOL_POLICY_
 import type { Condition, InferencePolicy, KarsSandbox, Propagation, ToolPolicy } from '@kars/policy-api';
 import { compileInferencePolicy, compileToolPolicy, INFERENCE_POLICY_FIELD_MANAGER, inferencePolicyConfigMapName, TOOL_POLICY_FIELD_MANAGER, toolPolicyConfigMapName } from '@kars/policy-compiler';
 import type { CompiledConfigMap } from '@kars/policy-compiler';
-import { ECHO_KIND, echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from './context.js';
+import { echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from './context.js';
 import type { ControllerContext } from './context.js';
-import { conditionsFor, decideEnforcement, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
-import type { EnforcementState } from './enforcement.js';
+import { conditionsFor, decideEnforcementOf, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+import type { EnforcementState, ExpectedEcho } from './enforcement.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339, sameJson } from './status.js';
 
 /** Requeue periods (contract §8), in milliseconds. */
@@ -29,8 +29,11 @@ interface PolicyKindSpec<T extends KubeObject> {
   referrers: (ctx: ControllerContext, namespace: string, name: string) => KarsSandbox[];
   noReferrersRequeueMs: number;
   validate: (obj: T) => Array<{ field: string; message: string; reason: string }>;
-  /** Compile: the ConfigMap, the digest routers must echo (undefined: nothing is echoed), and extra status fields. */
-  compile: (obj: T) => { ok: true; configMap: CompiledConfigMap; digest: string | undefined; extra: Record<string, unknown> } | { ok: false; reason: string; field: string; message: string };
+  /**
+   * Compile: the ConfigMap, `status.compiledDigest` (undefined: none), every digest routers must echo
+   * before the policy is Ready, and extra status fields.
+   */
+  compile: (obj: T) => { ok: true; configMap: CompiledConfigMap; digest: string | undefined; expect: ExpectedEcho[]; extra: Record<string, unknown> } | { ok: false; reason: string; field: string; message: string };
 }
 
 const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
@@ -47,7 +50,7 @@ const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
   compile: (obj) => {
     const c = compileInferencePolicy(obj);
     if (!c.ok) return c;
-    return { ok: true, configMap: c.configMap, digest: c.compiledDigest, extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } } };
+    return { ok: true, configMap: c.configMap, digest: c.compiledDigest, expect: [{ kind: 'InferencePolicy', digest: c.compiledDigest }], extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } } };
   },
 };
 
@@ -65,7 +68,10 @@ const TOOL: PolicyKindSpec<ToolPolicy & KubeObject> = {
   compile: (obj) => {
     const c = compileToolPolicy(obj);
     if (!c.ok) return c;
-    return { ok: true, configMap: c.configMap, digest: c.agtProfileDigest, extra: { agtProfileDigest: c.agtProfileDigest ?? null } };
+    // Routers enforce profile.json (scope, rate limit, approval) and the AGT profile: both must be echoed.
+    const expect: ExpectedEcho[] = [{ kind: 'ToolPolicy', digest: c.profileDigest }];
+    if (c.agtProfileDigest !== undefined) expect.push({ kind: 'AgtProfile', digest: c.agtProfileDigest });
+    return { ok: true, configMap: c.configMap, digest: c.agtProfileDigest, expect, extra: { agtProfileDigest: c.agtProfileDigest ?? null } };
   },
 };
 
@@ -151,8 +157,8 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
     const referrers = k.referrers(ctx, namespace, name);
     const echoes = referrers.map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
-    state = digest === undefined ? { kind: 'NotApplicable' } : decideEnforcement(digest, ECHO_KIND[k.kind], echoes, nowMs);
-    status['loadedDigest'] = state.kind === 'Confirmed' ? digest : null;
+    state = compiled.expect.length === 0 ? { kind: 'NotApplicable' } : decideEnforcementOf(compiled.expect, echoes, nowMs);
+    status['loadedDigest'] = state.kind === 'Confirmed' ? (digest ?? null) : null;
     const propagation: Record<string, unknown> = { ...(prev?.propagation ?? {}) };
     if (compileMs !== undefined) propagation['lastCompileMs'] = compileMs;
     if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') {
@@ -164,9 +170,13 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
       }
     }
     status['propagation'] = propagation;
-    requeueMs = state.kind === 'Awaiting' ? REQUEUE.awaiting : state.kind === 'NoSandboxesReferencing' ? k.noReferrersRequeueMs : REQUEUE.confirmed;
+    requeueMs = state.kind === 'Rejected' ? REQUEUE.degraded : state.kind === 'Awaiting' ? REQUEUE.awaiting : state.kind === 'NoSandboxesReferencing' ? k.noReferrersRequeueMs : REQUEUE.confirmed;
     const expiry = nextLeaseExpiryMs(echoes.flatMap((e) => e.routers), nowMs);
     if (expiry !== undefined) requeueMs = Math.min(requeueMs, Math.max(50, expiry - nowMs + 50));
+    if (state.kind === 'Rejected') {
+      ctx.log.warn({ kind: k.kind, key, details: state.details }, 'a router refused the compiled policy');
+      void ctx.events.warn(obj, 'RouterRejected', conditionsFor(state)[0]?.message ?? '', `${generation}/${digest ?? ''}`);
+    }
     if (shouldWarn(state)) void ctx.events.warn(obj, 'PolicyNotEnforced', `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`, `${generation}/${digest ?? ''}`);
   }
   await writeStatus(ctx, k, obj, status, state, generation, nowMs);

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { startTestServer, eventually } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
-import { routerInstance } from './router.js';
+import { parseMcpUpstream, routerInstance } from './router.js';
+import { CAPABILITIES_ANNOTATION } from '@kars/policy-api';
 
 const kars = fileURLToPath(new URL('../../bin/kars.js', import.meta.url));
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
@@ -35,6 +36,21 @@ describe('router instance name', () => {
   });
 });
 
+describe('--mcp-upstream', () => {
+  it('reads NAME=URL as a named server and a bare URL (even with = in its query) as the unnamed one', () => {
+    assert.deepEqual(parseMcpUpstream('github=http://127.0.0.1:7000/mcp'), { name: 'github', url: new URL('http://127.0.0.1:7000/mcp') });
+    assert.deepEqual(parseMcpUpstream('http://127.0.0.1:7000/mcp?a=b'), { name: undefined, url: new URL('http://127.0.0.1:7000/mcp?a=b') });
+    assert.deepEqual(parseMcpUpstream('my.server-1=https://x.example/mcp'), { name: 'my.server-1', url: new URL('https://x.example/mcp') });
+  });
+
+  it('refuses a bad name, a bad URL, and text that is neither', () => {
+    assert.throws(() => parseMcpUpstream('GitHub=http://x/mcp'), /NAME must be a lower-case DNS label/);
+    assert.throws(() => parseMcpUpstream('git hub=http://x/mcp'), /NAME must be a lower-case DNS label/);
+    assert.throws(() => parseMcpUpstream('github=not a url'), /is not a URL/);
+    assert.throws(() => parseMcpUpstream('nonsense'), /must be a URL or NAME=URL/);
+  });
+});
+
 describe('kars router echo lease lifecycle (process)', () => {
   let ts: TestServer;
   before(async () => {
@@ -42,6 +58,25 @@ describe('kars router echo lease lifecycle (process)', () => {
     for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
   });
   after(async () => ts.close());
+
+  it('with --mcp-upstream NAME=URL (repeatable) beside the unnamed form, advertises exactly the named servers it fronts', async () => {
+    const r = startRouter(ts, ['--instance', 'caps', '--mcp-upstream', 'github=http://127.0.0.1:9/mcp', '--mcp-upstream', 'http://127.0.0.1:9/mcp', '--mcp-upstream', 'docs=http://127.0.0.1:9/mcp']);
+    try {
+      const lease = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-caps') as { metadata: { annotations: Record<string, string> } } | undefined, 15_000);
+      assert.deepEqual(JSON.parse(lease.metadata.annotations[CAPABILITIES_ANNOTATION] ?? ''), ['mcp-server:docs', 'mcp-server:github']);
+    } finally {
+      r.child.kill('SIGTERM');
+      await r.exited;
+    }
+  });
+
+  it('refuses two servers of the same name with a clear message and exit code 1', async () => {
+    const r = startRouter(ts, ['--mcp-upstream', 'github=http://127.0.0.1:9/a', '--mcp-upstream', 'github=http://127.0.0.1:9/b']);
+    let err = '';
+    r.child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    assert.notEqual(await r.exited, 0);
+    assert.match(err, /--mcp-upstream github= is given twice/);
+  });
 
   it('withdraws its echo lease at once on SIGTERM', async () => {
     const r = startRouter(ts, ['--instance', 'Pod-A']);

@@ -5,14 +5,14 @@ import { pino } from 'pino';
 import { abortOnSignals } from '../shutdown.js';
 import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics, watchConfigFromEnv } from '@kars/kube-runtime';
-import { startRouter } from '@kars/router';
+import { MCP_SERVER_NAME, startRouter } from '@kars/router';
 
 interface RouterFlags {
   sandbox: string;
   namespace: string;
   listen: string;
   upstream: string;
-  mcpUpstream?: string;
+  mcpUpstream: McpUpstreamFlag[];
   egressListen?: string;
   adminListen?: string;
   adminTokenFile?: string;
@@ -33,6 +33,42 @@ export function routerInstance(flag: string | undefined, env: Record<string, str
   return (pick ?? 'router').trim().toLowerCase().replace(/[^a-z0-9.-]/g, '-');
 }
 
+/** One `--mcp-upstream` value: `URL` (the unnamed server at /mcp) or `NAME=URL` (server NAME at /mcp/NAME). */
+export interface McpUpstreamFlag {
+  name: string | undefined;
+  url: URL;
+}
+
+/**
+ * Parse one `--mcp-upstream` value. `NAME=URL` names the server (NAME a lower-case DNS label);
+ * anything else must be a URL. A URL's own `=` (in a query) is never taken for a name, because
+ * the text before it contains the scheme's `:`.
+ */
+export function parseMcpUpstream(v: string): McpUpstreamFlag {
+  const eq = v.indexOf('=');
+  const head = eq > 0 ? v.slice(0, eq) : '';
+  if (eq > 0 && !head.includes(':') && !head.includes('/')) {
+    if (!MCP_SERVER_NAME.test(head)) throw new InvalidArgumentError(`--mcp-upstream NAME=URL: NAME must be a lower-case DNS label (letters, digits, '.', '_', '-'), got "${head}"`);
+    try {
+      return { name: head, url: new URL(v.slice(eq + 1)) };
+    } catch {
+      throw new InvalidArgumentError(`--mcp-upstream ${head}=URL: "${v.slice(eq + 1)}" is not a URL`);
+    }
+  }
+  try {
+    return { name: undefined, url: new URL(v) };
+  } catch {
+    throw new InvalidArgumentError(`--mcp-upstream must be a URL or NAME=URL, got "${v}"`);
+  }
+}
+
+/** Collect repeated `--mcp-upstream` values, refusing a name given twice or two unnamed servers. */
+function collectMcpUpstream(v: string, prev: McpUpstreamFlag[]): McpUpstreamFlag[] {
+  const next = parseMcpUpstream(v);
+  if (prev.some((p) => p.name === next.name)) throw new InvalidArgumentError(next.name === undefined ? '--mcp-upstream URL (the unnamed server) is given twice; name them with NAME=URL' : `--mcp-upstream ${next.name}= is given twice`);
+  return [...prev, next];
+}
+
 function url(name: string): (v: string) => string {
   return (v) => {
     try {
@@ -43,6 +79,12 @@ function url(name: string): (v: string) => string {
   };
 }
 
+function mcpOptions(flags: McpUpstreamFlag[]): { mcpUpstream?: URL; mcpUpstreams?: Array<{ name: string; url: URL }> } {
+  const unnamed = flags.find((f) => f.name === undefined);
+  const named = flags.flatMap((f) => (f.name === undefined ? [] : [{ name: f.name, url: f.url }]));
+  return { ...(unnamed ? { mcpUpstream: unnamed.url } : {}), ...(named.length > 0 ? { mcpUpstreams: named } : {}) };
+}
+
 /** `kars router`: enforce a sandbox's compiled policy on its traffic and echo what it enforces. */
 export function routerCommand(): Command {
   return new Command('router')
@@ -51,7 +93,7 @@ export function routerCommand(): Command {
     .option('--namespace <ns>', 'namespace of the sandbox and its compiled ConfigMaps', 'default')
     .option('--listen <host:port>', 'agent traffic, /healthz, /readyz, /metrics', '127.0.0.1:8088')
     .requiredOption('--upstream <url>', 'OpenAI-compatible inference upstream', url('--upstream'))
-    .option('--mcp-upstream <url>', 'MCP-over-HTTP server behind the tool gateway (/mcp)', url('--mcp-upstream'))
+    .option('--mcp-upstream <[name=]url>', 'MCP-over-HTTP server behind the tool gateway, repeatable: NAME=URL serves it at /mcp/NAME and lets ToolPolicies scoped to appliesTo.mcpServer: NAME be enforced there; a bare URL is the unnamed server at /mcp', collectMcpUpstream, [] as McpUpstreamFlag[])
     .option('--egress-listen <host:port>', 'HTTP forward proxy (CONNECT and absolute-URI HTTP) for egress')
     .option('--admin-listen <host:port>', 'serve GET /internal/policy-status (bearer token)')
     .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
@@ -86,7 +128,7 @@ export function routerCommand(): Command {
           namespace: flags.namespace,
           listen: flags.listen,
           upstream: new URL(flags.upstream),
-          ...(flags.mcpUpstream ? { mcpUpstream: new URL(flags.mcpUpstream) } : {}),
+          ...mcpOptions(flags.mcpUpstream),
           ...(flags.egressListen ? { egressListen: flags.egressListen } : {}),
           ...(flags.adminListen ? { adminListen: flags.adminListen } : {}),
           ...(adminToken ? { adminToken } : {}),
