@@ -11,6 +11,7 @@ import { sandboxCommand } from './commands/sandbox.js';
 import { toolPolicyCommand } from './commands/toolpolicy.js';
 import { upCommand } from './commands/up.js';
 import { policyCommand } from './commands/policy-status.js';
+import { freshnessCommand } from './commands/freshness.js';
 import { ApiError } from '@kars/kube-core';
 import { CliError } from './lib/output.js';
 
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   program.addCommand(egressCommand());
   program.addCommand(sandboxCommand());
   program.addCommand(policyCommand());
+  program.addCommand(freshnessCommand());
   return program;
 }
 

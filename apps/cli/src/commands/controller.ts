@@ -32,6 +32,27 @@ function envSeconds(env: string, fallback: number): number {
   return Number.isFinite(n) && n > 0 ? n : fallback;
 }
 
+/**
+ * Leader-election timing from the environment (seconds, fractional allowed; for tests and small
+ * clusters): LEADER_ELECTION_LEASE_DURATION_SECS (15), LEADER_ELECTION_RENEW_DEADLINE_SECS (10),
+ * LEADER_ELECTION_RETRY_PERIOD_SECS (2). Unset or invalid values keep the defaults.
+ */
+export function leaderTimingFromEnv(env: Record<string, string | undefined>): { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number } {
+  const ms = (name: string): number | undefined => {
+    const v = env[name];
+    const n = v === undefined || v.trim() === '' ? NaN : Number(v);
+    return Number.isFinite(n) && n > 0 ? n * 1000 : undefined;
+  };
+  const out: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number } = {};
+  const lease = ms('LEADER_ELECTION_LEASE_DURATION_SECS');
+  const renew = ms('LEADER_ELECTION_RENEW_DEADLINE_SECS');
+  const retry = ms('LEADER_ELECTION_RETRY_PERIOD_SECS');
+  if (lease !== undefined) out.leaseDurationMs = lease;
+  if (renew !== undefined) out.renewDeadlineMs = renew;
+  if (retry !== undefined) out.retryPeriodMs = retry;
+  return out;
+}
+
 /** pino's levels, lowest first. */
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -60,7 +81,7 @@ export function controllerCommand(): Command {
         log: (level, msg, extra) => log[level](extra ?? {}, msg),
       });
       const metrics = new RuntimeMetrics();
-      const identity = `${hostname()}-${randomBytes(3).toString('hex')}`;
+      const identity = `${process.env['POD_NAME'] || hostname()}-${randomBytes(3).toString('hex')}`;
       const controller = new PolicyController({
         client,
         config,
@@ -68,7 +89,7 @@ export function controllerCommand(): Command {
         log,
         env: process.env,
         ...(flags.namespace ? { namespace: flags.namespace } : {}),
-        leaderElection: { enabled: leaderElectionEnabled(process.env), namespace: flags.leaseNamespace, name: flags.leaseName, identity },
+        leaderElection: { enabled: leaderElectionEnabled(process.env), namespace: flags.leaseNamespace, name: flags.leaseName, identity, ...leaderTimingFromEnv(process.env) },
       });
       const ac = abortOnSignals(log);
       if (flags.metricsAddr !== 'disabled') {

@@ -1,0 +1,75 @@
+import { detectionBoundMs } from '@kars/kube-runtime';
+import type { LocalStack } from './stack.js';
+import { SUITE_KNOBS, suiteWatchConfig } from './stack.js';
+
+/** The faults of issue 8, one at a time. */
+export type FaultName = 'freeze' | 'reset' | 'apiserver-restart' | 'compaction' | 'controller-kill' | 'leader-failover' | 'router-restart';
+
+export const FAULTS: readonly FaultName[] = ['freeze', 'reset', 'apiserver-restart', 'compaction', 'controller-kill', 'leader-failover', 'router-restart'];
+
+const leaseMs = Number(SUITE_KNOBS['LEADER_ELECTION_LEASE_DURATION_SECS']) * 1000;
+
+/**
+ * The configured detection bound for each fault (ms): how long the stack may take to notice it with
+ * the suite's knobs, before the +2 s the suite allows for the edit itself.
+ * - freeze: a silently dead connection, found by PING (interval + timeout) or the idle deadline;
+ * - reset, apiserver restart, compaction (410, forced by a reset after compacting): the stream fails
+ *   at once; one watch backoff (≤ 1 s first delay) plus the PING bound for a half-open session;
+ * - controller kill -9 / leader failover: the dead leader's Lease must expire (lease duration) before
+ *   a controller leads again, plus the PING bound for its first watches;
+ * - router restart: a process restart (the old instance withdraws its echo; the new one lists and echoes),
+ *   bounded like a reset.
+ */
+export function detectionBound(fault: FaultName): number {
+  const ping = detectionBoundMs(suiteWatchConfig());
+  switch (fault) {
+    case 'freeze':
+      return ping;
+    case 'reset':
+    case 'apiserver-restart':
+    case 'compaction':
+    case 'router-restart':
+      return ping + 1000;
+    case 'controller-kill':
+    case 'leader-failover':
+      return leaseMs + ping;
+  }
+}
+
+/** Inject one fault into the local stack. */
+export async function inject(stack: LocalStack, fault: FaultName): Promise<void> {
+  switch (fault) {
+    case 'freeze':
+      return stack.fault('freeze');
+    case 'reset':
+      return stack.fault('reset');
+    case 'apiserver-restart':
+      return stack.fault('restart');
+    case 'compaction':
+      await stack.fault('compact');
+      return stack.fault('reset');
+    case 'controller-kill':
+      return stack.killControllers();
+    case 'leader-failover':
+      await stack.failoverController();
+      return;
+    case 'router-restart':
+      return stack.restartRouter();
+  }
+}
+
+/** Faults a suite pointed at a foreign cluster (KARS_CONFORMANCE_KUBECONFIG) can cause, and why the others are skipped. */
+export function foreignSkipReason(fault: FaultName): string {
+  switch (fault) {
+    case 'freeze':
+    case 'reset':
+    case 'apiserver-restart':
+    case 'compaction':
+      return 'needs kars apiserver fault injection (POST /debug/faults/*), which a foreign cluster does not serve';
+    case 'controller-kill':
+    case 'leader-failover':
+      return 'needs to kill the controller processes, which the suite does not own on a foreign cluster';
+    case 'router-restart':
+      return 'needs to restart the probe router process, which the suite does not own on a foreign cluster';
+  }
+}

@@ -1,0 +1,211 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeClient, Resources } from '@kars/kube-client';
+import { watchConfigFromEnv } from '@kars/kube-runtime';
+import type { WatchConfig } from '@kars/kube-runtime';
+import { allCrds } from '@kars/policy-api';
+
+/** The `kars` binary of this checkout. */
+export const KARS_BIN = fileURLToPath(new URL('../../../../apps/cli/bin/kars.js', import.meta.url));
+
+/** The short knobs the suite runs the local stack with (issue 8's storm settings). */
+export const SUITE_KNOBS: Record<string, string> = {
+  KARS_WATCH_IDLE_TIMEOUT_SECS: '3',
+  KARS_HTTP2_PING_INTERVAL_SECS: '1',
+  KARS_HTTP2_PING_TIMEOUT_SECS: '1',
+  KARS_HEARTBEAT_INTERVAL_SECS: '2',
+  LEADER_ELECTION_LEASE_DURATION_SECS: '3',
+  LEADER_ELECTION_RENEW_DEADLINE_SECS: '2',
+  LEADER_ELECTION_RETRY_PERIOD_SECS: '0.5',
+  KARS_LOG_LEVEL: 'warn',
+};
+
+/** The watch configuration those knobs give (so the suite computes the same detection bound as the processes use). */
+export function suiteWatchConfig(): WatchConfig {
+  return watchConfigFromEnv(SUITE_KNOBS);
+}
+
+interface Proc {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stderr: string[];
+  /** Resolves when the process printed its readiness line (or after 20 s, or when it exits). */
+  ready: Promise<void>;
+}
+
+function start(args: string[], env: Record<string, string>, onLine?: (line: string) => void, readyLine?: RegExp): Proc {
+  const child = spawn(process.execPath, [KARS_BIN, ...args], { env: { ...process.env, ...SUITE_KNOBS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  let buf = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+    setTimeout(resolve, 20_000).unref();
+  });
+  if (!readyLine) markReady();
+  child.stdout?.on('data', (c: Buffer) => {
+    if (readyLine?.test(c.toString('utf8'))) markReady();
+    buf += c.toString('utf8');
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      onLine?.(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    if (readyLine?.test(c.toString('utf8'))) markReady();
+    stderr.push(c.toString('utf8'));
+    if (stderr.length > 200) stderr.shift();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, sig) => resolve(code ?? (sig ? -1 : null))));
+  void exited.then(() => markReady());
+  return { child, exited, stderr, ready };
+}
+
+/**
+ * The local kars stack as real processes, for the conformance suite: `kars apiserver
+ * --enable-fault-injection` (temporary data dir, free port, 1 s bookmarks), two `kars controller`s
+ * with leader election, and a `kars router` for the probe sandbox (stable `--instance`), all with
+ * {@link SUITE_KNOBS}. Every fault the suite injects is a method here.
+ */
+export class LocalStack {
+  readonly dataDir = mkdtempSync(join(tmpdir(), 'kars-conformance-'));
+  kubeconfig = '';
+  url = '';
+  token = '';
+  client!: KubeClient;
+  private apiserver: Proc | undefined;
+  private readonly controllers = new Map<string, Proc>();
+  private router: Proc | undefined;
+  private stopped = false;
+
+  constructor(readonly namespace = 'default', readonly sandbox = 'kars-probe') {}
+
+  async start(): Promise<void> {
+    const ready = new Promise<void>((resolve, reject) => {
+      this.apiserver = start(['apiserver', '--listen', '127.0.0.1:0', '--data-dir', join(this.dataDir, 'apiserver'), '--bookmark-interval', '1', '--enable-fault-injection'], {}, (line) => {
+        const m = line.match(/^(kubeconfig|listening): (.*)$/);
+        if (m?.[1] === 'kubeconfig') this.kubeconfig = m[2] ?? '';
+        if (m?.[1] === 'listening') {
+          this.url = m[2] ?? '';
+          resolve();
+        }
+      });
+      void this.apiserver.exited.then((code) => reject(new Error(`kars apiserver exited (${code}) before listening: ${this.apiserver?.stderr.join('').slice(-2000)}`)));
+    });
+    await ready;
+    this.token = readFileSync(join(this.dataDir, 'apiserver', 'token'), 'utf8').trim();
+    const cfg = suiteWatchConfig();
+    this.client = KubeClient.fromKubeconfig({ kubeconfig: this.kubeconfig, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
+    for (const crd of allCrds()) await this.client.create(Resources.customresourcedefinitions, crd as never);
+    await Promise.all([this.startController('a'), this.startController('b'), this.startRouter()]);
+  }
+
+  /** Start a controller; resolves once the process is up (its start-up log line), not when it leads. */
+  startController(name: string): Promise<void> {
+    const p = start(['controller', '--kubeconfig', this.kubeconfig, '--metrics-addr', 'disabled', '--lease-namespace', 'default', '--log-level', 'info'], { POD_NAME: `ctl-${name}` }, undefined, /kars controller starting/);
+    this.controllers.set(name, p);
+    return p.ready;
+  }
+
+  /** Start the probe router; resolves once it listens. */
+  startRouter(): Promise<void> {
+    this.router = start(['router', '--sandbox', this.sandbox, '--namespace', this.namespace, '--instance', `${this.sandbox}-0`, '--upstream', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0', '--kubeconfig', this.kubeconfig], {}, undefined, /listening: /);
+    return this.router.ready;
+  }
+
+  /**
+   * POST /debug/faults/<action> on the apiserver (bearer token). The server may be restarting from a
+   * previous fault: a refused connection is retried for up to 10 s. Reset and restart cut the very
+   * connection that asked for them, so a reset reply counts as done.
+   */
+  async fault(action: 'freeze' | 'reset' | 'compact' | 'restart'): Promise<void> {
+    const ca = readFileSync(join(this.dataDir, 'apiserver', 'pki', 'ca.crt'), 'utf8');
+    const https = await import('node:https');
+    const once = (): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        const req = https.request(new URL(`/debug/faults/${action}`, this.url), { method: 'POST', ca, agent: false, headers: { authorization: `Bearer ${this.token}` } }, (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode && res.statusCode < 300 ? resolve() : reject(new Error(`fault ${action}: HTTP ${res.statusCode}`))));
+          res.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err)));
+        });
+        req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err)));
+        req.end();
+      });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        return await once();
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ECONNREFUSED' || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  /** The controller that holds the leader Lease now (by identity), or undefined. */
+  async leaderIdentity(): Promise<string | undefined> {
+    const lease = await this.client.getOrUndefined<{ metadata: { name: string }; spec?: { holderIdentity?: string } } & import('@kars/kube-core').KubeObject>(Resources.leases, 'default', 'kars-controller');
+    return lease?.spec?.holderIdentity || undefined;
+  }
+
+  /** kill -9 every controller, then start them again (a crash of the whole controller deployment); resolves once they are up. */
+  async killControllers(): Promise<void> {
+    const all = [...this.controllers];
+    for (const [, p] of all) p.child.kill('SIGKILL');
+    await Promise.all(all.map(([, p]) => p.exited));
+    await Promise.all(all.map(([name]) => this.startController(name)));
+  }
+
+  /** kill -9 the leading controller so the standby takes over at lease expiry; start it again as the new standby. */
+  async failoverController(): Promise<string | undefined> {
+    const holder = await this.leaderIdentity();
+    const name = holder?.match(/^ctl-([a-z]+)-/)?.[1];
+    const p = name ? this.controllers.get(name) : undefined;
+    if (!name || !p) return undefined;
+    p.child.kill('SIGKILL');
+    await p.exited;
+    void this.startController(name);
+    return name;
+  }
+
+  /**
+   * Restart the router process in the same "pod": graceful stop (withdraws its echo), start with the
+   * same instance; resolves once the new process listens (process start-up is the platform's time,
+   * not detection).
+   */
+  async restartRouter(): Promise<void> {
+    const p = this.router;
+    if (p) {
+      p.child.kill('SIGTERM');
+      await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
+      p.child.kill('SIGKILL');
+    }
+    await this.startRouter();
+  }
+
+  /** Stop everything (SIGTERM, then SIGKILL) and remove the data dir. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.client?.close();
+    const procs = [this.router, ...this.controllers.values(), this.apiserver].filter((p): p is Proc => p !== undefined);
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.race([Promise.all(procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 5000))]);
+    for (const p of procs) p.child.kill('SIGKILL');
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Recent stderr of every process, for a failure message. */
+  logs(): string {
+    const parts: string[] = [];
+    if (this.apiserver) parts.push(`apiserver: ${this.apiserver.stderr.join('').slice(-1500)}`);
+    for (const [n, p] of this.controllers) parts.push(`controller ${n}: ${p.stderr.join('').slice(-1500)}`);
+    if (this.router) parts.push(`router: ${this.router.stderr.join('').slice(-1500)}`);
+    return parts.join('\n');
+  }
+}
