@@ -4,6 +4,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { KubeClient } from '@kars/kube-client';
 import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
 import { Counter, Gauge } from 'prom-client';
+import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
 import { startEgressProxy } from './egress/proxy.js';
 import { createInferenceHandler } from './inference/handler.js';
@@ -47,6 +48,10 @@ export interface RouterOptions {
    * refused (NACK) and never becomes Ready. See {@link routerCapabilities}.
    */
   guardrailProviders?: readonly GuardrailProvider[];
+  /** Bound on request body bytes held by requests in flight (default 32 MiB; 503 router_busy above). */
+  maxInflightBodyBytes?: number;
+  /** Bound on agent requests in flight (default 256; 503 router_busy above). */
+  maxConcurrentRequests?: number;
   /** Daily token cap when no InferencePolicy sets one (the contract's TOKEN_BUDGET_DAILY). */
   defaultDailyTokens?: number;
   /** Identity of this router instance in its echo lease. */
@@ -138,6 +143,9 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     gateways.set(path, createMcpGateway({ snapshot: () => state.current(), upstream: u.url, sandbox: opts.sandbox, server: u.name, path, onDecision: onToolDecision }));
   }
   let lastStaleLog = 0;
+  const gate = new AdmissionGate({ ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}), ...(opts.maxConcurrentRequests !== undefined ? { maxConcurrent: opts.maxConcurrentRequests } : {}) });
+  const busy = new Counter({ name: 'kars_router_admission_refused_total', help: 'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).', labelNames: ['code'], registers: [registry] });
+  for (const code of ['request_too_large', 'router_busy']) busy.inc({ code }, 0);
 
   const main = http.createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -173,6 +181,11 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           return;
         }
       }
+    }
+    // Bounded resources (issue 9 item 6): decided from the headers, before any body byte is read.
+    if (!admitRequest(gate, req, res)) {
+      busy.inc({ code: res.statusCode === 413 ? 'request_too_large' : 'router_busy' });
+      return;
     }
     const handle = async (): Promise<void> => {
       const mcp = path === undefined ? undefined : gateways.get(path);

@@ -21,6 +21,16 @@ interface RouterFlags {
   maxStaleness?: number;
   onStale: 'closed' | 'open';
   instance?: string;
+  maxInflightBodyBytes?: number;
+  maxConcurrentRequests?: number;
+}
+
+function positiveInt(name: string): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got "${v}"`);
+    return n;
+  };
 }
 
 /**
@@ -109,6 +119,8 @@ export function routerCommand(): Command {
       if (v !== 'closed' && v !== 'open') throw new InvalidArgumentError(`--on-stale must be closed or open, got "${v}"`);
       return v;
     }, 'closed')
+    .option('--max-inflight-body-bytes <bytes>', 'bound on request body bytes held by agent requests in flight; above it new requests get 503 router_busy (default 33554432 = 32 MiB, at least the 10 MiB per-request limit)', positiveInt('--max-inflight-body-bytes'))
+    .option('--max-concurrent-requests <n>', 'bound on agent requests in flight; above it new requests get 503 router_busy (default 256)', positiveInt('--max-concurrent-requests'))
     .action(async (flags: RouterFlags) => {
       const log = pino({ name: 'kars-router', base: { sandbox: flags.sandbox } }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
@@ -135,6 +147,8 @@ export function routerCommand(): Command {
           source: wantsApi && client ? { kind: 'api', client, config } : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
           ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
           onStale: flags.onStale,
+          ...(flags.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: flags.maxInflightBodyBytes } : {}),
+          ...(flags.maxConcurrentRequests !== undefined ? { maxConcurrentRequests: flags.maxConcurrentRequests } : {}),
           ...(Number(process.env['TOKEN_BUDGET_DAILY']) > 0 ? { defaultDailyTokens: Number(process.env['TOKEN_BUDGET_DAILY']) } : {}),
           instance: routerInstance(flags.instance, process.env),
           metrics: new RuntimeMetrics(),

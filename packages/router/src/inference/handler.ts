@@ -401,7 +401,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
     const body = norm.request.body;
-    const bodyBytes = Buffer.byteLength(JSON.stringify(body));
+    const text = JSON.stringify(body);
+    const bodyBytes = Buffer.byteLength(text);
 
     // Step 6 (before reserving, so a refusal holds nothing): provider and deployment candidates.
     const plan = routePlan(rules);
@@ -419,7 +420,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     const meter: Meter = { status: undefined, usage: undefined, bytes: 0 };
     try {
       const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
-      await forward(req, res, route, body, plan.deployments, floor, meter, decide);
+      await forward(req, res, route, body, text, plan.deployments, floor, meter, decide);
     } finally {
       settle(reserved.reservation, meter, bodyBytes);
     }
@@ -432,13 +433,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** The path and the (re-serialised) body of one attempt at `deployment`. */
-  function attemptFor(route: InferenceRoute, body: Record<string, unknown>, deployment: string | undefined): { path: string; body: Buffer } {
+  function attemptFor(route: InferenceRoute, body: Record<string, unknown>, text: string, deployment: string | undefined): { path: string; body: Buffer } {
     if (route.kind === 'azure') {
       const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
-      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: Buffer.from(JSON.stringify(body)) };
+      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: Buffer.from(text) };
     }
     const path = `${basePath}/v1/chat/completions${route.query}`;
-    return { path, body: Buffer.from(JSON.stringify(deployment === undefined ? body : { ...body, model: deployment })) };
+    return { path, body: Buffer.from(deployment === undefined || body['model'] === deployment ? text : JSON.stringify({ ...body, model: deployment })) };
   }
 
   async function forward(
@@ -446,6 +447,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     res: ServerResponse,
     route: InferenceRoute,
     body: Record<string, unknown>,
+    text: string,
     deployments: string[],
     floor: ContentSafetyRules | undefined,
     meter: Meter,
@@ -467,7 +469,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     for (let i = 0; i < candidates.length; i++) {
       if (clientGone) return;
       const last = i === candidates.length - 1;
-      const attempt = attemptFor(route, body, candidates[i]);
+      const attempt = attemptFor(route, body, text, candidates[i]);
       let up: IncomingMessage;
       try {
         up = await sendRetrying(attempt.path, headers, attempt.body, (r) => (inflight = r));
