@@ -8,7 +8,7 @@
 import { Command } from 'commander';
 import { Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
-import { INFERENCE_POLICY, isLive, readEcho, ROUTER_LABEL, TOOL_POLICY, KARS_SANDBOX, toolPolicyNameOf } from '@kars/policy-api';
+import { INFERENCE_POLICY, isLive, readEcho, readHeartbeatSeen, ROUTER_LABEL, TOOL_POLICY, KARS_SANDBOX, toolPolicyNameOf } from '@kars/policy-api';
 import type { EchoKind, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
@@ -29,6 +29,11 @@ export interface RouterRow {
   /** The router's last lease renewal (RFC 3339), when it has a lease. */
   leaseRenewedAt: string | null;
   live: boolean | null;
+  /**
+   * The router's policy staleness (ADR 0011): what it reported at its last echo write plus the time since that write,
+   * i.e. an upper bound on how old its view is now. Null when the router reports no heartbeat.
+   */
+  stalenessSeconds: number | null;
 }
 
 export interface PolicyStatusRow {
@@ -74,9 +79,13 @@ export async function collectPolicyStatus(client: import('@kars/kube-client').Ku
     client.list(Resources.leases, { namespace, labelSelector: `${ROUTER_LABEL}=true` }),
   ]);
   const echoes = new Map<string, RouterEcho[]>();
+  const staleness = new Map<RouterEcho, number>();
   for (const l of leases.items) {
     const e = readEcho(l);
-    if (e) echoes.set(e.sandbox, [...(echoes.get(e.sandbox) ?? []), e]);
+    if (!e) continue;
+    echoes.set(e.sandbox, [...(echoes.get(e.sandbox) ?? []), e]);
+    const hb = readHeartbeatSeen(l);
+    if (hb) staleness.set(e, Math.round((hb.stalenessSeconds + Math.max(0, nowMs - e.renewedAtMs) / 1000) * 10) / 10);
   }
   const rows: PolicyStatusRow[] = [];
   const policies: Array<{ kind: PolicyStatusRow['kind']; obj: Policy }> = [...ips.items.map((obj) => ({ kind: 'InferencePolicy' as const, obj })), ...tps.items.map((obj) => ({ kind: 'ToolPolicy' as const, obj }))];
@@ -91,12 +100,12 @@ export async function collectPolicyStatus(client: import('@kars/kube-client').Ku
     for (const sb of referrers) {
       const sbName = sb.metadata.name ?? '';
       const mine = (echoes.get(sbName) ?? []).sort((a, b) => a.instance.localeCompare(b.instance));
-      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null });
+      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null });
       for (const e of mine) {
-        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs) });
+        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs), stalenessSeconds: staleness.get(e) ?? null });
       }
     }
-    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null });
+    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null });
     rows.push({ kind, namespace, name: pname, generation: obj.metadata.generation ?? 1, observedGeneration: status.observedGeneration ?? null, phase: status.phase ?? null, compiledDigest: compiled, lastMs: status.propagation?.lastMs ?? null, maxMs: status.propagation?.maxMs ?? null, routers });
   }
   return rows;
@@ -112,10 +121,10 @@ export function statusTable(rows: PolicyStatusRow[]): string {
   for (const p of rows) {
     for (const r of p.routers) {
       const state = r.state === 'STALE' && r.ageSeconds !== null ? `STALE (${shortDuration(r.ageSeconds * 1000)})` : r.state;
-      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
+      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.stalenessSeconds === null ? '-' : `${r.stalenessSeconds}s`, r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
     }
   }
-  return table(['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'DETAIL'], out);
+  return table(['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'], out);
 }
 
 /** `kars policy status`. */
