@@ -5,6 +5,7 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError, 
 import type { FieldOptions } from '@kars/kube-patch';
 import { admitCustomResource } from './admission.js';
 import type { FieldValidation } from './admission.js';
+import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
 import { clone, deepEqual, nowRfc3339, randomSuffix, shapeCauses, validateMeta } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
 import type { Registry } from './registry/registry.js';
@@ -265,15 +266,21 @@ export class ObjectService {
     const warnings: string[] = [];
     const causes: StatusCause[] = validateMeta(obj, { namespaced: t.ri.namespaced, nameIsLabel: t.ri.resource === 'namespaces', namePathSegment: t.ri.group === 'rbac.authorization.k8s.io' });
     let out = obj;
+    let unknownFields: string[] = [];
     if (!t.ri.builtin) {
       const r = admitCustomResource(this.versionInfo(t), obj, old);
       out = r.object;
       causes.push(...r.causes);
-      if (r.unknownFields.length > 0) {
-        const msgs = r.unknownFields.map((p) => `unknown field "${p}"`);
-        if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
-        if (fv === 'Warn') warnings.push(...msgs);
-      }
+      unknownFields = r.unknownFields;
+    } else {
+      // Built-in kinds: a field the Go type lacks is dropped, as kube's decoder drops it.
+      const schema = builtinSchema(t.ri.group, t.version, t.ri.kind);
+      if (schema) unknownFields = pruneUnknownFields(obj as unknown as Record<string, unknown>, schema);
+    }
+    if (unknownFields.length > 0) {
+      const msgs = unknownFields.map((p) => `unknown field "${p}"`);
+      if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
+      if (fv === 'Warn') warnings.push(...msgs);
     }
     if (grKey(t.ri.group, t.ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);
     if (causes.length > 0) throw invalid(target(t), causes);

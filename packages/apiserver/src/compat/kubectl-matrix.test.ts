@@ -164,6 +164,10 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
         assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });
         assert.equal(rb.subjects.length, 2);
         assert.equal((await ok('create', 'clusterrole', `reader-${tag}`, '--verb=get', '--resource=configmaps')).trim(), `clusterrole.rbac.authorization.k8s.io/reader-${tag} created`);
+        // Server-side field validation: kubectl asks for Strict, and the server refuses unknown fields.
+        const bad = await kubectl('apply', '-f', file('bad-cm.yaml', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bad', namespace: ns }, data: { a: 'b' }, dataa: { c: 'd' } }));
+        assert.notEqual(bad.code, 0);
+        assert.match(bad.stderr, /strict decoding error: unknown field "dataa"/);
         assert.equal((await ok('create', 'clusterrolebinding', `reader-${tag}`, `--clusterrole=reader-${tag}`, '--user=bob')).trim(), `clusterrolebinding.rbac.authorization.k8s.io/reader-${tag} created`);
       });
 

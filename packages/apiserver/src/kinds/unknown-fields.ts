@@ -1,0 +1,68 @@
+import { isObject } from '@kars/kube-core';
+import { BUILTIN_KINDS, DEFINITIONS } from './generated.js';
+
+/**
+ * Unknown fields of built-in kinds, as kube-apiserver finds them: a field its Go type does not
+ * have cannot be decoded, so it is dropped, and with `fieldValidation=Strict` the write fails
+ * (`strict decoding error: unknown field "spec.foo"`). The Go types are known here through the
+ * generated OpenAPI definitions (src/kinds/generated.ts).
+ *
+ * Guarantees: only objects whose schema lists `properties` and no `additionalProperties` are
+ * checked; maps, int-or-string, Quantity, FieldsV1 and RawExtension accept anything, as in kube.
+ * Caveats: paths name list items by index (`spec.ports[0].bogus`); kube names them the same way.
+ */
+
+type Schema = Record<string, unknown>;
+
+function resolve(s: Schema): Schema {
+  let cur = s;
+  for (let i = 0; i < 16; i++) {
+    const ref = typeof cur['$ref'] === 'string' ? cur['$ref'] : Array.isArray(cur['allOf']) && isObject(cur['allOf'][0]) && typeof cur['allOf'][0]['$ref'] === 'string' ? cur['allOf'][0]['$ref'] : undefined;
+    if (ref === undefined) return cur;
+    const next = DEFINITIONS[ref.replace('#/definitions/', '')];
+    if (!next) return {};
+    cur = next;
+  }
+  return cur;
+}
+
+/** The definition of a built-in group/version/kind, if kars has one. */
+export function builtinSchema(group: string, version: string, kind: string): Schema | undefined {
+  const k = BUILTIN_KINDS.find((x) => x.group === group && x.version === version && x.kind === kind);
+  return k ? DEFINITIONS[k.definition] : undefined;
+}
+
+/**
+ * Remove the fields `schema` does not know from `obj` (in place) and return their paths.
+ * `apiVersion` and `kind` at the root are always known.
+ */
+export function pruneUnknownFields(obj: Record<string, unknown>, schema: Schema): string[] {
+  const out: string[] = [];
+  walk(obj, schema, '', out);
+  return out;
+}
+
+function walk(value: unknown, schema: Schema, path: string, out: string[]): void {
+  const s = resolve(schema);
+  if (Array.isArray(value)) {
+    if (isObject(s['items'])) value.forEach((v, i) => walk(v, s['items'] as Schema, `${path}[${i}]`, out));
+    return;
+  }
+  if (!isObject(value)) return;
+  const props = isObject(s['properties']) ? (s['properties'] as Record<string, Schema>) : undefined;
+  if (props) {
+    for (const key of Object.keys(value)) {
+      const p = path === '' ? key : `${path}.${key}`;
+      const sub = props[key];
+      if (sub === undefined) {
+        if (path === '' && (key === 'apiVersion' || key === 'kind')) continue;
+        out.push(p);
+        delete value[key];
+      } else walk(value[key], sub, p, out);
+    }
+    return;
+  }
+  if (isObject(s['additionalProperties'])) {
+    for (const [k, v] of Object.entries(value)) walk(v, s['additionalProperties'] as Schema, path === '' ? k : `${path}.${k}`, out);
+  }
+}
