@@ -4,7 +4,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, startTestServer, type TestServer } from '@kars/apiserver/testing';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually, findKubectl, startTestServer, type TestServer } from '@kars/apiserver/testing';
 import { allCrds } from './crds.js';
 import { KARS_RESOURCES, type KarsObject } from './types.js';
 import { sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
@@ -110,5 +114,52 @@ describe('kars CRDs on a real kars apiserver', () => {
     const bad = await ts.client.patch(`${path('EgressApproval')}/with-status/status`, { status: { phase: 'Ready' } }, 'merge');
     assert.equal(bad.status, 422, bad.text);
     assert.ok(causeFields(bad.body).includes('status.phase'), bad.text);
+  });
+});
+
+describe('operator signals at admission, through kubectl (issue 9 item 7)', () => {
+  let ts: TestServer;
+  let dir: string;
+  const kubectl = findKubectl();
+  before(async () => {
+    ts = await startTestServer();
+    for (const crd of allCrds()) assert.equal((await ts.client.post(CRDS, crd)).status, 201);
+    for (const r of KARS_RESOURCES) await eventually(async () => (await ts.client.get(path(r.kind))).status === 200);
+    dir = mkdtempSync(join(tmpdir(), 'kars-signals-'));
+  });
+  after(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await ts.close();
+  });
+
+  /** Run kubectl asynchronously: the apiserver lives in this process, so a synchronous spawn would starve it. */
+  function run(args: string[], yaml: string): Promise<{ code: number; out: string }> {
+    const file = join(dir, `obj-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, yaml);
+    return new Promise((resolve) => {
+      execFile(kubectl!, ['--kubeconfig', ts.server.kubeconfigPath, ...args, '-f', file], { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out: `${stdout}${stderr}` });
+      });
+    });
+  }
+
+  it('kubectl create and apply refuse a KarsSandbox typo (inferenceREF), naming the field; nothing is stored', { skip: kubectl ? false : 'no kubectl binary found' }, async () => {
+    const yaml = 'apiVersion: kars.azure.com/v1alpha1\nkind: KarsSandbox\nmetadata:\n  name: typo\n  namespace: default\nspec:\n  inferenceREF:\n    name: budget\n';
+    for (const verb of [['create'], ['apply'], ['apply', '--server-side']]) {
+      const r = await run(verb, yaml);
+      assert.notEqual(r.code, 0, `kubectl ${verb.join(' ')} must fail: ${r.out}`);
+      assert.match(r.out, /inferenceREF/, `kubectl ${verb.join(' ')} names the field: ${r.out}`);
+    }
+    assert.equal((await ts.client.get(`${path('KarsSandbox')}/typo`)).status, 404);
+  });
+
+  it('kubectl apply refuses an EgressApproval whose TTL is past the 7 d hard cap, instead of leaving it Pending', { skip: kubectl ? false : 'no kubectl binary found' }, async () => {
+    const approval = (name: string, ttl: string): string => `apiVersion: kars.azure.com/v1alpha1\nkind: EgressApproval\nmetadata:\n  name: ${name}\n  namespace: default\nspec:\n  sandbox: alice\n  hosts: [{host: example.com}]\n  reason: incident\n  ttl: ${ttl}\n`;
+    const bad = await run(['apply'], approval('too-long', 'P8D'));
+    assert.notEqual(bad.code, 0, bad.out);
+    assert.match(bad.out, /spec\.ttl.*at most P7D/s);
+    assert.equal((await ts.client.get(`${path('EgressApproval')}/too-long`)).status, 404);
+    const ok = await run(['apply'], approval('a-week', 'P7D'));
+    assert.equal(ok.code, 0, ok.out);
   });
 });

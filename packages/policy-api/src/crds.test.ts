@@ -1,8 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { admit, compileSchema, type CompiledSchema, type SchemaCause } from '@kars/kube-schema';
 import { allCrds, egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd, type CustomResourceDefinition } from './crds.js';
 import { GROUP, KARS_RESOURCES, VERSION, type KarsObject } from './types.js';
+import { parseTtl } from './validate.js';
 import { SAMPLE_DIGEST, sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
 
 function schemaOf(crd: CustomResourceDefinition): CompiledSchema {
@@ -59,9 +61,10 @@ describe('kars CRDs', () => {
 
   it('shows the printer columns the contract lists, in order', () => {
     const cols = (c: CustomResourceDefinition): string[] => c.spec.versions[0].additionalPrinterColumns.map((p) => `${p.name}=${p.jsonPath}`);
-    assert.deepEqual(cols(inferencePolicyCrd()), ['Sandbox=.spec.appliesTo.sandboxName', 'DailyTokens=.spec.tokenBudget.dailyTokens', 'Phase=.status.phase', 'Age=.metadata.creationTimestamp']);
-    assert.deepEqual(cols(toolPolicyCrd()), ['Tool=.spec.appliesTo.tool', 'DailyCap=.spec.commerce.dailyCap', 'Phase=.status.phase', 'Age=.metadata.creationTimestamp']);
-    assert.deepEqual(cols(egressApprovalCrd()), ['Sandbox=.spec.sandbox', 'Phase=.status.phase', 'Expires=.status.expiresAt', 'Hosts=.status.hostCount', 'Age=.metadata.creationTimestamp']);
+    const ready = ['Ready=.status.conditions[?(@.type=="Ready")].status', 'Reason=.status.conditions[?(@.type=="Ready")].reason'];
+    assert.deepEqual(cols(inferencePolicyCrd()), ['Sandbox=.spec.appliesTo.sandboxName', 'DailyTokens=.spec.tokenBudget.dailyTokens', 'Phase=.status.phase', ...ready, 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(toolPolicyCrd()), ['Tool=.spec.appliesTo.tool', 'DailyCap=.spec.commerce.dailyCap', 'Phase=.status.phase', ...ready, 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(egressApprovalCrd()), ['Sandbox=.spec.sandbox', 'Phase=.status.phase', ...ready, 'Expires=.status.expiresAt', 'Hosts=.status.hostCount', 'Age=.metadata.creationTimestamp']);
     assert.deepEqual(cols(karsSandboxCrd()), ['Phase=.status.phase', 'Inference=.spec.inferenceRef.name', 'Age=.metadata.creationTimestamp']);
   });
 
@@ -95,12 +98,12 @@ describe('kars CRDs', () => {
       assert.deepEqual(admitObj(tp).object.spec.commerce.counterpartyAllowlist, []);
     });
 
-    it('keeps KarsSandbox spec fields kars does not model, and prunes unknown status fields', () => {
+    it('keeps no KarsSandbox spec field it does not model (a closed schema: strict clients are refused, see ADR 0013), and prunes unknown status fields', () => {
       const sb = { ...sampleKarsSandbox(), status: { phase: 'Running', bogus: 1 } } as Record<string, unknown>;
       (sb['spec'] as Record<string, unknown>)['agent'] = { image: 'ghcr.io/x/agent:1' };
       const { object, causes } = admitObj(sb);
       assert.deepEqual(causes, []);
-      assert.deepEqual(object.spec.agent, { image: 'ghcr.io/x/agent:1' });
+      assert.equal(object.spec.agent, undefined);
       assert.deepEqual(object.status, { phase: 'Running' });
     });
 
@@ -262,15 +265,15 @@ describe('kars CRDs', () => {
       assert.ok(causesAt(ea, 'spec.hosts[3].host').length > 0, 'empty host (minLength and pattern both report it)');
     });
 
-    it('rejects a TTL outside the grammar at admission (the ceiling is the controller’s to check)', () => {
+    it('rejects a TTL outside the grammar at admission (the hard cap is checked too; the lower ceiling is the controller’s)', () => {
       for (const ttl of ['1h', 'P1W', 'PT', 'P', 'P1DT', 'pt1h', 'PT1.5H']) {
         const ea = sampleEgressApproval();
         ea.spec.ttl = ttl;
         assert.equal(causesAt(ea, 'spec.ttl').length, 1, ttl);
       }
       const long = sampleEgressApproval();
-      long.spec.ttl = 'P30D';
-      assert.deepEqual(admitObj(long).causes, [], 'P30D is in the grammar; only the controller knows the ceiling');
+      long.spec.ttl = 'P2D';
+      assert.deepEqual(admitObj(long).causes, [], 'P2D is under the 7 d hard cap; only the controller knows its (lower) ceiling');
     });
 
     it('rejects a missing sandbox, hosts, reason or ttl as required', () => {
@@ -297,5 +300,45 @@ describe('kars CRDs', () => {
       assert.equal(causesAt(ea, 'status.phase').length, 1);
       assert.equal(causesAt(ea, 'status.conditions[0].reason').length, 1);
     });
+  });
+});
+
+describe('EgressApproval TTL at admission (CEL): grammar, > 0 and the 7 d hard cap', () => {
+  const admitTtl = (ttl: string): string[] => {
+    const a = sampleEgressApproval();
+    a.spec.ttl = ttl;
+    return admitObj(a).causes.filter((c) => c.field === 'spec.ttl').map((c) => c.message);
+  };
+
+  it('admits P7D and everything shorter, refuses anything longer with a message naming the cap', () => {
+    for (const ok of ['PT1H', 'P7D', 'PT168H', 'PT604800S', 'P6DT23H59M60S', 'PT10080M', 'P00000000007D']) assert.deepEqual(admitTtl(ok), [], ok);
+    for (const bad of ['P7DT1S', 'PT604801S', 'P8D', 'PT169H', 'P99999999D', 'PT99999999999999999999S']) assert.match(admitTtl(bad).join('; '), /at most P7D \(7 days, the hard cap\)/, bad);
+    assert.match(admitTtl('PT0S').join('; '), /greater than zero/);
+  });
+
+  it('agrees with the controller parser on every TTL of the grammar (property)', () => {
+    const num = fc.oneof(fc.nat({ max: 10 }), fc.nat({ max: 700_000 }), fc.bigInt({ min: 0n, max: 10n ** 25n })).map((n) => String(n));
+    const ttl = fc.tuple(fc.option(num), fc.option(num), fc.option(num), fc.option(num)).map(([d, h, m, s]) => {
+      const time = `${h === null ? '' : `${h}H`}${m === null ? '' : `${m}M`}${s === null ? '' : `${s}S`}`;
+      return `P${d === null ? '' : `${d}D`}${time === '' ? '' : `T${time}`}`;
+    });
+    fc.assert(
+      fc.property(ttl, (t) => {
+        const seconds = parseTtl(t);
+        const controllerOk = seconds !== undefined && seconds > 0 && seconds <= 7 * 24 * 3600;
+        assert.equal(admitTtl(t).length === 0, controllerOk, `${t}: controller parses ${String(seconds)} s`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('KarsSandbox refuses unknown fields', () => {
+  it('drops nothing silently: a typo like inferenceREF is an unknown field the strict path names', () => {
+    const sb = sampleKarsSandbox() as unknown as { spec: Record<string, unknown> };
+    sb.spec['inferenceREF'] = { name: 'x' };
+    const pruned = admitObj(sb as unknown as Record<string, unknown>).object as { spec: Record<string, unknown> };
+    assert.equal(pruned.spec['inferenceREF'], undefined, 'the closed schema does not keep it (kubectl strict validation reports it)');
+    assert.deepEqual(karsSandboxCrd().spec.versions[0].schema.openAPIV3Schema.properties?.['spec']?.['x-kubernetes-preserve-unknown-fields'], undefined);
   });
 });

@@ -323,6 +323,27 @@ export const toolPolicyStatusSchema = {
 /** The TTL grammar `P[nD][T[nH][nM][nS]]`; "P", "PT" and "P1DT" are excluded by the CEL rule next to it. */
 export const TTL_PATTERN = '^P([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+S)?)?$';
 
+/** The hard TTL cap (contract §1.3: the ceiling is never above 7 d), enforced by the CRD at admission. */
+export const TTL_HARD_CAP_SECONDS = 7 * 24 * 3600;
+const TTL_CAP_MESSAGE = 'ttl must be at most P7D (7 days, the hard cap); the controller ceiling (default 24h) may be lower';
+
+/**
+ * A CEL expression for the seconds in a TTL that matches {@link TTL_PATTERN}, using only the Kubernetes
+ * strings library (`indexOf`, `substring`) and `int()`, so the same rule runs in kube-apiserver and in
+ * kars apiserver. Callers guard it with the pattern and a digit-count bound, so `int()` never overflows.
+ */
+function ttlSecondsCel(v: string): string {
+  const t = `(${v}.contains('T') ? ${v}.substring(${v}.indexOf('T') + 1) : '')`;
+  const days = `(${v}.contains('D') ? int(${v}.substring(1, ${v}.indexOf('D'))) : 0)`;
+  const hStart = '0';
+  const mStart = `(${t}.contains('H') ? ${t}.indexOf('H') + 1 : 0)`;
+  const sStart = `(${t}.contains('M') ? ${t}.indexOf('M') + 1 : ${mStart})`;
+  const hours = `(${t}.contains('H') ? int(${t}.substring(${hStart}, ${t}.indexOf('H'))) : 0)`;
+  const minutes = `(${t}.contains('M') ? int(${t}.substring(${mStart}, ${t}.indexOf('M'))) : 0)`;
+  const seconds = `(${t}.contains('S') ? int(${t}.substring(${sStart}, ${t}.indexOf('S'))) : 0)`;
+  return `${days} * 86400 + ${hours} * 3600 + ${minutes} * 60 + ${seconds}`;
+}
+
 export const egressApprovalSpecSchema = {
   type: 'object',
   description: 'A short-lived, additive widening of one sandbox baseline egress allowlist.',
@@ -343,7 +364,12 @@ export const egressApprovalSpecSchema = {
       maxLength: 64,
       pattern: TTL_PATTERN,
       description: 'ISO 8601 duration P[nD][T[nH][nM][nS]]; > 0 and at most the controller ceiling (default 24h, never above 7d).',
-      'x-kubernetes-validations': [{ rule: "self != 'P' && !self.endsWith('T')", message: 'ttl must name at least one unit, e.g. PT1H' }],
+      'x-kubernetes-validations': [
+        { rule: "self != 'P' && !self.endsWith('T')", message: 'ttl must name at least one unit, e.g. PT1H' },
+        { rule: `!self.matches('${TTL_PATTERN}') || !self.matches('[1-9][0-9]{7,}')`, message: TTL_CAP_MESSAGE },
+        { rule: `!self.matches('${TTL_PATTERN}') || self == 'P' || self.endsWith('T') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) > 0`, message: 'ttl must be greater than zero' },
+        { rule: `!self.matches('${TTL_PATTERN}') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) <= ${TTL_HARD_CAP_SECONDS}`, message: TTL_CAP_MESSAGE },
+      ],
     },
   },
 } as const satisfies JSONSchemaProps;
@@ -368,8 +394,7 @@ export const egressApprovalStatusSchema = {
 
 export const karsSandboxSpecSchema = {
   type: 'object',
-  description: 'A sandbox. Only the policy bindings are validated here; other fields are kept as written.',
-  'x-kubernetes-preserve-unknown-fields': true,
+  description: 'A sandbox: its policy bindings. A closed schema: any other field is unknown (kubectl apply/create, which validate strictly, refuse it with the field named).',
   properties: {
     inferenceRef: { ...nameRefSchema, description: 'The InferencePolicy (same namespace) this sandbox uses.' },
     governance: {
@@ -467,6 +492,9 @@ export interface CustomResourceDefinition {
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const PHASE: PrinterColumn = { name: 'Phase', type: 'string', jsonPath: '.status.phase' };
+/** Ready condition status and reason: a refused (RouterRejected), invalid or waiting object shows why in `kubectl get`. */
+const READY: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' };
+const REASON: PrinterColumn = { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason' };
 
 function rootSchema(kind: string, spec: JSONSchemaProps, status: JSONSchemaProps): JSONSchemaProps {
   return {
@@ -507,28 +535,32 @@ function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, co
   };
 }
 
-/** InferencePolicy CRD. Columns: Sandbox, DailyTokens, Phase, Age. */
+/** InferencePolicy CRD. Columns: Sandbox, DailyTokens, Phase, Ready, Reason, Age. */
 export function inferencePolicyCrd(): CustomResourceDefinition {
   return crd(INFERENCE_POLICY, inferencePolicySpecSchema, inferencePolicyStatusSchema, [
     { name: 'Sandbox', type: 'string', jsonPath: '.spec.appliesTo.sandboxName' },
     { name: 'DailyTokens', type: 'integer', jsonPath: '.spec.tokenBudget.dailyTokens' },
     PHASE,
+    READY,
+    REASON,
     AGE,
   ]);
 }
 
-/** ToolPolicy CRD. Columns: Tool, DailyCap, Phase, Age. */
+/** ToolPolicy CRD. Columns: Tool, DailyCap, Phase, Ready, Reason, Age. */
 export function toolPolicyCrd(): CustomResourceDefinition {
   return crd(TOOL_POLICY, toolPolicySpecSchema, toolPolicyStatusSchema, [
     { name: 'Tool', type: 'string', jsonPath: '.spec.appliesTo.tool' },
     { name: 'DailyCap', type: 'string', jsonPath: '.spec.commerce.dailyCap' },
     PHASE,
+    READY,
+    REASON,
     AGE,
   ]);
 }
 
 /**
- * EgressApproval CRD. Columns: Sandbox, Phase, Expires, Hosts, Age.
+ * EgressApproval CRD. Columns: Sandbox, Phase, Ready, Reason, Expires, Hosts, Age.
  * Expires is a `string` column, not `date`: kubectl renders `date` as time elapsed, which is meaningless for a
  * time in the future.
  */
@@ -536,6 +568,8 @@ export function egressApprovalCrd(): CustomResourceDefinition {
   return crd(EGRESS_APPROVAL, egressApprovalSpecSchema, egressApprovalStatusSchema, [
     { name: 'Sandbox', type: 'string', jsonPath: '.spec.sandbox' },
     PHASE,
+    READY,
+    REASON,
     { name: 'Expires', type: 'string', jsonPath: '.status.expiresAt' },
     { name: 'Hosts', type: 'integer', jsonPath: '.status.hostCount' },
     AGE,

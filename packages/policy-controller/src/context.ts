@@ -26,6 +26,18 @@ export interface ControllerContext {
   propagation: PropagationTracker;
   now: () => number;
   env: Record<string, string | undefined>;
+  /** How long a policy may await its routers' echo before the `PolicyNotEnforced` Warning (default 10 s). */
+  notEnforcedGraceMs: number;
+}
+
+/** Default grace before `PolicyNotEnforced`: routine edits are echoed in milliseconds; 10 s without one is news. */
+export const DEFAULT_NOT_ENFORCED_GRACE_MS = 10_000;
+
+/** The grace from `KARS_NOT_ENFORCED_GRACE_SECS` (a non-negative number of seconds), else the default. */
+export function notEnforcedGraceFromEnv(env: Readonly<Record<string, string | undefined>>): number {
+  const raw = env['KARS_NOT_ENFORCED_GRACE_SECS']?.trim();
+  const n = raw === undefined || raw === '' ? NaN : Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n * 1000 : DEFAULT_NOT_ENFORCED_GRACE_MS;
 }
 
 /** The echoes of every router serving `<namespace>/<sandbox>` (live or not; callers check liveness). */

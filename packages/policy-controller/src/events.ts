@@ -16,9 +16,36 @@ export class EventRecorder {
     private readonly log: Logger,
   ) {}
 
+  /** Since when each object (uid) has been in a warn-worthy condition, per dedupe key. */
+  private readonly since = new Map<string, { key: string; atMs: number }>();
+
   /** Forget a deleted object. */
   forget(uid: string | undefined): void {
-    if (uid) this.sent.delete(uid);
+    if (uid) {
+      this.sent.delete(uid);
+      this.since.delete(uid);
+    }
+  }
+
+  /**
+   * Publish a Warning only once the condition (identified by `dedupeKey`, e.g. generation/digest)
+   * has lasted `graceMs`: routine edits that routers confirm within the grace never warn. Returns
+   * the ms still to wait (the caller requeues then), or undefined once published or past due.
+   */
+  warnAfterGrace(obj: KubeObject, reason: string, message: string, dedupeKey: string, graceMs: number, nowMs: number): number | undefined {
+    const uid = obj.metadata.uid ?? '';
+    const prev = this.since.get(uid);
+    const at = prev?.key === dedupeKey ? prev.atMs : nowMs;
+    if (prev?.key !== dedupeKey) this.since.set(uid, { key: dedupeKey, atMs: nowMs });
+    const wait = at + graceMs - nowMs;
+    if (wait > 0) return wait;
+    void this.warn(obj, reason, message, dedupeKey);
+    return undefined;
+  }
+
+  /** The condition ended (confirmed, degraded, deleted): the next one starts a new grace. */
+  settled(uid: string | undefined): void {
+    if (uid) this.since.delete(uid);
   }
 
   /** Publish a Warning (best effort: failures are logged, never thrown). */

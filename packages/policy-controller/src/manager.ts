@@ -8,7 +8,7 @@ import { EGRESS_APPROVAL, HEARTBEAT_LABEL, heartbeatIntervalMsFromEnv, INFERENCE
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
 import type { Logger } from 'pino';
-import { BY_SANDBOX } from './context.js';
+import { BY_SANDBOX, notEnforcedGraceFromEnv } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { HeartbeatWriter } from './heartbeat.js';
@@ -39,6 +39,8 @@ export interface PolicyControllerOptions {
   env?: Record<string, string | undefined>;
   concurrency?: number;
   now?: () => number;
+  /** Grace before a `PolicyNotEnforced` Warning (default from KARS_NOT_ENFORCED_GRACE_SECS in `env`, else 10 s). */
+  notEnforcedGraceMs?: number;
   /** Heartbeat period (default from KARS_HEARTBEAT_INTERVAL_SECS in `env`, else 15 s; 0 = off). */
   heartbeatIntervalMs?: number;
 }
@@ -88,7 +90,7 @@ export class PolicyController {
       for (const r of this.reflectors) r.subscribe((c) => log.debug({ watch: r.name, change: c.type, key: key(c.object), resourceVersion: c.object.metadata.resourceVersion, generation: c.object.metadata.generation }, 'watch change'));
     }
     const now = opts.now ?? Date.now;
-    this.ctx = { client, inference, tool, egress, sandboxes, leases, configmaps, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {} };
+    this.ctx = { client, inference, tool, egress, sandboxes, leases, configmaps, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {}, notEnforcedGraceMs: opts.notEnforcedGraceMs ?? notEnforcedGraceFromEnv(opts.env ?? {}) };
     for (const r of [inference, tool, egress] as unknown as Reflector[]) {
       r.subscribe((c) => {
         if (c.type === 'apply' && c.object.metadata.generation !== c.old?.metadata.generation) this.ctx.propagation.observe(c.object);

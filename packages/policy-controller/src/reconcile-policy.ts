@@ -177,7 +177,11 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
       ctx.log.warn({ kind: k.kind, key, details: state.details }, 'a router refused the compiled policy');
       void ctx.events.warn(obj, 'RouterRejected', conditionsFor(state)[0]?.message ?? '', `${generation}/${digest ?? ''}`);
     }
-    if (shouldWarn(state)) void ctx.events.warn(obj, 'PolicyNotEnforced', `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`, `${generation}/${digest ?? ''}`);
+    if (shouldWarn(state)) {
+      // Only after the grace: routers echo a routine edit within milliseconds, and that is no news.
+      const wait = ctx.events.warnAfterGrace(obj, 'PolicyNotEnforced', `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`, `${generation}/${digest ?? ''}`, ctx.notEnforcedGraceMs, nowMs);
+      if (wait !== undefined) requeueMs = Math.min(requeueMs, wait + 50);
+    } else ctx.events.settled(obj.metadata.uid);
   }
   await writeStatus(ctx, k, obj, status, state, generation, nowMs);
   return { requeueAfterMs: requeueMs };
