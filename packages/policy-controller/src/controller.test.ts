@@ -54,7 +54,7 @@ describe('kars controller end to end', () => {
     assert.equal((await api().post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
     client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({ client, config: cfg, metrics, log: pino({ level: 'silent' }), leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' }, env: {} });
+    const controller = new PolicyController({ client, config: cfg, metrics, log: pino({ level: 'silent' }), leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' }, env: {}, notEnforcedGraceMs: 300 });
     run = controller.run(ac.signal);
     router = new TestRouter(routerClient, NS, 'sb1', 'r1');
   });

@@ -130,7 +130,7 @@ void describe('least privilege: deploy/ RBAC against the recorded calls of the l
     const controllerClient = KubeClient.fromKubeconfig({ kubeconfig: controllerKubeconfig, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: routerKubeconfig, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
     const cac = new AbortController();
-    const controller = new PolicyController({ client: controllerClient, config: cfg, metrics: new RuntimeMetrics(), log: pino({ level: 'silent' }), leaderElection: { enabled: true, namespace: CONTROLLER.namespace, name: 'kars-controller', identity: 'lp-test', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 }, env: {} });
+    const controller = new PolicyController({ client: controllerClient, config: cfg, metrics: new RuntimeMetrics(), log: pino({ level: 'silent' }), leaderElection: { enabled: true, namespace: CONTROLLER.namespace, name: 'kars-controller', identity: 'lp-test', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 }, env: {}, notEnforcedGraceMs: 1000 });
     const run = controller.run(cac.signal);
     closers.push(async () => {
       cac.abort();
