@@ -60,7 +60,7 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.match(lines[0] ?? '', /^POLICY\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL$/);
-    assert.match(r.stdout, /\nip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s\n/);
+    assert.match(r.stdout, /\nip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s \(\d+s ago\)\n/);
     assert.match(r.stdout, /\ntp\/demo-tools\s+demo-agent\s+test-1\s+SYNCED\s/);
     const json = JSON.parse((await runKars(['policy', 'status', 'demo-budget', '-o', 'json', ...kc])).stdout);
     assert.equal(json.length, 1);
@@ -71,6 +71,7 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     // The router reports its heartbeat staleness in its echo Lease; the controller's heartbeat is fresh here.
     assert.equal(typeof json[0].routers[0].stalenessSeconds, 'number');
     assert.ok(json[0].routers[0].stalenessSeconds < 60, String(json[0].routers[0].stalenessSeconds));
+    assert.equal(typeof json[0].routers[0].stalenessReportAgeSeconds, 'number');
     assert.equal(json[0].lastMs, ip.status.propagation.lastMs);
     assert.ok(json[0].maxMs >= json[0].lastMs, 'maxMs is the largest lastMs');
     const none = await runKars(['policy', 'status', 'nope', ...kc]);

@@ -30,10 +30,12 @@ export interface RouterRow {
   leaseRenewedAt: string | null;
   live: boolean | null;
   /**
-   * The router's policy staleness (ADR 0011): what it reported at its last echo write plus the time since that write,
-   * i.e. an upper bound on how old its view is now. Null when the router reports no heartbeat.
+   * The router's policy staleness (ADR 0011) as it reported it at its last echo write (routers add it only to writes
+   * they make anyway, so it is as old as {@link RouterRow.leaseRenewedAt}). Null when the router reports none.
    */
   stalenessSeconds: number | null;
+  /** Seconds since that report (now − the lease's renewTime). */
+  stalenessReportAgeSeconds: number | null;
 }
 
 export interface PolicyStatusRow {
@@ -79,13 +81,13 @@ export async function collectPolicyStatus(client: import('@kars/kube-client').Ku
     client.list(Resources.leases, { namespace, labelSelector: `${ROUTER_LABEL}=true` }),
   ]);
   const echoes = new Map<string, RouterEcho[]>();
-  const staleness = new Map<RouterEcho, number>();
+  const staleness = new Map<RouterEcho, { reported: number; ageSeconds: number }>();
   for (const l of leases.items) {
     const e = readEcho(l);
     if (!e) continue;
     echoes.set(e.sandbox, [...(echoes.get(e.sandbox) ?? []), e]);
     const hb = readHeartbeatSeen(l);
-    if (hb) staleness.set(e, Math.round((hb.stalenessSeconds + Math.max(0, nowMs - e.renewedAtMs) / 1000) * 10) / 10);
+    if (hb) staleness.set(e, { reported: hb.stalenessSeconds, ageSeconds: Math.max(0, Math.floor((nowMs - e.renewedAtMs) / 1000)) });
   }
   const rows: PolicyStatusRow[] = [];
   const policies: Array<{ kind: PolicyStatusRow['kind']; obj: Policy }> = [...ips.items.map((obj) => ({ kind: 'InferencePolicy' as const, obj })), ...tps.items.map((obj) => ({ kind: 'ToolPolicy' as const, obj }))];
@@ -100,12 +102,12 @@ export async function collectPolicyStatus(client: import('@kars/kube-client').Ku
     for (const sb of referrers) {
       const sbName = sb.metadata.name ?? '';
       const mine = (echoes.get(sbName) ?? []).sort((a, b) => a.instance.localeCompare(b.instance));
-      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null });
+      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null, stalenessReportAgeSeconds: null });
       for (const e of mine) {
-        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs), stalenessSeconds: staleness.get(e) ?? null });
+        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs), stalenessSeconds: staleness.get(e)?.reported ?? null, stalenessReportAgeSeconds: staleness.get(e)?.ageSeconds ?? null });
       }
     }
-    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null });
+    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null, stalenessReportAgeSeconds: null });
     rows.push({ kind, namespace, name: pname, generation: obj.metadata.generation ?? 1, observedGeneration: status.observedGeneration ?? null, phase: status.phase ?? null, compiledDigest: compiled, lastMs: status.propagation?.lastMs ?? null, maxMs: status.propagation?.maxMs ?? null, routers });
   }
   return rows;
@@ -121,7 +123,7 @@ export function statusTable(rows: PolicyStatusRow[]): string {
   for (const p of rows) {
     for (const r of p.routers) {
       const state = r.state === 'STALE' && r.ageSeconds !== null ? `STALE (${shortDuration(r.ageSeconds * 1000)})` : r.state;
-      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.stalenessSeconds === null ? '-' : `${r.stalenessSeconds}s`, r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
+      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.stalenessSeconds === null ? '-' : `${Math.round(r.stalenessSeconds * 10) / 10}s (${shortDuration((r.stalenessReportAgeSeconds ?? 0) * 1000)} ago)`, r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
     }
   }
   return table(['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'], out);
