@@ -10,6 +10,9 @@
 // not scaled), BENCH_CREATES, BENCH_UPDATES, BENCH_FANOUT_UPDATES, BENCH_RSS_OBJECTS override a
 // single count; BENCH_SERVER_NODE_ARGS passes extra flags to the server's node (e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof"); BENCH_KEEP=1 keeps the data dir.
+// Phase 0 compares one fsync per write (--commit-batch 1) with group commit at concurrency 64:
+// BENCH_GC_OPS (default 4000 × scale) creates and as many updates per round, BENCH_GC_ROUNDS
+// (default 3) alternating rounds; BENCH_ONLY=groupcommit stops after it.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
@@ -267,8 +270,88 @@ async function runPartitioned(count, concurrency, objects, op) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Group commit: one fsync per write (--commit-batch 1) against group commit, side by side
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Create and update throughput at concurrency `conc` against a fresh server per mode and round.
+ * Modes alternate (A B A B …) so drift in the shared machine's load hits both alike; the table
+ * gives per-mode medians over rounds, and the ratio group/one.
+ */
+async function groupCommitPhase(cfg, dataRoot, failures) {
+  const modes = [
+    { key: 'single', label: 'one fsync per write (`--commit-batch 1`)', args: ['--commit-batch', '1'] },
+    { key: 'group', label: 'group commit (default `--commit-batch 256`)', args: [] },
+  ];
+  const runs = { single: [], group: [] };
+  const conc = cfg.gcConcurrency;
+  for (let round = 0; round < cfg.gcRounds; round++) {
+    for (const mode of modes) {
+      const dir = join(dataRoot, `gc-${mode.key}-${round}`);
+      log(`group commit ${round + 1}/${cfg.gcRounds}, ${mode.key}: ${cfg.gcOps} creates + ${cfg.gcOps} updates, concurrency ${conc}`);
+      const srv = await startKarsApiserver(dir, mode.args);
+      const client = makeClient(srv.url, srv.ca, srv.token, conc);
+      try {
+        const { request } = client;
+        expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'gc' } }), [201], 'create namespace gc');
+        const warm = await runPool(200, conc, async (i) => {
+          expectStatus(await request('POST', '/api/v1/namespaces/gc/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `warm-${i}` }, data: { i: String(i) } }), [201], `warm-up create ${i}`);
+        });
+        if (warm.errors.length) failures.push(`group commit warm-up (${mode.key}): ${warm.errors.length} failed (first: ${warm.errors[0]})`);
+        const rvs = new Array(cfg.gcOps);
+        let cpu0 = procCpuSec(srv.pid);
+        const cr = await runPool(cfg.gcOps, conc, async (i) => {
+          const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { index: String(i), payload: 'x'.repeat(64) } };
+          rvs[i] = expectStatus(await request('POST', '/api/v1/namespaces/gc/configmaps', body), [201], `create cm-${i}`).metadata.resourceVersion;
+        });
+        const createCpu = procCpuSec(srv.pid) - cpu0;
+        cpu0 = procCpuSec(srv.pid);
+        const up = await runPartitioned(cfg.gcOps, conc, cfg.gcOps, async (i, j) => {
+          const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${j}`, namespace: 'gc', resourceVersion: rvs[j] }, data: { index: String(j), update: String(i), payload: 'y'.repeat(64) } };
+          rvs[j] = expectStatus(await request('PUT', `/api/v1/namespaces/gc/configmaps/cm-${j}`, body), [200], `update cm-${j}`).metadata.resourceVersion;
+        });
+        const updateCpu = procCpuSec(srv.pid) - cpu0;
+        for (const [what, r] of [['create', cr], ['update', up]]) if (r.errors.length) failures.push(`group commit ${what} (${mode.key}): ${r.errors.length} failed (first: ${r.errors[0]})`);
+        const row = (r, cpuSec) => ({ opsPerSec: cfg.gcOps / (r.wallMs / 1000), ...stats(r.lat), cpuMsPerOp: (cpuSec * 1000) / cfg.gcOps });
+        runs[mode.key].push({ create: row(cr, createCpu), update: row(up, updateCpu) });
+        log(`  ${mode.key}: create ${fmtInt(runs[mode.key].at(-1).create.opsPerSec)} ops/s, update ${fmtInt(runs[mode.key].at(-1).update.opsPerSec)} ops/s`);
+      } finally {
+        client.close();
+        await srv.stop();
+      }
+    }
+  }
+  const med = (xs) => {
+    const s = Float64Array.from(xs).sort();
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const lines = [
+    `### Group commit: create and update at concurrency ${conc} (${fmtInt(cfg.gcOps)} ops each, median of ${cfg.gcRounds} alternating rounds, fresh server per round)`,
+    '',
+    '| op | mode | throughput | p50 | p99 | server CPU / op | every round (ops/s) |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  const summary = {};
+  for (const op of ['create', 'update']) {
+    for (const mode of modes) {
+      const rs = runs[mode.key].map((r) => r[op]);
+      const m = { opsPerSec: med(rs.map((r) => r.opsPerSec)), p50: med(rs.map((r) => r.p50)), p99: med(rs.map((r) => r.p99)), cpuMsPerOp: med(rs.map((r) => r.cpuMsPerOp)) };
+      summary[`${op}/${mode.key}`] = m;
+      lines.push(mdRow([op, mode.label, `${fmtInt(m.opsPerSec)} ops/s`, `${fmt2(m.p50)} ms`, `${fmt2(m.p99)} ms`, `${fmt2(m.cpuMsPerOp)} ms`, rs.map((r) => fmtInt(r.opsPerSec)).join(', ')]));
+    }
+    const a = summary[`${op}/single`];
+    const b = summary[`${op}/group`];
+    lines.push(mdRow([op, '**group / one**', `**${fmt2(b.opsPerSec / a.opsPerSec)}×** (goal ≥ 5×)`, `${fmt2(b.p50 / a.p50)}×`, `${fmt2(b.p99 / a.p99)}× (goal ≤ 1×)`, `${fmt2(b.cpuMsPerOp / a.cpuMsPerOp)}×`, '']));
+  }
+  return { lines, runs, summary };
+}
+
+// ---------------------------------------------------------------------------------------------
 // The benchmark
 // ---------------------------------------------------------------------------------------------
+
+/** Thrown to stop after the group-commit phase (BENCH_ONLY=groupcommit). */
+class SkipRest extends Error {}
 
 async function main() {
   const tStart = performance.now();
@@ -288,6 +371,10 @@ async function main() {
     concurrency: CONC,
     rssConcurrency: RSS_CONC,
     listLimit: 500,
+    gcOps: envInt('BENCH_GC_OPS', sc(4000, 64)),
+    gcRounds: envInt('BENCH_GC_ROUNDS', 3),
+    gcConcurrency: 64,
+    only: process.env.BENCH_ONLY ?? '',
   };
   cfg.historyWindow = Math.max(20_000, cfg.fanoutUpdates + 1000);
   if (cfg.creates < CONC) throw new Error(`BENCH_CREATES must be >= ${CONC}`);
@@ -304,8 +391,13 @@ async function main() {
   let srv;
   let client;
   let worker;
+  let gc;
 
   try {
+    // ---- 0. group commit, side by side --------------------------------------------------------
+    gc = await groupCommitPhase(cfg, dataRoot, failures);
+    raw.groupCommit = { runs: gc.runs, summary: gc.summary };
+    if (cfg.only === 'groupcommit') throw new SkipRest();
     // ---- start ------------------------------------------------------------------------------
     const tBoot = performance.now();
     srv = await startServer(dataDir, cfg.historyWindow);
@@ -537,7 +629,7 @@ async function main() {
     add(`Full paginated list (limit=${cfg.listLimit})`, listMs, 'ms', `${fmtInt(listMs)} ms`, `${fmtInt(items)} items in ${pageMs.length} pages (all namespaces); avg page: first tenth ${fmt1(firstPages)} ms, last tenth ${fmt1(lastPages)} ms; RSS after ${fmt1(mb(afterList.rssKb))} MB`);
     if (items !== totalStored) failures.push(`paginated list returned ${items} items, expected ${totalStored}`);
   } catch (err) {
-    failures.push(`fatal: ${err instanceof Error ? err.stack : String(err)}`);
+    if (!(err instanceof SkipRest)) failures.push(`fatal: ${err instanceof Error ? err.stack : String(err)}`);
     if (srv?.stderrTail.length) failures.push(`server stderr tail:\n${srv.stderrTail.slice(-15).join('\n')}`);
   } finally {
     if (worker) await worker.terminate().catch(() => undefined);
@@ -557,6 +649,7 @@ async function main() {
     `|---|---|---|`,
     ...metrics.map((m) => mdRow([m.metric, m.display, m.notes])),
   ];
+  if (gc) lines.push('', ...gc.lines);
   lines.push(...failureLines(failures));
   lines.push('', 'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.');
   process.stdout.write(lines.join('\n') + '\n');
