@@ -1,38 +1,15 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { TestClient } from './testing/harness.js';
-
-const KARS = resolve(dirname(fileURLToPath(import.meta.url)), '../../../apps/cli/bin/kars.js');
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-  kubeconfig: string;
-}
+import { join } from 'node:path';
+import { startApiserverProcess, TestClient } from './testing/harness.js';
+import type { ApiserverProcess } from './testing/harness.js';
 
 /** Start `kars apiserver` as a real process and wait for its two ready lines. */
-function startProcess(dataDir: string, listen = '127.0.0.1:0'): Promise<Proc> {
-  return new Promise((resolveProc, reject) => {
-    const child = spawn(process.execPath, [KARS, 'apiserver', '--listen', listen, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`apiserver did not start: ${out}`)), 20_000);
-    child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-      const kc = out.match(/^kubeconfig: (.+)$/m);
-      const url = out.match(/^listening: (https:\/\/\S+)$/m);
-      if (kc && url) {
-        clearTimeout(timer);
-        resolveProc({ child, url: url[1]!, kubeconfig: kc[1]! });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`apiserver exited early with ${code}: ${out}`)));
-  });
+function startProcess(dataDir: string, listen = '127.0.0.1:0'): Promise<ApiserverProcess> {
+  return startApiserverProcess(dataDir, listen);
 }
 
 /** An object that rounds of same-resourceVersion updates race on, and what the client learnt. */

@@ -1,5 +1,6 @@
 import { badRequest, ApiError } from '@kars/kube-core';
-import { parse as parseYaml } from 'yaml';
+import { checkJsonDepth } from './limits.js';
+import { decodeYaml } from './yaml.js';
 import type { Readable } from 'node:stream';
 
 /** Largest request body accepted, as kube-apiserver (3 MiB). */
@@ -23,19 +24,25 @@ function tooLarge(): ApiError {
   return new ApiError(413, 'RequestEntityTooLarge', `the request body is too large: limit is ${MAX_BODY_BYTES} bytes`);
 }
 
-/** Decode a body as JSON, or as YAML when the content type says so (apply patches are YAML). */
-export function decodeBody(raw: Buffer, contentType: string | undefined): unknown {
+/**
+ * Decode a body as JSON, or as YAML when the content type says so (apply patches are YAML), within
+ * the nesting and alias limits of `limits.ts`, checked before the object is built. YAML is decoded
+ * on a worker thread (`yaml.ts`), so no YAML body can stall the event loop.
+ */
+export async function decodeBody(raw: Buffer, contentType: string | undefined): Promise<unknown> {
   const text = raw.toString('utf8');
   if (text.trim() === '') throw badRequest('the request body is empty');
   const ct = (contentType ?? '').toLowerCase();
   if (ct.includes('yaml')) {
     try {
-      return parseYaml(text, { maxAliasCount: 100 }) as unknown;
+      return await decodeYaml(text);
     } catch (err) {
+      if (err instanceof ApiError) throw err;
       throw badRequest(`error decoding YAML: ${err instanceof Error ? err.message : String(err)}`, err);
     }
   }
   if (ct.includes('protobuf')) throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+  checkJsonDepth(text);
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -19,7 +19,7 @@ import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
 import type { IncludeObject } from './table.js';
-import { WatchStream } from './watch.js';
+import { DEFAULT_WATCH_BUFFER_BYTES, WatchStream } from './watch.js';
 
 /** What the handler needs from the server around it. */
 export interface HandlerContext {
@@ -117,10 +117,21 @@ export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void
 }
 
 async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, res: Res): Promise<void> {
-  const url = new URL(req.url ?? '/', 'https://kars.invalid');
-  const route = parseRoute(url.pathname);
+  // A malformed URL is answered only after authentication: 401 without a valid token, 400 with one.
+  let malformed: ApiError | undefined;
+  let url: URL;
+  let route: Route;
+  try {
+    url = new URL(req.url ?? '/', 'https://kars.invalid');
+    route = parseRoute(url.pathname);
+  } catch (err) {
+    malformed = badRequest(`malformed request path: ${err instanceof Error ? err.message : String(err)}`, err);
+    url = new URL('https://kars.invalid/');
+    route = { kind: 'unknown' };
+  }
   const method = (req.method ?? 'GET').toUpperCase();
   const access = PUBLIC.has(route.kind) ? undefined : await checkAccess(ctx.auth, req.headers['authorization'], route, method, url, () => readJson(req));
+  if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {
     case 'health':
@@ -182,18 +193,18 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
-    const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
-    const body = decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.update(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
   }
   if (method === 'PATCH' && route.name !== undefined) {
     const type = patchType(req.headers['content-type']);
-    const body = decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
+    const body = await decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
     const force = q.get('force') === 'true';
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
     const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force });
@@ -201,7 +212,7 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   }
   if (method === 'DELETE') {
     const raw = await readBody(req, lengthOf(req));
-    const opts = decodeDeleteOptions(raw, req.headers['content-type']);
+    const opts = await decodeDeleteOptions(raw, req.headers['content-type']);
     const pre = (opts['preconditions'] ?? {}) as Record<string, unknown>;
     const dr = dryRun || (Array.isArray(opts['dryRun']) && opts['dryRun'].includes('All'));
     const propagationPolicy = (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
@@ -287,7 +298,7 @@ function serveWatch(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, v
     currentRv: () => ctx.service.currentRv(),
     apiVersion: table ? 'meta.k8s.io/v1' : apiVersion,
     kind: table ? 'Table' : ri.kind,
-    maxBuffered: 100_000,
+    maxBufferedBytes: DEFAULT_WATCH_BUFFER_BYTES,
     render: (d) => {
       const body = ctx.service.render(ri, version, d.body);
       return table ? JSON.stringify(toTable(ri, version, [JSON.parse(body) as KubeObject], { resourceVersion: String(d.rv) }, include)) : body;

@@ -16,7 +16,7 @@ import { decodeBody } from './body.js';
 const CR_UNSUPPORTED = 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml';
 
 /** Decode a create/update body for a resource, by its Content-Type. */
-export function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: string | undefined): unknown {
+export async function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: string | undefined): Promise<unknown> {
   if (!isProtobuf(contentType)) return decodeBody(raw, contentType);
   if (!ri.builtin) throw new ApiError(415, 'UnsupportedMediaType', CR_UNSUPPORTED);
   return decodeProtobuf(raw);
@@ -28,11 +28,11 @@ export function decodeAnyBody(raw: Buffer, contentType: string | undefined): unk
 }
 
 /** Decode a DeleteOptions body (JSON or protobuf); an empty body means no options. */
-export function decodeDeleteOptions(raw: Buffer, contentType: string | undefined): Record<string, unknown> {
+export async function decodeDeleteOptions(raw: Buffer, contentType: string | undefined): Promise<Record<string, unknown>> {
   if (raw.length === 0) return {};
   if (isProtobuf(contentType)) return decodeProtobuf(raw);
   if (raw.toString('utf8').trim() === '') return {};
-  return decodeBody(raw, 'application/json') as Record<string, unknown>;
+  return (await decodeBody(raw, 'application/json')) as Record<string, unknown>;
 }
 
 /**

@@ -2,6 +2,9 @@ import type { KubeObject, Status } from '@kars/kube-core';
 import type { WatchDelivery } from '../watch/cache.js';
 import type { Res } from './compat.js';
 
+/** Default {@link WatchStreamOptions.maxBufferedBytes}: 16 MiB per watch. */
+export const DEFAULT_WATCH_BUFFER_BYTES = 16 * 1024 * 1024;
+
 /** Options of one watch response. */
 export interface WatchStreamOptions {
   /** The server's deadline for this watch (timeoutSeconds). */
@@ -16,8 +19,12 @@ export interface WatchStreamOptions {
   kind: string;
   /** Turn a delivery into the object sent (version conversion, tables). */
   render: (d: WatchDelivery) => string;
-  /** Most lines buffered for a slow client before the watch is closed (kube drops slow watchers too). */
-  maxBuffered: number;
+  /**
+   * Most bytes held for a slow client (queued in the response plus waiting here) before the watch
+   * is dropped (kube drops slow watchers too). Counted in bytes, not events, so large objects or
+   * per-watcher renderings (tables, other versions) cannot make the server hold unbounded memory.
+   */
+  maxBufferedBytes: number;
 }
 
 /**
@@ -26,6 +33,7 @@ export interface WatchStreamOptions {
  */
 export class WatchStream {
   private buffered: string[] = [];
+  private bufferedBytes = 0;
   private waitingDrain = false;
   private frozen = false;
   private closed = false;
@@ -84,6 +92,7 @@ export class WatchStream {
   freeze(): void {
     this.frozen = true;
     this.buffered = [];
+    this.bufferedBytes = 0;
   }
 
   isFrozen(): boolean {
@@ -94,16 +103,38 @@ export class WatchStream {
     if (this.closed || this.frozen) return;
     if (this.waitingDrain) {
       this.buffered.push(s);
-      if (this.buffered.length > this.opts.maxBuffered) this.end();
+      this.bufferedBytes += Buffer.byteLength(s);
+      if (this.bufferedBytes + this.queuedInResponse() > this.opts.maxBufferedBytes) this.drop();
       return;
     }
     if (!this.write(s)) this.waitingDrain = true;
+  }
+
+  /** Bytes the response itself still holds (HTTP/1.1: the socket's queue; HTTP/2: the stream's). */
+  private queuedInResponse(): number {
+    const r = this.res as { writableLength?: number; stream?: { writableLength?: number } };
+    return r.stream?.writableLength ?? r.writableLength ?? 0;
+  }
+
+  /**
+   * Drop a watcher that fell too far behind: reset its stream (or connection) at once, since a
+   * graceful end would queue behind the data it is not reading, and free what was held for it.
+   * The client resumes from its last resourceVersion, as after any dropped watch.
+   */
+  private drop(): void {
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    const r = this.res as { destroy?: (err?: Error) => void; stream?: { close?: (code?: number) => void } };
+    if (r.stream?.close) r.stream.close(0x8); // HTTP/2 CANCEL
+    else r.destroy?.();
+    this.close();
   }
 
   private flush(): void {
     this.waitingDrain = false;
     while (this.buffered.length > 0 && !this.waitingDrain && !this.closed && !this.frozen) {
       const s = this.buffered.shift() as string;
+      this.bufferedBytes -= Buffer.byteLength(s);
       if (!this.write(s)) this.waitingDrain = true;
     }
   }

@@ -1,3 +1,4 @@
+import { ApiError } from '@kars/kube-core';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
@@ -34,6 +35,17 @@ export interface ListRow {
   ns: string;
   name: string;
   body: string;
+}
+
+/**
+ * Largest object kars apiserver stores, in bytes of its JSON encoding: 1.5 MiB, etcd's default
+ * `--max-request-bytes`, which bounds every object kube-apiserver stores.
+ */
+export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+
+/** 413, as kube-apiserver answers when etcd refuses a write for its size. */
+export function objectTooLarge(bytes: number, what: string): ApiError {
+  return new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: ${what} is ${bytes} bytes once encoded; objects are limited to ${MAX_OBJECT_BYTES} bytes`);
 }
 
 /** Options of a {@link Store}. */
@@ -287,6 +299,8 @@ export class Store {
   private stage(c: StagedChange, changes: ChangeRecord[]): ChangeRecord {
     const rv = ++this.rv;
     const body = c.render(rv);
+    const bytes = Buffer.byteLength(body);
+    if (bytes > MAX_OBJECT_BYTES) throw objectTooLarge(bytes, `${c.gr.slice(c.gr.indexOf('/') + 1)} "${c.name}"`);
     this.st.clearOwners.run(c.gr, c.ns, c.name);
     if (c.type === 'DELETED') this.st.del.run(c.gr, c.ns, c.name);
     else {

@@ -1,7 +1,10 @@
-import { accessSync, constants, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ApiServer } from '../server.js';
 import type { ApiServerOptions } from '../server.js';
 
@@ -286,4 +289,44 @@ export function findKubectl(): string | undefined {
     return real;
   }
   return undefined;
+}
+
+/** `kars apiserver` running as its own process (see {@link startApiserverProcess}). */
+export interface ApiserverProcess {
+  child: ChildProcess;
+  url: string;
+  kubeconfig: string;
+  /** The admin bearer token and the CA certificate, read from the data dir. */
+  token: string;
+  ca: string;
+  /** Resolves with the exit code once the process has exited. */
+  exited(): Promise<number | null>;
+}
+
+const KARS_BIN = resolvePath(dirname(fileURLToPath(import.meta.url)), '../../../../apps/cli/bin/kars.js');
+
+/**
+ * Start `kars apiserver` as a real process (for crash tests and for timing the server apart from
+ * the test's own event loop); resolves once it prints its kubeconfig and URL. The caller kills it.
+ */
+export function startApiserverProcess(dataDir: string, listen = '127.0.0.1:0', extraArgs: string[] = []): Promise<ApiserverProcess> {
+  return new Promise((resolveProc, reject) => {
+    const child = spawn(process.execPath, [KARS_BIN, 'apiserver', '--listen', listen, '--data-dir', dataDir, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr?.resume();
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`apiserver did not start: ${out}`)), 20_000);
+    const exited = (): Promise<number | null> => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const kc = out.match(/^kubeconfig: (.+)$/m);
+      const url = out.match(/^listening: (https:\/\/\S+)$/m);
+      if (kc?.[1] && url?.[1]) {
+        clearTimeout(timer);
+        const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
+        const ca = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
+        resolveProc({ child, url: url[1], kubeconfig: kc[1], token, ca, exited });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`apiserver exited early with ${code}: ${out}`)));
+  });
 }
