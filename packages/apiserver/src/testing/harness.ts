@@ -314,7 +314,11 @@ export function startApiserverProcess(dataDir: string, listen = '127.0.0.1:0', e
     const child = spawn(process.execPath, [KARS_BIN, 'apiserver', '--listen', listen, '--data-dir', dataDir, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stderr?.resume();
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`apiserver did not start: ${out}`)), 20_000);
+    // Generous: on a loaded 2-core machine, key generation at first start alone can take many seconds.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`apiserver did not start within 60 s: ${out}`));
+    }, 60_000);
     const exited = (): Promise<number | null> => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
     child.stdout?.on('data', (c: Buffer) => {
       out += c.toString();
