@@ -229,6 +229,8 @@ export class ObjectService {
       const v = meta[f];
       if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
     }
+    // kube's defaulting for core/v1 Secret: no type means Opaque.
+    if (t.ri.group === '' && t.ri.resource === 'secrets' && ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')) (obj as Record<string, unknown>)['type'] = 'Opaque';
     const want = apiVersionOf(t.ri, t.version);
     if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
     if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;

@@ -154,6 +154,7 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
         assert.deepEqual((await getJson('configmap', 'cm')).data, { a: 'b', empty: '' });
         const sec = await okJson('create', 'secret', 'generic', 'sec', '-n', ns, '--from-literal=password=hunter2');
         assert.equal(Buffer.from(sec.data.password, 'base64').toString(), 'hunter2');
+        assert.equal(sec.type, 'Opaque', 'the server defaults a Secret type, as kube-apiserver does');
         assert.equal((await ok('create', 'serviceaccount', 'sa', '-n', ns)).trim(), 'serviceaccount/sa created');
         const d = await okJson('create', 'deployment', 'web', '-n', ns, '--image=nginx:1.27', '--replicas=2', '--port=8080');
         assert.equal(d.spec.replicas, 2);

@@ -1,11 +1,11 @@
-// Unknown fields of built-in kinds through the real server: fieldValidation Strict fails the write,
-// Warn drops the field with a warning, Ignore drops it silently; maps and int-or-string accept anything.
+// Built-in kinds through the real server: unknown fields (Strict fails the write, Warn drops the field with a warning,
+// Ignore drops it silently; maps and int-or-string accept anything) and kube's Secret type default.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../testing/harness.js';
 import type { TestServer } from '../testing/harness.js';
 
-void describe('unknown fields of built-in kinds', () => {
+void describe('built-in kinds: unknown fields and defaults', () => {
   let ts: TestServer;
   before(async () => {
     ts = await startTestServer();
@@ -59,5 +59,13 @@ void describe('unknown fields of built-in kinds', () => {
     assert.equal(r.status, 201, r.text);
     assert.equal(r.headers['warning'], undefined);
     assert.deepEqual(r.body.spec.template.spec.containers, [{ name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } } }]);
+  });
+
+  void it('defaults a Secret without a type to Opaque, as kube-apiserver does', async () => {
+    const r = await ts.client.post('/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'Yg==' } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.type, 'Opaque');
+    const typed = await ts.client.post('/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 't' }, type: 'kubernetes.io/tls', data: {} });
+    assert.equal(typed.body.type, 'kubernetes.io/tls');
   });
 });
