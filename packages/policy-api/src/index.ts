@@ -9,3 +9,4 @@ export * from './crd-yaml.js';
 export * from './validate.js';
 export * from './echo.js';
 export * from './heartbeat.js';
+export * from './egress-host.js';

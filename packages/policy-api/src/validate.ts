@@ -12,6 +12,7 @@
 import { parseAllDocuments } from 'yaml';
 import { Reason, type EgressApprovalSpec, type EgressEndpoint, type InferencePolicySpec, type KarsObject, type KarsSandboxSpec, type ToolPolicySpec } from './types.js';
 import { INFERENCE_CONTENT_FIELDS } from './types.js';
+import { approvalHostProblem } from './egress-host.js';
 
 /** One problem, naming the field as kube-apiserver would (`spec.hosts[3].port`). */
 export interface ValidationCause {
@@ -29,6 +30,11 @@ export interface ValidateOptions {
    * sandboxMatchLabels). The controller leaves this off, so objects the API server accepted are not degraded.
    */
   clientSide?: boolean;
+  /**
+   * The sandbox's baseline endpoints, when known: an approval may open a special host (loopback,
+   * private, link-local, metadata) only if the baseline lists it (see `egress-host.ts`).
+   */
+  baseline?: readonly EgressEndpoint[];
 }
 
 /** Thrown by {@link assertValid}. */
@@ -285,6 +291,12 @@ export function validateEgressApprovalSpec(spec: EgressApprovalSpec, opts: Valid
   } else {
     if (spec.hosts.length > MAX_HOSTS) out.push({ field: 'spec.hosts', message: `must list at most ${MAX_HOSTS} hosts, got ${spec.hosts.length}: split the approval`, reason: Reason.InvalidSpec });
     checkEndpoints(spec.hosts, 'spec.hosts', out, Reason.InvalidSpec);
+    const baseline = (opts.baseline ?? []).map((e) => e.host);
+    spec.hosts.forEach((e, i) => {
+      if (typeof e.host !== 'string' || hostProblem(e.host) !== undefined) return;
+      const p = approvalHostProblem(e.host, baseline);
+      if (p !== undefined) out.push({ field: `spec.hosts[${i}].host`, message: p, reason: Reason.InvalidSpec });
+    });
   }
   const rp = reasonProblem(spec.reason);
   if (rp !== undefined) out.push({ field: 'spec.reason', message: rp, reason: Reason.ReasonInvalid });

@@ -83,7 +83,8 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
     await addFinalizer(ctx, EGRESS_APPROVAL, a, EGRESS_APPROVAL_FINALIZER);
     return;
   }
-  const causes = validateEgressApprovalSpec(a.spec, { env: ctx.env });
+  const baseline = ctx.sandboxes.store.get(`${namespace}/${a.spec?.sandbox ?? ''}`)?.spec?.networkPolicy?.allowedEndpoints;
+  const causes = validateEgressApprovalSpec(a.spec, { env: ctx.env, ...(baseline ? { baseline } : {}) });
   if (causes.length > 0) {
     const c = causes[0]!;
     const message = causes.map((x) => `${x.field}: ${x.message}`).join('; ');

@@ -12,10 +12,18 @@
  * - An entry whose `expiresAtMs <= nowMs` (or is NaN) does not count, whatever the loader thinks
  *   (defence in depth); an entry without `expiresAtMs` (the baseline) never expires.
  * - An empty list allows nothing (fail closed).
+ * - Hosts are compared in canonical form (`@kars/policy-api` `canonicalHost`): every `inet_aton`
+ *   spelling of an IPv4 address (`2130706433`, `0x7f.1`, `0177.0.0.1`) and its IPv4-mapped IPv6
+ *   form are the dotted quad, so no spelling reaches an address the list does not name.
+ * - An **approval** entry whose host is a too-wide wildcard (`*`, `*.com`, `*.co.uk`) or a special
+ *   address literal (loopback, private, link-local such as 169.254.169.254, in any spelling) is
+ *   ignored unless the baseline lists that host (`approvalHostProblem`); names are checked by the
+ *   proxy after resolving them. The controller refuses such approvals too; this is defence in depth.
  *
  * Guarantees: pure, no I/O; the first matching entry is returned (baseline entries first when the
  * loader puts them first).
  */
+import { approvalHostProblem, canonicalHost } from '@kars/policy-api';
 import type { EgressEntry } from '../snapshot.js';
 
 export type EgressVerdict = { allowed: true; entry: EgressEntry } | { allowed: false };
@@ -28,8 +36,13 @@ export function normalizeHost(host: string): string {
   return h;
 }
 
+/** The canonical spelling of a host for comparison (see the module comment). */
+export function canonicalSpelling(host: string): string {
+  return canonicalHost(host)?.host ?? normalizeHost(host);
+}
+
 function hostMatches(entryHost: string, host: string): boolean {
-  const e = normalizeHost(entryHost);
+  const e = canonicalSpelling(entryHost);
   if (e.startsWith('*.')) {
     const suffix = e.slice(1); // ".example.com"
     return suffix.length > 1 && host.length > suffix.length && host.endsWith(suffix);
@@ -37,10 +50,23 @@ function hostMatches(entryHost: string, host: string): boolean {
   return e === host;
 }
 
+const effectiveCache = new WeakMap<readonly EgressEntry[], readonly EgressEntry[]>();
+
+/** The entries that count: every baseline entry, and approval entries whose host an approval may open. */
+export function effectiveEntries(entries: readonly EgressEntry[]): readonly EgressEntry[] {
+  const hit = effectiveCache.get(entries);
+  if (hit !== undefined) return hit;
+  const baseline = entries.filter((e) => e.approval === undefined).map((e) => e.host);
+  // Names go through the proxy's resolve-once check instead (their addresses are what matters).
+  const out = entries.filter((e) => e.approval === undefined || canonicalHost(e.host)?.kind === 'name' || approvalHostProblem(e.host, baseline) === undefined);
+  effectiveCache.set(entries, out);
+  return out;
+}
+
 export function isAllowed(entries: readonly EgressEntry[], host: string, port: number, nowMs: number): EgressVerdict {
-  const h = normalizeHost(host);
+  const h = canonicalSpelling(host);
   if (h === '') return { allowed: false };
-  for (const entry of entries) {
+  for (const entry of effectiveEntries(entries)) {
     if (entry.port !== port) continue;
     // `!(x > now)` also refuses a NaN expiry
     if (entry.expiresAtMs !== undefined && !(entry.expiresAtMs > nowMs)) continue;

@@ -6,22 +6,34 @@
  * `{"error": "egress to <host>:<port> is not allowed for sandbox <sb>; request a temporary approval with: kars egress allow-extra ..."}`.
  *
  * Guarantees:
- * - The snapshot is taken once per CONNECT (for the tunnel's lifetime) and once per plain HTTP
- *   request; an established tunnel keeps the decision it was opened with.
- * - The target is never contacted before the decision; nothing is resolved to decide.
+ * - The snapshot is taken once per CONNECT and once per plain HTTP request to decide. Open tunnels
+ *   and forwarded requests are re-checked against the current snapshot and clock every
+ *   {@link SWEEP_INTERVAL_MS}: when the approval that admitted one has expired or was revoked (and
+ *   nothing else admits the target) its sockets are destroyed, within 1 s of the expiry or of the
+ *   router loading the revocation (issue 9 item 5).
+ * - The target is never contacted (nor resolved) before the decision, which is made on the name
+ *   or the canonical address literal.
+ * - **Resolve once, connect to the checked address** (ADR 0014): an allowed name is resolved once;
+ *   addresses that are special (loopback, private, link-local, metadata, ...) are dropped unless a
+ *   baseline entry admitted the name or the baseline lists that address; the proxy connects to the
+ *   first remaining address itself, so a DNS answer that changes between check and connect
+ *   (rebinding) cannot steer it elsewhere. No acceptable address → 403.
  * - Client errors, resets and half-finished requests never throw out of the server: every socket
  *   has an error handler and a failed side tears down the other.
  *
- * Caveats: only names and literal addresses are compared, never resolved addresses, so an
- * allowed name that resolves to an internal address is the NetworkPolicy backstop's business.
- * Absolute `https://` URIs (TLS-terminating proxying) and protocol upgrades over plain HTTP are
+ * Caveats: Absolute `https://` URIs (TLS-terminating proxying) and protocol upgrades over plain HTTP are
  * refused with 400/501: use CONNECT. Usage counts live in memory and only count allowed uses.
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import { connect, isIPv6, type AddressInfo, type Socket } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { connect, isIP, isIPv6, type AddressInfo, type Socket } from 'node:net';
+import { specialHostReason } from '@kars/policy-api';
 import type { Duplex } from 'node:stream';
 import type { EgressEntry, SnapshotSource } from '../snapshot.js';
-import { isAllowed, normalizeHost } from './allow.js';
+import { canonicalSpelling, isAllowed, normalizeHost } from './allow.js';
+
+/** How often open tunnels and forwarded requests are re-checked against the current policy. */
+export const SWEEP_INTERVAL_MS = 200;
 
 /** One egress decision, for logs and metrics. */
 export interface EgressDecision {
@@ -81,8 +93,7 @@ const HOSTNAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0
 function validHost(raw: string): string | undefined {
   const h = normalizeHost(raw);
   if (h.length === 0 || h.length > 253) return undefined;
-  if (HOSTNAME.test(h)) return h;
-  if (isIPv6(h)) return h;
+  if (HOSTNAME.test(h) || isIPv6(h)) return canonicalSpelling(h);
   return undefined;
 }
 
@@ -144,6 +155,49 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
   const counts = new Map<string, number>();
   const open = new Set<Duplex>();
+  /** Admitted tunnels and forwarded requests, re-checked by the sweep. */
+  const admitted = new Set<{ host: string; port: number; kill: () => void }>();
+  const sweep = setInterval(() => {
+    if (admitted.size === 0) return;
+    const entries = opts.snapshot().egress;
+    const t = now();
+    for (const a of admitted) {
+      if (!isAllowed(entries, a.host, a.port, t).allowed) {
+        admitted.delete(a);
+        a.kill();
+      }
+    }
+  }, SWEEP_INTERVAL_MS);
+  sweep.unref();
+
+  /** Track an admitted connection until `sockets` close; the sweep kills it when no longer allowed. */
+  function admit(host: string, port: number, kill: () => void, closed: { once(event: 'close', fn: () => void): unknown }): void {
+    const a = { host, port, kill };
+    admitted.add(a);
+    closed.once('close', () => admitted.delete(a));
+  }
+
+  /**
+   * Resolve `host` once and pick the address to connect to (see the module comment). `viaBaseline`:
+   * a baseline entry admitted the name, so special addresses are the operator's explicit choice.
+   */
+  async function resolveChecked(host: string, viaBaseline: boolean): Promise<{ ok: true; address: string } | { ok: false; error: string }> {
+    if (isIP(host) !== 0) return { ok: true, address: host };
+    let addrs: Array<{ address: string }>;
+    try {
+      addrs = await lookup(host, { all: true, verbatim: true });
+    } catch (e) {
+      return { ok: false, error: `cannot resolve ${host}: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+    }
+    const baseline = new Set(opts.snapshot().egress.filter((e) => e.approval === undefined).map((e) => canonicalSpelling(e.host)));
+    const why: string[] = [];
+    for (const a of addrs) {
+      const special = specialHostReason(a.address);
+      if (special === undefined || viaBaseline || baseline.has(canonicalSpelling(a.address))) return { ok: true, address: a.address };
+      why.push(special);
+    }
+    return { ok: false, error: `${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the address` };
+  }
 
   function track(s: Duplex): void {
     open.add(s);
@@ -176,12 +230,30 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       rawResponse(client, 400, 'Bad Request', `CONNECT target "${String(req.url).slice(0, 300)}" is not host:port`);
       return;
     }
-    if (!decide(target.host, target.port, 'CONNECT').allowed) {
+    const d = decide(target.host, target.port, 'CONNECT');
+    if (!d.allowed) {
       rawResponse(client, 403, 'Forbidden', deniedMessage(sandbox, target.host, target.port));
       return;
     }
-    const upstream: Socket = connect({ host: target.host, port: target.port });
+    client.pause();
+    void resolveChecked(target.host, d.entry?.approval === undefined).then((r) => {
+      if (client.destroyed) return;
+      if (!r.ok) {
+        rawResponse(client, 403, 'Forbidden', `egress to ${hostPort(target.host, target.port)} refused: ${r.error}`);
+        return;
+      }
+      client.resume();
+      tunnel(client, head, target, r.address);
+    });
+  }
+
+  function tunnel(client: Duplex, head: Buffer, target: { host: string; port: number }, address: string): void {
+    const upstream: Socket = connect({ host: address, port: target.port });
     track(upstream);
+    admit(target.host, target.port, () => {
+      upstream.destroy();
+      client.destroy();
+    }, client);
     let established = false;
     upstream.setTimeout(connectTimeoutMs, () => {
       if (!established) {
@@ -231,14 +303,32 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       jsonResponse(res, 400, `request target host "${url.hostname.slice(0, 300)}" is not a valid host`);
       return;
     }
-    if (!decide(host, port, 'HTTP').allowed) {
+    const d = decide(host, port, 'HTTP');
+    if (!d.allowed) {
       req.resume();
       jsonResponse(res, 403, deniedMessage(sandbox, host, port));
       return;
     }
+    req.pause();
+    void resolveChecked(host, d.entry?.approval === undefined).then((r) => {
+      if (res.destroyed) return;
+      if (!r.ok) {
+        req.resume();
+        jsonResponse(res, 403, `egress to ${hostPort(host, port)} refused: ${r.error}`);
+        return;
+      }
+      forwardHttp(req, res, url, host, port, r.address);
+    });
+  }
+
+  function forwardHttp(req: IncomingMessage, res: ServerResponse, url: URL, host: string, port: number, address: string): void {
     const headers = endToEnd(req.headers);
     headers['host'] = url.host;
-    const up = httpRequest({ host, port, method: req.method, path: `${url.pathname}${url.search}`, headers, agent: false, timeout: connectTimeoutMs });
+    const up = httpRequest({ host: address, port, method: req.method, path: `${url.pathname}${url.search}`, headers, agent: false, timeout: connectTimeoutMs });
+    admit(host, port, () => {
+      up.destroy();
+      res.destroy();
+    }, res);
     up.on('socket', (s) => track(s));
     up.on('timeout', () => up.destroy(new Error('ETIMEDOUT')));
     up.on('response', (upRes) => {
@@ -289,6 +379,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     usage: () => Object.fromEntries(counts),
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(sweep);
         server.close(() => resolve());
         for (const s of open) s.destroy();
         server.closeAllConnections();
