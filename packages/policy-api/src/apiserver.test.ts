@@ -163,3 +163,28 @@ describe('operator signals at admission, through kubectl (issue 9 item 7)', () =
     assert.equal(ok.code, 0, ok.out);
   });
 });
+
+describe('READY and REASON printer columns (issue 9 item 7)', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+    for (const crd of allCrds()) assert.equal((await ts.client.post(CRDS, crd)).status, 201);
+    for (const r of KARS_RESOURCES) await eventually(async () => (await ts.client.get(path(r.kind))).status === 200);
+  });
+  after(async () => ts.close());
+
+  it('shows a router-rejected policy as Ready=False/RouterRejected in the Table kubectl get renders', async () => {
+    assert.equal((await ts.client.post(path('InferencePolicy'), sampleInferencePolicy('refused'))).status, 201);
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const cond = (type: string, status: string, reason: string): Record<string, unknown> => ({ type, status, reason, message: 'router r1 of sandbox alice refused InferencePolicy', lastTransitionTime: now, observedGeneration: 1 });
+    const st = await ts.client.request('PATCH', `${path('InferencePolicy')}/refused/status`, { status: { phase: 'Degraded', conditions: [cond('Ready', 'False', 'RouterRejected'), cond('Progressing', 'False', 'RouterRejected'), cond('Degraded', 'True', 'RouterRejected')] } }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(st.status, 200, st.text);
+    const table = await ts.client.request('GET', path('InferencePolicy'), undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+    assert.equal(table.status, 200, table.text);
+    const names = (table.body.columnDefinitions as Array<{ name: string }>).map((c) => c.name);
+    const row = (table.body.rows as Array<{ cells: unknown[] }>)[0]!.cells;
+    assert.equal(row[names.indexOf('Ready')], 'False');
+    assert.equal(row[names.indexOf('Reason')], 'RouterRejected');
+    assert.equal(row[names.indexOf('Phase')], 'Degraded');
+  });
+});
