@@ -48,6 +48,12 @@ export interface RouterOptions {
    * refused (NACK) and never becomes Ready. See {@link routerCapabilities}.
    */
   guardrailProviders?: readonly GuardrailProvider[];
+  /**
+   * The OpenAI-compatible moderation backend for `openai-moderation` guardrail stages
+   * (`kars router --guardrail-url`): requests go to `<url>/v1/moderations`. Setting it adds the
+   * `openai-moderation` capability.
+   */
+  guardrail?: { url: URL; apiKey?: string };
   /** Bound on request body bytes held by requests in flight (default 32 MiB; 503 router_busy above). */
   maxInflightBodyBytes?: number;
   /** Bound on agent requests in flight (default 256; 503 router_busy above). */
@@ -94,8 +100,9 @@ function listenOn(server: http.Server, listen: string): Promise<string> {
  * What this router can enforce beyond the core, from its options: the one place router flags turn
  * into wire-contract capabilities (`mcp-server:<name>`, `guardrail:<provider>`).
  */
-export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders' | 'mcpUpstreams'>): RouterCapabilities {
-  return { mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(), guardrailProviders: [...new Set(opts.guardrailProviders ?? [])].sort() };
+export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders' | 'mcpUpstreams' | 'guardrail'>): RouterCapabilities {
+  const providers: GuardrailProvider[] = [...(opts.guardrailProviders ?? []), ...(opts.guardrail !== undefined ? (['openai-moderation'] as const) : [])];
+  return { mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(), guardrailProviders: [...new Set(providers)].sort() };
 }
 
 /** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
@@ -129,7 +136,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
-  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, sandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
+  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, sandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
     if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
   };

@@ -23,6 +23,13 @@ interface RouterFlags {
   instance?: string;
   maxInflightBodyBytes?: number;
   maxConcurrentRequests?: number;
+  guardrailUrl?: string;
+}
+
+/** The moderation backend of `--guardrail-url`, with its key from the environment (wire contract §5.3 step 7). */
+function guardrailBackend(url: string, env: NodeJS.ProcessEnv): { url: URL; apiKey?: string } {
+  const key = env['OPENAI_MODERATION_API_KEY'] ?? env['OPENAI_API_KEY'];
+  return key ? { url: new URL(url), apiKey: key } : { url: new URL(url) };
 }
 
 function positiveInt(name: string): (v: string) => number {
@@ -119,6 +126,7 @@ export function routerCommand(): Command {
       if (v !== 'closed' && v !== 'open') throw new InvalidArgumentError(`--on-stale must be closed or open, got "${v}"`);
       return v;
     }, 'closed')
+    .option('--guardrail-url <url>', 'OpenAI-compatible moderation backend for InferencePolicy guardrails stages (openai-moderation): POST <url>/v1/moderations, key from OPENAI_MODERATION_API_KEY or OPENAI_API_KEY; without it a policy with guardrails is refused (not Ready) and such requests get 503 guardrail_misconfigured', url('--guardrail-url'))
     .option('--max-inflight-body-bytes <bytes>', 'bound on request body bytes held by agent requests in flight; above it new requests get 503 router_busy (default 33554432 = 32 MiB, at least the 10 MiB per-request limit)', positiveInt('--max-inflight-body-bytes'))
     .option('--max-concurrent-requests <n>', 'bound on agent requests in flight; above it new requests get 503 router_busy (default 256)', positiveInt('--max-concurrent-requests'))
     .action(async (flags: RouterFlags) => {
@@ -147,6 +155,7 @@ export function routerCommand(): Command {
           source: wantsApi && client ? { kind: 'api', client, config } : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
           ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
           onStale: flags.onStale,
+          ...(flags.guardrailUrl !== undefined ? { guardrail: guardrailBackend(flags.guardrailUrl, process.env) } : {}),
           ...(flags.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: flags.maxInflightBodyBytes } : {}),
           ...(flags.maxConcurrentRequests !== undefined ? { maxConcurrentRequests: flags.maxConcurrentRequests } : {}),
           ...(Number(process.env['TOKEN_BUDGET_DAILY']) > 0 ? { defaultDailyTokens: Number(process.env['TOKEN_BUDGET_DAILY']) } : {}),

@@ -37,7 +37,10 @@ export type InferenceErrorCode =
   | 'method_not_allowed'
   | 'invalid_token_limit'
   | 'duplicate_key'
-  | 'sandbox_mismatch';
+  | 'sandbox_mismatch'
+  | 'guardrail_misconfigured'
+  | 'guardrail_unavailable'
+  | 'inference_policy_guardrail_flagged';
 
 /** The OpenAI error envelope. `code` is omitted where the contract has none (502 proxy_error). */
 export interface OpenAIErrorBody {
@@ -102,6 +105,21 @@ export function invalidTokenLimit(message: string): InferenceRefusal {
 /** 400: the body has the same key twice in one object (which value an upstream reads is undefined). */
 export function duplicateKey(detail: string): InferenceRefusal {
   return refusal(400, 'invalid_request_error', 'duplicate_key', `Invalid JSON body: ${detail}`);
+}
+
+/** 503: the policy declares a guardrail stage whose backend this router does not have (fail closed). */
+export function guardrailMisconfigured(provider: string): InferenceRefusal {
+  return refusal(503, 'api_error', 'guardrail_misconfigured', `InferencePolicy declares a ${provider} guardrail stage, but this router has no backend for it (kars router --guardrail-url); refusing rather than skipping it`, 'InferencePolicy');
+}
+
+/** 503: the guardrail backend could not give an answer (fail closed). */
+export function guardrailUnavailable(detail: string): InferenceRefusal {
+  return refusal(503, 'api_error', 'guardrail_unavailable', `The guardrail backend could not judge this request (${detail}); refusing rather than skipping it`, 'InferencePolicy');
+}
+
+/** 403: a guardrail stage flagged the request or the answer. */
+export function guardrailFlagged(where: 'input' | 'output', categories: readonly string[]): InferenceRefusal {
+  return refusal(403, 'content_policy_violation', 'inference_policy_guardrail_flagged', `A guardrail stage (openai-moderation) flagged the ${where === 'input' ? 'request' : 'answer'}${categories.length > 0 ? ` (${categories.join(', ')})` : ''}`, 'InferencePolicy');
 }
 
 /** 403: `x-kars-sandbox` names another sandbox than the one this router serves. */

@@ -10,7 +10,7 @@
  * 1. The policy snapshot is taken **once**; the whole request (a stream to its end) uses it.
  * 2. Sandbox identity is the router's `sandbox` (its deployment, `--sandbox`), never the agent's
  *    word: a request's `x-kars-sandbox` may repeat it but not change it (another value → 403
- *    `sandbox_mismatch`). Budgets are keyed by that identity (ADR 0012).
+ *    `sandbox_mismatch`). Budgets are keyed by that identity (ADR 0013).
  * 3. The body is read (over 10 MiB → 413) and parsed strictly (not a JSON object → 400
  *    `invalid_json`; a duplicate key at any depth → 400 `duplicate_key`; nesting deeper than 128 →
  *    400 `invalid_json`).
@@ -62,6 +62,9 @@ import type { Reservation, TokenBudgetTracker } from './budget.js';
 import {
   budgetExceeded,
   duplicateKey,
+  guardrailFlagged,
+  guardrailMisconfigured,
+  guardrailUnavailable,
   invalidTokenLimit,
   sandboxMismatch,
   contentPolicyViolation,
@@ -81,6 +84,7 @@ import {
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
 import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
+import { answerTexts, moderate, requestTexts, type GuardrailBackend } from './guardrails.js';
 
 /** Largest request body accepted (10 MiB). */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
@@ -116,6 +120,8 @@ export interface InferenceHandlerOptions {
   fetchTimeoutMs?: number;
   /** Daily cap used when the policy sets none (the contract's `TOKEN_BUDGET_DAILY`). */
   defaultDailyTokens?: number;
+  /** The moderation backend for `guardrails` stages (`guardrails.ts`); without it a stage fails closed. */
+  guardrail?: GuardrailBackend;
   onDecision?: (d: InferenceDecision) => void;
 }
 
@@ -411,6 +417,21 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
 
+    // Guardrail stages (guardrails.ts): input stages judge the request now; output stages the answer.
+    const stages = rules?.guardrails ?? [];
+    if (stages.length > 0 && opts.guardrail === undefined) {
+      refuse(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
+      return;
+    }
+    if (opts.guardrail !== undefined && stages.some((g) => g.applyTo !== 'output')) {
+      const m = await moderate(opts.guardrail, requestTexts(body));
+      if (m.kind !== 'clean') {
+        refuse(m.kind === 'flagged' ? guardrailFlagged('input', m.categories) : guardrailUnavailable(m.detail));
+        return;
+      }
+    }
+    const guardOutput = opts.guardrail !== undefined && stages.some((g) => g.applyTo !== 'input') ? opts.guardrail : undefined;
+
     // Step 5: reserve the request's maximum against the daily / monthly budget.
     const reserved = budget.reserve(sandbox, { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null }, reservationFor(norm.request, bodyBytes));
     if (!reserved.ok) {
@@ -420,7 +441,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     const meter: Meter = { status: undefined, usage: undefined, bytes: 0 };
     try {
       const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
-      await forward(req, res, route, body, text, plan.deployments, floor, meter, decide);
+      await forward(req, res, route, body, text, plan.deployments, floor, guardOutput, meter, decide);
     } finally {
       settle(reserved.reservation, meter, bodyBytes);
     }
@@ -450,6 +471,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     text: string,
     deployments: string[],
     floor: ContentSafetyRules | undefined,
+    guardOutput: GuardrailBackend | undefined,
     meter: Meter,
     decide: (decision: 'allow' | 'deny', code?: string) => void,
   ): Promise<void> {
@@ -490,10 +512,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       meter.status = status;
       up.on('error', () => undefined);
       const ct = up.headers['content-type'];
+      const ok2xx = status >= 200 && status < 300;
       if (typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream')) {
-        await relayStream(up, res, status, meter, floor, decide);
-      } else if (status === 400 || status === 403 || (floor !== undefined && status >= 200 && status < 300)) {
-        await relayJudged(up, res, status, meter, floor, decide);
+        if (guardOutput !== undefined && ok2xx) await relayStreamGuarded(up, res, status, meter, floor, guardOutput, decide);
+        else await relayStream(up, res, status, meter, floor, decide);
+      } else if (status === 400 || status === 403 || ((floor !== undefined || guardOutput !== undefined) && ok2xx)) {
+        await relayJudged(up, res, status, meter, floor, decide, guardOutput);
       } else {
         await relayPlain(up, res, status, meter, decide);
       }
@@ -551,7 +575,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** Buffer the whole body, judge it, and send it (or the refusal). */
-  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void, guardOutput?: GuardrailBackend): Promise<void> {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -601,6 +625,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         const r = contentPolicyViolation(v.code, v.message);
         decide('deny', r.body.error.code);
         sendRefusal(res, r);
+        return;
+      }
+    }
+    if (guardOutput !== undefined && ok) {
+      const m = await moderate(guardOutput, answerTexts([doc]));
+      if (m.kind !== 'clean') {
+        const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
+        decide('deny', r.body.error.code);
+        if (!res.destroyed) sendRefusal(res, r);
         return;
       }
     }
@@ -665,6 +698,68 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     });
     await settled(up, res);
     if (!blocked) decide('allow');
+  }
+
+  /**
+   * A stream under an output guardrail: buffered whole (up to the judging limit), moderated, then
+   * passed through the content-safety gate and sent — or refused with a plain JSON 403/503, since
+   * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
+   */
+  async function relayStreamGuarded(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, guard: GuardrailBackend, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const complete = await new Promise<boolean>((resolve) => {
+      up.on('data', (c: Buffer) => {
+        size += c.length;
+        meter.bytes += c.length;
+        if (size > MAX_BUFFERED_RESPONSE_BYTES) {
+          up.destroy();
+          resolve(false);
+          return;
+        }
+        chunks.push(c);
+      });
+      up.once('end', () => resolve(true));
+      up.once('error', () => resolve(false));
+      up.once('close', () => resolve(up.complete));
+      res.once('close', () => resolve(false));
+    });
+    if (res.destroyed || res.headersSent) return;
+    if (!complete) {
+      decide('allow', 'proxy_error');
+      sendRefusal(res, proxyError());
+      return;
+    }
+    const all = Buffer.concat(chunks, size);
+    const docs: unknown[] = [];
+    for (const line of all.toString('utf8').split(/\r?\n/)) {
+      if (!line.startsWith('data:')) continue;
+      const data = line.slice(5).trim();
+      if (data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
+    }
+    const m = await moderate(guard, answerTexts(docs));
+    if (m.kind !== 'clean') {
+      const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
+      decide('deny', r.body.error.code);
+      if (!res.destroyed) sendRefusal(res, r);
+      return;
+    }
+    const gate = new SseGate(floor);
+    const g1 = gate.push(all);
+    const g2 = g1.blocked === undefined ? gate.end() : g1;
+    const usage = gate.usage();
+    if (usage !== undefined) meter.usage = usage;
+    const headers = responseHeaders(up, true);
+    const blocked = g1.blocked ?? g2.blocked;
+    if (blocked !== undefined) {
+      decide('deny', blocked.body.error.code);
+      res.writeHead(status, { ...headers, ...decisionHeaders('InferencePolicy', blocked.body.error.message) });
+      res.end(streamRefusalFrames(blocked));
+      return;
+    }
+    decide('allow');
+    res.writeHead(status, headers);
+    res.end(Buffer.concat([g1.out, g2 === g1 ? Buffer.alloc(0) : g2.out]));
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {

@@ -2,7 +2,9 @@
  * A local OpenAI-compatible upstream for tests, benchmarks and the `kars up` demo.
  *
  * Paths: `POST /v1/chat/completions` (deployment = the body's `model`) and
- * `POST /openai/deployments/{deployment}/chat/completions` (Azure form, any query). Anything else
+ * `POST /openai/deployments/{deployment}/chat/completions` (Azure form, any query), and
+ * `POST /v1/moderations` (OpenAI moderation shape: one result per input, `flagged` when the input
+ * contains a term of `moderationFlag`, default `kars-flag-me`; settable with `setBehaviour`). Anything else
  * answers 404 (405 for another method on those paths), OpenAI-shaped.
  *
  * Answers look like Azure OpenAI's: `id`, `object`, `created`, `model`, `choices[0].message`,
@@ -61,6 +63,8 @@ export interface StubBehaviour {
   rawBody: string | undefined;
   /** Content type for `rawBody` (default `application/json`). */
   contentType: string | undefined;
+  /** `POST /v1/moderations` flags an input that contains any of these (case-insensitive). */
+  moderationFlag: string[];
 }
 
 /** The behaviour before anything is set. */
@@ -76,6 +80,7 @@ export const DEFAULT_STUB_BEHAVIOUR: Readonly<StubBehaviour> = Object.freeze({
   streamUsage: true,
   rawBody: undefined,
   contentType: undefined,
+  moderationFlag: ['kars-flag-me'],
 });
 
 /** One request the stub received. */
@@ -280,6 +285,18 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
       res.end(text);
     };
+    if (path === '/v1/moderations' && req.method === 'POST') {
+      // OpenAI moderation shape: one result per input, flagged when it contains a configured term.
+      const input = doc?.['input'];
+      const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : [];
+      if (texts.length === 0) return sendJson(400, { error: { message: 'kars OpenAI stub: input must be a string or a list of strings', type: 'invalid_request_error', code: 'invalid_input' } });
+      const terms = behaviour.moderationFlag.map((t) => t.toLowerCase());
+      const results = texts.map((t) => {
+        const flagged = terms.some((term) => term !== '' && t.toLowerCase().includes(term));
+        return { flagged, categories: { harassment: false, hate: false, 'self-harm': false, sexual: false, violence: flagged }, category_scores: { harassment: 0, hate: 0, 'self-harm': 0, sexual: 0, violence: flagged ? 0.99 : 0 } };
+      });
+      return sendJson(200, { id: `modr-stub-${++seq}`, model: 'omni-moderation-latest', results });
+    }
     const known = path === '/v1/chat/completions' || deployment !== undefined;
     if (!known) return sendJson(404, { error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' } });
     if (req.method !== 'POST') return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
