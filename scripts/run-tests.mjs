@@ -1,5 +1,5 @@
 // Runs every compiled test file (dist/**/*.test.js) of every workspace with node's test runner.
-// Pass paths to run a subset: node scripts/run-tests.mjs packages/kube-core
+// Pass paths to run a subset: node scripts/run-tests.mjs packages/kube-core packages/router/dist/router.test.js
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +15,10 @@ function walk(dir) {
   }
 }
 for (const b of bases) {
+  if (b.endsWith('.test.js') && existsSync(b)) {
+    files.push(b);
+    continue;
+  }
   const dist = b.endsWith('dist') || b.includes('/dist/') ? b : join(b, 'dist');
   if (existsSync(dist)) walk(dist);
 }
@@ -27,5 +31,8 @@ const concurrency = process.env.KARS_TEST_CONCURRENCY ?? '2';
 // KARS_TEST_REPORTER=spec (or tap, dot) selects one of node's own.
 const reporter = process.env.KARS_TEST_REPORTER ?? new URL('./test-reporter.mjs', import.meta.url).pathname;
 const args = ['--test', `--test-concurrency=${concurrency}`, `--test-reporter=${reporter}`, '--test-reporter-destination=stdout'];
-const r = spawnSync(process.execPath, [...args, ...files.sort()], { stdio: 'inherit' });
+// A last guard for CI: the whole run is stopped after KARS_TEST_TIMEOUT_SECS (default 20 min).
+const timeoutMs = Number(process.env.KARS_TEST_TIMEOUT_SECS ?? 1200) * 1000;
+const r = spawnSync(process.execPath, [...args, ...files.sort()], { stdio: 'inherit', timeout: timeoutMs, killSignal: 'SIGKILL' });
+if (r.error) console.error(`test run stopped: ${r.error.message} (after ${timeoutMs / 1000} s at most)`);
 process.exit(r.status ?? 1);
