@@ -10,7 +10,7 @@
  * 1. The policy snapshot is taken **once**; the whole request (a stream to its end) uses it.
  * 2. Sandbox identity is the router's `sandbox` (its deployment, `--sandbox`), never the agent's
  *    word: a request's `x-kars-sandbox` may repeat it but not change it (another value → 403
- *    `sandbox_mismatch`). Budgets are keyed by that identity (ADR 0013).
+ *    `sandbox_mismatch`). Budgets are keyed by that identity (ADR 0015).
  * 3. The body is read (over 10 MiB → 413) and parsed strictly (not a JSON object → 400
  *    `invalid_json`; a duplicate key at any depth → 400 `duplicate_key`; nesting deeper than 128 →
  *    400 `invalid_json`).

@@ -7,7 +7,7 @@
  * bypassed. Refusing duplicates (compared after unescaping, so `"a"` and `"\u0061"` are the same
  * key) and forwarding the re-serialised parse closes that gap (issue 9 item 4). No maintained npm
  * library reports duplicate keys without building its own slower parser, so this module scans the
- * text once after `JSON.parse` has validated it (ADR 0013).
+ * text once after `JSON.parse` has validated it (ADR 0015).
  *
  * Guarantees: pure and synchronous; never throws; O(n) in the text length, with an explicit stack
  * (no recursion), so a deeply nested body cannot overflow the call stack.
