@@ -31,10 +31,12 @@ describe('egress hosts an approval may open (issue 9 item 5)', () => {
 
   it('makes validation refuse such approvals with a clear cause, unless the baseline lists the host', () => {
     const spec = { sandbox: 'sb', hosts: [{ host: '169.254.169.254', port: 80 }, { host: '*.com' }, { host: '*' }], ttl: 'PT1H', reason: 'x' };
-    const causes = validateEgressApprovalSpec(spec);
+    const causes = validateEgressApprovalSpec(spec, { baseline: [] });
     assert.deepEqual(causes.map((c) => c.field), ['spec.hosts[0].host', 'spec.hosts[1].host', 'spec.hosts[2].host']);
     assert.match(causes[0]!.message, /link-local/);
     assert.deepEqual(validateEgressApprovalSpec({ ...spec, hosts: [{ host: '10.0.0.5', port: 5432 }] }, { baseline: [{ host: '10.0.0.5', port: 22 }] }), []);
+    // Without the baseline (the CLI) wildcards are still refused; addresses are left to the controller.
+    assert.deepEqual(validateEgressApprovalSpec(spec).map((c) => c.field), ['spec.hosts[1].host', 'spec.hosts[2].host']);
   });
 
   it('property: any spelling of a special IPv4 address is special', () => {

@@ -12,7 +12,7 @@
 import { parseAllDocuments } from 'yaml';
 import { Reason, type EgressApprovalSpec, type EgressEndpoint, type InferencePolicySpec, type KarsObject, type KarsSandboxSpec, type ToolPolicySpec } from './types.js';
 import { INFERENCE_CONTENT_FIELDS } from './types.js';
-import { approvalHostProblem } from './egress-host.js';
+import { approvalHostProblem, canonicalHost } from './egress-host.js';
 
 /** One problem, naming the field as kube-apiserver would (`spec.hosts[3].port`). */
 export interface ValidationCause {
@@ -32,7 +32,8 @@ export interface ValidateOptions {
   clientSide?: boolean;
   /**
    * The sandbox's baseline endpoints, when known: an approval may open a special host (loopback,
-   * private, link-local, metadata) only if the baseline lists it (see `egress-host.ts`).
+   * private, link-local, metadata) only if the baseline lists it (see `egress-host.ts`). Without it,
+   * only too-wide wildcards are refused (the controller passes it and refuses the rest).
    */
   baseline?: readonly EgressEndpoint[];
 }
@@ -294,6 +295,9 @@ export function validateEgressApprovalSpec(spec: EgressApprovalSpec, opts: Valid
     const baseline = (opts.baseline ?? []).map((e) => e.host);
     spec.hosts.forEach((e, i) => {
       if (typeof e.host !== 'string' || hostProblem(e.host) !== undefined) return;
+      // Without the baseline (the CLI) only too-wide wildcards are refused here; special addresses
+      // need the baseline to decide, so the controller (which has it) refuses them.
+      if (opts.baseline === undefined && canonicalHost(e.host)?.kind !== 'wildcard') return;
       const p = approvalHostProblem(e.host, baseline);
       if (p !== undefined) out.push({ field: `spec.hosts[${i}].host`, message: p, reason: Reason.InvalidSpec });
     });

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, request } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -72,7 +73,11 @@ describe('every command the router\'s errors name exists and works exactly as pr
     target = createServer((_req, res) => res.end('hello from the target'));
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
     targetPort = (target.address() as AddressInfo).port;
-    for (const args of [['sandbox', 'create', '-f', 'examples/sandbox.yaml'], ['ip', 'apply', '-f', 'examples/inference-policy.yaml'], ['tp', 'apply', '-f', 'examples/tool-policy-approval.yaml']]) {
+    // The target is on loopback: an approval may open it only because the baseline lists that address
+    // (issue 9 item 5), so the demo sandbox gets 127.0.0.1 (another port) in its baseline here.
+    const sandboxFile = join(mkdtempSync(join(tmpdir(), 'kars-rerr-')), 'sandbox.yaml');
+    writeFileSync(sandboxFile, `${readFileSync(join(REPO_ROOT, 'examples/sandbox.yaml'), 'utf8').trimEnd()}\n      - {host: 127.0.0.1, port: 1}\n`);
+    for (const args of [['sandbox', 'create', '-f', sandboxFile], ['ip', 'apply', '-f', 'examples/inference-policy.yaml'], ['tp', 'apply', '-f', 'examples/tool-policy-approval.yaml']]) {
       const r = await runKars(args, { env });
       assert.equal(r.code, 0, r.stderr);
     }
