@@ -147,6 +147,12 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     assert.equal(entry?.rejected_digest, compiled, '/internal/policy-status names the refused digest');
     const lease = (await ts.client.get(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${routerLeaseName('sb-g', 'rg')}`)).body;
     assert.match(JSON.parse(lease.metadata.annotations[LAST_ERRORS_ANNOTATION]).InferencePolicy, /no backend configured/);
+    // With no earlier InferencePolicy to keep enforcing, the agent must not run unpoliced: fail closed.
+    const before = openai.requests.length;
+    const chat = await fetch(`${first.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(chat.status, 503);
+    assert.equal(((await chat.json()) as { error: { code: string } }).error.code, 'guardrail_misconfigured');
+    assert.equal(openai.requests.length, before, 'the refused request never reached the upstream');
     await first.stop();
     await router('sb-g', 'rg', { guardrailProviders: ['openai-moderation'] });
     await expectReady('inferencepolicies', 'ip-g');
@@ -160,6 +166,12 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     await expectRejected('toolpolicies', 'tp-gh', /appliesTo\.mcpServer: this router does not front MCP server "github"/, 'rt');
     const entries = await policyStatus(first.router);
     assert.match(entries.find((e) => e.kind === 'ToolPolicy')?.last_error ?? '', /appliesTo\.mcpServer/);
+    // The refused ToolPolicy was the only one: tool calls fail closed instead of passing unpoliced.
+    const callsBefore = github.calls.length;
+    const refused = await fetch(`${first.router.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_repo', arguments: {} } }) });
+    assert.equal(refused.status, 503);
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'policy_rejected');
+    assert.equal(github.calls.length, callsBefore, 'the refused call never reached the MCP server');
     await first.stop();
 
     const second = await router('sb-t', 'rt', { mcpUpstreams: [{ name: 'github', url: github.url }, { name: 'other', url: other.url }] });

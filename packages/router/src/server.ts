@@ -12,6 +12,7 @@ import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
+import type { PolicySnapshot } from './snapshot.js';
 import { capabilityNames } from '@kars/policy-compiler';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
 import { createMcpGateway } from './tools/gateway.js';
@@ -174,6 +175,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       sendJson(res, 503, { error: { message: 'the router has not loaded its policy yet; retry shortly', type: 'policy_not_loaded', code: 'policy_not_loaded' } });
       return;
     }
+    // A bound policy the router refused, with nothing earlier to enforce: fail closed on that
+    // surface rather than let the agent run unpoliced (Ready is withheld by the NACK meanwhile).
+    const refusal = refusedFor(state.current(), path !== undefined && gateways.has(path));
+    if (refusal) {
+      sendJson(res, 503, { error: { message: refusal.message, type: refusal.code, code: refusal.code } });
+      return;
+    }
     if (opts.maxStalenessMs !== undefined) {
       const age = viewAgeMs();
       if (age > opts.maxStalenessMs) {
@@ -249,4 +257,16 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   })();
   log.info({ url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind }, 'kars router listening');
   return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, stalenessSeconds: () => api?.staleness.stalenessSeconds(), done };
+}
+
+/**
+ * The 503 for a surface whose policy was refused with no earlier one to fall back on. A refused
+ * guardrail stage answers the contract's `guardrail_misconfigured`; anything else `policy_rejected`.
+ */
+export function refusedFor(snap: PolicySnapshot, mcp: boolean): { code: string; message: string } | undefined {
+  const reason = mcp ? snap.refused.tools : snap.refused.inference;
+  if (reason === undefined) return undefined;
+  const kind = mcp ? 'ToolPolicy' : 'InferencePolicy';
+  const code = !mcp && reason.startsWith('guardrails[') ? 'guardrail_misconfigured' : 'policy_rejected';
+  return { code, message: `this router cannot enforce its ${kind} and has no earlier one to enforce, so it fails closed: ${reason}` };
 }

@@ -19,10 +19,16 @@ export interface PolicySnapshot {
   egress: EgressEntry[];
   /** When this snapshot was built (epoch ms). */
   loadedAtMs: number;
+  /**
+   * Kinds whose bound policy this router refused (a NACK) while it had no earlier good one to keep
+   * enforcing, with the refusal. Requests on such a surface fail closed: the agent never runs
+   * unpoliced because its policy could not be enforced.
+   */
+  refused: Readonly<{ inference?: string; tools?: string }>;
 }
 
 /** An empty snapshot: no inference rules, no tool rules, no egress. */
-export const EMPTY_SNAPSHOT: PolicySnapshot = Object.freeze({ inference: undefined, tools: [], egress: [], loadedAtMs: 0 }) as PolicySnapshot;
+export const EMPTY_SNAPSHOT: PolicySnapshot = Object.freeze({ inference: undefined, tools: [], egress: [], loadedAtMs: 0, refused: {} }) as PolicySnapshot;
 
 /** Gives handlers the snapshot to use for one request. */
 export type SnapshotSource = () => PolicySnapshot;

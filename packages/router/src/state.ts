@@ -12,10 +12,13 @@ export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler';
  * the last good policy and records the error (a NACK).
  */
 export class PolicyState {
-  private snap: PolicySnapshot = { inference: undefined, tools: [], egress: [], loadedAtMs: 0 };
+  private snap: PolicySnapshot = { inference: undefined, tools: [], egress: [], loadedAtMs: 0, refused: {} };
   private inference: InferenceRules | undefined;
   private tools: ToolRules | undefined;
   private egress: EgressParts = { baseline: [], approvals: [] };
+  /** A refusal with no earlier good policy of that kind to fall back on (see PolicySnapshot.refused). */
+  private inferenceRefused: string | undefined;
+  private toolsRefused: string | undefined;
   private readonly ledger: EchoLedger;
   private readonly listeners = new Set<() => void>();
 
@@ -41,11 +44,13 @@ export class PolicyState {
 
   setInference(o: LoadOutcome<InferenceRules>): void {
     if (o.kind !== 'error') this.inference = o.kind === 'loaded' ? o.value : undefined;
+    this.inferenceRefused = refusalWithoutFallback(o, this.inference);
     this.done(this.ledger.apply('InferencePolicy', o));
   }
 
   setTools(o: ToolOutcome): void {
     if (o.kind !== 'error') this.tools = o.kind === 'loaded' ? o.value.rules : undefined;
+    this.toolsRefused = refusalWithoutFallback(o, this.tools);
     this.done(this.ledger.applyTools(o));
   }
 
@@ -58,6 +63,8 @@ export class PolicyState {
   setView(view: RouterView): void {
     if (view.inference.kind !== 'error') this.inference = view.inference.kind === 'loaded' ? view.inference.value : undefined;
     if (view.tools.kind !== 'error') this.tools = view.tools.kind === 'loaded' ? (view.tools.value as ToolLoad).rules : undefined;
+    this.inferenceRefused = refusalWithoutFallback(view.inference, this.inference);
+    this.toolsRefused = refusalWithoutFallback(view.tools, this.tools);
     if (view.egress.kind !== 'error') this.egress = view.egress.kind === 'loaded' ? view.egress.value : { baseline: [], approvals: [] };
     this.done(this.ledger.applyView(view));
   }
@@ -68,6 +75,7 @@ export class PolicyState {
       tools: this.tools ? [this.tools] : [],
       egress: [...this.egress.baseline, ...this.egress.approvals],
       loadedAtMs: this.now(),
+      refused: Object.freeze({ ...(this.inferenceRefused !== undefined ? { inference: this.inferenceRefused } : {}), ...(this.toolsRefused !== undefined ? { tools: this.toolsRefused } : {}) }),
     });
   }
 
@@ -90,4 +98,12 @@ export class PolicyState {
   statusEntries(): PolicyStatusEntry[] {
     return this.ledger.statusEntries();
   }
+}
+
+/**
+ * The refusal to fail closed on: an error outcome while nothing earlier of that kind is enforced.
+ * With an earlier good policy the router keeps enforcing it (a NACK keeps the last good policy).
+ */
+function refusalWithoutFallback(o: { kind: string; error?: string }, current: unknown): string | undefined {
+  return o.kind === 'error' && current === undefined ? (o.error ?? 'refused') : undefined;
 }

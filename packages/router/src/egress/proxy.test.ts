@@ -11,7 +11,7 @@ const T = { timeout: 5000 };
 // Only 127.0.0.1 and localhost are ever contacted: this machine has no network.
 
 function snap(egress: EgressEntry[]): PolicySnapshot {
-  return { inference: undefined, tools: [], egress, loadedAtMs: 0 };
+  return { inference: undefined, tools: [], egress, loadedAtMs: 0, refused: {} };
 }
 
 async function listen(server: NetServer | HttpServer): Promise<number> {

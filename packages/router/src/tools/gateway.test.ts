@@ -23,7 +23,7 @@ function policy(name: string, over: Partial<ToolRules> = {}): ToolRules {
 }
 
 function snap(tools: ToolRules[]): PolicySnapshot {
-  return { inference: undefined, tools, egress: [], loadedAtMs: 0 };
+  return { inference: undefined, tools, egress: [], loadedAtMs: 0, refused: {} };
 }
 
 interface Fixture {
