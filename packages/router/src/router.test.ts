@@ -107,7 +107,12 @@ describe('kars router with the controller, end to end over the API', () => {
         results.push({ status: r.status, code: r.body.error?.code, at: Date.now() });
       }
     })();
-    await new Promise((r) => setTimeout(r, 200));
+    // Let the load run for at least 200 ms and 10 requests under the old policy (a loaded machine is slow).
+    const settle = async (enough: () => boolean): Promise<void> => {
+      const t0 = Date.now();
+      while (Date.now() - t0 < 200 || (!enough() && Date.now() - t0 < 10_000)) await new Promise((r) => setTimeout(r, 20));
+    };
+    await settle(() => results.length >= 10);
     await ts.client.patch(`${IP}/budget`, { spec: { tokenBudget: { perRequestTokens: 400 } } }, 'merge');
     const cmAt = await until('ConfigMap updated', async () => {
       const cm = await ts.client.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`);
@@ -115,7 +120,8 @@ describe('kars router with the controller, end to end over the API', () => {
     });
     const enforcedAt = await until('new policy enforced', async () => (await chat(router, 300)).status === 200 ? Date.now() : undefined);
     t.diagnostic(`ConfigMap change → enforcement observed within ${enforcedAt - cmAt} ms (polling granularity ~10 ms)`);
-    await new Promise((r) => setTimeout(r, 200));
+    // …and for at least 200 ms and 10 requests after the switch.
+    await settle(() => results.filter((r) => r.at > enforcedAt + 50).length >= 10);
     stop = true;
     await Promise.all([load, load2]);
     assert.ok(results.length > 20, `load ran (${results.length} requests)`);
