@@ -259,6 +259,29 @@ describe('kars controller end to end', () => {
     }
   });
 
+  it('never activates an approval for a wildcard or a special address the baseline does not list, also for a sandbox without a baseline', async () => {
+    await api().post(SB, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'bare' }, spec: {} });
+    const cases: Array<[string, string]> = [
+      ['sb1', '169.254.169.254'],
+      ['sb1', '*'],
+      ['sb1', '*.com'],
+      ['sb1', '2852039166'], // 169.254.169.254 spelled as one decimal number
+      ['bare', '10.0.0.1'],
+      ['bare', '127.0.0.1'],
+    ];
+    for (const [i, [sandbox, host]] of cases.entries()) {
+      const r = await api().post(EA, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'EgressApproval', metadata: { name: `special-${i}` }, spec: { sandbox, hosts: [{ host }], reason: 'r', ttl: 'PT1H' } });
+      if (r.status === 422) continue; // refused at admission: just as good
+      assert.equal(r.status, 201);
+      const st = await until(`special-${i} (${host}) Degraded`, async () => {
+        const o = (await api().get(`${EA}/special-${i}`)).body;
+        return o.status?.conditions?.find((c: any) => c.type === 'Degraded' && c.status === 'True') ? o : undefined;
+      });
+      assert.notEqual(st.status.phase, 'Active', `${host} must never be Active`);
+      assert.match(JSON.stringify(st.status.conditions), /hosts/, `the condition names the host field for ${host}`);
+    }
+  });
+
   it('exports propagation histograms and stops counting a router whose lease lapses', async () => {
     const text = await metrics.registry.metrics();
     const count = Number(text.match(/kars_policy_propagation_seconds_count\{kind="InferencePolicy"\} (\d+)/)?.[1] ?? '0');

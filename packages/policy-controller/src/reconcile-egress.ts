@@ -83,14 +83,18 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
     await addFinalizer(ctx, EGRESS_APPROVAL, a, EGRESS_APPROVAL_FINALIZER);
     return;
   }
-  const baseline = ctx.sandboxes.store.get(`${namespace}/${a.spec?.sandbox ?? ''}`)?.spec?.networkPolicy?.allowedEndpoints;
+  // The sandbox's baseline decides which special addresses an approval may open; a sandbox without
+  // one has an empty baseline (so none). Unknown until the sandbox exists: then only wildcards are
+  // refused here, and the approval waits (BlockedOnSandbox) and is checked again when it appears.
+  const boundSandbox = ctx.sandboxes.store.get(`${namespace}/${a.spec?.sandbox ?? ''}`);
+  const baseline = boundSandbox ? (boundSandbox.spec?.networkPolicy?.allowedEndpoints ?? []) : undefined;
   const causes = validateEgressApprovalSpec(a.spec, { env: ctx.env, ...(baseline ? { baseline } : {}) });
   if (causes.length > 0) {
     const c = causes[0]!;
     const message = causes.map((x) => `${x.field}: ${x.message}`).join('; ');
     return finish({ phase: 'Pending', ready: { status: 'False', reason: c.reason, message }, degraded: { reason: c.reason, message } }, {}, 30_000);
   }
-  const sandbox = ctx.sandboxes.store.get(`${namespace}/${a.spec.sandbox}`);
+  const sandbox = boundSandbox;
   if (!sandbox || sandbox.status?.phase !== 'Running') {
     return finish({ phase: 'Pending', ready: { status: 'False', reason: 'BlockedOnSandbox', message: `sandbox "${a.spec.sandbox}" ${sandbox ? 'has no running router' : 'does not exist'} in namespace ${namespace}` } }, {}, 5_000);
   }
