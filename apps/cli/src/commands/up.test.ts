@@ -86,7 +86,7 @@ describe('kars up', { timeout: 600_000 }, () => {
     const up = startUp(dataDir, ports);
     try {
       await waitFor(up, 'kars is up', 240_000);
-      for (const step of ['starting kars apiserver', 'installing the CRDs', 'starting the controller', 'starting the OpenAI and MCP stubs', 'creating the demo sandbox', "starting sandbox demo-agent's router", 'waiting until the router enforces']) {
+      for (const step of ['starting kars apiserver', 'installing the CRDs', 'starting the controller', 'starting the OpenAI and MCP stubs', 'creating the demo sandbox', "starting sandbox demo-agent's router", "starting the freshness probe's router", 'waiting until the router enforces']) {
         assert.match(up.out(), new RegExp(`${step}.* done \\(\\d+\\.\\d s\\)`), step);
       }
       const lines = printedCommands(up.out());
@@ -95,8 +95,8 @@ describe('kars up', { timeout: 600_000 }, () => {
       const kubeconfig = /^export KUBECONFIG=(.+)$/m.exec(lines.join('\n'))?.[1] ?? '';
       assert.equal(kubeconfig, join(dataDir, 'apiserver', 'kubeconfig'));
       const run = async (line: string): Promise<string> => (await sh('sh', ['-c', line], { cwd: REPO_ROOT, env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 120_000 })).stdout;
-      const [pass, block, tool, egress, kubectl, wait, status, admin] = lines.filter((l) => !/^(cd|export) /.test(l));
-      assert.ok(pass && block && tool && egress && kubectl && wait && status && admin, lines.join('\n'));
+      const [pass, block, tool, egress, kubectl, wait, status, probe, admin] = lines.filter((l) => !/^(cd|export) /.test(l));
+      assert.ok(pass && block && tool && egress && kubectl && wait && status && probe && admin, lines.join('\n'));
       assert.match(await run(pass), /"object":"chat.completion"/);
       assert.match(await run(block), /"code":"per_request_tokens_exceeded"/);
       assert.match(await run(tool), /"code":"tool_denied".*delete_file/);
@@ -112,10 +112,14 @@ describe('kars up', { timeout: 600_000 }, () => {
       assert.match(await run(wait), /demo-budget configured\n.*enforced: generation 2, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms/s);
       assert.match(await run(pass), /perRequestTokens=100.*"code":"per_request_tokens_exceeded"/, 'request 1 is blocked after the edit');
       assert.match(await run(status), /ip\/demo-budget\s+demo-agent\s+\S+\s+SYNCED/);
+      // The freshness probe works against kars up as printed: kars up runs a router for its sandbox.
+      const probed = await run(probe);
+      assert.match(probed, /edit→echo\s+\S+/);
+      assert.match(probed, /PASS: 20\/20 edits echoed by every router within the SLO/);
 
       // SIGINT to kars up alone: it stops every child, then exits 0.
       const kids = childrenOf(up.proc.pid ?? 0);
-      assert.equal(kids.length, 5, `apiserver, controller, two stubs and the router: ${kids.join(' ')}`);
+      assert.equal(kids.length, 6, `apiserver, controller, two stubs, the demo router and the probe's router: ${kids.join(' ')}`);
       up.proc.kill('SIGINT');
       assert.equal(await up.exited, 0, up.err());
       assert.deepEqual(kids.filter(alive), [], 'no orphans');

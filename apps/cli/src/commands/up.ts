@@ -18,6 +18,7 @@ import { Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
 import { allCrds, INFERENCE_POLICY, KARS_SANDBOX, TOOL_POLICY } from '@kars/policy-api';
 import type { KarsResource } from '@kars/policy-api';
+import { DEFAULT_PROBE_SANDBOX } from '@kars/freshness';
 import { connect } from '../lib/kube.js';
 import type { KubeContext } from '../lib/kube.js';
 import { readObjectFile, waitEnforced } from '../lib/objects.js';
@@ -154,6 +155,9 @@ Try it, in another terminal:
 
   # 7. which routers enforce which digest, and how fast edits reached them
   npx kars policy status
+
+  # 8. the freshness conformance probe: 20 edits, each timed to every router's echo
+  npx kars freshness probe --iterations 20
 
   # the router's own view (bearer token in ${o.adminTokenFile})
   curl -s -H "authorization: Bearer $(cat ${o.adminTokenFile})" http://${o.host}:${o.adminPort}/internal/policy-status
@@ -307,6 +311,10 @@ export function upCommand(): Command {
       if (!existsSync(adminTokenFile)) writeFileSync(adminTokenFile, randomBytes(24).toString('hex'), { mode: 0o600 });
       const router = start('router', ['router', '--sandbox', DEMO.sandbox, '--namespace', DEMO.namespace, '--kubeconfig', kubeconfig, '--listen', `${host}:${flags.routerPort}`, '--egress-listen', `${host}:${flags.egressPort}`, '--admin-listen', `${host}:${flags.adminPort}`, '--admin-token-file', adminTokenFile, '--upstream', openaiUrl, '--mcp-upstream', mcpUrl]);
       await step(out, `starting sandbox ${DEMO.sandbox}'s router on http://${host}:${flags.routerPort}`, () => withDeadline('the router', line(router, 'listening:')));
+      // A router for the freshness probe's dedicated sandbox (the probe creates and deletes the
+      // sandbox and its throwaway policy), so `kars freshness probe` works against kars up as is.
+      const probeRouter = start('router-probe', ['router', '--sandbox', DEFAULT_PROBE_SANDBOX, '--instance', `${DEFAULT_PROBE_SANDBOX}-0`, '--namespace', DEMO.namespace, '--kubeconfig', kubeconfig, '--listen', `${host}:0`, '--upstream', openaiUrl]);
+      await step(out, `starting the freshness probe's router (sandbox ${DEFAULT_PROBE_SANDBOX})`, () => withDeadline('the probe router', line(probeRouter, 'listening:')));
 
       await step(out, 'waiting until the router enforces the demo policies (router echo)', () =>
         withDeadline('router enforcement', (async () => {
