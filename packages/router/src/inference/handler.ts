@@ -576,41 +576,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
 
   /** Buffer the whole body, judge it, and send it (or the refusal). */
   async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void, guardOutput?: GuardrailBackend): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    const complete = await new Promise<boolean>((resolve) => {
-      up.on('data', (c: Buffer) => {
-        if (tooLarge) return;
-        size += c.length;
-        meter.bytes += c.length;
-        if (size > MAX_BUFFERED_RESPONSE_BYTES) {
-          tooLarge = true;
-          chunks.length = 0;
-          up.destroy();
-          resolve(true);
-          return;
-        }
-        chunks.push(c);
-      });
-      up.once('end', () => resolve(true));
-      up.once('error', () => resolve(false));
-      up.once('close', () => resolve(up.complete));
-      res.once('close', () => resolve(false));
-    });
+    const buffered = await bufferUpstream(up, res, meter);
     if (res.destroyed || res.headersSent) return;
-    if (!complete) {
+    if (buffered === 'incomplete' || buffered === 'too_large') {
+      // Cut short, or too large to judge (and already cut upstream): fail closed.
       decide('allow', 'proxy_error');
       sendRefusal(res, proxyError());
       return;
     }
-    if (tooLarge) {
-      // Too large to judge (and already cut upstream): fail closed.
-      decide('allow', 'proxy_error');
-      sendRefusal(res, proxyError());
-      return;
-    }
-    const body = Buffer.concat(chunks, size);
+    const body = buffered;
     const doc = tryParse(body);
     const ok = status >= 200 && status < 300;
     if (ok) {
@@ -706,31 +680,14 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
    */
   async function relayStreamGuarded(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, guard: GuardrailBackend, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const complete = await new Promise<boolean>((resolve) => {
-      up.on('data', (c: Buffer) => {
-        size += c.length;
-        meter.bytes += c.length;
-        if (size > MAX_BUFFERED_RESPONSE_BYTES) {
-          up.destroy();
-          resolve(false);
-          return;
-        }
-        chunks.push(c);
-      });
-      up.once('end', () => resolve(true));
-      up.once('error', () => resolve(false));
-      up.once('close', () => resolve(up.complete));
-      res.once('close', () => resolve(false));
-    });
+    const buffered = await bufferUpstream(up, res, meter);
     if (res.destroyed || res.headersSent) return;
-    if (!complete) {
+    if (buffered === 'incomplete' || buffered === 'too_large') {
       decide('allow', 'proxy_error');
       sendRefusal(res, proxyError());
       return;
     }
-    const all = Buffer.concat(chunks, size);
+    const all = buffered;
     const docs: unknown[] = [];
     for (const line of all.toString('utf8').split(/\r?\n/)) {
       if (!line.startsWith('data:')) continue;
@@ -791,4 +748,37 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     return true;
   };
   return Object.assign(handle, { close: (): void => agent.destroy() });
+}
+
+/**
+ * Read a whole upstream body to judge it, up to MAX_BUFFERED_RESPONSE_BYTES (counted into
+ * `meter.bytes`): the body, or 'too_large' (the upstream is cut at the limit), or 'incomplete'
+ * (the upstream failed or the client went away first).
+ */
+function bufferUpstream(up: IncomingMessage, res: ServerResponse, meter: Meter): Promise<Buffer | 'too_large' | 'incomplete'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (r: Buffer | 'too_large' | 'incomplete'): void => {
+      if (done) return;
+      done = true;
+      resolve(r);
+    };
+    up.on('data', (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      meter.bytes += c.length;
+      if (size > MAX_BUFFERED_RESPONSE_BYTES) {
+        up.destroy();
+        finish('too_large');
+        return;
+      }
+      chunks.push(c);
+    });
+    up.once('end', () => finish(Buffer.concat(chunks, size)));
+    up.once('error', () => finish('incomplete'));
+    up.once('close', () => finish(up.complete ? Buffer.concat(chunks, size) : 'incomplete'));
+    res.once('close', () => finish('incomplete'));
+  });
 }
