@@ -574,17 +574,25 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     await settled(up, res);
   }
 
-  /** Buffer the whole body, judge it, and send it (or the refusal). */
-  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void, guardOutput?: GuardrailBackend): Promise<void> {
+  /**
+   * The whole upstream body to judge, or undefined once the client is gone or the refusal is sent:
+   * an upstream cut short, or too large to judge (already cut upstream), fails closed.
+   */
+  async function bufferToJudge(up: IncomingMessage, res: ServerResponse, meter: Meter, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<Buffer | undefined> {
     const buffered = await bufferUpstream(up, res, meter);
-    if (res.destroyed || res.headersSent) return;
+    if (res.destroyed || res.headersSent) return undefined;
     if (buffered === 'incomplete' || buffered === 'too_large') {
-      // Cut short, or too large to judge (and already cut upstream): fail closed.
       decide('allow', 'proxy_error');
       sendRefusal(res, proxyError());
-      return;
+      return undefined;
     }
-    const body = buffered;
+    return buffered;
+  }
+
+  /** Buffer the whole body, judge it, and send it (or the refusal). */
+  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void, guardOutput?: GuardrailBackend): Promise<void> {
+    const body = await bufferToJudge(up, res, meter, decide);
+    if (body === undefined) return;
     const doc = tryParse(body);
     const ok = status >= 200 && status < 300;
     if (ok) {
@@ -680,14 +688,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
    */
   async function relayStreamGuarded(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, guard: GuardrailBackend, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
-    const buffered = await bufferUpstream(up, res, meter);
-    if (res.destroyed || res.headersSent) return;
-    if (buffered === 'incomplete' || buffered === 'too_large') {
-      decide('allow', 'proxy_error');
-      sendRefusal(res, proxyError());
-      return;
-    }
-    const all = buffered;
+    const all = await bufferToJudge(up, res, meter, decide);
+    if (all === undefined) return;
     const docs: unknown[] = [];
     for (const line of all.toString('utf8').split(/\r?\n/)) {
       if (!line.startsWith('data:')) continue;
