@@ -20,7 +20,26 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { envInt, fmt1, fmt2, fmtInt, failureLines, fsTypeOf, log, mb, mdRow, nowUs, percentile, procCpu, procStatus, removeTempDir, resultsFile, selfCpuSec, sleep, startKarsApiserver } from './lib.mjs';
+import {
+  envInt,
+  fmt1,
+  fmt2,
+  fmtInt,
+  failureLines,
+  fsTypeOf,
+  log,
+  mb,
+  mdRow,
+  nowUs,
+  percentile,
+  procCpu,
+  procStatus,
+  removeTempDir,
+  resultsFile,
+  selfCpuSec,
+  sleep,
+  startKarsApiserver,
+} from './lib.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Watch worker (runs in a worker thread so parsing 500k events does not stall the update sender)
@@ -110,32 +129,57 @@ function watchWorker() {
   };
 
   for (let k = 0; k < watchers; k++) {
-    const s = { k, status: 0, count: 0, lastRv: 0, outOfOrder: 0, bookmarks: 0, other: 0, canary: false, ended: false, errors: [], lat: new Float64Array(capacity), firstRecvUs: 0, lastRecvUs: 0, req: undefined };
+    const s = {
+      k,
+      status: 0,
+      count: 0,
+      lastRv: 0,
+      outOfOrder: 0,
+      bookmarks: 0,
+      other: 0,
+      canary: false,
+      ended: false,
+      errors: [],
+      lat: new Float64Array(capacity),
+      firstRecvUs: 0,
+      lastRecvUs: 0,
+      req: undefined,
+    };
     states.push(s);
-    const req = https.request({ host: u.hostname, port: u.port, path, method: 'GET', agent, headers: { accept: 'application/json', authorization: `Bearer ${token}` } }, (res) => {
-      s.status = res.statusCode ?? 0;
-      if (s.status !== 200) s.errors.push(`watch HTTP ${s.status}`);
-      res.setEncoding('utf8');
-      let buf = '';
-      res.on('data', (chunk) => {
-        const recvUs = nowUs();
-        lastEventUs = recvUs;
-        buf += chunk;
-        let i;
-        let start = 0;
-        while ((i = buf.indexOf('\n', start)) >= 0) {
-          if (i > start) onLine(s, buf.slice(start, i), recvUs);
-          start = i + 1;
-        }
-        buf = buf.slice(start);
-        checkProgress();
-      });
-      res.on('end', () => {
-        s.ended = true;
-        checkProgress();
-      });
-      res.on('error', (err) => s.errors.push(`response error: ${err.message}`));
-    });
+    const req = https.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: 'GET',
+        agent,
+        headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        s.status = res.statusCode ?? 0;
+        if (s.status !== 200) s.errors.push(`watch HTTP ${s.status}`);
+        res.setEncoding('utf8');
+        let buf = '';
+        res.on('data', (chunk) => {
+          const recvUs = nowUs();
+          lastEventUs = recvUs;
+          buf += chunk;
+          let i;
+          let start = 0;
+          while ((i = buf.indexOf('\n', start)) >= 0) {
+            if (i > start) onLine(s, buf.slice(start, i), recvUs);
+            start = i + 1;
+          }
+          buf = buf.slice(start);
+          checkProgress();
+        });
+        res.on('end', () => {
+          s.ended = true;
+          checkProgress();
+        });
+        res.on('error', (err) => s.errors.push(`response error: ${err.message}`));
+      },
+    );
     req.on('error', (err) => {
       if (!doneReported) s.errors.push(`request error: ${err.message}`);
     });
@@ -264,7 +308,8 @@ async function runPartitioned(count, concurrency, objects, op) {
     }
   };
   const workers = Math.min(concurrency, objects);
-  if (workers < concurrency) throw new Error(`need at least ${concurrency} objects for ${concurrency}-way partitioned updates, have ${objects}`);
+  if (workers < concurrency)
+    throw new Error(`need at least ${concurrency} objects for ${concurrency}-way partitioned updates, have ${objects}`);
   await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)));
   return { lat, wallMs: performance.now() - t0, errors };
 }
@@ -293,28 +338,66 @@ async function groupCommitPhase(cfg, dataRoot, failures) {
       const client = makeClient(srv.url, srv.ca, srv.token, conc);
       try {
         const { request } = client;
-        expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'gc' } }), [201], 'create namespace gc');
+        expectStatus(
+          await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'gc' } }),
+          [201],
+          'create namespace gc',
+        );
         const warm = await runPool(200, conc, async (i) => {
-          expectStatus(await request('POST', '/api/v1/namespaces/gc/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `warm-${i}` }, data: { i: String(i) } }), [201], `warm-up create ${i}`);
+          expectStatus(
+            await request('POST', '/api/v1/namespaces/gc/configmaps', {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: { name: `warm-${i}` },
+              data: { i: String(i) },
+            }),
+            [201],
+            `warm-up create ${i}`,
+          );
         });
-        if (warm.errors.length) failures.push(`group commit warm-up (${mode.key}): ${warm.errors.length} failed (first: ${warm.errors[0]})`);
+        if (warm.errors.length)
+          failures.push(`group commit warm-up (${mode.key}): ${warm.errors.length} failed (first: ${warm.errors[0]})`);
         const rvs = new Array(cfg.gcOps);
         let cpu0 = procCpuSec(srv.pid);
         const cr = await runPool(cfg.gcOps, conc, async (i) => {
-          const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { index: String(i), payload: 'x'.repeat(64) } };
-          rvs[i] = expectStatus(await request('POST', '/api/v1/namespaces/gc/configmaps', body), [201], `create cm-${i}`).metadata.resourceVersion;
+          const body = {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `cm-${i}` },
+            data: { index: String(i), payload: 'x'.repeat(64) },
+          };
+          rvs[i] = expectStatus(
+            await request('POST', '/api/v1/namespaces/gc/configmaps', body),
+            [201],
+            `create cm-${i}`,
+          ).metadata.resourceVersion;
         });
         const createCpu = procCpuSec(srv.pid) - cpu0;
         cpu0 = procCpuSec(srv.pid);
         const up = await runPartitioned(cfg.gcOps, conc, cfg.gcOps, async (i, j) => {
-          const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${j}`, namespace: 'gc', resourceVersion: rvs[j] }, data: { index: String(j), update: String(i), payload: 'y'.repeat(64) } };
-          rvs[j] = expectStatus(await request('PUT', `/api/v1/namespaces/gc/configmaps/cm-${j}`, body), [200], `update cm-${j}`).metadata.resourceVersion;
+          const body = {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `cm-${j}`, namespace: 'gc', resourceVersion: rvs[j] },
+            data: { index: String(j), update: String(i), payload: 'y'.repeat(64) },
+          };
+          rvs[j] = expectStatus(
+            await request('PUT', `/api/v1/namespaces/gc/configmaps/cm-${j}`, body),
+            [200],
+            `update cm-${j}`,
+          ).metadata.resourceVersion;
         });
         const updateCpu = procCpuSec(srv.pid) - cpu0;
-        for (const [what, r] of [['create', cr], ['update', up]]) if (r.errors.length) failures.push(`group commit ${what} (${mode.key}): ${r.errors.length} failed (first: ${r.errors[0]})`);
+        for (const [what, r] of [
+          ['create', cr],
+          ['update', up],
+        ])
+          if (r.errors.length) failures.push(`group commit ${what} (${mode.key}): ${r.errors.length} failed (first: ${r.errors[0]})`);
         const row = (r, cpuSec) => ({ opsPerSec: cfg.gcOps / (r.wallMs / 1000), ...stats(r.lat), cpuMsPerOp: (cpuSec * 1000) / cfg.gcOps });
         runs[mode.key].push({ create: row(cr, createCpu), update: row(up, updateCpu) });
-        log(`  ${mode.key}: create ${fmtInt(runs[mode.key].at(-1).create.opsPerSec)} ops/s, update ${fmtInt(runs[mode.key].at(-1).update.opsPerSec)} ops/s`);
+        log(
+          `  ${mode.key}: create ${fmtInt(runs[mode.key].at(-1).create.opsPerSec)} ops/s, update ${fmtInt(runs[mode.key].at(-1).update.opsPerSec)} ops/s`,
+        );
       } finally {
         client.close();
         await srv.stop();
@@ -335,13 +418,38 @@ async function groupCommitPhase(cfg, dataRoot, failures) {
   for (const op of ['create', 'update']) {
     for (const mode of modes) {
       const rs = runs[mode.key].map((r) => r[op]);
-      const m = { opsPerSec: med(rs.map((r) => r.opsPerSec)), p50: med(rs.map((r) => r.p50)), p99: med(rs.map((r) => r.p99)), cpuMsPerOp: med(rs.map((r) => r.cpuMsPerOp)) };
+      const m = {
+        opsPerSec: med(rs.map((r) => r.opsPerSec)),
+        p50: med(rs.map((r) => r.p50)),
+        p99: med(rs.map((r) => r.p99)),
+        cpuMsPerOp: med(rs.map((r) => r.cpuMsPerOp)),
+      };
       summary[`${op}/${mode.key}`] = m;
-      lines.push(mdRow([op, mode.label, `${fmtInt(m.opsPerSec)} ops/s`, `${fmt2(m.p50)} ms`, `${fmt2(m.p99)} ms`, `${fmt2(m.cpuMsPerOp)} ms`, rs.map((r) => fmtInt(r.opsPerSec)).join(', ')]));
+      lines.push(
+        mdRow([
+          op,
+          mode.label,
+          `${fmtInt(m.opsPerSec)} ops/s`,
+          `${fmt2(m.p50)} ms`,
+          `${fmt2(m.p99)} ms`,
+          `${fmt2(m.cpuMsPerOp)} ms`,
+          rs.map((r) => fmtInt(r.opsPerSec)).join(', '),
+        ]),
+      );
     }
     const a = summary[`${op}/single`];
     const b = summary[`${op}/group`];
-    lines.push(mdRow([op, '**group / one**', `**${fmt2(b.opsPerSec / a.opsPerSec)}×** (goal ≥ 5×)`, `${fmt2(b.p50 / a.p50)}×`, `${fmt2(b.p99 / a.p99)}× (goal ≤ 1×)`, `${fmt2(b.cpuMsPerOp / a.cpuMsPerOp)}×`, '']));
+    lines.push(
+      mdRow([
+        op,
+        '**group / one**',
+        `**${fmt2(b.opsPerSec / a.opsPerSec)}×** (goal ≥ 5×)`,
+        `${fmt2(b.p50 / a.p50)}×`,
+        `${fmt2(b.p99 / a.p99)}× (goal ≤ 1×)`,
+        `${fmt2(b.cpuMsPerOp / a.cpuMsPerOp)}×`,
+        '',
+      ]),
+    );
   }
   return { lines, runs, summary };
 }
@@ -408,25 +516,57 @@ async function main() {
     expectStatus(await request('GET', '/version'), [200], 'GET /version');
     await sleep(1000);
     const base = procStatus(srv.pid);
-    add('Server RSS at start (idle)', mb(base.rssKb), 'MB', `${fmt1(mb(base.rssKb))} MB`, `child process VmRSS after 1 s idle; startup ${bootMs.toFixed(0)} ms (incl. PKI generation)`);
+    add(
+      'Server RSS at start (idle)',
+      mb(base.rssKb),
+      'MB',
+      `${fmt1(mb(base.rssKb))} MB`,
+      `child process VmRSS after 1 s idle; startup ${bootMs.toFixed(0)} ms (incl. PKI generation)`,
+    );
 
     const cpuMark = () => ({ srv: procCpuSec(srv.pid), cli: clientCpuSec(), t: performance.now() });
     const cpuNote = (m0, ops) => {
       const s = procCpuSec(srv.pid) - m0.srv;
       const c = clientCpuSec() - m0.cli;
       const wall = (performance.now() - m0.t) / 1000;
-      return { srvCpuSec: s, cliCpuSec: c, wallSec: wall, note: `server CPU ${fmt1(s)} s (${fmt2((s * 1000) / ops)} ms/op, ${Math.round((100 * s) / wall)}% of a core); client CPU ${fmt1(c)} s` };
+      return {
+        srvCpuSec: s,
+        cliCpuSec: c,
+        wallSec: wall,
+        note: `server CPU ${fmt1(s)} s (${fmt2((s * 1000) / ops)} ms/op, ${Math.round((100 * s) / wall)}% of a core); client CPU ${fmt1(c)} s`,
+      };
     };
 
     const NS = 'bench';
-    expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }), [201, 409], 'create namespace');
+    expectStatus(
+      await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
+      [201, 409],
+      'create namespace',
+    );
 
     // ---- warm-up (unmeasured): JIT and connection setup, so phase 1 is not a cold start --------
     const WARM = Math.min(200, cfg.creates);
-    expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'warmup' } }), [201, 409], 'create namespace warmup');
+    expectStatus(
+      await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'warmup' } }),
+      [201, 409],
+      'create namespace warmup',
+    );
     const wu = await runPool(WARM, CONC, async (i) => {
-      const o = expectStatus(await request('POST', '/api/v1/namespaces/warmup/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `w-${i}` }, data: { i: String(i) } }), [201], `warm-up create w-${i}`);
-      expectStatus(await request('PUT', `/api/v1/namespaces/warmup/configmaps/w-${i}`, { ...o, data: { i: String(i), u: '1' } }), [200], `warm-up update w-${i}`);
+      const o = expectStatus(
+        await request('POST', '/api/v1/namespaces/warmup/configmaps', {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `w-${i}` },
+          data: { i: String(i) },
+        }),
+        [201],
+        `warm-up create w-${i}`,
+      );
+      expectStatus(
+        await request('PUT', `/api/v1/namespaces/warmup/configmaps/w-${i}`, { ...o, data: { i: String(i), u: '1' } }),
+        [200],
+        `warm-up update w-${i}`,
+      );
     });
     if (wu.errors.length) failures.push(`warm-up: ${wu.errors.length} failed (first: ${wu.errors[0]})`);
 
@@ -435,14 +575,25 @@ async function main() {
     const rvs = new Array(cfg.creates);
     let m0 = cpuMark();
     const cr = await runPool(cfg.creates, CONC, async (i) => {
-      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, labels: { bench: 'true' } }, data: { index: String(i), payload: 'x'.repeat(64) } };
+      const body = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `cm-${i}`, labels: { bench: 'true' } },
+        data: { index: String(i), payload: 'x'.repeat(64) },
+      };
       const o = expectStatus(await request('POST', `/api/v1/namespaces/${NS}/configmaps`, body), [201], `create cm-${i}`);
       rvs[i] = o.metadata.resourceVersion;
     });
     let cpu = cpuNote(m0, cfg.creates);
     let st = stats(cr.lat);
     raw.create = { ...st, wallMs: cr.wallMs, errors: cr.errors.length, ...cpu };
-    add('Create throughput', cfg.creates / (cr.wallMs / 1000), 'ops/s', `${fmtInt(cfg.creates / (cr.wallMs / 1000))} ops/s`, `${fmtInt(cfg.creates)} POSTs, concurrency ${CONC}, HTTP/1.1 keep-alive; ${cpu.note}`);
+    add(
+      'Create throughput',
+      cfg.creates / (cr.wallMs / 1000),
+      'ops/s',
+      `${fmtInt(cfg.creates / (cr.wallMs / 1000))} ops/s`,
+      `${fmtInt(cfg.creates)} POSTs, concurrency ${CONC}, HTTP/1.1 keep-alive; ${cpu.note}`,
+    );
     add('Create latency p50 / p99', [st.p50, st.p99], 'ms', `${fmt2(st.p50)} / ${fmt2(st.p99)} ms`, `max ${fmt1(st.max)} ms`);
     if (cr.errors.length) failures.push(`create: ${cr.errors.length} failed (first: ${cr.errors[0]})`);
 
@@ -451,22 +602,43 @@ async function main() {
     m0 = cpuMark();
     const up = await runPartitioned(cfg.updates, CONC, cfg.creates, async (i, j) => {
       if (rvs[j] === undefined) throw new Error(`cm-${j} was not created`);
-      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${j}`, namespace: NS, labels: { bench: 'true' }, resourceVersion: rvs[j] }, data: { index: String(j), update: String(i), payload: 'y'.repeat(64) } };
+      const body = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `cm-${j}`, namespace: NS, labels: { bench: 'true' }, resourceVersion: rvs[j] },
+        data: { index: String(j), update: String(i), payload: 'y'.repeat(64) },
+      };
       const o = expectStatus(await request('PUT', `/api/v1/namespaces/${NS}/configmaps/cm-${j}`, body), [200], `update cm-${j}`);
       rvs[j] = o.metadata.resourceVersion;
     });
     cpu = cpuNote(m0, cfg.updates);
     st = stats(up.lat);
     raw.update = { ...st, wallMs: up.wallMs, errors: up.errors.length, ...cpu };
-    add('Update throughput', cfg.updates / (up.wallMs / 1000), 'ops/s', `${fmtInt(cfg.updates / (up.wallMs / 1000))} ops/s`, `${fmtInt(cfg.updates)} PUTs with resourceVersion, concurrency ${CONC}; ${cpu.note}`);
+    add(
+      'Update throughput',
+      cfg.updates / (up.wallMs / 1000),
+      'ops/s',
+      `${fmtInt(cfg.updates / (up.wallMs / 1000))} ops/s`,
+      `${fmtInt(cfg.updates)} PUTs with resourceVersion, concurrency ${CONC}; ${cpu.note}`,
+    );
     add('Update latency p50 / p99', [st.p50, st.p99], 'ms', `${fmt2(st.p50)} / ${fmt2(st.p99)} ms`, `max ${fmt1(st.max)} ms`);
     if (up.errors.length) failures.push(`update: ${up.errors.length} failed (first: ${up.errors[0]})`);
 
     // ---- 3. watch fan-out -------------------------------------------------------------------
     log(`3/4 fan-out: ${cfg.watchers} watches, ${cfg.fanoutUpdates} updates, concurrency ${CONC}`);
     const canaryName = 'fanout-canary';
-    const canary = expectStatus(await request('POST', `/api/v1/namespaces/${NS}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: canaryName }, data: { canary: 'true' } }), [201], 'create canary');
-    const startRv = expectStatus(await request('GET', `/api/v1/namespaces/${NS}/configmaps?limit=1`), [200], 'list for rv').metadata.resourceVersion;
+    const canary = expectStatus(
+      await request('POST', `/api/v1/namespaces/${NS}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: canaryName },
+        data: { canary: 'true' },
+      }),
+      [201],
+      'create canary',
+    );
+    const startRv = expectStatus(await request('GET', `/api/v1/namespaces/${NS}/configmaps?limit=1`), [200], 'list for rv').metadata
+      .resourceVersion;
     worker = new Worker(fileURLToPath(import.meta.url), {
       workerData: {
         url: srv.url,
@@ -500,7 +672,11 @@ async function main() {
     };
     // One update of the canary (after startRv) proves every watch is subscribed and streaming.
     const tWatchOpen = performance.now();
-    expectStatus(await request('PUT', `/api/v1/namespaces/${NS}/configmaps/${canaryName}`, { ...canary, data: { canary: 'ping' } }), [200], 'update canary');
+    expectStatus(
+      await request('PUT', `/api/v1/namespaces/${NS}/configmaps/${canaryName}`, { ...canary, data: { canary: 'ping' } }),
+      [200],
+      'update canary',
+    );
     await waitWorker('canary', 30_000);
     const watchOpenMs = performance.now() - tWatchOpen;
     const rssWatches = procStatus(srv.pid);
@@ -511,7 +687,12 @@ async function main() {
     const fo = await runPartitioned(cfg.fanoutUpdates, CONC, cfg.creates, async (i, j) => {
       const sentUs = nowUs();
       if (sentUs < firstSendUs) firstSendUs = sentUs;
-      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${j}`, namespace: NS, labels: { bench: 'true' }, resourceVersion: rvs[j] }, data: { index: String(j), seq: String(i), sentUs: String(sentUs) } };
+      const body = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `cm-${j}`, namespace: NS, labels: { bench: 'true' }, resourceVersion: rvs[j] },
+        data: { index: String(j), seq: String(i), sentUs: String(sentUs) },
+      };
       const o = expectStatus(await request('PUT', `/api/v1/namespaces/${NS}/configmaps/cm-${j}`, body), [200], `fan-out update cm-${j}`);
       rvs[j] = o.metadata.resourceVersion;
     });
@@ -547,16 +728,64 @@ async function main() {
       watchOpenMs,
       rssWithWatchesKb: rssWatches.rssKb,
       rssAfterFanoutKb: rssFanout.rssKb,
-      perWatcher: sum.map((s) => ({ count: s.count, outOfOrder: s.outOfOrder, other: s.other, bookmarks: s.bookmarks, status: s.status, errors: s.errors, ended: s.ended })),
+      perWatcher: sum.map((s) => ({
+        count: s.count,
+        outOfOrder: s.outOfOrder,
+        other: s.other,
+        bookmarks: s.bookmarks,
+        status: s.status,
+        errors: s.errors,
+        ended: s.ended,
+      })),
       ...cpu,
     };
     const ust = raw.fanout.updateLatency;
-    add('Fan-out: updates sent', cfg.fanoutUpdates / (fo.wallMs / 1000), 'ops/s', `${fmtInt(cfg.fanoutUpdates / (fo.wallMs / 1000))} ops/s`, `${fmtInt(cfg.fanoutUpdates)} PUTs (concurrency ${CONC}) while ${cfg.watchers} watches are open; PUT p50/p99 ${fmt2(ust.p50)} / ${fmt2(ust.p99)} ms`);
-    add('Fan-out: events delivered', delivered, 'events', `${fmtInt(delivered)} / ${fmtInt(expectedTotal)}`, delivered === expectedTotal ? 'all events delivered' : `**LOST ${fmtInt(expectedTotal - delivered)} EVENTS** (worker finished: ${done.why})`);
-    add('Fan-out: delivered events/s', delivered / spanSec, 'events/s', `${fmtInt(delivered / spanSec)} events/s`, `first send to last receive: ${fmt2(spanSec)} s; ${cpu.note}`);
-    add('Fan-out: delivery latency p50 / p99', [fst.p50, fst.p99], 'ms', `${fmt2(fst.p50)} / ${fmt2(fst.p99)} ms`, `receive time − client send time, per event per watcher; max ${fmt1(fst.max)} ms`);
-    add('Fan-out: watchers complete & in order', complete, 'watchers', `${complete} / ${cfg.watchers}`, complete === cfg.watchers ? `every watcher got all ${fmtInt(sendsOk)} events, strictly increasing resourceVersion` : `**${cfg.watchers - complete} watchers incomplete or out of order** (out-of-order events: ${outOfOrder})`);
-    add('Server RSS with watches open', mb(rssFanout.rssKb), 'MB', `${fmt1(mb(rssFanout.rssKb))} MB`, `after fan-out (${fmt1(mb(rssWatches.rssKb))} MB when the ${cfg.watchers} watches opened)`);
+    add(
+      'Fan-out: updates sent',
+      cfg.fanoutUpdates / (fo.wallMs / 1000),
+      'ops/s',
+      `${fmtInt(cfg.fanoutUpdates / (fo.wallMs / 1000))} ops/s`,
+      `${fmtInt(cfg.fanoutUpdates)} PUTs (concurrency ${CONC}) while ${cfg.watchers} watches are open; PUT p50/p99 ${fmt2(ust.p50)} / ${fmt2(ust.p99)} ms`,
+    );
+    add(
+      'Fan-out: events delivered',
+      delivered,
+      'events',
+      `${fmtInt(delivered)} / ${fmtInt(expectedTotal)}`,
+      delivered === expectedTotal
+        ? 'all events delivered'
+        : `**LOST ${fmtInt(expectedTotal - delivered)} EVENTS** (worker finished: ${done.why})`,
+    );
+    add(
+      'Fan-out: delivered events/s',
+      delivered / spanSec,
+      'events/s',
+      `${fmtInt(delivered / spanSec)} events/s`,
+      `first send to last receive: ${fmt2(spanSec)} s; ${cpu.note}`,
+    );
+    add(
+      'Fan-out: delivery latency p50 / p99',
+      [fst.p50, fst.p99],
+      'ms',
+      `${fmt2(fst.p50)} / ${fmt2(fst.p99)} ms`,
+      `receive time − client send time, per event per watcher; max ${fmt1(fst.max)} ms`,
+    );
+    add(
+      'Fan-out: watchers complete & in order',
+      complete,
+      'watchers',
+      `${complete} / ${cfg.watchers}`,
+      complete === cfg.watchers
+        ? `every watcher got all ${fmtInt(sendsOk)} events, strictly increasing resourceVersion`
+        : `**${cfg.watchers - complete} watchers incomplete or out of order** (out-of-order events: ${outOfOrder})`,
+    );
+    add(
+      'Server RSS with watches open',
+      mb(rssFanout.rssKb),
+      'MB',
+      `${fmt1(mb(rssFanout.rssKb))} MB`,
+      `after fan-out (${fmt1(mb(rssWatches.rssKb))} MB when the ${cfg.watchers} watches opened)`,
+    );
     if (fo.errors.length) failures.push(`fan-out updates: ${fo.errors.length} failed (first: ${fo.errors[0]})`);
     if (delivered !== expectedTotal) failures.push(`fan-out: lost events: delivered ${delivered} of ${expectedTotal}`);
     if (complete !== cfg.watchers) {
@@ -567,7 +796,11 @@ async function main() {
     // ---- 4. RSS with many stored objects ----------------------------------------------------
     log(`4/4 rss: creating ${cfg.rssObjects} ConfigMaps over ${NS_COUNT} namespaces, concurrency ${RSS_CONC}`);
     for (let n = 0; n < NS_COUNT; n++) {
-      expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `rss-${n}` } }), [201, 409], `create namespace rss-${n}`);
+      expectStatus(
+        await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `rss-${n}` } }),
+        [201, 409],
+        `create namespace rss-${n}`,
+      );
     }
     const perNs = Math.ceil(cfg.rssObjects / NS_COUNT);
     let nextPct = 10;
@@ -579,13 +812,20 @@ async function main() {
       async (i) => {
         const ns = `rss-${i % NS_COUNT}`;
         const name = `obj-${Math.floor(i / NS_COUNT)}`;
-        const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { app: 'bench', shard: String(i % NS_COUNT) } }, data: { key: `value-${i}` } };
+        const body = {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name, labels: { app: 'bench', shard: String(i % NS_COUNT) } },
+          data: { key: `value-${i}` },
+        };
         expectStatus(await request('POST', `/api/v1/namespaces/${ns}/configmaps`, body), [201], `create ${ns}/${name}`);
       },
       (doneCount) => {
         if ((doneCount * 100) / cfg.rssObjects >= nextPct) {
           const secs = (performance.now() - tRss) / 1000;
-          log(`  ${nextPct}% (${fmtInt(doneCount)}) in ${secs.toFixed(1)} s, ${fmtInt(doneCount / secs)} ops/s, server RSS ${fmt1(mb(procStatus(srv.pid).rssKb))} MB`);
+          log(
+            `  ${nextPct}% (${fmtInt(doneCount)}) in ${secs.toFixed(1)} s, ${fmtInt(doneCount / secs)} ops/s, server RSS ${fmt1(mb(procStatus(srv.pid).rssKb))} MB`,
+          );
           nextPct += 10;
         }
       },
@@ -593,14 +833,26 @@ async function main() {
     cpu = cpuNote(m0, cfg.rssObjects);
     st = stats(rc.lat);
     raw.rssCreate = { ...st, wallMs: rc.wallMs, errors: rc.errors.length, perNs, ...cpu };
-    add(`Bulk create ${fmtInt(cfg.rssObjects)} objects`, cfg.rssObjects / (rc.wallMs / 1000), 'ops/s', `${fmtInt(cfg.rssObjects / (rc.wallMs / 1000))} ops/s`, `${fmt1(rc.wallMs / 1000)} s total, ${NS_COUNT} namespaces, concurrency ${RSS_CONC}; p50/p99 ${fmt2(st.p50)} / ${fmt2(st.p99)} ms; ${cpu.note}`);
+    add(
+      `Bulk create ${fmtInt(cfg.rssObjects)} objects`,
+      cfg.rssObjects / (rc.wallMs / 1000),
+      'ops/s',
+      `${fmtInt(cfg.rssObjects / (rc.wallMs / 1000))} ops/s`,
+      `${fmt1(rc.wallMs / 1000)} s total, ${NS_COUNT} namespaces, concurrency ${RSS_CONC}; p50/p99 ${fmt2(st.p50)} / ${fmt2(st.p99)} ms; ${cpu.note}`,
+    );
     if (rc.errors.length) failures.push(`bulk create: ${rc.errors.length} failed (first: ${rc.errors[0]})`);
 
     await sleep(1000);
     const full = procStatus(srv.pid);
     const totalStored = WARM + cfg.creates + 1 + cfg.rssObjects;
     raw.rss = { baselineKb: base.rssKb, fullKb: full.rssKb, peakKb: full.hwmKb, storedConfigMaps: totalStored };
-    add(`Server RSS with ${fmtInt(cfg.rssObjects)} objects stored`, mb(full.rssKb), 'MB', `${fmt1(mb(full.rssKb))} MB`, `after 1 s idle; ${fmt2(full.rssKb / base.rssKb)}× baseline; peak (VmHWM) ${fmt1(mb(full.hwmKb))} MB; ${fmtInt(totalStored)} ConfigMaps in total`);
+    add(
+      `Server RSS with ${fmtInt(cfg.rssObjects)} objects stored`,
+      mb(full.rssKb),
+      'MB',
+      `${fmt1(mb(full.rssKb))} MB`,
+      `after 1 s idle; ${fmt2(full.rssKb / base.rssKb)}× baseline; peak (VmHWM) ${fmt1(mb(full.hwmKb))} MB; ${fmtInt(totalStored)} ConfigMaps in total`,
+    );
 
     log(`  paginated list of all configmaps (limit=${cfg.listLimit})`);
     const pageMs = [];
@@ -625,8 +877,23 @@ async function main() {
     const avg = (a) => a.reduce((x, y) => x + y, 0) / a.length;
     const firstPages = avg(pageMs.slice(0, third));
     const lastPages = avg(pageMs.slice(-third));
-    raw.list = { items, pages: pageMs.length, totalMs: listMs, pageMs, firstTenthAvgMs: firstPages, lastTenthAvgMs: lastPages, rssAfterKb: afterList.rssKb, ...cpu };
-    add(`Full paginated list (limit=${cfg.listLimit})`, listMs, 'ms', `${fmtInt(listMs)} ms`, `${fmtInt(items)} items in ${pageMs.length} pages (all namespaces); avg page: first tenth ${fmt1(firstPages)} ms, last tenth ${fmt1(lastPages)} ms; RSS after ${fmt1(mb(afterList.rssKb))} MB`);
+    raw.list = {
+      items,
+      pages: pageMs.length,
+      totalMs: listMs,
+      pageMs,
+      firstTenthAvgMs: firstPages,
+      lastTenthAvgMs: lastPages,
+      rssAfterKb: afterList.rssKb,
+      ...cpu,
+    };
+    add(
+      `Full paginated list (limit=${cfg.listLimit})`,
+      listMs,
+      'ms',
+      `${fmtInt(listMs)} ms`,
+      `${fmtInt(items)} items in ${pageMs.length} pages (all namespaces); avg page: first tenth ${fmt1(firstPages)} ms, last tenth ${fmt1(lastPages)} ms; RSS after ${fmt1(mb(afterList.rssKb))} MB`,
+    );
     if (items !== totalStored) failures.push(`paginated list returned ${items} items, expected ${totalStored}`);
   } catch (err) {
     if (!(err instanceof SkipRest)) failures.push(`fatal: ${err instanceof Error ? err.stack : String(err)}`);
@@ -651,14 +918,23 @@ async function main() {
   ];
   if (gc) lines.push('', ...gc.lines);
   lines.push(...failureLines(failures));
-  lines.push('', 'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.');
+  lines.push(
+    '',
+    'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.',
+  );
   process.stdout.write(lines.join('\n') + '\n');
 
   const outFile = resultsFile('apiserver');
   const json = {
     timestamp: new Date().toISOString(),
     config: cfg,
-    machine: { node: process.version, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMb: Math.round(os.totalmem() / 2 ** 20), dataDirFs: fsType },
+    machine: {
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
+      dataDirFs: fsType,
+    },
     runtimeSec,
     ok: failures.length === 0,
     failures,

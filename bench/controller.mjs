@@ -21,12 +21,33 @@ import net from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, envInt as envIntBase, fmt1, fmt2, fmtInt, failureLines, fsTypeOf, log, mb, mdRow, percentile, procCpu, procStatus as procStatusBase, removeTempDir, resultsFile, selfCpuSec, sleep, startKarsApiserver } from './lib.mjs';
+import {
+  ROOT,
+  envInt as envIntBase,
+  fmt1,
+  fmt2,
+  fmtInt,
+  failureLines,
+  fsTypeOf,
+  log,
+  mb,
+  mdRow,
+  percentile,
+  procCpu,
+  procStatus as procStatusBase,
+  removeTempDir,
+  resultsFile,
+  selfCpuSec,
+  sleep,
+  startKarsApiserver,
+} from './lib.mjs';
 const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
 
 const { Reflector, watchConfigFromEnv } = await import(dist('kube-runtime'));
 const { KubeClient, Resources } = await import(dist('kube-client'));
-const { canonicalDigest, inferencePolicyConfigMapName, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_LABEL } = await import(dist('policy-compiler'));
+const { canonicalDigest, inferencePolicyConfigMapName, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_LABEL } = await import(
+  dist('policy-compiler')
+);
 const { echoLease, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } = await import(dist('policy-api', 'echo.js'));
 const { allCrds } = await import(dist('policy-api', 'crds.js'));
 const { INFERENCE_POLICY, KARS_SANDBOX } = await import(dist('policy-api', 'types.js'));
@@ -47,7 +68,13 @@ const envInt = (name, def) => envIntBase(name, def, { min: 0 });
 
 function stats(values) {
   const s = Float64Array.from(values.filter((v) => Number.isFinite(v))).sort();
-  return { n: s.length, p50: percentile(s, 0.5), p99: percentile(s, 0.99), max: s.length ? s[s.length - 1] : NaN, min: s.length ? s[0] : NaN };
+  return {
+    n: s.length,
+    p50: percentile(s, 0.5),
+    p99: percentile(s, 0.99),
+    max: s.length ? s[s.length - 1] : NaN,
+    min: s.length ? s[0] : NaN,
+  };
 }
 
 /** VmRSS / VmHWM in kB; NaN once the process is gone. */
@@ -149,7 +176,11 @@ async function startController(kubeconfig, label) {
   const bin = process.env.BENCH_CONTROLLER_BIN ? resolve(process.env.BENCH_CONTROLLER_BIN) : join(ROOT, 'apps/cli/bin/kars.js');
   const args = [...extra, bin, 'controller', '--kubeconfig', kubeconfig, '--metrics-addr', `127.0.0.1:${port}`];
   const tSpawn = performance.now();
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LEADER_ELECTION_ENABLED: 'false' } });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LEADER_ELECTION_ENABLED: 'false' },
+  });
   const err = stderrCollector(child);
   const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
   let stopping = false;
@@ -178,7 +209,8 @@ async function startController(kubeconfig, label) {
       let metricsUpMs;
       for (;;) {
         if (ctl.died) throw new Error(`${ctl.died}\n${err.tail.slice(-15).join('\n')}`);
-        if (performance.now() > deadline) throw new Error(`controller ${label} not ready within ${timeoutMs} ms\n${err.tail.slice(-15).join('\n')}`);
+        if (performance.now() > deadline)
+          throw new Error(`controller ${label} not ready within ${timeoutMs} ms\n${err.tail.slice(-15).join('\n')}`);
         try {
           const r = await httpGet(`${ctl.url}/readyz`, 2000);
           metricsUpMs ??= performance.now() - tSpawn;
@@ -277,7 +309,12 @@ function histogram(samples, name, filter = () => true) {
   }
   return [...byKind.values()].map((h) => {
     h.buckets.sort((a, b) => a[0] - b[0]);
-    return { ...h, mean: h.count ? h.sum / h.count : NaN, p50: histQuantile(h.buckets, h.count, 0.5), p99: histQuantile(h.buckets, h.count, 0.99) };
+    return {
+      ...h,
+      mean: h.count ? h.sum / h.count : NaN,
+      p50: histQuantile(h.buckets, h.count, 0.5),
+      p99: histQuantile(h.buckets, h.count, 0.99),
+    };
   });
 }
 
@@ -302,7 +339,11 @@ function queueSampler(ctl, intervalMs = 500) {
         const depth = {};
         for (const s of counterValues(prom, 'kars_controller_queue_depth')) depth[s.labels.controller] = s.value;
         const one = (name) => counterValues(prom, name)[0]?.value;
-        const heap = { usedMb: one('nodejs_heap_size_used_bytes') / 2 ** 20, totalMb: one('nodejs_heap_size_total_bytes') / 2 ** 20, externalMb: one('nodejs_external_memory_bytes') / 2 ** 20 };
+        const heap = {
+          usedMb: one('nodejs_heap_size_used_bytes') / 2 ** 20,
+          totalMb: one('nodejs_heap_size_total_bytes') / 2 ** 20,
+          externalMb: one('nodejs_external_memory_bytes') / 2 ** 20,
+        };
         samples.push([Math.round(t - ctl.tSpawn), depth, heap]);
         max = Math.max(max, depth.inferencepolicy ?? 0);
       } catch {
@@ -391,7 +432,14 @@ class RouterSim {
         const digest = this.digestFor(s);
         s.target = digest;
         const now = Date.now();
-        const lease = echoLease(s.ns, { sandbox: s.name, instance: s.instance, digests: { InferencePolicy: digest }, errors: {}, renewedAtMs: now, leaseDurationSeconds: ROUTER_LEASE_SECONDS });
+        const lease = echoLease(s.ns, {
+          sandbox: s.name,
+          instance: s.instance,
+          digests: { InferencePolicy: digest },
+          errors: {},
+          renewedAtMs: now,
+          leaseDurationSeconds: ROUTER_LEASE_SECONDS,
+        });
         try {
           await this.client.apply(Resources.leases, lease, `kars-router/${s.instance}`, { force: true });
           s.published = digest;
@@ -429,14 +477,22 @@ function inferencePolicy(ns, name, sandbox, daily) {
       appliesTo: { sandboxName: sandbox },
       tokenBudget: { perRequestTokens: 32_000, dailyTokens: daily, monthlyTokens: MONTHLY },
       contentSafety: { hate: 'Low', selfHarm: 'Low', sexual: 'Low', violence: 'Medium', requirePromptShields: true },
-      modelPreference: { primary: { provider: 'azure-openai', deployment: 'gpt-4o' }, fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }] },
+      modelPreference: {
+        primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
+        fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }],
+      },
       displayName: `bench policy ${name}`,
     },
   };
 }
 
 function sandbox(ns, name, policy) {
-  return { apiVersion: API_VERSION, kind: 'KarsSandbox', metadata: { name, namespace: ns }, spec: { inferenceRef: { name: policy }, networkPolicy: { allowedEndpoints: [{ host: 'api.example.com' }] } } };
+  return {
+    apiVersion: API_VERSION,
+    kind: 'KarsSandbox',
+    metadata: { name, namespace: ns },
+    spec: { inferenceRef: { name: policy }, networkPolicy: { allowedEndpoints: [{ host: 'api.example.com' }] } },
+  };
 }
 
 function dailyOf(cm) {
@@ -451,7 +507,13 @@ function dailyOf(cm) {
 
 const isReadyFor = (o) => {
   const st = o?.status;
-  return !!st && st.phase === 'Ready' && st.observedGeneration === o.metadata.generation && typeof st.loadedDigest === 'string' && st.loadedDigest === st.compiledDigest;
+  return (
+    !!st &&
+    st.phase === 'Ready' &&
+    st.observedGeneration === o.metadata.generation &&
+    typeof st.loadedDigest === 'string' &&
+    st.loadedDigest === st.compiledDigest
+  );
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -491,7 +553,8 @@ async function main() {
   const failures = [];
   const notes = [];
   const add = (metric, value, unit, display, goal, notesText = '') => rows.push({ metric, value, unit, display, goal, notes: notesText });
-  const goalCell = (v, limit, unit) => (Number.isFinite(v) ? `≤ ${limit} ${unit}: ${v <= limit ? 'met' : '**missed**'}` : `≤ ${limit} ${unit}: n/a`);
+  const goalCell = (v, limit, unit) =>
+    Number.isFinite(v) ? `≤ ${limit} ${unit}: ${v <= limit ? 'met' : '**missed**'}` : `≤ ${limit} ${unit}: n/a`;
   const histTables = [];
 
   let srv;
@@ -509,13 +572,18 @@ async function main() {
     srv = await startServer(dataDir, cfg.historyWindow);
     log(`apiserver pid ${srv.pid} at ${srv.url} (started in ${(performance.now() - tBoot).toFixed(0)} ms)`);
     const watchCfg = watchConfigFromEnv(process.env);
-    const mkClient = () => KubeClient.fromKubeconfig({ kubeconfig: srv.kubeconfig, pingIntervalMs: watchCfg.pingIntervalMs, pingTimeoutMs: watchCfg.pingTimeoutMs });
+    const mkClient = () =>
+      KubeClient.fromKubeconfig({
+        kubeconfig: srv.kubeconfig,
+        pingIntervalMs: watchCfg.pingIntervalMs,
+        pingTimeoutMs: watchCfg.pingTimeoutMs,
+      });
     api = mkClient();
     obsClient = mkClient();
     routerClient = mkClient();
 
     for (const crd of allCrds()) await api.create(Resources.customresourcedefinitions, crd);
-    for (let t0 = performance.now(); ; ) {
+    for (let t0 = performance.now(); ;) {
       try {
         await api.list(INFERENCE_POLICY, { limit: 1 });
         await api.list(KARS_SANDBOX, { limit: 1 });
@@ -529,8 +597,21 @@ async function main() {
 
     const reflectorWarnings = [];
     const rlog = { info: () => undefined, warn: (o, msg) => reflectorWarnings.push(`${msg} ${JSON.stringify(o).slice(0, 300)}`) };
-    const cms = new Reflector({ name: 'bench-configmaps', client: routerClient, resource: Resources.configmaps, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, config: watchCfg, log: rlog });
-    const ips = new Reflector({ name: 'bench-inferencepolicies', client: obsClient, resource: INFERENCE_POLICY, config: watchCfg, log: rlog });
+    const cms = new Reflector({
+      name: 'bench-configmaps',
+      client: routerClient,
+      resource: Resources.configmaps,
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+      config: watchCfg,
+      log: rlog,
+    });
+    const ips = new Reflector({
+      name: 'bench-inferencepolicies',
+      client: obsClient,
+      resource: INFERENCE_POLICY,
+      config: watchCfg,
+      log: rlog,
+    });
     // Measurement subscribers are registered first, so their timestamps precede the router's work.
     const cmSubs = [];
     const ipSubs = [];
@@ -599,10 +680,17 @@ async function main() {
         const value = ++editValue;
         const w = { value, t0: 0, cmAt: undefined, readyAt: undefined, status: undefined };
         const onCm = (c) => {
-          if (w.cmAt === undefined && c.type === 'apply' && `${c.object.metadata.namespace}/${c.object.metadata.name}` === editCmKey && dailyOf(c.object) === value) w.cmAt = performance.now();
+          if (
+            w.cmAt === undefined &&
+            c.type === 'apply' &&
+            `${c.object.metadata.namespace}/${c.object.metadata.name}` === editCmKey &&
+            dailyOf(c.object) === value
+          )
+            w.cmAt = performance.now();
         };
         const onIp = (c) => {
-          if (w.readyAt !== undefined || c.type !== 'apply' || `${c.object.metadata.namespace}/${c.object.metadata.name}` !== editKey) return;
+          if (w.readyAt !== undefined || c.type !== 'apply' || `${c.object.metadata.namespace}/${c.object.metadata.name}` !== editKey)
+            return;
           if (c.object.spec?.tokenBudget?.dailyTokens === value && isReadyFor(c.object)) {
             w.readyAt = performance.now();
             w.status = c.object.status;
@@ -614,7 +702,11 @@ async function main() {
           w.t0 = performance.now();
           await api.patch(INFERENCE_POLICY, EDIT_NS, EDIT_POLICY, { spec: { tokenBudget: { dailyTokens: value } } }, 'merge');
           res.patchMs.push(performance.now() - w.t0);
-          await waitFor(() => w.cmAt !== undefined && w.readyAt !== undefined, cfg.editTimeoutMs, `${label} edit ${i} (dailyTokens=${value})`);
+          await waitFor(
+            () => w.cmAt !== undefined && w.readyAt !== undefined,
+            cfg.editTimeoutMs,
+            `${label} edit ${i} (dailyTokens=${value})`,
+          );
           res.toCm.push(w.cmAt - w.t0);
           res.toReady.push(w.readyAt - w.t0);
           if (typeof w.status?.propagation?.lastCompileMs === 'number') res.lastCompileMs.push(w.status.propagation.lastCompileMs);
@@ -636,11 +728,24 @@ async function main() {
     const ctl1 = await startController(srv.kubeconfig, 'edit');
     ctls.push(ctl1);
     const up1 = await ctl1.waitUp();
-    await waitFor(() => isReadyFor(ips.store.get(editKey)) && dailyOf(cms.store.get(editCmKey)) === editValue, 30_000, 'initial Ready of edit/edited');
-    log(`  controller pid ${ctl1.pid}: /metrics after ${up1.metricsUpMs.toFixed(0)} ms, /readyz 200 after ${up1.readyMs.toFixed(0)} ms; ${editKey} Ready`);
+    await waitFor(
+      () => isReadyFor(ips.store.get(editKey)) && dailyOf(cms.store.get(editCmKey)) === editValue,
+      30_000,
+      'initial Ready of edit/edited',
+    );
+    log(
+      `  controller pid ${ctl1.pid}: /metrics after ${up1.metricsUpMs.toFixed(0)} ms, /readyz 200 after ${up1.readyMs.toFixed(0)} ms; ${editKey} Ready`,
+    );
     await sleep(1000);
     const rss1 = procStatus(ctl1.pid);
-    add('Controller RSS at start (idle)', mb(rss1.rssKb), 'MB', `${fmt1(mb(rss1.rssKb))} MB`, '', `child VmRSS 1 s after ${editKey} became Ready; /readyz 200 ${fmtInt(up1.readyMs)} ms after spawn`);
+    add(
+      'Controller RSS at start (idle)',
+      mb(rss1.rssKb),
+      'MB',
+      `${fmt1(mb(rss1.rssKb))} MB`,
+      '',
+      `child VmRSS 1 s after ${editKey} became Ready; /readyz 200 ${fmtInt(up1.readyMs)} ms after spawn`,
+    );
 
     log(`  warm-up: ${cfg.warmupEdits} edits (not measured)`);
     const wu = await runEdits(cfg.warmupEdits, 'warm-up', ctl1);
@@ -660,24 +765,65 @@ async function main() {
     const lmSt = stats(ed.lastMs);
     const paSt = stats(ed.patchMs);
     const cpuNote1 = `${fmt1(editWrites / Math.max(1, cfg.edits))} API writes per edit (incl. lease renewals); CPU per edit: controller ${fmt1((ctlCpu1 * 1000) / cfg.edits)} ms, apiserver ${fmt1((srvCpu1 * 1000) / cfg.edits)} ms, bench ${fmt1((selfCpu1 * 1000) / cfg.edits)} ms`;
-    raw.edits = { ...ed, apiWrites: editWrites, toCmStats: cmSt, toReadyStats: rdSt, lastCompileMsStats: lcSt, lastMsStats: lmSt, patchStats: paSt, controllerCpuSec: ctlCpu1, apiserverCpuSec: srvCpu1, benchCpuSec: selfCpu1, wallSec: wall1 };
-    add('edit → new ConfigMap p50 / p99', [cmSt.p50, cmSt.p99], 'ms', `${fmt1(cmSt.p50)} / ${fmt1(cmSt.p99)} ms`, goalCell(cmSt.p99, cfg.goals.editToConfigMapP99Ms, 'ms (p99)'), `${cmSt.n} sequential edits (merge PATCH of spec.tokenBudget.dailyTokens, ${cfg.editGapMs} ms apart), until the bench's ConfigMap watch holds the value; max ${fmt1(cmSt.max)} ms; PATCH itself p50 ${fmt1(paSt.p50)} ms; controller's status.propagation.lastCompileMs median ${fmt1(lcSt.p50)} ms (p99 ${fmt1(lcSt.p99)})`);
-    add('edit → Ready by router echo p50 / p99', [rdSt.p50, rdSt.p99], 'ms', `${fmt1(rdSt.p50)} / ${fmt1(rdSt.p99)} ms`, goalCell(rdSt.p99, cfg.goals.editToReadyP99Ms, 'ms (p99)'), `until phase Ready, observedGeneration = generation, loadedDigest = compiledDigest, with ${cfg.editSandboxes} sandbox router(s) echoing; max ${fmt1(rdSt.max)} ms; controller's status.propagation.lastMs median ${fmt1(lmSt.p50)} ms; ${cpuNote1}`);
-    if (ed.timeouts) failures.push(`edits: ${ed.timeouts} of ${cfg.edits} not Ready within ${cfg.editTimeoutMs} ms (first: ${ed.errors[0]})`);
+    raw.edits = {
+      ...ed,
+      apiWrites: editWrites,
+      toCmStats: cmSt,
+      toReadyStats: rdSt,
+      lastCompileMsStats: lcSt,
+      lastMsStats: lmSt,
+      patchStats: paSt,
+      controllerCpuSec: ctlCpu1,
+      apiserverCpuSec: srvCpu1,
+      benchCpuSec: selfCpu1,
+      wallSec: wall1,
+    };
+    add(
+      'edit → new ConfigMap p50 / p99',
+      [cmSt.p50, cmSt.p99],
+      'ms',
+      `${fmt1(cmSt.p50)} / ${fmt1(cmSt.p99)} ms`,
+      goalCell(cmSt.p99, cfg.goals.editToConfigMapP99Ms, 'ms (p99)'),
+      `${cmSt.n} sequential edits (merge PATCH of spec.tokenBudget.dailyTokens, ${cfg.editGapMs} ms apart), until the bench's ConfigMap watch holds the value; max ${fmt1(cmSt.max)} ms; PATCH itself p50 ${fmt1(paSt.p50)} ms; controller's status.propagation.lastCompileMs median ${fmt1(lcSt.p50)} ms (p99 ${fmt1(lcSt.p99)})`,
+    );
+    add(
+      'edit → Ready by router echo p50 / p99',
+      [rdSt.p50, rdSt.p99],
+      'ms',
+      `${fmt1(rdSt.p50)} / ${fmt1(rdSt.p99)} ms`,
+      goalCell(rdSt.p99, cfg.goals.editToReadyP99Ms, 'ms (p99)'),
+      `until phase Ready, observedGeneration = generation, loadedDigest = compiledDigest, with ${cfg.editSandboxes} sandbox router(s) echoing; max ${fmt1(rdSt.max)} ms; controller's status.propagation.lastMs median ${fmt1(lmSt.p50)} ms; ${cpuNote1}`,
+    );
+    if (ed.timeouts)
+      failures.push(`edits: ${ed.timeouts} of ${cfg.edits} not Ready within ${cfg.editTimeoutMs} ms (first: ${ed.errors[0]})`);
 
     const prom1 = parseProm(await ctl1.metrics());
-    histTables.push({ title: `controller #1 (edit phase: ${cfg.warmupEdits} warm-up + ${cfg.edits} measured edits, initial compile)`, prom: prom1 });
+    histTables.push({
+      title: `controller #1 (edit phase: ${cfg.warmupEdits} warm-up + ${cfg.edits} measured edits, initial compile)`,
+      prom: prom1,
+    });
     const end1 = procStatus(ctl1.pid);
     const exit1 = await ctl1.stop();
-    raw.controller1 = { pid: ctl1.pid, up: up1, rssStartKb: rss1.rssKb, rssEndKb: end1.rssKb, hwmKb: end1.hwmKb, exit: exit1, stderr: { lines: ctl1.stderr.lines, warn: ctl1.stderr.warn, error: ctl1.stderr.error, firstErrors: ctl1.stderr.firstErrors } };
+    raw.controller1 = {
+      pid: ctl1.pid,
+      up: up1,
+      rssStartKb: rss1.rssKb,
+      rssEndKb: end1.rssKb,
+      hwmKb: end1.hwmKb,
+      exit: exit1,
+      stderr: { lines: ctl1.stderr.lines, warn: ctl1.stderr.warn, error: ctl1.stderr.error, firstErrors: ctl1.stderr.firstErrors },
+    };
     if (!exit1?.graceful) notes.push(`controller #1 did not exit cleanly on SIGTERM: ${JSON.stringify(exit1)}`);
 
     // ---- phase 3: cold start ----------------------------------------------------------------
     const P = cfg.coldPolicies;
     const NSN = cfg.coldNamespaces;
     const nsOf = (i) => `cold-${i % NSN}`;
-    log(`3/3 cold start: creating ${fmtInt(cfg.coldSandboxes)} sandboxes and ${fmtInt(P)} InferencePolicies in ${NSN} namespaces (setup, controller stopped)`);
-    for (let n = 0; n < NSN; n++) await api.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `cold-${n}` } });
+    log(
+      `3/3 cold start: creating ${fmtInt(cfg.coldSandboxes)} sandboxes and ${fmtInt(P)} InferencePolicies in ${NSN} namespaces (setup, controller stopped)`,
+    );
+    for (let n = 0; n < NSN; n++)
+      await api.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `cold-${n}` } });
     const tSetup = performance.now();
     const sbc = await runPool(cfg.coldSandboxes, cfg.createConcurrency, async (j) => {
       await api.create(KARS_SANDBOX, sandbox(nsOf(j), `sb-${j}`, `p-${j}`));
@@ -704,8 +850,23 @@ async function main() {
     const coldKeys = Array.from({ length: P }, (_, i) => `${nsOf(i)}/p-${i}`);
     await waitFor(() => coldKeys.every((k) => ips.store.get(k)), 60_000, 'bench watch sees every created policy');
     const setupMs = performance.now() - tSetup;
-    raw.coldSetup = { sandboxes: cfg.coldSandboxes, policies: P, namespaces: NSN, sandboxWallMs: sbc.wallMs, policyWallMs: pc.wallMs, totalMs: setupMs, errors: pc.errors.length + sbc.errors.length };
-    add(`cold setup: create ${fmtInt(P)} policies (not timed against the goal)`, P / (pc.wallMs / 1000), 'ops/s', `${fmtInt(P / (pc.wallMs / 1000))} creates/s`, '', `${fmt1(pc.wallMs / 1000)} s for the policies (concurrency ${cfg.createConcurrency}, HTTP/2), plus ${fmtInt(cfg.coldSandboxes)} sandboxes with router leases; ${fmt1(setupMs / 1000)} s setup in total`);
+    raw.coldSetup = {
+      sandboxes: cfg.coldSandboxes,
+      policies: P,
+      namespaces: NSN,
+      sandboxWallMs: sbc.wallMs,
+      policyWallMs: pc.wallMs,
+      totalMs: setupMs,
+      errors: pc.errors.length + sbc.errors.length,
+    };
+    add(
+      `cold setup: create ${fmtInt(P)} policies (not timed against the goal)`,
+      P / (pc.wallMs / 1000),
+      'ops/s',
+      `${fmtInt(P / (pc.wallMs / 1000))} creates/s`,
+      '',
+      `${fmt1(pc.wallMs / 1000)} s for the policies (concurrency ${cfg.createConcurrency}, HTTP/2), plus ${fmtInt(cfg.coldSandboxes)} sandboxes with router leases; ${fmt1(setupMs / 1000)} s setup in total`,
+    );
 
     // Convergence trackers, driven by the observers' change events.
     const pending = new Set(coldKeys);
@@ -758,16 +919,24 @@ async function main() {
     const t0 = ctl2.tSpawn;
     const qs = queueSampler(ctl2, 500);
     const up2 = await ctl2.waitUp(cfg.coldTimeoutMs);
-    log(`  controller #2 pid ${ctl2.pid}: /metrics after ${up2.metricsUpMs.toFixed(0)} ms, /readyz 200 (every watch listed) after ${up2.readyMs.toFixed(0)} ms`);
+    log(
+      `  controller #2 pid ${ctl2.pid}: /metrics after ${up2.metricsUpMs.toFixed(0)} ms, /readyz 200 (every watch listed) after ${up2.readyMs.toFixed(0)} ms`,
+    );
     let lastLog = performance.now();
     const progress = setInterval(() => {
       if (performance.now() - lastLog < 5000) return;
       lastLog = performance.now();
-      log(`  ${fmt1((performance.now() - t0) / 1000)} s: ${fmtInt(P - pending.size)} / ${fmtInt(P)} compiled, ${fmtInt(cfg.coldSandboxes - pendingReady.size)} / ${fmtInt(cfg.coldSandboxes)} referenced Ready; controller RSS ${fmt1(mb(procStatus(ctl2.pid).rssKb))} MB, queue depth ${qs.last() ?? '?'}`);
+      log(
+        `  ${fmt1((performance.now() - t0) / 1000)} s: ${fmtInt(P - pending.size)} / ${fmtInt(P)} compiled, ${fmtInt(cfg.coldSandboxes - pendingReady.size)} / ${fmtInt(cfg.coldSandboxes)} referenced Ready; controller RSS ${fmt1(mb(procStatus(ctl2.pid).rssKb))} MB, queue depth ${qs.last() ?? '?'}`,
+      );
     }, 500);
     let coldErr;
     try {
-      await waitFor(() => (onDone(), pending.size === 0 && pendingReady.size === 0) || !!ctl2.died, cfg.coldTimeoutMs, 'cold start convergence');
+      await waitFor(
+        () => (onDone(), pending.size === 0 && pendingReady.size === 0) || !!ctl2.died,
+        cfg.coldTimeoutMs,
+        'cold start convergence',
+      );
       if (ctl2.died) throw new Error(ctl2.died);
     } catch (err) {
       coldErr = err;
@@ -783,7 +952,9 @@ async function main() {
     remove(cmSubs, coldCm);
     remove(ipSubs, coldIp);
     if (coldErr) {
-      failures.push(`cold start: ${errMsg(coldErr)}; ${fmtInt(pending.size)} policies never compiled, ${fmtInt(pendingReady.size)} referenced policies never Ready (e.g. ${[...pending, ...pendingReady].slice(0, 3).join(', ')})`);
+      failures.push(
+        `cold start: ${errMsg(coldErr)}; ${fmtInt(pending.size)} policies never compiled, ${fmtInt(pendingReady.size)} referenced policies never Ready (e.g. ${[...pending, ...pendingReady].slice(0, 3).join(', ')})`,
+      );
     }
     if (degraded.size) failures.push(`cold start: ${degraded.size} policies went Degraded (e.g. ${[...degraded].slice(0, 3).join(', ')})`);
     // After convergence the controller still works off re-reconciles its own writes caused; wait
@@ -793,7 +964,12 @@ async function main() {
     let drainedAt;
     for (const tWait = performance.now(); performance.now() - tWait < 120_000 && !ctl2.died; await sleep(100)) {
       const n = qs.samples.length;
-      if (n >= 2 && qs.samples[n - 2][0] > convergedAt - t0 && qs.samples[n - 1][1].inferencepolicy === 0 && qs.samples[n - 2][1].inferencepolicy === 0) {
+      if (
+        n >= 2 &&
+        qs.samples[n - 2][0] > convergedAt - t0 &&
+        qs.samples[n - 1][1].inferencepolicy === 0 &&
+        qs.samples[n - 2][1].inferencepolicy === 0
+      ) {
         drainedAt = t0 + qs.samples[n - 2][0];
         break;
       }
@@ -834,22 +1010,73 @@ async function main() {
       notReady: [...pendingReady].slice(0, 20),
     };
     const tl = `spawn → /metrics ${fmtS(up2.metricsUpMs)} s → /readyz (all watches listed) ${fmtS(up2.readyMs)} s → first ConfigMap ${fmtS(raw.cold.firstConfigMapMs)} s → first status ${fmtS(raw.cold.firstStatusMs)} s → all compiled ${fmt1(convS)} s`;
-    add(`cold start: ${fmtInt(P)} policies compiled`, convS, 's', `${fmt2(convS)} s`, goalCell(convS, cfg.goals.coldStartS, 's'), `from spawning a fresh controller until every policy has status.observedGeneration = generation, phase Compiled/Ready and its ConfigMap exists; ${tl}; ${fmtInt(P / convS)} policies/s`);
-    add(`cold start: ${fmtInt(cfg.coldSandboxes)} referenced policies Ready`, readyS, 's', `${fmt2(readyS)} s`, '', `the policies the ${fmtInt(cfg.coldSandboxes)} sandboxes reference, confirmed by their routers' echo`);
-    add('cold start: controller queue drained', raw.cold.queueDrainedMs === null ? NaN : raw.cold.queueDrainedMs / 1000, 's', `${fmtS(raw.cold.queueDrainedMs)} s`, '', `inferencepolicy work queue (kars_controller_queue_depth, sampled every 0.5 s) empty twice in a row; max depth ${fmtInt(qs.max)}, ${fmtInt(depthAtConv ?? NaN)} keys still waiting at convergence (re-reconciles caused by the controller's own writes)`);
-    add('cold start: controller RSS at convergence', mb(atConv.rssKb), 'MB', `${fmt1(mb(atConv.rssKb))} MB`, '', `VmHWM (peak) until then ${fmt1(mb(atConv.hwmKb))} MB; V8 heap used ${fmt1(heapAtConv?.usedMb)} of ${fmt1(heapAtConv?.totalMb)} MB, external ${fmt1(heapAtConv?.externalMb)} MB (its /metrics, ≤ 0.5 s old); ${fmt2(atConv.rssKb / rss1.rssKb)}× the idle controller #1`);
-    add('cold start: controller peak RSS (VmHWM)', mb(idle2.hwmKb), 'MB', `${fmt1(mb(idle2.hwmKb))} MB`, goalCell(mb(idle2.hwmKb), cfg.goals.coldRssMb, 'MB'), `peak over the whole cold start: spawn until 2 s after its queue drained; RSS then ${fmt1(mb(idle2.rssKb))} MB; the largest V8 heap used seen was ${fmt1(qs.maxHeapUsedMb())} MB`);
-    add('cold start: work done', writes, 'writes', `${fmtInt(writes)} API writes`, '', `${fmt2(writes / P)} writes per policy (apiserver resourceVersion delta, incl. router leases); CPU until convergence: controller ${fmt1(ctlCpu2)} s (${Math.round((100 * ctlCpu2) / ((convergedAt - t0) / 1000))}% of a core), apiserver ${fmt1(srvCpu2)} s, bench (observers + routers) ${fmt1(selfCpu2)} s`);
+    add(
+      `cold start: ${fmtInt(P)} policies compiled`,
+      convS,
+      's',
+      `${fmt2(convS)} s`,
+      goalCell(convS, cfg.goals.coldStartS, 's'),
+      `from spawning a fresh controller until every policy has status.observedGeneration = generation, phase Compiled/Ready and its ConfigMap exists; ${tl}; ${fmtInt(P / convS)} policies/s`,
+    );
+    add(
+      `cold start: ${fmtInt(cfg.coldSandboxes)} referenced policies Ready`,
+      readyS,
+      's',
+      `${fmt2(readyS)} s`,
+      '',
+      `the policies the ${fmtInt(cfg.coldSandboxes)} sandboxes reference, confirmed by their routers' echo`,
+    );
+    add(
+      'cold start: controller queue drained',
+      raw.cold.queueDrainedMs === null ? NaN : raw.cold.queueDrainedMs / 1000,
+      's',
+      `${fmtS(raw.cold.queueDrainedMs)} s`,
+      '',
+      `inferencepolicy work queue (kars_controller_queue_depth, sampled every 0.5 s) empty twice in a row; max depth ${fmtInt(qs.max)}, ${fmtInt(depthAtConv ?? NaN)} keys still waiting at convergence (re-reconciles caused by the controller's own writes)`,
+    );
+    add(
+      'cold start: controller RSS at convergence',
+      mb(atConv.rssKb),
+      'MB',
+      `${fmt1(mb(atConv.rssKb))} MB`,
+      '',
+      `VmHWM (peak) until then ${fmt1(mb(atConv.hwmKb))} MB; V8 heap used ${fmt1(heapAtConv?.usedMb)} of ${fmt1(heapAtConv?.totalMb)} MB, external ${fmt1(heapAtConv?.externalMb)} MB (its /metrics, ≤ 0.5 s old); ${fmt2(atConv.rssKb / rss1.rssKb)}× the idle controller #1`,
+    );
+    add(
+      'cold start: controller peak RSS (VmHWM)',
+      mb(idle2.hwmKb),
+      'MB',
+      `${fmt1(mb(idle2.hwmKb))} MB`,
+      goalCell(mb(idle2.hwmKb), cfg.goals.coldRssMb, 'MB'),
+      `peak over the whole cold start: spawn until 2 s after its queue drained; RSS then ${fmt1(mb(idle2.rssKb))} MB; the largest V8 heap used seen was ${fmt1(qs.maxHeapUsedMb())} MB`,
+    );
+    add(
+      'cold start: work done',
+      writes,
+      'writes',
+      `${fmtInt(writes)} API writes`,
+      '',
+      `${fmt2(writes / P)} writes per policy (apiserver resourceVersion delta, incl. router leases); CPU until convergence: controller ${fmt1(ctlCpu2)} s (${Math.round((100 * ctlCpu2) / ((convergedAt - t0) / 1000))}% of a core), apiserver ${fmt1(srvCpu2)} s, bench (observers + routers) ${fmt1(selfCpu2)} s`,
+    );
 
     // ---- extra: edits against the loaded controller ------------------------------------------
     if (cfg.loadedEdits > 0 && !ctl2.died) {
       log(`  ${cfg.loadedEdits} edits of ${editKey} against the controller holding ${fmtInt(P)} policies`);
-      await waitFor(() => isReadyFor(ips.store.get(editKey)), 30_000, `${editKey} Ready under controller #2`).catch((err) => failures.push(errMsg(err)));
+      await waitFor(() => isReadyFor(ips.store.get(editKey)), 30_000, `${editKey} Ready under controller #2`).catch((err) =>
+        failures.push(errMsg(err)),
+      );
       const le = await runEdits(cfg.loadedEdits, 'loaded edit', ctl2);
       const lc = stats(le.toCm);
       const lr = stats(le.toReady);
       raw.loadedEdits = { ...le, toCmStats: lc, toReadyStats: lr };
-      add(`edit → ConfigMap / → Ready with ${fmtInt(P)} policies loaded (p50 / p99)`, [lc.p50, lc.p99, lr.p50, lr.p99], 'ms', `${fmt1(lc.p50)} / ${fmt1(lc.p99)} ms; ${fmt1(lr.p50)} / ${fmt1(lr.p99)} ms`, '', `${lr.n} edits of ${editKey} after the cold start converged (same method as above; few samples, p99 ≈ max)`);
+      add(
+        `edit → ConfigMap / → Ready with ${fmtInt(P)} policies loaded (p50 / p99)`,
+        [lc.p50, lc.p99, lr.p50, lr.p99],
+        'ms',
+        `${fmt1(lc.p50)} / ${fmt1(lc.p99)} ms; ${fmt1(lr.p50)} / ${fmt1(lr.p99)} ms`,
+        '',
+        `${lr.n} edits of ${editKey} after the cold start converged (same method as above; few samples, p99 ≈ max)`,
+      );
       if (le.timeouts) failures.push(`loaded edits: ${le.timeouts} of ${cfg.loadedEdits} not Ready in time (first: ${le.errors[0]})`);
     }
 
@@ -858,24 +1085,37 @@ async function main() {
     raw.cold.hwmAtEndKb = end2.hwmKb;
     raw.cold.rssAtEndKb = end2.rssKb;
     const prom2 = parseProm(await ctl2.metrics());
-    histTables.push({ title: `controller #2 (cold start of ${fmtInt(P)} policies${cfg.loadedEdits ? ` + ${cfg.loadedEdits} edits` : ''})`, prom: prom2 });
+    histTables.push({
+      title: `controller #2 (cold start of ${fmtInt(P)} policies${cfg.loadedEdits ? ` + ${cfg.loadedEdits} edits` : ''})`,
+      prom: prom2,
+    });
     const exit2 = await ctl2.stop();
     if (!exit2?.graceful) notes.push(`controller #2 did not exit cleanly on SIGTERM: ${JSON.stringify(exit2)}`);
-    raw.controller2 = { pid: ctl2.pid, exit: exit2, stderr: { lines: ctl2.stderr.lines, warn: ctl2.stderr.warn, error: ctl2.stderr.error, firstErrors: ctl2.stderr.firstErrors } };
+    raw.controller2 = {
+      pid: ctl2.pid,
+      exit: exit2,
+      stderr: { lines: ctl2.stderr.lines, warn: ctl2.stderr.warn, error: ctl2.stderr.error, firstErrors: ctl2.stderr.firstErrors },
+    };
 
     for (const c of ctls) {
-      if (c.stderr.error || c.stderr.fatal) notes.push(`controller ${c.label} logged ${c.stderr.error} error and ${c.stderr.fatal} fatal lines (first: ${c.stderr.firstErrors[0]?.slice(0, 300)})`);
+      if (c.stderr.error || c.stderr.fatal)
+        notes.push(
+          `controller ${c.label} logged ${c.stderr.error} error and ${c.stderr.fatal} fatal lines (first: ${c.stderr.firstErrors[0]?.slice(0, 300)})`,
+        );
     }
     if (router.errors.length) failures.push(`router simulator: ${router.errors.length} lease applies failed (first: ${router.errors[0]})`);
     raw.router = { leaseApplies: router.applies, errors: router.errors.slice(0, 10) };
-    if (reflectorWarnings.length) notes.push(`bench observers: ${reflectorWarnings.length} watch warnings (first: ${reflectorWarnings[0]})`);
+    if (reflectorWarnings.length)
+      notes.push(`bench observers: ${reflectorWarnings.length} watch warnings (first: ${reflectorWarnings[0]})`);
     if (srv.died) failures.push(srv.died);
   } catch (err) {
     failures.push(`fatal: ${err instanceof Error ? err.stack : String(err)}`);
-    if (srv?.died) failures.push(`${srv.died} (a signal other than the benchmark's own stop means something else on the machine killed it)`);
+    if (srv?.died)
+      failures.push(`${srv.died} (a signal other than the benchmark's own stop means something else on the machine killed it)`);
     for (const c of ctls) if (c.died) failures.push(c.died);
     if (srv?.stderr.tail.length) failures.push(`apiserver stderr tail:\n${srv.stderr.tail.slice(-10).join('\n')}`);
-    for (const c of ctls) if (c.stderr.tail.length) failures.push(`controller ${c.label} stderr tail:\n${c.stderr.tail.slice(-10).join('\n')}`);
+    for (const c of ctls)
+      if (c.stderr.tail.length) failures.push(`controller ${c.label} stderr tail:\n${c.stderr.tail.slice(-10).join('\n')}`);
   } finally {
     for (const c of ctls) await c.stop().catch(() => undefined);
     router?.close();
@@ -901,7 +1141,13 @@ async function main() {
   ];
   const histJson = [];
   for (const t of histTables) {
-    lines.push('', `### Controller /metrics: ${t.title}`, '', '| histogram | labels | count | mean | p50 ≈ | p99 ≈ | non-empty buckets (le: count) |', '|---|---|---|---|---|---|---|');
+    lines.push(
+      '',
+      `### Controller /metrics: ${t.title}`,
+      '',
+      '| histogram | labels | count | mean | p50 ≈ | p99 ≈ | non-empty buckets (le: count) |',
+      '|---|---|---|---|---|---|---|',
+    );
     const families = [
       ['kars_policy_compile_seconds', () => true],
       ['kars_policy_propagation_seconds', () => true],
@@ -918,20 +1164,34 @@ async function main() {
           prev = cum;
         }
         const q = (v) => (v < 0 ? `> ${fmtInt(-v * 1000)} ms` : `${fmt1(v * 1000)} ms`);
-        lines.push(`| ${name} | ${h.kind} | ${fmtInt(h.count)} | ${fmt1(h.mean * 1000)} ms | ${q(h.p50)} | ${q(h.p99)} | ${nonEmpty.join(', ')} |`);
+        lines.push(
+          `| ${name} | ${h.kind} | ${fmtInt(h.count)} | ${fmt1(h.mean * 1000)} ms | ${q(h.p50)} | ${q(h.p99)} | ${nonEmpty.join(', ')} |`,
+        );
       }
     }
     const rec = counterValues(t.prom, 'kars_controller_reconcile_total', (l) => l.controller === 'inferencepolicy');
     const restartSamples = counterValues(t.prom, 'kars_watch_restarts_total');
     const byReason = {};
     for (const r of restartSamples) if (r.value > 0) byReason[r.labels.reason] = (byReason[r.labels.reason] ?? 0) + r.value;
-    const restarts = `${restartSamples.reduce((a, s) => a + s.value, 0)}${Object.keys(byReason).length ? ` (${Object.entries(byReason).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`;
+    const restarts = `${restartSamples.reduce((a, s) => a + s.value, 0)}${
+      Object.keys(byReason).length
+        ? ` (${Object.entries(byReason)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`
+        : ''
+    }`;
     const relists = counterValues(t.prom, 'kars_watch_relists_total').reduce((a, s) => a + s.value, 0);
-    lines.push('', `inferencepolicy reconciles: ${rec.map((s) => `${s.labels.result} ${fmtInt(s.value)}`).join(', ') || 'none'}; watch restarts ${restarts}, relists ${fmtInt(relists)} (the initial list counts as one per watch). p50/p99 are Prometheus histogram_quantile estimates (linear within a bucket).`);
+    lines.push(
+      '',
+      `inferencepolicy reconciles: ${rec.map((s) => `${s.labels.result} ${fmtInt(s.value)}`).join(', ') || 'none'}; watch restarts ${restarts}, relists ${fmtInt(relists)} (the initial list counts as one per watch). p50/p99 are Prometheus histogram_quantile estimates (linear within a bucket).`,
+    );
   }
   if (notes.length) lines.push('', '**Notes**', '', ...notes.map((n) => `- ${n}`));
   lines.push(...failureLines(failures));
-  lines.push('', 'Shared 2-core machine: apiserver, controller and the benchmark (observers + router simulator) compete for the cores. Goals are reported, never asserted.');
+  lines.push(
+    '',
+    'Shared 2-core machine: apiserver, controller and the benchmark (observers + router simulator) compete for the cores. Goals are reported, never asserted.',
+  );
   process.stdout.write(lines.join('\n') + '\n');
 
   const outFile = resultsFile('controller');
@@ -941,7 +1201,13 @@ async function main() {
       {
         timestamp: new Date().toISOString(),
         config: cfg,
-        machine: { node: process.version, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMb: Math.round(os.totalmem() / 2 ** 20), dataDirFs: fsType },
+        machine: {
+          node: process.version,
+          cpus: os.cpus().length,
+          cpuModel: os.cpus()[0]?.model,
+          totalMemMb: Math.round(os.totalmem() / 2 ** 20),
+          dataDirFs: fsType,
+        },
         runtimeSec,
         ok: failures.length === 0,
         failures,

@@ -19,7 +19,21 @@ import https from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ROOT, failureLines, fmt1, fmt2, fmtInt, log, mdEscape, mdRow, nowUs, removeTempDir, resultsFile, sleep, startKarsApiserver } from './lib.mjs';
+import {
+  ROOT,
+  failureLines,
+  fmt1,
+  fmt2,
+  fmtInt,
+  log,
+  mdEscape,
+  mdRow,
+  nowUs,
+  removeTempDir,
+  resultsFile,
+  sleep,
+  startKarsApiserver,
+} from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -46,11 +60,13 @@ const KFC_VERSION = pkgVersion('kubernetes-fluent-client');
 const PEERS = {
   kars: {
     label: 'kars Reflector (default: ping 10 s + 5 s, idle 90 s)',
-    mechanism: 'HTTP/2 PING every 10 s, connection dead when unanswered for 5 s (bound 15 s), then resume from the last resourceVersion; also a 90 s idle deadline, bookmarks requested (server sends one every 60 s)',
+    mechanism:
+      'HTTP/2 PING every 10 s, connection dead when unanswered for 5 s (bound 15 s), then resume from the last resourceVersion; also a 90 s idle deadline, bookmarks requested (server sends one every 60 s)',
   },
   'kars-idle': {
     label: 'kars Reflector (pings off: idle deadline only)',
-    mechanism: 'no periodic PING: 90 s watch idle deadline (bookmarks every 60 s keep a healthy watch under it), then one PING probe with a 5 s timeout (bound 95 s) and resume',
+    mechanism:
+      'no periodic PING: 90 s watch idle deadline (bookmarks every 60 s keep a healthy watch under it), then one PING probe with a 5 s timeout (bound 95 s) and resume',
   },
   'client-node': {
     label: `@kubernetes/client-node ${CN_VERSION} informer`,
@@ -58,7 +74,8 @@ const PEERS = {
   },
   kfc: {
     label: `kubernetes-fluent-client ${KFC_VERSION} Watcher`,
-    mechanism: 'last-seen limit 600 s, checked every 5 s (≈605 s); relist-and-diff every 600 s; undici TCP keepalive 60 s + 10×1 s ≈ 70 s, which works only if the network drops the probes',
+    mechanism:
+      'last-seen limit 600 s, checked every 5 s (≈605 s); relist-and-diff every 600 s; undici TCP keepalive 60 s + 10×1 s ≈ 70 s, which works only if the network drops the probes',
   },
 };
 const ALL_PEERS = Object.keys(PEERS);
@@ -266,7 +283,12 @@ async function childMain(spec) {
       await warm.stop();
       await sleep(300);
     }
-    const peer = await createPeer(spec.peer, { kubeconfig: spec.kubeconfig, namespace: spec.namespace, log: plog, track: [spec.probeName] });
+    const peer = await createPeer(spec.peer, {
+      kubeconfig: spec.kubeconfig,
+      namespace: spec.namespace,
+      log: plog,
+      track: [spec.probeName],
+    });
     let probeValue;
     let probeSeen = false;
     let counting = false;
@@ -312,7 +334,15 @@ async function childMain(spec) {
       await next('report');
       clearInterval(progress);
       const cpu = process.cpuUsage(cpu0);
-      send({ ev: 'report', count, firstUs, lastUs, cpuUserUs: cpu.user, cpuSystemUs: cpu.system, heapUsed: process.memoryUsage().heapUsed });
+      send({
+        ev: 'report',
+        count,
+        firstUs,
+        lastUs,
+        cpuUserUs: cpu.user,
+        cpuSystemUs: cpu.system,
+        heapUsed: process.memoryUsage().heapUsed,
+      });
     }
     await next('exit');
   } catch (err) {
@@ -324,7 +354,11 @@ async function childMain(spec) {
 /** Fork one peer child; returns helpers to talk to it. */
 function startChild(spec, env) {
   const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = fork(SELF, ['--child', JSON.stringify(spec)], { execArgv: ['--expose-gc', ...extra], env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(SELF, ['--child', JSON.stringify(spec)], {
+    execArgv: ['--expose-gc', ...extra],
+    env,
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   const msgs = [];
   let wake;
   const stderrTail = [];
@@ -352,8 +386,10 @@ function startChild(spec, env) {
       if (err) throw new Error(`${spec.peer} child: ${err.error}`);
       const i = msgs.findIndex((m) => m.ev === ev);
       if (i >= 0) return msgs.splice(i, 1)[0];
-      if (exited) throw new Error(`${spec.peer} child exited (${JSON.stringify(exited)}) while waiting for "${ev}"\n${stderrTail.join('\n')}`);
-      if (Date.now() > deadline) throw new Error(`${spec.peer} child: timed out after ${timeoutMs} ms waiting for "${ev}"\n${stderrTail.join('\n')}`);
+      if (exited)
+        throw new Error(`${spec.peer} child exited (${JSON.stringify(exited)}) while waiting for "${ev}"\n${stderrTail.join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`${spec.peer} child: timed out after ${timeoutMs} ms waiting for "${ev}"\n${stderrTail.join('\n')}`);
       await Promise.race([new Promise((r) => (wake = r)), sleep(100)]);
     }
   };
@@ -400,12 +436,15 @@ function makeHttp(url, ca, token, maxSockets) {
     }
     if (fresh) headers.connection = 'close';
     return new Promise((res, rej) => {
-      const req = https.request({ host: u.hostname, port: u.port, method, path, headers, ...(fresh ? { agent: false, ca } : { agent }) }, (r) => {
-        const chunks = [];
-        r.on('data', (c) => chunks.push(c));
-        r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        r.on('error', rej);
-      });
+      const req = https.request(
+        { host: u.hostname, port: u.port, method, path, headers, ...(fresh ? { agent: false, ca } : { agent }) },
+        (r) => {
+          const chunks = [];
+          r.on('data', (c) => chunks.push(c));
+          r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          r.on('error', rej);
+        },
+      );
       req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no response within 30 s`)));
       req.on('error', rej);
       req.end(payload);
@@ -450,7 +489,11 @@ function configMap(name, i, extra = {}) {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name, labels: { app: 'kars-bench', 'bench.kars.dev/shard': String(i % 16) }, annotations: { 'bench.kars.dev/purpose': 'watch freshness benchmark' } },
+    metadata: {
+      name,
+      labels: { app: 'kars-bench', 'bench.kars.dev/shard': String(i % 16) },
+      annotations: { 'bench.kars.dev/purpose': 'watch freshness benchmark' },
+    },
     data: { v: 'initial', index: String(i), payload: 'x'.repeat(200), ...extra },
   };
 }
@@ -499,7 +542,11 @@ const Blackhole = {
   teardown() {
     if (!this.active) return;
     this.active = false;
-    for (const args of [['-D', 'INPUT', '-j', this.chain], ['-F', this.chain], ['-X', this.chain]]) {
+    for (const args of [
+      ['-D', 'INPUT', '-j', this.chain],
+      ['-F', this.chain],
+      ['-X', this.chain],
+    ]) {
       try {
         this.ipt(...args);
       } catch {
@@ -608,17 +655,38 @@ async function main() {
     http = makeHttp(srv.url, srv.ca, srv.token, cfg.createConcurrency);
     const { request } = http;
     expectStatus(await request('GET', '/version'), [200], 'GET /version');
-    const createNs = async (ns) => expectStatus(await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }), [201, 409], `create namespace ${ns}`);
+    const createNs = async (ns) =>
+      expectStatus(
+        await request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }),
+        [201, 409],
+        `create namespace ${ns}`,
+      );
     const createMany = async (ns, prefix, n) => {
       await createNs(ns);
       const errs = await runPool(n, cfg.createConcurrency, async (i) => {
-        expectStatus(await request('POST', `/api/v1/namespaces/${ns}/configmaps`, { ...configMap(`${prefix}${i}`, i), metadata: { ...configMap(`${prefix}${i}`, i).metadata, namespace: ns } }), [201], `create ${ns}/${prefix}${i}`);
+        expectStatus(
+          await request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+            ...configMap(`${prefix}${i}`, i),
+            metadata: { ...configMap(`${prefix}${i}`, i).metadata, namespace: ns },
+          }),
+          [201],
+          `create ${ns}/${prefix}${i}`,
+        );
       });
       if (errs.length) throw new Error(`creating ${n} ConfigMaps in ${ns}: ${errs.length} failed (first: ${errs[0]})`);
     };
     const patchData = async (ns, name, data, fresh) => {
       const t0 = nowMs();
-      expectStatus(await request('PATCH', `/api/v1/namespaces/${ns}/configmaps/${name}`, { data }, { fresh, contentType: 'application/merge-patch+json' }), [200], `patch ${ns}/${name}`);
+      expectStatus(
+        await request(
+          'PATCH',
+          `/api/v1/namespaces/${ns}/configmaps/${name}`,
+          { data },
+          { fresh, contentType: 'application/merge-patch+json' },
+        ),
+        [200],
+        `patch ${ns}/${name}`,
+      );
       return nowMs() - t0;
     };
     const childEnv = { ...process.env, KUBECONFIG: srv.kubeconfig };
@@ -629,10 +697,19 @@ async function main() {
     if (cfg.phases.includes('freshness')) {
       const NS = 'fresh';
       const total = cfg.objects + 2;
-      log(`1/3 freshness: ${total} ConfigMaps in "${NS}", peers ${freshPeers.join(', ')}, ${cfg.trials} trial(s), cap ${cfg.capSecs} s, fault ${cfg.fault}`);
+      log(
+        `1/3 freshness: ${total} ConfigMaps in "${NS}", peers ${freshPeers.join(', ')}, ${cfg.trials} trial(s), cap ${cfg.capSecs} s, fault ${cfg.fault}`,
+      );
       await createMany(NS, 'cm-', cfg.objects);
       for (const name of ['sync-probe', 'target']) {
-        expectStatus(await request('POST', `/api/v1/namespaces/${NS}/configmaps`, { ...configMap(name, 0), metadata: { ...configMap(name, 0).metadata, namespace: NS } }), [201], `create ${name}`);
+        expectStatus(
+          await request('POST', `/api/v1/namespaces/${NS}/configmaps`, {
+            ...configMap(name, 0),
+            metadata: { ...configMap(name, 0).metadata, namespace: NS },
+          }),
+          [201],
+          `create ${name}`,
+        );
       }
       process.env.KUBECONFIG = srv.kubeconfig; // for KFC (set before it is imported)
 
@@ -644,7 +721,12 @@ async function main() {
         const lifelog = Object.fromEntries(kinds.map((k) => [k, []]));
         const peers = {};
         for (const k of kinds) {
-          peers[k] = await createPeer(k, { kubeconfig: srv.kubeconfig, namespace: NS, log: (m) => lifelog[k].push({ t: nowMs(), m }), track: ['sync-probe', 'target'] });
+          peers[k] = await createPeer(k, {
+            kubeconfig: srv.kubeconfig,
+            namespace: NS,
+            log: (m) => lifelog[k].push({ t: nowMs(), m }),
+            track: ['sync-probe', 'target'],
+          });
         }
         const seenAt = {};
         let edit;
@@ -659,7 +741,10 @@ async function main() {
           for (;;) {
             const missing = kinds.filter((k) => !pred(k));
             if (missing.length === 0) return;
-            if (nowMs() > deadline) throw new Error(`trial ${trial}: ${missing.join(', ')} did not ${what} within ${ms / 1000} s (sizes ${missing.map((k) => `${k}=${peers[k].size()}`).join(', ')})`);
+            if (nowMs() > deadline)
+              throw new Error(
+                `trial ${trial}: ${missing.join(', ')} did not ${what} within ${ms / 1000} s (sizes ${missing.map((k) => `${k}=${peers[k].size()}`).join(', ')})`,
+              );
             await sleep(25);
           }
         };
@@ -679,7 +764,11 @@ async function main() {
 
           // Inject the silent drop, then edit through a fresh connection.
           const tFreeze = nowMs();
-          const fr = expectStatus(await request('POST', '/debug/faults/freeze', undefined, { fresh: true }), [200], 'POST /debug/faults/freeze');
+          const fr = expectStatus(
+            await request('POST', '/debug/faults/freeze', undefined, { fresh: true }),
+            [200],
+            'POST /debug/faults/freeze',
+          );
           trialRec.frozenStreams = fr.frozen;
           if (cfg.fault === 'blackhole') {
             const ports = clientPortsTo(relayPort);
@@ -691,7 +780,9 @@ async function main() {
           edit = { value, tEdit };
           trialRec.freezeToEditMs = tEdit - tFreeze;
           trialRec.editLatencyMs = await patchData(NS, 'target', { v: value }, true);
-          log(`    froze ${fr.frozen} watch stream(s)${cfg.fault === 'blackhole' ? ` and black-holed ${trialRec.blackholedConnections} connection(s)` : ''}; edit sent; waiting up to ${cfg.capSecs} s`);
+          log(
+            `    froze ${fr.frozen} watch stream(s)${cfg.fault === 'blackhole' ? ` and black-holed ${trialRec.blackholedConnections} connection(s)` : ''}; edit sent; waiting up to ${cfg.capSecs} s`,
+          );
           const capMs = cfg.capSecs * 1000;
           let lastNote = 0;
           for (;;) {
@@ -711,11 +802,20 @@ async function main() {
           trialRec.results = {};
           for (const k of kinds) {
             const seenMs = seenAt[k] === undefined ? null : seenAt[k] - tEdit;
-            const events = lifelog[k].filter((e) => e.t >= tFreeze).map((e) => ({ atSec: Number(((e.t - tEdit) / 1000).toFixed(2)), msg: e.m }));
-            const r = { seenMs, waitedMs: seenMs ?? waitedMs, events, ...(peers[k].counts ? { kfcEventCounts: { ...peers[k].counts } } : {}) };
+            const events = lifelog[k]
+              .filter((e) => e.t >= tFreeze)
+              .map((e) => ({ atSec: Number(((e.t - tEdit) / 1000).toFixed(2)), msg: e.m }));
+            const r = {
+              seenMs,
+              waitedMs: seenMs ?? waitedMs,
+              events,
+              ...(peers[k].counts ? { kfcEventCounts: { ...peers[k].counts } } : {}),
+            };
             trialRec.results[k] = r;
             results[k].push(r);
-            log(`    ${k}: ${seenMs === null ? `not seen within ${fmt1(waitedMs / 1000)} s` : `saw the edit after ${fmt2(seenMs / 1000)} s`}; ${events.length} lifecycle event(s) after the freeze`);
+            log(
+              `    ${k}: ${seenMs === null ? `not seen within ${fmt1(waitedMs / 1000)} s` : `saw the edit after ${fmt2(seenMs / 1000)} s`}; ${events.length} lifecycle event(s) after the freeze`,
+            );
           }
         } finally {
           for (const k of kinds) await peers[k].stop().catch((e) => failures.push(`stopping ${k}: ${errMsg(e)}`));
@@ -730,10 +830,15 @@ async function main() {
     const benchPeers = cfg.peers.filter((p) => p !== 'kars-idle'); // same code path as kars, except pings
     if (cfg.phases.includes('throughput')) {
       const NS = 'tput';
-      log(`2/3 events/s: ${cfg.updates} updates (concurrency ${cfg.concurrency}) from this process; each peer alone in a child process: ${benchPeers.join(', ')}`);
+      log(
+        `2/3 events/s: ${cfg.updates} updates (concurrency ${cfg.concurrency}) from this process; each peer alone in a child process: ${benchPeers.join(', ')}`,
+      );
       await createMany(NS, 't-', cfg.tputObjects);
       for (const p of benchPeers) {
-        const c = startChild({ role: 'throughput', peer: p, kubeconfig: srv.kubeconfig, namespace: NS, expect: cfg.tputObjects, probeName: 't-0' }, childEnv);
+        const c = startChild(
+          { role: 'throughput', peer: p, kubeconfig: srv.kubeconfig, namespace: NS, expect: cfg.tputObjects, probeName: 't-0' },
+          childEnv,
+        );
         try {
           await c.wait('ready', 60_000);
           c.send({ cmd: 'start' });
@@ -759,7 +864,11 @@ async function main() {
                 const name = owned[k++ % owned.length];
                 const o = objs.get(name);
                 try {
-                  const r = expectStatus(await request('PUT', `/api/v1/namespaces/${NS}/configmaps/${name}`, { ...o, data: { ...o.data, seq: String(i) } }), [200], `update ${name}`);
+                  const r = expectStatus(
+                    await request('PUT', `/api/v1/namespaces/${NS}/configmaps/${name}`, { ...o, data: { ...o.data, seq: String(i) } }),
+                    [200],
+                    `update ${name}`,
+                  );
                   objs.set(name, r);
                 } catch (err) {
                   errors.push(errMsg(err));
@@ -800,7 +909,9 @@ async function main() {
             cpuUsPerEvent: rep.count ? cpuUs / rep.count : NaN,
           };
           const t = raw.throughput[p];
-          log(`  ${p}: ${fmtInt(t.received)}/${fmtInt(sent)} events, ${fmtInt(t.eventsPerSec)} events/s (writer ${fmtInt(t.writerOpsPerSec)} ops/s), lag ${fmt2(t.lagAfterWriterMs / 1000)} s, ${fmt1(t.cpuUsPerEvent)} µs CPU/event`);
+          log(
+            `  ${p}: ${fmtInt(t.received)}/${fmtInt(sent)} events, ${fmtInt(t.eventsPerSec)} events/s (writer ${fmtInt(t.writerOpsPerSec)} ops/s), lag ${fmt2(t.lagAfterWriterMs / 1000)} s, ${fmt1(t.cpuUsPerEvent)} µs CPU/event`,
+          );
           if (rep.count < sent) failures.push(`events/s ${p}: received ${rep.count} of ${sent} events (stalled)`);
         } catch (err) {
           failures.push(`events/s ${p}: ${errMsg(err)}`);
@@ -818,10 +929,28 @@ async function main() {
       await createMany(NS, 'm-', cfg.memObjects);
       await createMany(`${NS}-warm`, 'w-', cfg.warmObjects);
       const listText = (await request('GET', `/api/v1/namespaces/${NS}/configmaps`)).text;
-      raw.memoryDataset = { objects: cfg.memObjects, createSec: (nowMs() - tc) / 1000, listJsonBytesPerObject: Buffer.byteLength(listText) / cfg.memObjects };
-      log(`  created in ${fmt1(raw.memoryDataset.createSec)} s; ${fmtInt(raw.memoryDataset.listJsonBytesPerObject)} bytes of JSON per object in a list`);
+      raw.memoryDataset = {
+        objects: cfg.memObjects,
+        createSec: (nowMs() - tc) / 1000,
+        listJsonBytesPerObject: Buffer.byteLength(listText) / cfg.memObjects,
+      };
+      log(
+        `  created in ${fmt1(raw.memoryDataset.createSec)} s; ${fmtInt(raw.memoryDataset.listJsonBytesPerObject)} bytes of JSON per object in a list`,
+      );
       for (const p of benchPeers) {
-        const c = startChild({ role: 'memory', peer: p, kubeconfig: srv.kubeconfig, namespace: NS, warmNamespace: `${NS}-warm`, warmCount: cfg.warmObjects, expect: cfg.memObjects, probeName: 'm-0' }, childEnv);
+        const c = startChild(
+          {
+            role: 'memory',
+            peer: p,
+            kubeconfig: srv.kubeconfig,
+            namespace: NS,
+            warmNamespace: `${NS}-warm`,
+            warmCount: cfg.warmObjects,
+            expect: cfg.memObjects,
+            probeName: 'm-0',
+          },
+          childEnv,
+        );
         try {
           await c.wait('ready', 120_000);
           c.send({ cmd: 'start' });
@@ -846,7 +975,9 @@ async function main() {
             after: m.after,
           };
           const r = raw.memory[p];
-          log(`  ${p}: heap +${fmt1(r.heapUsedDeltaMb)} MB for ${fmtInt(r.objects)} objects (${fmt1(r.heapMbPer10k)} MB per 10k), RSS +${fmt1(r.rssDeltaMb)} MB; listed in ${fmt1(r.listedMs / 1000)} s`);
+          log(
+            `  ${p}: heap +${fmt1(r.heapUsedDeltaMb)} MB for ${fmtInt(r.objects)} objects (${fmt1(r.heapMbPer10k)} MB per 10k), RSS +${fmt1(r.rssDeltaMb)} MB; listed in ${fmt1(r.listedMs / 1000)} s`,
+          );
         } catch (err) {
           failures.push(`memory ${p}: ${errMsg(err)}`);
         } finally {
@@ -893,10 +1024,20 @@ async function main() {
         const notRerun = !cfg.rerunStuck && cfg.trials > rs.length ? '; not re-run after trial 1' : '';
         fresh = `**not seen within ${capS}** (waited ${fmt1(waited)} s; ${tr}${notRerun}${seen.length ? `; seen in ${seen.length}: ${seen.map(fmt1).join(', ')} s` : ''})`;
       }
-      summary[p] = { trials: rs.length, seenSecs: rs.map((r) => (r.seenMs === null ? null : r.seenMs / 1000)), medianSecs: Number.isFinite(med) ? med : null, capSecs: cfg.capSecs };
+      summary[p] = {
+        trials: rs.length,
+        seenSecs: rs.map((r) => (r.seenMs === null ? null : r.seenMs / 1000)),
+        medianSecs: Number.isFinite(med) ? med : null,
+        capSecs: cfg.capSecs,
+      };
     }
     const t = raw.throughput[p];
-    const tp = p === 'kars-idle' ? 'same as kars' : t ? `${fmtInt(t.eventsPerSec)} (${fmtInt(t.received)}/${fmtInt(t.updatesSent)}; writer ${fmtInt(t.writerOpsPerSec)}/s; ${fmt1(t.cpuUsPerEvent)} µs CPU/event)` : '–';
+    const tp =
+      p === 'kars-idle'
+        ? 'same as kars'
+        : t
+          ? `${fmtInt(t.eventsPerSec)} (${fmtInt(t.received)}/${fmtInt(t.updatesSent)}; writer ${fmtInt(t.writerOpsPerSec)}/s; ${fmt1(t.cpuUsPerEvent)} µs CPU/event)`
+          : '–';
     const m = raw.memory[p];
     const mem = p === 'kars-idle' ? 'same as kars' : m ? `${fmt1(m.heapMbPer10k)}` : '–';
     rows.push(mdRow([PEERS[p].label, fresh, PEERS[p].mechanism, tp, mem]));
@@ -917,27 +1058,53 @@ async function main() {
     `Fault: ${faultDesc}. The edit is a merge PATCH over a new connection, sent right after the fault; the time is from sending it to the cache holding the new value. Server bookmarks every ${cfg.bookmarkSecs} s (only kars asks for them).`,
   ];
   if (raw.throughput && Object.keys(raw.throughput).length) {
-    lines.push(`events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too.`);
+    lines.push(
+      `events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too.`,
+    );
   }
   if (raw.memoryDataset) {
-    lines.push(`heap: heapUsed after − before starting the peer, after global.gc(), fresh child per peer (warm-up on ${cfg.warmObjects} objects first); ${fmtInt(cfg.memObjects)} ConfigMaps of ~${fmtInt(raw.memoryDataset.listJsonBytesPerObject)} bytes of JSON each, scaled to 10k. RSS deltas are in the JSON.`);
+    lines.push(
+      `heap: heapUsed after − before starting the peer, after global.gc(), fresh child per peer (warm-up on ${cfg.warmObjects} objects first); ${fmtInt(cfg.memObjects)} ConfigMaps of ~${fmtInt(raw.memoryDataset.listJsonBytesPerObject)} bytes of JSON each, scaled to 10k. RSS deltas are in the JSON.`,
+    );
   }
   if (raw.trials.length) {
-    lines.push('', '### Per trial: what each peer did after the drop', '', '| trial | peer | result | lifecycle after the fault (seconds from the edit) |', '|---|---|---|---|');
+    lines.push(
+      '',
+      '### Per trial: what each peer did after the drop',
+      '',
+      '| trial | peer | result | lifecycle after the fault (seconds from the edit) |',
+      '|---|---|---|---|',
+    );
     for (const t of raw.trials) {
       for (const k of t.peers) {
         const r = t.results?.[k];
         if (!r) continue;
         const res = r.seenMs === null ? `not seen within ${fmt1(r.waitedMs / 1000)} s` : `${fmt2(r.seenMs / 1000)} s`;
-        const ev = r.events.length ? r.events.slice(0, 6).map((e) => `${e.atSec >= 0 ? '+' : ''}${fmt1(e.atSec)} s ${e.msg.slice(0, 110)}`).join('; ') + (r.events.length > 6 ? `; … (${r.events.length} in all)` : '') : 'none: no error, no reconnect';
+        const ev = r.events.length
+          ? r.events
+              .slice(0, 6)
+              .map((e) => `${e.atSec >= 0 ? '+' : ''}${fmt1(e.atSec)} s ${e.msg.slice(0, 110)}`)
+              .join('; ') + (r.events.length > 6 ? `; … (${r.events.length} in all)` : '')
+          : 'none: no error, no reconnect';
         lines.push(`| ${t.trial} | ${k} | ${res} | ${esc(ev)} |`);
       }
-      lines.push(`| ${t.trial} | (server) | fault ${fmt1((t.faultDelayMs ?? NaN) / 1000)} s after the sync edit (the last byte on every watch); froze ${t.frozenStreams ?? '?'} watch streams${t.blackholedConnections !== undefined ? `, black-holed ${t.blackholedConnections} connections` : ''} | client connections to the server: ${t.connectionsBefore ?? '?'} before the fault, ${t.connectionsAtEnd ?? '?'} at the end of the wait |`);
+      lines.push(
+        `| ${t.trial} | (server) | fault ${fmt1((t.faultDelayMs ?? NaN) / 1000)} s after the sync edit (the last byte on every watch); froze ${t.frozenStreams ?? '?'} watch streams${t.blackholedConnections !== undefined ? `, black-holed ${t.blackholedConnections} connections` : ''} | client connections to the server: ${t.connectionsBefore ?? '?'} before the fault, ${t.connectionsAtEnd ?? '?'} at the end of the wait |`,
+      );
     }
   }
-  if (strays.length) lines.push('', '**Errors thrown inside peers (not counted as benchmark failures)**', '', ...strays.slice(0, 10).map((s) => `- ${s.split('\n')[0]}`));
+  if (strays.length)
+    lines.push(
+      '',
+      '**Errors thrown inside peers (not counted as benchmark failures)**',
+      '',
+      ...strays.slice(0, 10).map((s) => `- ${s.split('\n')[0]}`),
+    );
   lines.push(...failureLines(failures));
-  lines.push('', 'Shared 2-core machine: times are dominated by the detection mechanisms (seconds to minutes), not by CPU noise; events/s and heap vary by ~10–20% between runs.');
+  lines.push(
+    '',
+    'Shared 2-core machine: times are dominated by the detection mechanisms (seconds to minutes), not by CPU noise; events/s and heap vary by ~10–20% between runs.',
+  );
   process.stdout.write(lines.join('\n') + '\n');
 
   const outFile = resultsFile('freshness');
@@ -945,12 +1112,23 @@ async function main() {
     timestamp: new Date().toISOString(),
     config: cfg,
     versions: { node: process.version, clientNode: CN_VERSION, kfc: KFC_VERSION },
-    machine: { loadAvgStart: loadStart, loadAvgEnd: os.loadavg(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMb: Math.round(os.totalmem() / 2 ** 20) },
+    machine: {
+      loadAvgStart: loadStart,
+      loadAvgEnd: os.loadavg(),
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
+    },
     runtimeSec,
     ok: failures.length === 0,
     failures,
     strays,
-    peers: Object.fromEntries(cfg.peers.map((p) => [p, { ...PEERS[p], freshness: summary[p] ?? null, throughput: raw.throughput[p] ?? null, memory: raw.memory[p] ?? null }])),
+    peers: Object.fromEntries(
+      cfg.peers.map((p) => [
+        p,
+        { ...PEERS[p], freshness: summary[p] ?? null, throughput: raw.throughput[p] ?? null, memory: raw.memory[p] ?? null },
+      ]),
+    ),
     raw,
   };
   writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');

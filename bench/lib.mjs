@@ -125,14 +125,28 @@ export function collectStderrTail(child, max = 50) {
  * `diedMessage(code, signal, handle)` when the child exits before `stop()` was called, and
  * `onDied(handle)` runs then.
  */
-export async function spawnListening(label, args, { env = process.env, timeoutMs = 30_000, urlPattern = /^listening:\s*(\S+)$/, collectStderr = collectStderrTail, diedMessage, onDied } = {}) {
+export async function spawnListening(
+  label,
+  args,
+  {
+    env = process.env,
+    timeoutMs = 30_000,
+    urlPattern = /^listening:\s*(\S+)$/,
+    collectStderr = collectStderrTail,
+    diedMessage,
+    onDied,
+  } = {},
+) {
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
   const err = collectStderr(child);
   const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
   const info = await new Promise((res, rej) => {
     let buf = '';
     const got = {};
-    const timer = setTimeout(() => rej(new Error(`${label} did not report "listening:" within ${timeoutMs / 1000} s\n${err.tail.join('\n')}`)), timeoutMs);
+    const timer = setTimeout(
+      () => rej(new Error(`${label} did not report "listening:" within ${timeoutMs / 1000} s\n${err.tail.join('\n')}`)),
+      timeoutMs,
+    );
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (c) => {
       buf += c;
@@ -191,7 +205,16 @@ export async function spawnListening(label, args, { env = process.env, timeoutMs
  * and `ca` read from the data dir.
  */
 export async function startKarsApiserver(dataDir, extraArgs, opts = {}) {
-  const args = [...splitArgs(process.env.BENCH_SERVER_NODE_ARGS), KARS_BIN, 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extraArgs];
+  const args = [
+    ...splitArgs(process.env.BENCH_SERVER_NODE_ARGS),
+    KARS_BIN,
+    'apiserver',
+    '--listen',
+    '127.0.0.1:0',
+    '--data-dir',
+    dataDir,
+    ...extraArgs,
+  ];
   const srv = await spawnListening('server', args, {
     urlPattern: /^listening:\s*(https:\/\/\S+)$/,
     diedMessage: (code, signal) => `kars apiserver exited unexpectedly (code ${code}, signal ${signal})`,
@@ -216,7 +239,8 @@ export const mdEscape = (s) => String(s).replace(/\|/g, '\\|');
 export const mdRow = (cells) => `| ${cells.map(mdEscape).join(' | ')} |`;
 
 /** The `**FAILURES**` block of a report (no lines when there are none); continuation lines indented. */
-export const failureLines = (failures) => (failures.length ? ['', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`)] : []);
+export const failureLines = (failures) =>
+  failures.length ? ['', '**FAILURES**', '', ...failures.map((f) => `- ${f.replace(/\n/g, '\n  ')}`)] : [];
 
 /** Path `bench/results/<name>-<ISO timestamp>.json` (the directory is created). */
 export function resultsFile(name) {

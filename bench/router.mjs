@@ -22,14 +22,44 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { KARS_BIN, ROOT, envInt, failureLines, fmt1, fmt2, fmtInt, log, mdRow, percentile, procCpu as procCpuBase, procStatus, removeTempDir, resultsFile, selfCpuSec, sleep, spawnListening, splitArgs } from './lib.mjs';
+import {
+  KARS_BIN,
+  ROOT,
+  envInt,
+  failureLines,
+  fmt1,
+  fmt2,
+  fmtInt,
+  log,
+  mdRow,
+  percentile,
+  procCpu as procCpuBase,
+  procStatus,
+  removeTempDir,
+  resultsFile,
+  selfCpuSec,
+  sleep,
+  spawnListening,
+  splitArgs,
+} from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 const KARS = KARS_BIN;
@@ -43,10 +73,21 @@ const signed3 = (n) => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(
 // ---------------------------------------------------------------------------------------------
 
 function stats(values) {
-  const s = Float64Array.from(values).filter((v) => Number.isFinite(v)).sort();
+  const s = Float64Array.from(values)
+    .filter((v) => Number.isFinite(v))
+    .sort();
   let sum = 0;
   for (const v of s) sum += v;
-  return { n: s.length, p50: percentile(s, 0.5), p90: percentile(s, 0.9), p99: percentile(s, 0.99), p999: percentile(s, 0.999), max: s.length ? s[s.length - 1] : NaN, min: s.length ? s[0] : NaN, mean: s.length ? sum / s.length : NaN };
+  return {
+    n: s.length,
+    p50: percentile(s, 0.5),
+    p90: percentile(s, 0.9),
+    p99: percentile(s, 0.99),
+    p999: percentile(s, 0.999),
+    max: s.length ? s[s.length - 1] : NaN,
+    min: s.length ? s[0] : NaN,
+    mean: s.length ? sum / s.length : NaN,
+  };
 }
 
 const median = (a) => stats(a).p50;
@@ -299,12 +340,26 @@ function openLoop(job, mark) {
         latencyFromIntended: summarize(Array.from(latIntended).filter(Number.isFinite)),
         scheduleLag: summarize(Array.from(lag).filter(Number.isFinite)),
         maxConnections: maxOpen,
-        stalls: { episodes: episodes.length, worst: [...episodes].sort((x, y) => y.maxMs - x.maxMs).slice(0, 5).map((e) => ({ atS: Math.round(e.startMs) / 1000, spanMs: Math.round(e.endMs - e.startMs), requests: e.requests, maxMs: Math.round(e.maxMs * 10) / 10 })) },
+        stalls: {
+          episodes: episodes.length,
+          worst: [...episodes]
+            .sort((x, y) => y.maxMs - x.maxMs)
+            .slice(0, 5)
+            .map((e) => ({
+              atS: Math.round(e.startMs) / 1000,
+              spanMs: Math.round(e.endMs - e.startMs),
+              requests: e.requests,
+              maxMs: Math.round(e.maxMs * 10) / 10,
+            })),
+        },
         errors: err,
         loadgenCpuSec: (cpu.user + cpu.system) / 1e6,
       });
     };
-    const watchdog = setTimeout(() => finish('timeout: responses still missing 30 s after the last send'), warmupMs + durationMs + 30_000 + 20);
+    const watchdog = setTimeout(
+      () => finish('timeout: responses still missing 30 s after the last send'),
+      warmupMs + durationMs + 30_000 + 20,
+    );
 
     const complete = () => {
       done++;
@@ -425,7 +480,14 @@ function closedLoop(job, mark) {
       const cpu = process.cpuUsage(cpu0);
       mark('end');
       for (const c of conns) c.close();
-      resolveJob({ requests: lat.length, durationMs, throughput: (lat.length / durationMs) * 1000, latency: summarize(lat), errors: err, loadgenCpuSec: started ? (cpu.user + cpu.system) / 1e6 : NaN });
+      resolveJob({
+        requests: lat.length,
+        durationMs,
+        throughput: (lat.length / durationMs) * 1000,
+        latency: summarize(lat),
+        errors: err,
+        loadgenCpuSec: started ? (cpu.user + cpu.system) / 1e6 : NaN,
+      });
     };
     for (let i = 0; i < concurrency; i++) {
       const c = new HttpConn(host, port);
@@ -544,7 +606,8 @@ async function startChild(label, args, { nodeArgs = [], env = process.env, timeo
     env,
     timeoutMs,
     collectStderr: stderrCollector,
-    diedMessage: (code, signal, h) => `${label} exited unexpectedly (code ${code}, signal ${signal})\n${h.stderr.tail.slice(-10).join('\n')}`,
+    diedMessage: (code, signal, h) =>
+      `${label} exited unexpectedly (code ${code}, signal ${signal})\n${h.stderr.tail.slice(-10).join('\n')}`,
   });
   h.label = label;
   h.url = h.url.replace(/\/$/, '');
@@ -553,7 +616,10 @@ async function startChild(label, args, { nodeArgs = [], env = process.env, timeo
 
 /** The Node load generator child; `run(job, onMark)` resolves with its result. */
 function startLoadgen() {
-  const child = spawn(process.execPath, [...splitArgs(process.env.BENCH_LOADGEN_NODE_ARGS), SELF, '--loadgen'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [...splitArgs(process.env.BENCH_LOADGEN_NODE_ARGS), SELF, '--loadgen'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   let handler;
   let exitErr;
   child.on('message', (m) => handler?.(m));
@@ -615,7 +681,16 @@ async function runWrk(tmp, url, body, concurrency, durationS, onMark, extraHeade
       '',
     ].join('\n'),
   );
-  const args = ['-t1', `-c${concurrency}`, `-d${Math.max(1, Math.round(durationS))}s`, '--timeout', '10s', '-s', script, `${url}/v1/chat/completions`];
+  const args = [
+    '-t1',
+    `-c${concurrency}`,
+    `-d${Math.max(1, Math.round(durationS))}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    script,
+    `${url}/v1/chat/completions`,
+  ];
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   onMark?.('start');
   let wrkCpu = 0;
@@ -648,8 +723,23 @@ async function runWrk(tmp, url, body, concurrency, durationS, onMark, extraHeade
     requests: json.requests,
     durationMs,
     throughput: (json.requests / durationMs) * 1000,
-    latency: { n: json.requests, p50: json.p50 / 1000, p90: json.p90 / 1000, p99: json.p99 / 1000, p999: json.p999 / 1000, max: json.max / 1000, mean: json.mean / 1000 },
-    errors: { transport: errorsTotal, status: json.status > 0 ? { 'non-2xx/3xx': json.status } : {}, first: errorsTotal || json.status ? [`wrk: connect ${json.connect}, read ${json.read}, write ${json.write}, timeout ${json.timeout}, status ${json.status}`] : [] },
+    latency: {
+      n: json.requests,
+      p50: json.p50 / 1000,
+      p90: json.p90 / 1000,
+      p99: json.p99 / 1000,
+      p999: json.p999 / 1000,
+      max: json.max / 1000,
+      mean: json.mean / 1000,
+    },
+    errors: {
+      transport: errorsTotal,
+      status: json.status > 0 ? { 'non-2xx/3xx': json.status } : {},
+      first:
+        errorsTotal || json.status
+          ? [`wrk: connect ${json.connect}, read ${json.read}, write ${json.write}, timeout ${json.timeout}, status ${json.status}`]
+          : [],
+    },
     loadgenCpuSec: wrkCpu,
     raw: out.trim(),
   };
@@ -660,7 +750,9 @@ function routerBuildId() {
   const dir = join(ROOT, 'packages/router/dist');
   const h = createHash('sha256');
   let newest = 0;
-  for (const f of readdirSync(dir, { recursive: true }).filter((f) => String(f).endsWith('.js')).sort()) {
+  for (const f of readdirSync(dir, { recursive: true })
+    .filter((f) => String(f).endsWith('.js'))
+    .sort()) {
     h.update(String(f)).update(readFileSync(join(dir, String(f))));
     newest = Math.max(newest, statSync(join(dir, String(f))).mtimeMs);
   }
@@ -809,7 +901,12 @@ class KubeletMount {
 // ---------------------------------------------------------------------------------------------
 
 const PEER_LABEL = { direct: 'direct', proxy: 'proxy', bare: 'bare router', router: 'router' };
-const PEER_HEAD = { direct: 'direct → stub', proxy: 'node:http proxy → stub', bare: 'kars router, no policy → stub', router: 'kars router → stub' };
+const PEER_HEAD = {
+  direct: 'direct → stub',
+  proxy: 'node:http proxy → stub',
+  bare: 'kars router, no policy → stub',
+  router: 'kars router → stub',
+};
 const SANDBOX = 'sb';
 const NS = 'bench';
 const POLICY = 'bench-policy';
@@ -829,7 +926,8 @@ async function main() {
   const tStart = performance.now();
   const quick = process.env.BENCH_QUICK === '1';
   const phases = new Set(splitArgs((process.env.BENCH_PHASES ?? 'decision,latency,throughput,dir,api').replace(/,/g, ' ')));
-  for (const p of phases) if (!['decision', 'latency', 'throughput', 'dir', 'api'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase "${p}"`);
+  for (const p of phases)
+    if (!['decision', 'latency', 'throughput', 'dir', 'api'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase "${p}"`);
   const cfg = {
     quick,
     phases: [...phases],
@@ -848,7 +946,8 @@ async function main() {
     changes: envInt('BENCH_CHANGES', quick ? 15 : 50),
     probeMs: envNum('BENCH_PROBE_MS', 2),
     changeTimeoutMs: envInt('BENCH_CHANGE_TIMEOUT_MS', 5000),
-    upstreamDelayMs: process.env.BENCH_UPSTREAM_DELAY_MS && process.env.BENCH_UPSTREAM_DELAY_MS !== '0' ? envInt('BENCH_UPSTREAM_DELAY_MS', 0) : 0,
+    upstreamDelayMs:
+      process.env.BENCH_UPSTREAM_DELAY_MS && process.env.BENCH_UPSTREAM_DELAY_MS !== '0' ? envInt('BENCH_UPSTREAM_DELAY_MS', 0) : 0,
     loadgen: process.env.BENCH_LOADGEN ?? 'auto',
     peers: splitArgs((process.env.BENCH_PEERS ?? 'direct,proxy,router').replace(/,/g, ' ')),
     goals: { addedP99Ms: 1, throughputRatio: 0.8, decisionUs: 20 },
@@ -858,9 +957,16 @@ async function main() {
   if (!['auto', 'wrk', 'node'].includes(cfg.loadgen)) throw new Error(`BENCH_LOADGEN must be auto, wrk or node, got "${cfg.loadgen}"`);
   const wrk = cfg.loadgen === 'node' ? undefined : findWrk();
   if (cfg.loadgen === 'wrk' && !wrk) throw new Error('BENCH_LOADGEN=wrk but wrk is not on PATH (apt-get install -y wrk)');
-  const closedGen = wrk ? `wrk ${wrk.version} (-t1, separate process)` : `Node raw-HTTP/1.1 generator (separate process; ${cfg.loadgen === 'node' ? 'BENCH_LOADGEN=node' : 'wrk not on PATH'})`;
+  const closedGen = wrk
+    ? `wrk ${wrk.version} (-t1, separate process)`
+    : `Node raw-HTTP/1.1 generator (separate process; ${cfg.loadgen === 'node' ? 'BENCH_LOADGEN=node' : 'wrk not on PATH'})`;
   const openGen = 'Node raw-HTTP/1.1 generator (separate process; wrk has no constant-rate mode)';
-  for (const f of ['packages/router/dist/stubs/openai.js', 'packages/router/dist/inference/handler.js', 'packages/policy-compiler/dist/index.js', 'apps/cli/dist/main.js']) {
+  for (const f of [
+    'packages/router/dist/stubs/openai.js',
+    'packages/router/dist/inference/handler.js',
+    'packages/policy-compiler/dist/index.js',
+    'apps/cli/dist/main.js',
+  ]) {
     if (!existsSync(join(ROOT, f))) throw new Error(`${f} is missing: build first (npx tsc -b)`);
   }
   const { compileInferencePolicy } = await import(dist('policy-compiler'));
@@ -874,7 +980,10 @@ async function main() {
         displayName: 'router benchmark policy',
         tokenBudget: { perRequestTokens: cap, dailyTokens: 1_000_000_000_000, monthlyTokens: 10_000_000_000_000 },
         contentSafety: { hate: 'Medium', selfHarm: 'Low', sexual: 'Medium', violence: 'Medium', requirePromptShields: true },
-        modelPreference: { primary: { provider: 'azure-openai', deployment: 'gpt-4o' }, fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }] },
+        modelPreference: {
+          primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
+          fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }],
+        },
       },
     });
     if (!r.ok) throw new Error(`compileInferencePolicy failed: ${JSON.stringify(r)}`);
@@ -936,34 +1045,63 @@ async function main() {
     const mount = new KubeletMount(join(tmp, 'policy', 'inference'));
     if (needDataPlane) {
       mount.write(compiled(REALISTIC_CAP).body);
-      router = await startChild('router (dir)', [KARS, 'router', '--policy-dir', join(tmp, 'policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', '--upstream', stub.url], {
-        nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
-        // No kubeconfig: the router serves from the directory alone, without an echo lease.
-        env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
-      });
+      router = await startChild(
+        'router (dir)',
+        [KARS, 'router', '--policy-dir', join(tmp, 'policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', '--upstream', stub.url],
+        {
+          nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
+          // No kubeconfig: the router serves from the directory alone, without an echo lease.
+          env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
+        },
+      );
       log(`router (pid ${router.pid}) at ${router.url}, policy from ${join(tmp, 'policy')}`);
       // Sanity: the same body answers 200 both ways, and the policy is enforced (over-cap → 429).
       const body = chatBody(TRAFFIC_MAX_TOKENS);
       const d = await oneRequest(stub.url, body);
       const r = await oneRequest(router.url, body);
       const over = await oneRequest(router.url, chatBody(REALISTIC_CAP * 2));
-      raw.sanity = { direct: d.status, router: r.status, overCap: over.status, directBytes: d.text.length, routerBytes: r.text.length, overCapBody: over.text.slice(0, 300) };
-      if (d.status !== 200 || r.status !== 200) throw new Error(`sanity: expected 200 direct and through the router, got ${d.status} / ${r.status}: ${r.text.slice(0, 200)}`);
-      if (over.status !== 429) throw new Error(`sanity: the policy is not enforced: max_tokens ${REALISTIC_CAP * 2} answered ${over.status}, expected 429`);
+      raw.sanity = {
+        direct: d.status,
+        router: r.status,
+        overCap: over.status,
+        directBytes: d.text.length,
+        routerBytes: r.text.length,
+        overCapBody: over.text.slice(0, 300),
+      };
+      if (d.status !== 200 || r.status !== 200)
+        throw new Error(`sanity: expected 200 direct and through the router, got ${d.status} / ${r.status}: ${r.text.slice(0, 200)}`);
+      if (over.status !== 429)
+        throw new Error(`sanity: the policy is not enforced: max_tokens ${REALISTIC_CAP * 2} answered ${over.status}, expected 429`);
       if (peers.includes('proxy') && (phases.has('latency') || phases.has('throughput'))) {
         proxy = await startChild('proxy', [SELF, '--proxy', stub.url], { nodeArgs: splitArgs(process.env.BENCH_PROXY_NODE_ARGS) });
         const pr = await oneRequest(proxy.url, body);
-        if (pr.status !== 200 || pr.text.length !== d.text.length) throw new Error(`sanity: the pass-through proxy answered ${pr.status} with ${pr.text.length} bytes`);
+        if (pr.status !== 200 || pr.text.length !== d.text.length)
+          throw new Error(`sanity: the pass-through proxy answered ${pr.status} with ${pr.text.length} bytes`);
         log(`node:http pass-through proxy (pid ${proxy.pid}) at ${proxy.url}`);
       }
       if (peers.includes('bare') && (phases.has('latency') || phases.has('throughput'))) {
         // The same router with an empty policy directory: no InferencePolicy, so no floor (the
         // response is relayed as it streams, only parsed at the end for usage).
         mkdirSync(join(tmp, 'empty-policy'));
-        bare = await startChild('router (no policy)', [KARS, 'router', '--policy-dir', join(tmp, 'empty-policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', '--upstream', stub.url], {
-          nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
-          env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
-        });
+        bare = await startChild(
+          'router (no policy)',
+          [
+            KARS,
+            'router',
+            '--policy-dir',
+            join(tmp, 'empty-policy'),
+            '--sandbox',
+            SANDBOX,
+            '--listen',
+            '127.0.0.1:0',
+            '--upstream',
+            stub.url,
+          ],
+          {
+            nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
+            env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
+          },
+        );
         const br = await oneRequest(bare.url, chatBody(REALISTIC_CAP * 2));
         if (br.status !== 200) throw new Error(`sanity: the router without a policy answered ${br.status}: ${br.text.slice(0, 200)}`);
         log(`router without a policy (pid ${bare.pid}) at ${bare.url}`);
@@ -1003,7 +1141,17 @@ async function main() {
           let a;
           let b;
           const res = await loadgen.run(
-            { kind: 'open', host: u.hostname, port: Number(u.port), req: chatRequest(url, body, loadHeaders).toString('base64'), rate: cfg.rate, warmupMs: warm * 1000, durationMs: cfg.openSecs * 1000, maxConns: cfg.maxConns, expectStatus: 200 },
+            {
+              kind: 'open',
+              host: u.hostname,
+              port: Number(u.port),
+              req: chatRequest(url, body, loadHeaders).toString('base64'),
+              rate: cfg.rate,
+              warmupMs: warm * 1000,
+              durationMs: cfg.openSecs * 1000,
+              maxConns: cfg.maxConns,
+              expectStatus: 200,
+            },
             (m) => {
               if (m === 'start') a = cpuSnap(pids());
               else b = cpuSnap(pids());
@@ -1012,8 +1160,11 @@ async function main() {
           res.cpu = a && b ? cpuDelta(a, b, res.completed) : undefined;
           per[peer].push(res);
           const nErr = errCount(res) + (res.requests - res.completed);
-          if (nErr > 0) failures.push(`latency ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
-          log(`  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`);
+          if (nErr > 0)
+            failures.push(`latency ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
+          log(
+            `  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
+          );
         }
       }
       raw.latency = per;
@@ -1042,16 +1193,55 @@ async function main() {
       }
       const has = (p) => peers.includes(p);
       const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
-      raw.latencySummary = Object.fromEntries(peers.map((p) => [p, { p50: S[p].p50, p99: S[p].p99, p999: S[p].p999, max: S[p].max, intendedP99: S[p].i99, rate: S[p].rate, errors: S[p].errors, n: S[p].n, otherPct: S[p].other }]));
+      raw.latencySummary = Object.fromEntries(
+        peers.map((p) => [
+          p,
+          {
+            p50: S[p].p50,
+            p99: S[p].p99,
+            p999: S[p].p999,
+            max: S[p].max,
+            intendedP99: S[p].i99,
+            rate: S[p].rate,
+            errors: S[p].errors,
+            n: S[p].n,
+            otherPct: S[p].other,
+          },
+        ]),
+      );
       for (const p of peers) if (p !== 'direct') raw.latencySummary[p].addedMs = { p50: added(p, 'p50'), p99: added(p, 'p99') };
       const cells = (f) => Object.fromEntries(peers.map((p) => [p, f(p)]));
-      const addedCell = (q) => (has('direct') ? peers.filter((p) => p !== 'direct').map((p) => `${PEER_LABEL[p]} ${signed3(added(p, q))} ms`).join('; ') : '');
+      const addedCell = (q) =>
+        has('direct')
+          ? peers
+              .filter((p) => p !== 'direct')
+              .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, q))} ms`)
+              .join('; ')
+          : '';
       const roundsNote = `${cfg.rounds} round(s) of ${cfg.openSecs} s per peer (order reversed every other round; ${cfg.warmupSecs} s warm-up in round 1, ${cfg.rewarmSecs} s after); median of the per-round percentiles`;
       const nList = peers.map((p) => fmtInt(S[p].n)).join(' / ');
       const list = (f) => peers.map((p) => f(p)).join(' / ');
-      dataRows.push({ metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)`, ...cells((p) => `${fmt3(S[p].p50)} ms`), diff: addedCell('p50'), goal: '–', notes: `${nList} measured requests; ${roundsNote}; latency = dispatch → last response byte` });
-      dataRows.push({ metric: `latency p99 @ ${fmtInt(cfg.rate)} req/s (open loop)`, ...cells((p) => `${fmt3(S[p].p99)} ms`), diff: addedCell('p99'), goal: goalCell(added('router', 'p99'), cfg.goals.addedP99Ms, 'ms added (router)'), notes: `p99.9 ${list((p) => fmt3(S[p].p999))} ms; max ${list((p) => fmt1(S[p].max))} ms; p99 from the intended send time (incl. generator lag) ${list((p) => fmt3(S[p].i99))} ms; generator schedule lag p99 ≤ ${fmt2(Math.max(...peers.map((p) => S[p].lagP99)))} ms; ≤ ${Math.max(...peers.map((p) => S[p].conns))} connections; stall episodes (requests > 10 ms, merged within 50 ms) ${list((p) => S[p].stallEpisodes)}, worst ${list((p) => fmt1(S[p].worstStallMs))} ms` });
-      dataRows.push({ metric: 'achieved rate / errors', ...cells((p) => `${fmtInt(S[p].rate)} req/s, ${S[p].errors} errors`), diff: '', goal: '–', notes: `non-streaming POST /v1/chat/completions, ${Buffer.byteLength(body)}-byte body, max_tokens ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${raw.sanity.routerBytes}-byte answers with prompt_filter_results${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}` });
+      dataRows.push({
+        metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
+        ...cells((p) => `${fmt3(S[p].p50)} ms`),
+        diff: addedCell('p50'),
+        goal: '–',
+        notes: `${nList} measured requests; ${roundsNote}; latency = dispatch → last response byte`,
+      });
+      dataRows.push({
+        metric: `latency p99 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
+        ...cells((p) => `${fmt3(S[p].p99)} ms`),
+        diff: addedCell('p99'),
+        goal: goalCell(added('router', 'p99'), cfg.goals.addedP99Ms, 'ms added (router)'),
+        notes: `p99.9 ${list((p) => fmt3(S[p].p999))} ms; max ${list((p) => fmt1(S[p].max))} ms; p99 from the intended send time (incl. generator lag) ${list((p) => fmt3(S[p].i99))} ms; generator schedule lag p99 ≤ ${fmt2(Math.max(...peers.map((p) => S[p].lagP99)))} ms; ≤ ${Math.max(...peers.map((p) => S[p].conns))} connections; stall episodes (requests > 10 ms, merged within 50 ms) ${list((p) => S[p].stallEpisodes)}, worst ${list((p) => fmt1(S[p].worstStallMs))} ms`,
+      });
+      dataRows.push({
+        metric: 'achieved rate / errors',
+        ...cells((p) => `${fmtInt(S[p].rate)} req/s, ${S[p].errors} errors`),
+        diff: '',
+        goal: '–',
+        notes: `non-streaming POST /v1/chat/completions, ${Buffer.byteLength(body)}-byte body, max_tokens ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${raw.sanity.routerBytes}-byte answers with prompt_filter_results${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}`,
+      });
       dataRows.push({
         metric: `CPU per request @ ${fmtInt(cfg.rate)} req/s`,
         ...cells((p) => cpuCell(p, S)),
@@ -1072,7 +1262,9 @@ async function main() {
           checkChildren();
           const url = url0[peer]();
           const u = new URL(url);
-          log(`throughput: round ${round + 1}/${cfg.rounds}, ${peer}: closed loop, ${cfg.concurrency} connections, ${warm} s warm-up + ${cfg.closedSecs} s (${wrk ? 'wrk' : 'node'})`);
+          log(
+            `throughput: round ${round + 1}/${cfg.rounds}, ${peer}: closed loop, ${cfg.concurrency} connections, ${warm} s warm-up + ${cfg.closedSecs} s (${wrk ? 'wrk' : 'node'})`,
+          );
           let res;
           let a;
           let b;
@@ -1085,13 +1277,27 @@ async function main() {
             res = await runWrk(tmp, url, body, cfg.concurrency, cfg.closedSecs, onMark, loadHeaders);
             res.cpu = a && b ? cpuDelta(a, b, res.requests, { loadgen: res.loadgenCpuSec }) : undefined;
           } else {
-            res = await loadgen.run({ kind: 'closed', host: u.hostname, port: Number(u.port), req: chatRequest(url, body, loadHeaders).toString('base64'), concurrency: cfg.concurrency, warmupMs: warm * 1000, durationMs: cfg.closedSecs * 1000, expectStatus: 200 }, onMark);
+            res = await loadgen.run(
+              {
+                kind: 'closed',
+                host: u.hostname,
+                port: Number(u.port),
+                req: chatRequest(url, body, loadHeaders).toString('base64'),
+                concurrency: cfg.concurrency,
+                warmupMs: warm * 1000,
+                durationMs: cfg.closedSecs * 1000,
+                expectStatus: 200,
+              },
+              onMark,
+            );
             res.cpu = a && b ? cpuDelta(a, b, res.requests) : undefined;
           }
           per[peer].push(res);
           const nErr = errCount(res);
           if (nErr > 0) failures.push(`throughput ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')})`);
-          log(`  ${fmtInt(res.throughput)} req/s, p50 ${fmt2(res.latency.p50)} ms, p99 ${fmt2(res.latency.p99)} ms, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`);
+          log(
+            `  ${fmtInt(res.throughput)} req/s, p50 ${fmt2(res.latency.p50)} ms, p99 ${fmt2(res.latency.p99)} ms, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
+          );
         }
       }
       raw.throughput = per;
@@ -1111,31 +1317,66 @@ async function main() {
       }
       const has = (p) => peers.includes(p);
       const ratio = (p) => (has('direct') && has(p) ? S[p].rps / S.direct.rps : NaN);
-      raw.throughputSummary = { ...Object.fromEntries(peers.map((p) => [p, { rps: S[p].rps, p50: S[p].p50, p99: S[p].p99, errors: S[p].errors, otherPct: S[p].other }])), ratios: Object.fromEntries(peers.filter((p) => p !== 'direct').map((p) => [p, ratio(p)])) };
+      raw.throughputSummary = {
+        ...Object.fromEntries(
+          peers.map((p) => [p, { rps: S[p].rps, p50: S[p].p50, p99: S[p].p99, errors: S[p].errors, otherPct: S[p].other }]),
+        ),
+        ratios: Object.fromEntries(peers.filter((p) => p !== 'direct').map((p) => [p, ratio(p)])),
+      };
       const cells = (f) => Object.fromEntries(peers.map((p) => [p, f(p)]));
       const list = (f) => peers.map((p) => f(p)).join(' / ');
       dataRows.push({
         metric: `max throughput (closed loop, ${cfg.concurrency} connections)`,
         ...cells((p) => `${fmtInt(S[p].rps)} req/s`),
-        diff: has('direct') ? peers.filter((p) => p !== 'direct').map((p) => `${PEER_LABEL[p]} ${fmt2(ratio(p))}×`).join('; ') : '',
+        diff: has('direct')
+          ? peers
+              .filter((p) => p !== 'direct')
+              .map((p) => `${PEER_LABEL[p]} ${fmt2(ratio(p))}×`)
+              .join('; ')
+          : '',
         goal: goalCell(ratio('router'), cfg.goals.throughputRatio, '(router/direct)', 'ge'),
         notes: `${closedGen}; ${cfg.rounds} round(s) × ${cfg.closedSecs} s per peer (order reversed every other round), median; errors ${list((p) => S[p].errors)}${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : '; upstream answers at once (BENCH_UPSTREAM_DELAY_MS=0)'}`,
       });
-      dataRows.push({ metric: 'closed-loop latency p50 / p99', ...cells((p) => `${fmt2(S[p].p50)} / ${fmt2(S[p].p99)} ms`), diff: '', goal: '–', notes: 'Little’s law: p50 ≈ connections ÷ throughput' });
+      dataRows.push({
+        metric: 'closed-loop latency p50 / p99',
+        ...cells((p) => `${fmt2(S[p].p50)} / ${fmt2(S[p].p99)} ms`),
+        diff: '',
+        goal: '–',
+        notes: 'Little’s law: p50 ≈ connections ÷ throughput',
+      });
       dataRows.push({
         metric: 'CPU per request at max throughput',
         ...cells((p) => cpuCell(p, S)),
         diff: has('router') ? `router alone ≈ ${fmtInt(1e6 / S.router.us('router'))} req/s per core` : '',
         goal: '–',
-        notes: `% of one core used (200% = both): ${peers.map((p) => `${p}: ${[hopOf(p), 'stub', 'loadgen'].filter(Boolean).map((k) => `${k} ${fmt1(S[p].pct(k))}%`).join(', ')}`).join('; ')}; other work on the VM ${list((p) => fmt1(S[p].other))}%`,
+        notes: `% of one core used (200% = both): ${peers
+          .map(
+            (p) =>
+              `${p}: ${[hopOf(p), 'stub', 'loadgen']
+                .filter(Boolean)
+                .map((k) => `${k} ${fmt1(S[p].pct(k))}%`)
+                .join(', ')}`,
+          )
+          .join('; ')}; other work on the VM ${list((p) => fmt1(S[p].other))}%`,
       });
       phaseTimes.throughput = (performance.now() - t0) / 1000;
     }
 
     if (phases.has('latency') || phases.has('throughput')) {
-      const rss = { stub: procRssMb(stub.pid), proxy: proxy ? procRssMb(proxy.pid) : NaN, bare: bare ? procRssMb(bare.pid) : NaN, router: procRssMb(router.pid) };
+      const rss = {
+        stub: procRssMb(stub.pid),
+        proxy: proxy ? procRssMb(proxy.pid) : NaN,
+        bare: bare ? procRssMb(bare.pid) : NaN,
+        router: procRssMb(router.pid),
+      };
       raw.rssAfterLoadMb = rss;
-      dataRows.push({ metric: 'RSS after the load phases', ...Object.fromEntries(peers.map((p) => [p, `${fmt1(p === 'direct' ? rss.stub : rss[p])} MB`])), diff: '', goal: '–', notes: `VmRSS of the process doing the hop (direct: the stub itself); the router is the full \`kars\` CLI process` });
+      dataRows.push({
+        metric: 'RSS after the load phases',
+        ...Object.fromEntries(peers.map((p) => [p, `${fmt1(p === 'direct' ? rss.stub : rss[p])} MB`])),
+        diff: '',
+        goal: '–',
+        notes: `VmRSS of the process doing the hop (direct: the stub itself); the router is the full \`kars\` CLI process`,
+      });
     }
 
     // ---- 4a. ConfigMap volume swap → enforcement -------------------------------------------------
@@ -1172,19 +1413,39 @@ async function main() {
       const t0 = performance.now();
       const dataDir = join(tmp, 'apiserver');
       mkdirSync(dataDir);
-      srv = await startChild('kars apiserver', [KARS, 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir], { nodeArgs: splitArgs(process.env.BENCH_SERVER_NODE_ARGS) });
+      srv = await startChild('kars apiserver', [KARS, 'apiserver', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
+        nodeArgs: splitArgs(process.env.BENCH_SERVER_NODE_ARGS),
+      });
       const kubeconfig = srv.kubeconfig ?? join(dataDir, 'kubeconfig');
-      api = makeApiClient(srv.url, readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'), readFileSync(join(dataDir, 'token'), 'utf8').trim());
+      api = makeApiClient(
+        srv.url,
+        readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'),
+        readFileSync(join(dataDir, 'token'), 'utf8').trim(),
+      );
       log(`api: kars apiserver (pid ${srv.pid}) at ${srv.url}; applying deploy/crds/all.yaml`);
       const YAML = (await import('yaml')).default;
       const crds = YAML.parseAllDocuments(readFileSync(join(ROOT, 'deploy/crds/all.yaml'), 'utf8'))
         .map((d) => d.toJSON())
         .filter((d) => d?.kind === 'CustomResourceDefinition');
-      for (const crd of crds) expectStatus(await api.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd), [201, 409], `create CRD ${crd.metadata.name}`);
-      expectStatus(await api.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }), [201, 409], `create namespace ${NS}`);
+      for (const crd of crds)
+        expectStatus(
+          await api.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd),
+          [201, 409],
+          `create CRD ${crd.metadata.name}`,
+        );
+      expectStatus(
+        await api.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
+        [201, 409],
+        `create namespace ${NS}`,
+      );
       const sbPath = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
       for (let i = 0; ; i++) {
-        const r = await api.request('POST', sbPath, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: SANDBOX }, spec: { inferenceRef: { name: POLICY } } });
+        const r = await api.request('POST', sbPath, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'KarsSandbox',
+          metadata: { name: SANDBOX },
+          spec: { inferenceRef: { name: POLICY } },
+        });
         if (r.status === 201 || r.status === 409) break;
         if (r.status !== 404 || i > 100) throw new Error(`create KarsSandbox: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
         await sleep(100);
@@ -1192,14 +1453,34 @@ async function main() {
       const cm = compiled(CAP_HIGH).configMap;
       const cmPath = `/api/v1/namespaces/${NS}/configmaps`;
       let rv = expectStatus(await api.request('POST', cmPath, cm), [201], `create ConfigMap ${cm.metadata.name}`).metadata.resourceVersion;
-      router = await startChild('router (api)', [KARS, 'router', '--kubeconfig', kubeconfig, '--sandbox', SANDBOX, '--namespace', NS, '--listen', '127.0.0.1:0', '--upstream', stub.url], { nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS) });
+      router = await startChild(
+        'router (api)',
+        [
+          KARS,
+          'router',
+          '--kubeconfig',
+          kubeconfig,
+          '--sandbox',
+          SANDBOX,
+          '--namespace',
+          NS,
+          '--listen',
+          '127.0.0.1:0',
+          '--upstream',
+          stub.url,
+        ],
+        { nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS) },
+      );
       log(`api: router (pid ${router.pid}) at ${router.url}, watching ${NS}/${SANDBOX} and its ConfigMaps`);
       const deadline = Date.now() + 30_000;
       for (;;) {
         checkChildren();
         const over = await oneRequest(router.url, chatBody(CAP_HIGH * 2)).catch(() => ({ status: 0 }));
         if (over.status === 429) break;
-        if (Date.now() > deadline) throw new Error(`api: the router did not enforce the ConfigMap's policy within 30 s (max_tokens ${CAP_HIGH * 2} → ${over.status})`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `api: the router did not enforce the ConfigMap's policy within 30 s (max_tokens ${CAP_HIGH * 2} → ${over.status})`,
+          );
         await sleep(50);
       }
       const putSend = [];
@@ -1254,7 +1535,11 @@ async function main() {
   const lines = [
     `## kars router benchmark${quick ? ' (quick)' : ''}`,
     ``,
-    `${new Date().toISOString()} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · load average ${la(raw.loadavgStart)} at start, ${la(raw.loadavgEnd)} at end · runtime ${fmt1(runtimeSec)} s (${Object.entries(phaseTimes).map(([k, v]) => `${k} ${fmt1(v)} s`).join(', ')})`,
+    `${new Date().toISOString()} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · load average ${la(raw.loadavgStart)} at start, ${la(raw.loadavgEnd)} at end · runtime ${fmt1(runtimeSec)} s (${Object.entries(
+      phaseTimes,
+    )
+      .map(([k, v]) => `${k} ${fmt1(v)} s`)
+      .join(', ')})`,
     ``,
     `Router build: packages/router/dist sha256 ${build.distSha256}… (newest file ${build.newestMtime}). Load generators: open loop — ${openGen}; closed loop — ${closedGen}. Stub, pass-through proxy, router, load generator (and apiserver) are separate processes sharing the same ${os.cpus().length} cores; "direct" sends the same requests to the stub itself.`,
   ];
@@ -1267,10 +1552,18 @@ async function main() {
     );
   }
   if (ctlRows.length) {
-    lines.push('', `| metric | value | goal | notes |`, `|---|---|---|---|`, ...ctlRows.map((m) => mdRow([m.metric, m.display, m.goal, m.notes])));
+    lines.push(
+      '',
+      `| metric | value | goal | notes |`,
+      `|---|---|---|---|`,
+      ...ctlRows.map((m) => mdRow([m.metric, m.display, m.goal, m.notes])),
+    );
   }
   lines.push(...failureLines(failures));
-  lines.push('', `Shared ${os.cpus().length}-core machine: quote medians over several runs, and the added latency / ratio rather than absolute numbers.`);
+  lines.push(
+    '',
+    `Shared ${os.cpus().length}-core machine: quote medians over several runs, and the added latency / ratio rather than absolute numbers.`,
+  );
   const text = lines.join('\n') + '\n';
   process.stdout.write(text);
 
@@ -1280,7 +1573,12 @@ async function main() {
     config: cfg,
     loadGenerators: { open: openGen, closed: closedGen },
     routerBuild: build,
-    machine: { node: process.version, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, totalMemMb: Math.round(os.totalmem() / 2 ** 20) },
+    machine: {
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
+    },
     runtimeSec,
     phaseTimes,
     ok: failures.length === 0,
@@ -1343,7 +1641,16 @@ async function reloadPhase({ cfg, prober, currentCap, change, failures, label, c
   if (prober.errors.length > 0) failures.push(`${label}: ${prober.errors.length} probe errors (${prober.errors.slice(0, 3).join('; ')})`);
   if (flipBacks > 0) failures.push(`${label}: ${flipBacks} probes saw the old decision after the new one had been enforced`);
   const rtt = stats(prober.results.map((x) => x.recvT - x.sendT));
-  return { stats: stats(lat), statsFromSend: stats(latFromSend), samplesMs: lat, samplesFromSendMs: latFromSend, missed, flipBacks, probes: prober.results.length, probeRtt: rtt };
+  return {
+    stats: stats(lat),
+    statsFromSend: stats(latFromSend),
+    samplesMs: lat,
+    samplesFromSendMs: latFromSend,
+    missed,
+    flipBacks,
+    probes: prober.results.length,
+    probeRtt: rtt,
+  };
 }
 
 /**
@@ -1394,7 +1701,8 @@ async function decisionPhase(cfg, policyBody) {
     return plan.deployments.length === 2 ? 0 : 5;
   };
   const pure = () => decide(reqDoc0, respDoc0);
-  const withParse = () => decide(JSON.parse(reqRaw.toString('utf8')), JSON.parse(Buffer.concat([respRaw], respRaw.length).toString('utf8')));
+  const withParse = () =>
+    decide(JSON.parse(reqRaw.toString('utf8')), JSON.parse(Buffer.concat([respRaw], respRaw.length).toString('utf8')));
   if (pure() !== 0 || withParse() !== 0) throw new Error('decision phase: the typical request was not allowed');
 
   const time = (fn, iters) => {
@@ -1413,7 +1721,12 @@ async function decisionPhase(cfg, policyBody) {
     return { iters, runsUs: us, medianUs: s.p50, minUs: s.min, maxUs: s.max };
   };
   const parseIters = Math.max(1000, Math.round(cfg.decisionIters / 5));
-  return { pure: runSet(pure, cfg.decisionIters), withParse: runSet(withParse, parseIters), reqBytes: reqRaw.length, respBytes: respRaw.length };
+  return {
+    pure: runSet(pure, cfg.decisionIters),
+    withParse: runSet(withParse, parseIters),
+    reqBytes: reqRaw.length,
+    respBytes: respRaw.length,
+  };
 }
 
 const mode = process.argv[2];

@@ -17,7 +17,15 @@ writeFileSync(binFile, Buffer.from([0, 1, 2, 0xfe, 0xff]));
 const COMMANDS = {
   configmap: ['create', 'configmap', 'cm', '--from-literal=a=b', '--from-literal=empty=', `--from-file=bin=${binFile}`],
   'secret-generic': ['create', 'secret', 'generic', 's', '--from-literal=password=hunter2', '--type=Opaque'],
-  'secret-docker-registry': ['create', 'secret', 'docker-registry', 'reg', '--docker-server=r.example', '--docker-username=u', '--docker-password=p'],
+  'secret-docker-registry': [
+    'create',
+    'secret',
+    'docker-registry',
+    'reg',
+    '--docker-server=r.example',
+    '--docker-username=u',
+    '--docker-password=p',
+  ],
   namespace: ['create', 'namespace', 'ns1'],
   serviceaccount: ['create', 'serviceaccount', 'sa1'],
   deployment: ['create', 'deployment', 'web', '--image=nginx:1.27', '--replicas=0', '--port=8080', '--', 'sleep', '3600'],
@@ -31,7 +39,9 @@ const COMMANDS = {
 };
 
 function stderrOf(bin, args) {
-  const r = execFileSync('sh', ['-c', `"$0" --dry-run=server -o name -v=9 "$@" 2>&1 >/dev/null; true`, join(dir, bin), ...args], { encoding: 'utf8' });
+  const r = execFileSync('sh', ['-c', `"$0" --dry-run=server -o name -v=9 "$@" 2>&1 >/dev/null; true`, join(dir, bin), ...args], {
+    encoding: 'utf8',
+  });
   return r;
 }
 

@@ -28,14 +28,62 @@ if (!apiRepo || !machineryRepo) {
 const PACKAGES = {
   'k8s.io.api.core.v1': { repo: apiRepo, dir: 'core/v1', go: ['types.go'], defPrefix: 'io.k8s.api.core.v1', gv: ['', 'v1'] },
   'k8s.io.api.apps.v1': { repo: apiRepo, dir: 'apps/v1', go: ['types.go'], defPrefix: 'io.k8s.api.apps.v1', gv: ['apps', 'v1'] },
-  'k8s.io.api.rbac.v1': { repo: apiRepo, dir: 'rbac/v1', go: ['types.go'], defPrefix: 'io.k8s.api.rbac.v1', gv: ['rbac.authorization.k8s.io', 'v1'] },
-  'k8s.io.api.coordination.v1': { repo: apiRepo, dir: 'coordination/v1', go: ['types.go'], defPrefix: 'io.k8s.api.coordination.v1', gv: ['coordination.k8s.io', 'v1'] },
-  'k8s.io.api.authentication.v1': { repo: apiRepo, dir: 'authentication/v1', go: ['types.go'], defPrefix: 'io.k8s.api.authentication.v1', gv: ['authentication.k8s.io', 'v1'] },
-  'k8s.io.api.authorization.v1': { repo: apiRepo, dir: 'authorization/v1', go: ['types.go'], defPrefix: 'io.k8s.api.authorization.v1', gv: ['authorization.k8s.io', 'v1'] },
-  'k8s.io.apimachinery.pkg.apis.meta.v1': { repo: machineryRepo, dir: 'pkg/apis/meta/v1', go: ['types.go'], defPrefix: 'io.k8s.apimachinery.pkg.apis.meta.v1', gv: null },
-  'k8s.io.apimachinery.pkg.runtime': { repo: machineryRepo, dir: 'pkg/runtime', go: ['types.go'], defPrefix: 'io.k8s.apimachinery.pkg.runtime', gv: null },
-  'k8s.io.apimachinery.pkg.api.resource': { repo: machineryRepo, dir: 'pkg/api/resource', go: [], defPrefix: 'io.k8s.apimachinery.pkg.api.resource', gv: null },
-  'k8s.io.apimachinery.pkg.util.intstr': { repo: machineryRepo, dir: 'pkg/util/intstr', go: [], defPrefix: 'io.k8s.apimachinery.pkg.util.intstr', gv: null },
+  'k8s.io.api.rbac.v1': {
+    repo: apiRepo,
+    dir: 'rbac/v1',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.api.rbac.v1',
+    gv: ['rbac.authorization.k8s.io', 'v1'],
+  },
+  'k8s.io.api.coordination.v1': {
+    repo: apiRepo,
+    dir: 'coordination/v1',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.api.coordination.v1',
+    gv: ['coordination.k8s.io', 'v1'],
+  },
+  'k8s.io.api.authentication.v1': {
+    repo: apiRepo,
+    dir: 'authentication/v1',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.api.authentication.v1',
+    gv: ['authentication.k8s.io', 'v1'],
+  },
+  'k8s.io.api.authorization.v1': {
+    repo: apiRepo,
+    dir: 'authorization/v1',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.api.authorization.v1',
+    gv: ['authorization.k8s.io', 'v1'],
+  },
+  'k8s.io.apimachinery.pkg.apis.meta.v1': {
+    repo: machineryRepo,
+    dir: 'pkg/apis/meta/v1',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.apimachinery.pkg.apis.meta.v1',
+    gv: null,
+  },
+  'k8s.io.apimachinery.pkg.runtime': {
+    repo: machineryRepo,
+    dir: 'pkg/runtime',
+    go: ['types.go'],
+    defPrefix: 'io.k8s.apimachinery.pkg.runtime',
+    gv: null,
+  },
+  'k8s.io.apimachinery.pkg.api.resource': {
+    repo: machineryRepo,
+    dir: 'pkg/api/resource',
+    go: [],
+    defPrefix: 'io.k8s.apimachinery.pkg.api.resource',
+    gv: null,
+  },
+  'k8s.io.apimachinery.pkg.util.intstr': {
+    repo: machineryRepo,
+    dir: 'pkg/util/intstr',
+    go: [],
+    defPrefix: 'io.k8s.apimachinery.pkg.util.intstr',
+    gv: null,
+  },
 };
 
 /** The kinds whose request bodies are decoded (and whose schemas are published), plus the envelope. */
@@ -67,16 +115,67 @@ const ROOTS = [
  * how the decoder turns them into JSON, and the OpenAPI schema kube-apiserver publishes for them.
  */
 const SPECIAL = {
-  'k8s.io.apimachinery.pkg.apis.meta.v1.Time': { json: 'time', schema: { type: 'string', format: 'date-time', description: 'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.' } },
-  'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime': { json: 'microtime', schema: { type: 'string', format: 'date-time', description: 'MicroTime is version of Time with microsecond level precision.' } },
-  'k8s.io.apimachinery.pkg.apis.meta.v1.Duration': { json: 'duration', schema: { type: 'string', description: 'Duration is a wrapper around time.Duration which supports correct marshaling to YAML and JSON.' } },
-  'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1': { json: 'rawjson', schema: { type: 'object', description: 'FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.' } },
-  'k8s.io.apimachinery.pkg.runtime.RawExtension': { json: 'rawjson', schema: { type: 'object', description: 'RawExtension is used to hold extensions in external versions.' } },
-  'k8s.io.apimachinery.pkg.api.resource.Quantity': { json: 'quantity', schema: { type: 'string', description: 'Quantity is a fixed-point representation of a number, serialized as a string such as "100m", "1Gi" or "0.5".' } },
-  'k8s.io.apimachinery.pkg.util.intstr.IntOrString': { json: 'intorstring', schema: { type: 'string', format: 'int-or-string', 'x-kubernetes-int-or-string': true, description: 'IntOrString is a type that can hold an int32 or a string.' } },
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Time': {
+    json: 'time',
+    schema: {
+      type: 'string',
+      format: 'date-time',
+      description:
+        'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.',
+    },
+  },
+  'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime': {
+    json: 'microtime',
+    schema: { type: 'string', format: 'date-time', description: 'MicroTime is version of Time with microsecond level precision.' },
+  },
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Duration': {
+    json: 'duration',
+    schema: {
+      type: 'string',
+      description: 'Duration is a wrapper around time.Duration which supports correct marshaling to YAML and JSON.',
+    },
+  },
+  'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1': {
+    json: 'rawjson',
+    schema: { type: 'object', description: 'FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.' },
+  },
+  'k8s.io.apimachinery.pkg.runtime.RawExtension': {
+    json: 'rawjson',
+    schema: { type: 'object', description: 'RawExtension is used to hold extensions in external versions.' },
+  },
+  'k8s.io.apimachinery.pkg.api.resource.Quantity': {
+    json: 'quantity',
+    schema: {
+      type: 'string',
+      description: 'Quantity is a fixed-point representation of a number, serialized as a string such as "100m", "1Gi" or "0.5".',
+    },
+  },
+  'k8s.io.apimachinery.pkg.util.intstr.IntOrString': {
+    json: 'intorstring',
+    schema: {
+      type: 'string',
+      format: 'int-or-string',
+      'x-kubernetes-int-or-string': true,
+      description: 'IntOrString is a type that can hold an int32 or a string.',
+    },
+  },
 };
 
-const SCALARS = new Set(['string', 'bool', 'bytes', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float', 'sint32', 'sint64', 'fixed32', 'fixed64']);
+const SCALARS = new Set([
+  'string',
+  'bool',
+  'bytes',
+  'int32',
+  'int64',
+  'uint32',
+  'uint64',
+  'double',
+  'float',
+  'sint32',
+  'sint64',
+  'fixed32',
+  'fixed64',
+]);
 
 function show(repo, path) {
   return execFileSync('git', ['--git-dir', repo, 'show', `HEAD:${path}`], { encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -84,7 +183,9 @@ function show(repo, path) {
 
 function gitDir(repo) {
   try {
-    return execFileSync('git', ['-C', repo, 'rev-parse', '--git-dir'], { encoding: 'utf8' }).trim().replace(/^(?!\/)/, `${repo}/`);
+    return execFileSync('git', ['-C', repo, 'rev-parse', '--git-dir'], { encoding: 'utf8' })
+      .trim()
+      .replace(/^(?!\/)/, `${repo}/`);
   } catch {
     return repo;
   }
@@ -205,7 +306,8 @@ function factsOf(msg, field) {
   const st = goFacts.get(pkg)?.get(msg.name);
   const f = st?.get(field.number);
   if (f) return f;
-  if (SPECIAL[msg.fqn] || isNamedSlice(msg) || pkg === 'k8s.io.apimachinery.pkg.runtime') return { jsonName: field.name, omitempty: true, pointer: false };
+  if (SPECIAL[msg.fqn] || isNamedSlice(msg) || pkg === 'k8s.io.apimachinery.pkg.runtime')
+    return { jsonName: field.name, omitempty: true, pointer: false };
   throw new Error(`no Go field for ${msg.fqn}.${field.name} = ${field.number}`);
 }
 
@@ -325,7 +427,12 @@ for (const fqn of [...needed].sort()) {
     if (!inner) throw new Error(`inline ${t} in ${fqn} not found`);
     for (const f of inner.fields) {
       const facts = factsOf(inner, f);
-      let s = f.label === 'map' ? { type: 'object', additionalProperties: typeSchema(f.type) } : f.label === 'repeated' ? { type: 'array', items: typeSchema(f.type) } : typeSchema(f.type);
+      let s =
+        f.label === 'map'
+          ? { type: 'object', additionalProperties: typeSchema(f.type) }
+          : f.label === 'repeated'
+            ? { type: 'array', items: typeSchema(f.type) }
+            : typeSchema(f.type);
       const d = description(f.doc);
       if (d) s = { ...s, description: d };
       schema.properties[facts.jsonName] = s;
@@ -335,13 +442,27 @@ for (const fqn of [...needed].sort()) {
   const gv = rootKinds.get(fqn);
   if (gv) {
     schema['x-kubernetes-group-version-kind'] = [{ group: gv[0], kind: msg.name, version: gv[1] }];
-    schema.properties.apiVersion = { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources' };
-    schema.properties.kind = { type: 'string', description: 'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds' };
+    schema.properties.apiVersion = {
+      type: 'string',
+      description:
+        'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+    };
+    schema.properties.kind = {
+      type: 'string',
+      description:
+        'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+    };
   }
   definitions[defName(fqn)] = schema;
 }
 
-const rootIndex = ROOTS.filter((r) => rootKinds.get(r)).map((fqn) => ({ group: rootKinds.get(fqn)[0], version: rootKinds.get(fqn)[1], kind: all.get(fqn).name, message: fqn, definition: defName(fqn) }));
+const rootIndex = ROOTS.filter((r) => rootKinds.get(r)).map((fqn) => ({
+  group: rootKinds.get(fqn)[0],
+  version: rootKinds.get(fqn)[1],
+  kind: all.get(fqn).name,
+  message: fqn,
+  definition: defName(fqn),
+}));
 
 const header = `// GENERATED by scripts/gen-kube-schema.mjs from kubernetes/api@${commits.api} and
 // kubernetes/apimachinery@${commits.apimachinery} (Apache-2.0). Do not edit; rerun the script.
@@ -363,10 +484,12 @@ export const BUILTIN_KINDS: readonly BuiltinKind[] = ${JSON.stringify(rootIndex,
 
 /** proto2 definitions, one file per Kubernetes package, annotated with kars.json / kars.ptr / kars.inline. */
 export const PROTO_FILES: readonly { name: string; text: string }[] = [
-${protoFiles.map((f) => {
-  if (f.text.includes('`') || f.text.includes('${')) throw new Error('proto text cannot be a template literal');
-  return `  {\n    name: ${JSON.stringify(f.name)},\n    text: String.raw\`\n${f.text}\`,\n  },`;
-}).join('\n')}
+${protoFiles
+  .map((f) => {
+    if (f.text.includes('`') || f.text.includes('${')) throw new Error('proto text cannot be a template literal');
+    return `  {\n    name: ${JSON.stringify(f.name)},\n    text: String.raw\`\n${f.text}\`,\n  },`;
+  })
+  .join('\n')}
 ];
 
 /** OpenAPI v2 definitions of the built-in kinds and everything they reference. */

@@ -25,7 +25,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { out: { type: 'string' }, 'prefer-offline': { type: 'boolean', default: true }, 'reuse-native': { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string' },
+    'prefer-offline': { type: 'boolean', default: true },
+    'reuse-native': { type: 'boolean', default: false },
+  },
+});
 if (!values.out) {
   process.stderr.write('usage: node scripts/image-tree.mjs --out DIR\n');
   process.exit(2);
@@ -61,7 +67,10 @@ hash.update(readFileSync(fileURLToPath(import.meta.url))).update(JSON.stringify(
 const depsHash = hash.digest('hex');
 
 mkdirSync(OUT, { recursive: true });
-const reuse = existsSync(join(OUT, '.deps-hash')) && readFileSync(join(OUT, '.deps-hash'), 'utf8') === depsHash && existsSync(join(OUT, 'node_modules'));
+const reuse =
+  existsSync(join(OUT, '.deps-hash')) &&
+  readFileSync(join(OUT, '.deps-hash'), 'utf8') === depsHash &&
+  existsSync(join(OUT, 'node_modules'));
 for (const entry of readdirSync(OUT)) if (entry !== 'node_modules' || !reuse) rmSync(join(OUT, entry), { recursive: true, force: true });
 
 for (const f of manifests) {
@@ -81,7 +90,14 @@ for (const w of ws) {
 
 if (!reuse) {
   const native = values['reuse-native'];
-  const args = ['ci', '--omit=dev', '--no-audit', '--no-fund', ...(values['prefer-offline'] ? ['--prefer-offline'] : []), ...(native ? ['--ignore-scripts'] : [])];
+  const args = [
+    'ci',
+    '--omit=dev',
+    '--no-audit',
+    '--no-fund',
+    ...(values['prefer-offline'] ? ['--prefer-offline'] : []),
+    ...(native ? ['--ignore-scripts'] : []),
+  ];
   execFileSync('npm', args, { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } });
   if (native) {
     const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'));

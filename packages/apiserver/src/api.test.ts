@@ -36,7 +36,8 @@ describe('kars apiserver REST semantics', () => {
     assert.deepEqual(api.body.versions, ['v1']);
     const groups = await ts.client.get('/apis');
     const names = groups.body.groups.map((g: any) => g.name);
-    for (const g of ['apps', 'coordination.k8s.io', 'apiextensions.k8s.io', 'rbac.authorization.k8s.io', 'example.com']) assert.ok(names.includes(g), g);
+    for (const g of ['apps', 'coordination.k8s.io', 'apiextensions.k8s.io', 'rbac.authorization.k8s.io', 'example.com'])
+      assert.ok(names.includes(g), g);
     const rl = await ts.client.get('/apis/example.com/v1');
     const widgets = rl.body.resources.find((r: any) => r.name === 'widgets');
     assert.equal(widgets.kind, 'Widget');
@@ -108,7 +109,9 @@ describe('kars apiserver REST semantics', () => {
 
   it('lets exactly one of many parallel updates with the same resourceVersion win', async () => {
     const c = await ts.client.post(CM, cm('race'));
-    const results = await Promise.all(Array.from({ length: 25 }, (_, i) => ts.client.put(`${CM}/race`, { ...c.body, data: { winner: String(i) } })));
+    const results = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => ts.client.put(`${CM}/race`, { ...c.body, data: { winner: String(i) } })),
+    );
     const ok = results.filter((r) => r.status === 200);
     assert.equal(ok.length, 1);
     assert.equal(results.filter((r) => r.status === 409).length, 24);
@@ -132,7 +135,8 @@ describe('kars apiserver REST semantics', () => {
   });
 
   it('keeps two server-side-apply managers of one ConfigMap from clobbering each other', async () => {
-    const body = (data: Record<string, string>): string => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data });
+    const body = (data: Record<string, string>): string =>
+      JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data });
     const a = await ts.client.patch(`${CM}/ssa`, body({ fromA: '1' }), 'apply', '?fieldManager=a');
     assert.equal(a.status, 201, a.text);
     const b = await ts.client.patch(`${CM}/ssa`, body({ fromB: '2' }), 'apply', '?fieldManager=b');
@@ -152,11 +156,17 @@ describe('kars apiserver REST semantics', () => {
     const P = '/api/v1/namespaces/paging/configmaps';
     for (let i = 0; i < 7; i++) await ts.client.post(P, cm(`p${i}`, { i: String(i) }, { parity: i % 2 === 0 ? 'even' : 'odd' }));
     const even = await ts.client.get(`${P}?labelSelector=parity%3Deven`);
-    assert.deepEqual(even.body.items.map((o: any) => o.metadata.name), ['p0', 'p2', 'p4', 'p6']);
+    assert.deepEqual(
+      even.body.items.map((o: any) => o.metadata.name),
+      ['p0', 'p2', 'p4', 'p6'],
+    );
     const notEven = await ts.client.get(`${P}?labelSelector=${encodeURIComponent('parity notin (even)')}`);
     assert.equal(notEven.body.items.length, 3);
     const byName = await ts.client.get(`${P}?fieldSelector=metadata.name%3Dp3`);
-    assert.deepEqual(byName.body.items.map((o: any) => o.metadata.name), ['p3']);
+    assert.deepEqual(
+      byName.body.items.map((o: any) => o.metadata.name),
+      ['p3'],
+    );
     const seen: string[] = [];
     let cont = '';
     let pages = 0;
@@ -178,19 +188,32 @@ describe('kars apiserver REST semantics', () => {
     await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'tbl' }, spec: { size: 4 } });
     const r = await ts.client.request('GET', WD, undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' });
     assert.equal(r.body.kind, 'Table');
-    assert.deepEqual(r.body.columnDefinitions.map((c: any) => c.name), ['Name', 'Size', 'Phase']);
+    assert.deepEqual(
+      r.body.columnDefinitions.map((c: any) => c.name),
+      ['Name', 'Size', 'Phase'],
+    );
     const row = r.body.rows.find((x: any) => x.cells[0] === 'tbl');
     assert.equal(row.cells[1], 4);
     assert.equal(row.object.kind, 'PartialObjectMetadata');
   });
 
   it('prunes unknown fields, applies defaults, and rejects CEL violations with 422 without touching storage', async () => {
-    const c = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'cel' }, spec: { size: 2, junk: true } });
+    const c = await ts.client.post(WD, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      metadata: { name: 'cel' },
+      spec: { size: 2, junk: true },
+    });
     assert.equal(c.status, 201, c.text);
     assert.equal(c.body.spec.max, 10);
     assert.equal(c.body.spec.junk, undefined);
-    assert.match(String(c.headers["warning"]), /unknown field \\"spec.junk\\"/);
-    const strict = await ts.client.request('POST', `${WD}?fieldValidation=Strict`, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'cel2' }, spec: { size: 2, junk: true } });
+    assert.match(String(c.headers['warning']), /unknown field \\"spec.junk\\"/);
+    const strict = await ts.client.request('POST', `${WD}?fieldValidation=Strict`, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      metadata: { name: 'cel2' },
+      spec: { size: 2, junk: true },
+    });
     assert.equal(strict.status, 400);
     const bad = await ts.client.patch(`${WD}/cel`, { spec: { size: 11 } }, 'merge');
     assert.equal(bad.status, 422);
@@ -238,7 +261,12 @@ describe('kars apiserver REST semantics', () => {
   });
 
   it('garbage-collects dependents through ownerReferences', async () => {
-    const owner = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'owner' }, spec: { size: 1 } });
+    const owner = await ts.client.post(WD, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      metadata: { name: 'owner' },
+      spec: { size: 1 },
+    });
     const ref = { apiVersion: 'example.com/v1', kind: 'Widget', name: 'owner', uid: owner.body.metadata.uid, controller: true };
     await ts.client.post(CM, { ...cm('child'), metadata: { name: 'child', ownerReferences: [ref] } });
     const other = await ts.client.post(CM, cm('unrelated'));
@@ -264,7 +292,13 @@ describe('kars apiserver REST semantics', () => {
 
   it('orphans dependents when deleting with propagationPolicy=Orphan', async () => {
     const o = await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'orphaner' }, spec: { size: 1 } });
-    await ts.client.post(CM, { ...cm('orphan'), metadata: { name: 'orphan', ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'orphaner', uid: o.body.metadata.uid }] } });
+    await ts.client.post(CM, {
+      ...cm('orphan'),
+      metadata: {
+        name: 'orphan',
+        ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'orphaner', uid: o.body.metadata.uid }],
+      },
+    });
     const d = await ts.client.delete(`${WD}/orphaner`, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Orphan' });
     assert.equal(d.status, 200);
     await eventually(async () => (await ts.client.get(`${WD}/orphaner`)).status === 404);
@@ -275,11 +309,15 @@ describe('kars apiserver REST semantics', () => {
 
   it('deletes a whole collection selected by label', async () => {
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bulk' } });
-    for (const n of ['x1', 'x2', 'x3']) await ts.client.post('/api/v1/namespaces/bulk/configmaps', cm(n, { a: '1' }, { batch: n === 'x3' ? 'keep' : 'drop' }));
+    for (const n of ['x1', 'x2', 'x3'])
+      await ts.client.post('/api/v1/namespaces/bulk/configmaps', cm(n, { a: '1' }, { batch: n === 'x3' ? 'keep' : 'drop' }));
     const r = await ts.client.delete('/api/v1/namespaces/bulk/configmaps?labelSelector=batch%3Ddrop');
     assert.equal(r.status, 200);
     const left = await ts.client.get('/api/v1/namespaces/bulk/configmaps');
-    assert.deepEqual(left.body.items.map((i: any) => i.metadata.name), ['x3']);
+    assert.deepEqual(
+      left.body.items.map((i: any) => i.metadata.name),
+      ['x3'],
+    );
   });
 
   it('serves every served version of a CRD from one stored object', async () => {
@@ -289,7 +327,12 @@ describe('kars apiserver REST semantics', () => {
     const v1 = crd.spec.versions[0];
     crd.spec.versions = [{ ...v1, name: 'v1beta1', storage: false }, v1];
     assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
-    const c = await ts.client.post('/apis/example.com/v1beta1/namespaces/default/dials', { apiVersion: 'example.com/v1beta1', kind: 'Dial', metadata: { name: 'd' }, spec: { size: 1 } });
+    const c = await ts.client.post('/apis/example.com/v1beta1/namespaces/default/dials', {
+      apiVersion: 'example.com/v1beta1',
+      kind: 'Dial',
+      metadata: { name: 'd' },
+      spec: { size: 1 },
+    });
     assert.equal(c.status, 201, c.text);
     assert.equal(c.body.apiVersion, 'example.com/v1beta1');
     const asV1 = await ts.client.get('/apis/example.com/v1/namespaces/default/dials/d');
@@ -320,9 +363,14 @@ describe('kars apiserver REST semantics', () => {
     crd.spec.names = { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' };
     assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
     const G = '/apis/example.com/v1/namespaces/default/gadgets';
-    assert.equal((await ts.client.post(G, { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g' }, spec: { size: 1 } })).status, 201);
+    assert.equal(
+      (await ts.client.post(G, { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g' }, spec: { size: 1 } })).status,
+      201,
+    );
     await ts.client.delete('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com');
-    await eventually(async () => (await ts.client.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com')).status === 404);
+    await eventually(
+      async () => (await ts.client.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com')).status === 404,
+    );
     assert.equal((await ts.client.get(G)).status, 404);
   });
 

@@ -25,7 +25,9 @@ interface Seed {
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
+  return new Promise((r) =>
+    child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code)),
+  );
 }
 
 describe('kars apiserver as a process', () => {
@@ -45,7 +47,12 @@ describe('kars apiserver as a process', () => {
     const c1 = new TestClient(first.url, ca, token);
     const acked: Array<{ name: string; rv: number }> = [];
     for (let i = 0; i < 50; i++) {
-      const r = await c1.post('/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `d${i}` }, data: { i: String(i) } });
+      const r = await c1.post('/api/v1/namespaces/default/configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `d${i}` },
+        data: { i: String(i) },
+      });
       assert.equal(r.status, 201);
       acked.push({ name: `d${i}`, rv: Number(r.body.metadata.resourceVersion) });
     }
@@ -60,7 +67,12 @@ describe('kars apiserver as a process', () => {
     const list = await c2.get('/api/v1/namespaces/default/configmaps');
     const names = new Set(list.body.items.map((o: any) => o.metadata.name));
     for (const a of acked) assert.ok(names.has(a.name), `${a.name} survived kill -9`);
-    const next = await c2.post('/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after' }, data: {} });
+    const next = await c2.post('/api/v1/namespaces/default/configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'after' },
+      data: {},
+    });
     assert.ok(Number(next.body.metadata.resourceVersion) > acked[acked.length - 1]!.rv, 'resourceVersion keeps growing after restart');
 
     const w = await c2.watch(`/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${acked[40]!.rv}`);
@@ -82,7 +94,12 @@ describe('kars apiserver as a process', () => {
       const ca = readFileSync(join(dir, 'pki', 'ca.crt'), 'utf8');
       const c1 = new TestClient(first.url, ca, token);
       const base = '/api/v1/namespaces/default/configmaps';
-      const cm = (name: string, v: string, rv?: string): unknown => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(rv ? { resourceVersion: rv } : {}) }, data: { v } });
+      const cm = (name: string, v: string, rv?: string): unknown => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, ...(rv ? { resourceVersion: rv } : {}) },
+        data: { v },
+      });
 
       // Objects that conflicting updates race on: one loop per seed, 4 PUTs with the same resourceVersion per round.
       const SEEDS = 8;
@@ -92,7 +109,14 @@ describe('kars apiserver as a process', () => {
       for (let s = 0; s < SEEDS; s++) {
         const r = await c1.post(base, cm(`seed-${s}`, 'initial'));
         assert.equal(r.status, 201);
-        seeds.push({ name: `seed-${s}`, rv: String(r.body.metadata.resourceVersion), value: 'initial', rejected: new Set<string>(), rounds: 0, badRounds: [] as string[] });
+        seeds.push({
+          name: `seed-${s}`,
+          rv: String(r.body.metadata.resourceVersion),
+          value: 'initial',
+          rejected: new Set<string>(),
+          rounds: 0,
+          badRounds: [] as string[],
+        });
       }
       const acked = new Map<string, { rv: string; v: string }>();
       const rejectedDuplicates: Array<{ name: string; v: string }> = [];
@@ -118,7 +142,14 @@ describe('kars apiserver as a process', () => {
       const racer = async (seed: Seed): Promise<void> => {
         for (let round = 0; !killed; round++) {
           const values = Array.from({ length: PER_ROUND }, (_, k) => `${seed.name}-r${round}-${k}`);
-          const results = await Promise.all(values.map((v) => c1.put(`${base}/${seed.name}`, cm(seed.name, v, seed.rv)).then((r) => ({ v, r }), () => ({ v, r: undefined }))));
+          const results = await Promise.all(
+            values.map((v) =>
+              c1.put(`${base}/${seed.name}`, cm(seed.name, v, seed.rv)).then(
+                (r) => ({ v, r }),
+                () => ({ v, r: undefined }),
+              ),
+            ),
+          );
           let wins = 0;
           for (const { v, r } of results) {
             if (r?.status === 200) {
@@ -136,7 +167,8 @@ describe('kars apiserver as a process', () => {
       const load = [...Array.from({ length: CREATORS }, (_, w) => creator(w)), ...seeds.map((s) => racer(s))];
       // Kill in the middle of the burst, once plenty of writes have been acknowledged.
       const deadline = Date.now() + 60_000;
-      while ((acked.size < 300 || seeds.some((s) => s.rounds < 5)) && Date.now() < deadline && unexpected.length === 0) await new Promise((r) => setTimeout(r, 10));
+      while ((acked.size < 300 || seeds.some((s) => s.rounds < 5)) && Date.now() < deadline && unexpected.length === 0)
+        await new Promise((r) => setTimeout(r, 10));
       first.child.kill('SIGKILL');
       killed = true;
       await exited(first.child);
@@ -152,9 +184,13 @@ describe('kars apiserver as a process', () => {
       const c2 = new TestClient(second.url, ca, token);
       const list = await c2.get(base);
       assert.equal(list.status, 200);
-      const stored = new Map<string, { rv: string; v: string }>(list.body.items.map((o: any) => [o.metadata.name, { rv: o.metadata.resourceVersion, v: o.data?.v }]));
-      for (const [name, a] of acked) assert.deepEqual(stored.get(name), a, `acknowledged create ${name} survived kill -9 with its resourceVersion`);
-      for (const d of rejectedDuplicates) assert.notEqual(stored.get(d.name)?.v, d.v, `rejected duplicate create of ${d.name} was not resurrected`);
+      const stored = new Map<string, { rv: string; v: string }>(
+        list.body.items.map((o: any) => [o.metadata.name, { rv: o.metadata.resourceVersion, v: o.data?.v }]),
+      );
+      for (const [name, a] of acked)
+        assert.deepEqual(stored.get(name), a, `acknowledged create ${name} survived kill -9 with its resourceVersion`);
+      for (const d of rejectedDuplicates)
+        assert.notEqual(stored.get(d.name)?.v, d.v, `rejected duplicate create of ${d.name} was not resurrected`);
       for (const s of seeds) {
         const got = stored.get(s.name);
         assert.ok(got, `${s.name} exists`);

@@ -23,14 +23,22 @@ function aliasBomb(name: string): string {
 /** "Billion laughs": each level aliases the previous one ten times. */
 function laughs(name: string): string {
   const lines = ['l0: &l0 "lol"'];
-  for (let i = 1; i <= 9; i++) lines.push(`l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
+  for (let i = 1; i <= 9; i++)
+    lines.push(
+      `l${i}: &l${i} [${Array(10)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]`,
+    );
   return `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  ${lines.join('\n  ')}\n`;
 }
 
 /** Deep nesting that used to block the event loop for seconds: flow, block and compact sequences. */
-const deepFlow = (levels: number): string => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata: ${'['.repeat(levels)}${']'.repeat(levels)}\n`;
-const deepBlock = (levels: number): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n${Array.from({ length: levels }, (_, i) => `${' '.repeat(i + 1)}a:`).join('\n')} 1\n`;
-const deepCompact = (levels: number): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x:\n  ${'- '.repeat(levels)}x\n`;
+const deepFlow = (levels: number): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata: ${'['.repeat(levels)}${']'.repeat(levels)}\n`;
+const deepBlock = (levels: number): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n${Array.from({ length: levels }, (_, i) => `${' '.repeat(i + 1)}a:`).join('\n')} 1\n`;
+const deepCompact = (levels: number): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x:\n  ${'- '.repeat(levels)}x\n`;
 
 function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
   const t0 = performance.now();
@@ -47,14 +55,22 @@ describe('apiserver against hostile bodies and clients', () => {
   });
 
   it('refuses a YAML alias bomb with 400 before expanding it, and stores nothing', async () => {
-    for (const [name, body] of [['bomb', aliasBomb('bomb')], ['laughs', laughs('laughs')]] as const) {
+    for (const [name, body] of [
+      ['bomb', aliasBomb('bomb')],
+      ['laughs', laughs('laughs')],
+    ] as const) {
       const { value: r, ms } = await timed(ts.client.request('POST', CM, body, YAML));
       assert.equal(r.status, 400, `${name}: ${r.text.slice(0, 300)}`);
       assert.match(r.body.message, /alias/, name);
       assert.ok(ms < 5000, `${name} refused in ${ms.toFixed(0)} ms`);
       assert.equal((await ts.client.get(`${CM}/${name}`)).status, 404, `${name} was not stored`);
     }
-    const ok = await ts.client.request('POST', CM, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: few-aliases\n  labels: &l {app: web}\n  annotations: *l\n', YAML);
+    const ok = await ts.client.request(
+      'POST',
+      CM,
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: few-aliases\n  labels: &l {app: web}\n  annotations: *l\n',
+      YAML,
+    );
     assert.equal(ok.status, 201, `a document with a few small aliases is still accepted: ${ok.text.slice(0, 200)}`);
     assert.deepEqual(ok.body.metadata.annotations, { app: 'web' });
   });
@@ -64,8 +80,16 @@ describe('apiserver against hostile bodies and clients', () => {
       ['yaml flow', deepFlow(1_000_000), YAML],
       ['yaml block', deepBlock(2000), YAML],
       ['yaml compact', deepCompact(1_000_000), YAML],
-      ['json', `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`, {}],
-      ['json objects', `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":${'{"a":'.repeat(300_000)}1${'}'.repeat(300_000)}}`, {}],
+      [
+        'json',
+        `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`,
+        {},
+      ],
+      [
+        'json objects',
+        `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"x":${'{"a":'.repeat(300_000)}1${'}'.repeat(300_000)}}`,
+        {},
+      ],
     ];
     for (const [name, body, headers] of bodies) {
       const { value: r, ms } = await timed(ts.client.request('POST', CM, body, headers));
@@ -76,18 +100,33 @@ describe('apiserver against hostile bodies and clients', () => {
     const apply = await ts.client.patch(`${CM}/deep`, deepFlow(1_000_000), 'apply', '?fieldManager=t');
     assert.equal(apply.status, 400, 'an apply patch (YAML) is held to the same limit');
     const nested = (n: number): string => `${'['.repeat(n)}${']'.repeat(n)}`;
-    const atLimit = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', JSON.parse(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"x"},"spec":${nested(250)}}`));
+    const atLimit = await ts.client.post(
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      JSON.parse(
+        `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"x"},"spec":${nested(250)}}`,
+      ),
+    );
     assert.notEqual(atLimit.status, 500, 'nesting within the limit is decoded and judged on its merits');
     assert.match(atLimit.text, /Invalid|invalid/);
   });
 
   it('refuses an object over 1.5 MiB once decoded with 413, on create and on a patch that grows it, and keeps the old object', async () => {
-    const big = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big' }, data: { v: 'x'.repeat(1.6 * 1024 * 1024) } });
+    const big = await ts.client.post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'big' },
+      data: { v: 'x'.repeat(1.6 * 1024 * 1024) },
+    });
     assert.equal(big.status, 413, big.text.slice(0, 300));
     assert.equal(big.body.reason, 'RequestEntityTooLarge');
     assert.match(big.body.message, /1572864 bytes/);
     assert.equal((await ts.client.get(`${CM}/big`)).status, 404);
-    const fits = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'grows' }, data: { a: 'x'.repeat(1024 * 1024) } });
+    const fits = await ts.client.post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'grows' },
+      data: { a: 'x'.repeat(1024 * 1024) },
+    });
     assert.equal(fits.status, 201, 'a 1 MiB object is fine');
     const grown = await ts.client.patch(`${CM}/grows`, { data: { b: 'y'.repeat(700 * 1024) } }, 'merge');
     assert.equal(grown.status, 413, 'a patch may not grow it past the limit');
@@ -119,7 +158,11 @@ describe('apiserver against hostile bodies and clients', () => {
     const agent = new https.Agent({ ca: ts.server.caCert });
     for (let i = 0; i < 3; i++) {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = https.request(new URL(`${CM}?watch=true&includeObject=Object&labelSelector=stall%3Dyes`, ts.server.url), { headers: table, agent }, resolve);
+        const req = https.request(
+          new URL(`${CM}?watch=true&includeObject=Object&labelSelector=stall%3Dyes`, ts.server.url),
+          { headers: table, agent },
+          resolve,
+        );
         req.on('error', reject);
         req.end();
       });
@@ -139,16 +182,24 @@ describe('apiserver against hostile bodies and clients', () => {
     const N = 60;
     const payload = 'z'.repeat(1024 * 1024);
     for (let i = 0; i < N; i++) {
-      const r = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `stall-${i}`, labels: { stall: 'yes' } }, data: { p: payload } });
+      const r = await ts.client.post(CM, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `stall-${i}`, labels: { stall: 'yes' } },
+        data: { p: payload },
+      });
       assert.equal(r.status, 201);
     }
     await new Promise((r) => setTimeout(r, 200));
     gc();
     const heap1 = process.memoryUsage();
     // Each watcher was sent ~60 MiB of rendered tables; dropping them at 16 MiB keeps the growth well below 3 × 60 MiB.
-    const grewMb = (heap1.heapUsed + heap1.external + heap1.arrayBuffers - (heap0.heapUsed + heap0.external + heap0.arrayBuffers)) / 2 ** 20;
+    const grewMb =
+      (heap1.heapUsed + heap1.external + heap1.arrayBuffers - (heap0.heapUsed + heap0.external + heap0.arrayBuffers)) / 2 ** 20;
     for (const s of stalled) s.res.resume();
-    const outcomes = await Promise.all(stalled.map((s) => Promise.race([s.ended, new Promise<string>((r) => setTimeout(() => r('still open'), 10_000))])));
+    const outcomes = await Promise.all(
+      stalled.map((s) => Promise.race([s.ended, new Promise<string>((r) => setTimeout(() => r('still open'), 10_000))])),
+    );
     for (const o of outcomes) assert.notEqual(o, 'still open', 'the server dropped the stalled watch');
     agent.destroy();
     assert.ok(grewMb < 150, `server memory stayed bounded while 3 stalled watchers were sent ${N} MiB each: grew ${grewMb.toFixed(0)} MiB`);
@@ -190,9 +241,14 @@ describe('apiserver /healthz under hostile YAML', () => {
       lat.sort((a, b) => a - b);
       const median = lat[Math.floor(lat.length / 2)] ?? Infinity;
       const max = lat[lat.length - 1] ?? Infinity;
-      t.diagnostic(`/healthz over ${lat.length} probes: median ${median.toFixed(1)} ms, max ${max.toFixed(0)} ms; ${refused.length} hostile bodies refused`);
+      t.diagnostic(
+        `/healthz over ${lat.length} probes: median ${median.toFixed(1)} ms, max ${max.toFixed(0)} ms; ${refused.length} hostile bodies refused`,
+      );
       assert.ok(refused.length >= 3, `the hostile bodies kept coming (${refused.length} sent)`);
-      assert.ok(refused.every((s) => s === 400), `every hostile body was refused with 400: ${[...new Set(refused)].join(', ')}`);
+      assert.ok(
+        refused.every((s) => s === 400),
+        `every hostile body was refused with 400: ${[...new Set(refused)].join(', ')}`,
+      );
       assert.ok(median <= 100, `/healthz median ${median.toFixed(1)} ms over ${lat.length} probes (max ${max.toFixed(0)} ms)`);
       // The bound is on the median: on the shared 2-core machine a single probe can wait on the scheduler or a GC.
       // Before the fix one probe waited 46 s behind the hostile bodies.

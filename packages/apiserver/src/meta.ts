@@ -24,7 +24,10 @@ export function randomSuffix(): string {
 }
 
 /** Check metadata fields that kube-apiserver validates on every object. */
-export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameIsLabel: boolean; namePathSegment?: boolean }): StatusCause[] {
+export function validateMeta(
+  obj: KubeObject,
+  opts: { namespaced: boolean; nameIsLabel: boolean; namePathSegment?: boolean },
+): StatusCause[] {
   const causes: StatusCause[] = [];
   const m = obj.metadata;
   const name = m.name ?? '';
@@ -33,7 +36,11 @@ export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameI
   } else if (opts.namePathSegment) {
     // kube's ValidatePathSegmentName (RBAC objects: "system:discovery" is a valid name)
     if (name === '.' || name === '..' || name.includes('/') || name.includes('%')) {
-      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": may not be '.' or '..' and may not contain '/' or '%'` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.name',
+        message: `Invalid value: "${name}": may not be '.' or '..' and may not contain '/' or '%'`,
+      });
     }
   } else {
     const re = opts.nameIsLabel ? DNS_LABEL : DNS_SUBDOMAIN;
@@ -46,14 +53,33 @@ export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameI
     }
   }
   for (const [k, v] of Object.entries(m.labels ?? {})) {
-    if (!QUALIFIED_NAME.test(k)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'` });
-    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'` });
+    if (!QUALIFIED_NAME.test(k))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `metadata.labels`,
+        message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+      });
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `metadata.labels`,
+        message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'`,
+      });
   }
   for (const [k, v] of Object.entries(m.annotations ?? {})) {
-    if (!QUALIFIED_NAME.test(k)) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.annotations', message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'` });
-    if (typeof v !== 'string') causes.push({ reason: 'FieldValueTypeInvalid', field: `metadata.annotations[${k}]`, message: 'must be a string' });
+    if (!QUALIFIED_NAME.test(k))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: 'metadata.annotations',
+        message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+      });
+    if (typeof v !== 'string')
+      causes.push({ reason: 'FieldValueTypeInvalid', field: `metadata.annotations[${k}]`, message: 'must be a string' });
   }
-  if (m.finalizers !== undefined && (!Array.isArray(m.finalizers) || m.finalizers.some((f) => typeof f !== 'string' || !QUALIFIED_NAME.test(f)))) {
+  if (
+    m.finalizers !== undefined &&
+    (!Array.isArray(m.finalizers) || m.finalizers.some((f) => typeof f !== 'string' || !QUALIFIED_NAME.test(f)))
+  ) {
     causes.push({ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: 'each finalizer must be a qualified name' });
   }
   return causes;
@@ -61,11 +87,14 @@ export function validateMeta(obj: KubeObject, opts: { namespaced: boolean; nameI
 
 /** Structural checks on a decoded body: it must be an object with object metadata. */
 export function shapeCauses(body: unknown): StatusCause[] {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [{ reason: 'FieldValueTypeInvalid', field: '', message: 'the body must be a JSON object' }];
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return [{ reason: 'FieldValueTypeInvalid', field: '', message: 'the body must be a JSON object' }];
   const m = (body as Record<string, unknown>)['metadata'];
-  if (m !== undefined && (typeof m !== 'object' || m === null || Array.isArray(m))) return [{ reason: 'FieldValueTypeInvalid', field: 'metadata', message: 'must be an object' }];
+  if (m !== undefined && (typeof m !== 'object' || m === null || Array.isArray(m)))
+    return [{ reason: 'FieldValueTypeInvalid', field: 'metadata', message: 'must be an object' }];
   const labels = (m as Record<string, unknown> | undefined)?.['labels'];
-  if (labels !== undefined && labels !== null && (typeof labels !== 'object' || Array.isArray(labels))) return [{ reason: 'FieldValueTypeInvalid', field: 'metadata.labels', message: 'must be a map of strings' }];
+  if (labels !== undefined && labels !== null && (typeof labels !== 'object' || Array.isArray(labels)))
+    return [{ reason: 'FieldValueTypeInvalid', field: 'metadata.labels', message: 'must be a map of strings' }];
   return [];
 }
 

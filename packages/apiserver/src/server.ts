@@ -96,7 +96,10 @@ export class ApiServer {
   private running: Running | undefined;
 
   private constructor(
-    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit'>> & { log: LogFn; audit?: (r: AuditRecord) => void },
+    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit'>> & {
+      log: LogFn;
+      audit?: (r: AuditRecord) => void;
+    },
     private readonly host: string,
     private port: number,
     private readonly pki: { caCert: string; serverCert: string; serverKey: string },
@@ -148,7 +151,9 @@ export class ApiServer {
     const store = new Store(join(this.opts.dataDir, 'db'), { historyWindow: this.opts.historyWindow, maxBatch: this.opts.maxCommitBatch });
     const cache = new WatchCache(store.changesAfter(store.oldestResumableRv()), store.oldestResumableRv());
     const registry = new Registry(builtinResources());
-    const service = new ObjectService(store, registry, cache, (err, what) => this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) }));
+    const service = new ObjectService(store, registry, cache, (err, what) =>
+      this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) }),
+    );
     await service.bootstrap();
     if (this.opts.authorizationMode === 'RBAC') await bootstrapPolicy(service, registry);
     const auth = new Auth(this.opts.authorizationMode, this.token, this.saTokens(), service, registry, cache, this.opts.audit);
@@ -170,7 +175,10 @@ export class ApiServer {
       ...(this.opts.faultInjection ? { faults: (action: string) => this.runFault(action) } : {}),
       log: this.opts.log,
     });
-    const server = http2.createSecureServer({ allowHTTP1: true, cert: this.pki.serverCert, key: this.pki.serverKey, settings: { maxConcurrentStreams: 1000 } }, handler);
+    const server = http2.createSecureServer(
+      { allowHTTP1: true, cert: this.pki.serverCert, key: this.pki.serverKey, settings: { maxConcurrentStreams: 1000 } },
+      handler,
+    );
     server.on('connection', (s: Socket) => {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));

@@ -132,7 +132,11 @@ export class ObjectService {
     if (!nsInfo) return;
     for (const name of SYSTEM_NAMESPACES) {
       if (this.store.get(NS_GR, '', name)) continue;
-      await this.create({ ri: nsInfo, version: 'v1', ns: '', name }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' });
+      await this.create(
+        { ri: nsInfo, version: 'v1', ns: '', name },
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+        { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' },
+      );
     }
   }
 
@@ -186,7 +190,9 @@ export class ObjectService {
       }
     }
     const filtering = (opts.labels?.length ?? 0) > 0 || (opts.fields?.length ?? 0) > 0;
-    const filter = filtering ? { gr, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.fields ? { fields: opts.fields } : {}) } : undefined;
+    const filter = filtering
+      ? { gr, ...(opts.labels ? { labels: opts.labels } : {}), ...(opts.fields ? { fields: opts.fields } : {}) }
+      : undefined;
     const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
     const items: string[] = [];
     let lastKey: { ns: string; name: string } | undefined;
@@ -230,11 +236,17 @@ export class ObjectService {
       if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
     }
     // kube's defaulting for core/v1 Secret: no type means Opaque.
-    if (t.ri.group === '' && t.ri.resource === 'secrets' && ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')) (obj as Record<string, unknown>)['type'] = 'Opaque';
+    if (
+      t.ri.group === '' &&
+      t.ri.resource === 'secrets' &&
+      ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')
+    )
+      (obj as Record<string, unknown>)['type'] = 'Opaque';
     const want = apiVersionOf(t.ri, t.version);
     if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
     if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
-    if (obj.apiVersion !== want) throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${want})`);
+    if (obj.apiVersion !== want)
+      throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${want})`);
     if (obj.kind !== t.ri.kind) throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${t.ri.kind})`);
     if (t.ri.namespaced) {
       if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== '' && obj.metadata.namespace !== t.ns) {
@@ -264,9 +276,18 @@ export class ObjectService {
   }
 
   /** Admission shared by every write: metadata validation, custom-resource schema and CEL, CRD checks. */
-  private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, fv: FieldValidation): { obj: KubeObject; warnings: string[] } {
+  private admitObject(
+    t: Target,
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    fv: FieldValidation,
+  ): { obj: KubeObject; warnings: string[] } {
     const warnings: string[] = [];
-    const causes: StatusCause[] = validateMeta(obj, { namespaced: t.ri.namespaced, nameIsLabel: t.ri.resource === 'namespaces', namePathSegment: t.ri.group === 'rbac.authorization.k8s.io' });
+    const causes: StatusCause[] = validateMeta(obj, {
+      namespaced: t.ri.namespaced,
+      nameIsLabel: t.ri.resource === 'namespaces',
+      namePathSegment: t.ri.group === 'rbac.authorization.k8s.io',
+    });
     let out = obj;
     let unknownFields: string[] = [];
     if (!t.ri.builtin) {
@@ -294,14 +315,19 @@ export class ObjectService {
     const row = this.store.get(NS_GR, '', t.ns);
     if (!row) throw notFound({ group: '', resource: 'namespaces', name: t.ns, kind: 'Namespace' });
     if (parse(row.body).metadata.deletionTimestamp) {
-      throw new ApiError(403, 'Forbidden', `${t.ri.resource} "${t.name}" is forbidden: unable to create new content in namespace ${t.ns} because it is being terminated`);
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${t.ri.resource} "${t.name}" is forbidden: unable to create new content in namespace ${t.ns} because it is being terminated`,
+      );
     }
   }
 
   /** Prepare a new object for storage: server-owned metadata, status, generation. */
   private finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
     const m = obj.metadata;
-    if (m.resourceVersion !== undefined && m.resourceVersion !== '') throw badRequest('resourceVersion should not be set on objects to be created');
+    if (m.resourceVersion !== undefined && m.resourceVersion !== '')
+      throw badRequest('resourceVersion should not be set on objects to be created');
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
@@ -342,7 +368,11 @@ export class ObjectService {
    * The single write path. `compute` sees the current object (or undefined) and returns the new
    * object, or throws an ApiError. Runs inside one transaction; nothing is stored if it throws.
    */
-  private async write(t: Target, opts: WriteOptions, compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean }): Promise<WriteResult> {
+  private async write(
+    t: Target,
+    opts: WriteOptions,
+    compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean },
+  ): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
     let result: WriteResult | undefined;
     await this.store.write((stage) => {
@@ -350,7 +380,14 @@ export class ObjectService {
       const old = row ? parse(row.body) : undefined;
       const { obj, warnings, created } = compute(old);
       obj.apiVersion = apiVersionOf(t.ri, storageVersion(t.ri));
-      if (old && !created && sameIgnoringManagedTimes({ ...old, metadata: { ...old.metadata, resourceVersion: '' } }, { ...obj, metadata: { ...obj.metadata, resourceVersion: '' } })) {
+      if (
+        old &&
+        !created &&
+        sameIgnoringManagedTimes(
+          { ...old, metadata: { ...old.metadata, resourceVersion: '' } },
+          { ...obj, metadata: { ...obj.metadata, resourceVersion: '' } },
+        )
+      ) {
         result = { object: old, code: 200, warnings };
         return;
       }
@@ -385,14 +422,25 @@ export class ObjectService {
     const obj = this.coerceBody(t, body, true);
     if ((obj.metadata.name ?? '') === '' && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix();
     const name = obj.metadata.name ?? '';
-    if (name === '') throw invalid(target({ ...t, name }), [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
+    if (name === '')
+      throw invalid(target({ ...t, name }), [
+        { reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' },
+      ]);
     const tt: Target = { ...t, name };
     this.requireNamespace(tt);
     return this.write(tt, opts, (old) => {
       if (old) throw alreadyExists(target(tt));
       const admitted = this.admitObject(tt, obj, undefined, opts.fieldValidation);
       const fresh = this.finalizeForCreate(tt, admitted.obj);
-      const tracked = trackUpdate(undefined, fresh, opts.manager, apiVersionOf(tt.ri, tt.version), nowRfc3339(), undefined, this.fieldOptions(tt));
+      const tracked = trackUpdate(
+        undefined,
+        fresh,
+        opts.manager,
+        apiVersionOf(tt.ri, tt.version),
+        nowRfc3339(),
+        undefined,
+        this.fieldOptions(tt),
+      );
       return { obj: tracked, warnings: admitted.warnings, created: true };
     });
   }
@@ -404,7 +452,14 @@ export class ObjectService {
       if (!old) throw notFound(target(t));
       const rv = obj.metadata.resourceVersion;
       if (rv === undefined || rv === '') {
-        if (!t.ri.allowUnconditionalUpdate) throw invalid(target(t), [{ reason: 'FieldValueRequired', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+        if (!t.ri.allowUnconditionalUpdate)
+          throw invalid(target(t), [
+            {
+              reason: 'FieldValueRequired',
+              field: 'metadata.resourceVersion',
+              message: 'Invalid value: 0x0: must be specified for an update',
+            },
+          ]);
       } else if (rv !== old.metadata.resourceVersion) {
         throw conflict(target(t), 'the object has been modified; please apply your changes to the latest version and try again');
       }
@@ -412,19 +467,32 @@ export class ObjectService {
     });
   }
 
-  private updateFrom(t: Target, old: KubeObject, obj: KubeObject, opts: WriteOptions, tracked = false): { obj: KubeObject; warnings: string[]; created: boolean } {
+  private updateFrom(
+    t: Target,
+    old: KubeObject,
+    obj: KubeObject,
+    opts: WriteOptions,
+    tracked = false,
+  ): { obj: KubeObject; warnings: string[]; created: boolean } {
     const next = this.finalizeForUpdate(t, old, obj);
     const admitted = this.admitObject(t, next, old, opts.fieldValidation);
     bumpGeneration(t.ri, old, admitted.obj);
-    const withFields = tracked ? admitted.obj : trackUpdate(old, admitted.obj, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, this.fieldOptions(t));
+    const withFields = tracked
+      ? admitted.obj
+      : trackUpdate(old, admitted.obj, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, this.fieldOptions(t));
     return { obj: withFields, warnings: admitted.warnings, created: false };
   }
 
   async patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): Promise<WriteResult> {
     if (type === 'strategic' && !t.ri.strategic) {
-      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+      );
     }
-    if (type === 'apply' && (opts.manager === '' || opts.manager === undefined)) throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    if (type === 'apply' && (opts.manager === '' || opts.manager === undefined))
+      throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
     return this.write(t, opts, (old) => {
       if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
       if (!old) throw notFound(target(t));
@@ -451,23 +519,42 @@ export class ObjectService {
     });
   }
 
-  private applyPatch(t: Target, old: KubeObject | undefined, patchBody: unknown, opts: WriteOptions & { force: boolean }): { obj: KubeObject; warnings: string[]; created: boolean } {
+  private applyPatch(
+    t: Target,
+    old: KubeObject | undefined,
+    patchBody: unknown,
+    opts: WriteOptions & { force: boolean },
+  ): { obj: KubeObject; warnings: string[]; created: boolean } {
     if (!isObject(patchBody)) throw badRequest('the apply configuration must be an object');
     const applied = clone(patchBody);
     const meta = isObject(applied['metadata']) ? applied['metadata'] : undefined;
-    if (meta && meta['name'] !== undefined && meta['name'] !== t.name) throw badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${t.name})`);
+    if (meta && meta['name'] !== undefined && meta['name'] !== t.name)
+      throw badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${t.name})`);
     if (old === undefined) this.requireNamespace(t);
     if (t.ri.namespaced && meta && meta['namespace'] === undefined) meta['namespace'] = t.ns;
     const live = old ? (JSON.parse(this.render(t.ri, t.version, JSON.stringify(old))) as KubeObject) : undefined;
     let res;
     try {
-      res = serverSideApply({ live, applied, manager: opts.manager, force: opts.force, apiVersion: apiVersionOf(t.ri, t.version), now: nowRfc3339(), ...(t.subresource ? { subresource: t.subresource } : {}), options: this.fieldOptions(t) });
+      res = serverSideApply({
+        live,
+        applied,
+        manager: opts.manager,
+        force: opts.force,
+        apiVersion: apiVersionOf(t.ri, t.version),
+        now: nowRfc3339(),
+        ...(t.subresource ? { subresource: t.subresource } : {}),
+        options: this.fieldOptions(t),
+      });
     } catch (err) {
       if (err instanceof PatchError) throw badRequest(err.message, err);
       throw err;
     }
     if (!res.ok) {
-      const causes = res.conflicts.map((c) => ({ reason: 'FieldManagerConflict', field: c.field, message: `conflict with "${c.manager}"` }));
+      const causes = res.conflicts.map((c) => ({
+        reason: 'FieldManagerConflict',
+        field: c.field,
+        message: `conflict with "${c.manager}"`,
+      }));
       throw conflict(target(t), applyConflictMessage(res.conflicts), causes);
     }
     const obj = this.coerceBody(t, res.object, old === undefined);
@@ -480,7 +567,10 @@ export class ObjectService {
   }
 
   /** Delete an object: with finalizers it is only marked (deletionTimestamp); otherwise it is removed. */
-  async delete(t: Target, opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string }): Promise<{ object: KubeObject; gone: boolean }> {
+  async delete(
+    t: Target,
+    opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string },
+  ): Promise<{ object: KubeObject; gone: boolean }> {
     const gr = grKey(t.ri.group, t.ri.resource);
     let out: { object: KubeObject; gone: boolean } | undefined;
     await this.store.write((stage) => {
@@ -488,10 +578,16 @@ export class ObjectService {
       if (!row) throw notFound(target(t));
       const old = parse(row.body);
       if (opts.preconditionUid && opts.preconditionUid !== old.metadata.uid) {
-        throw conflict(target(t), `Precondition failed: UID in precondition: ${opts.preconditionUid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+        throw conflict(
+          target(t),
+          `Precondition failed: UID in precondition: ${opts.preconditionUid}, UID in object meta: ${old.metadata.uid ?? ''}`,
+        );
       }
       if (opts.preconditionRv && opts.preconditionRv !== old.metadata.resourceVersion) {
-        throw conflict(target(t), `Precondition failed: ResourceVersion in precondition: ${opts.preconditionRv}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`);
+        throw conflict(
+          target(t),
+          `Precondition failed: ResourceVersion in precondition: ${opts.preconditionRv}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
+        );
       }
       const next = clone(old);
       const finalizers = [...(next.metadata.finalizers ?? [])];
@@ -501,10 +597,17 @@ export class ObjectService {
       if (finalizers.length === 0 && !terminating) {
         out = { object: old, gone: true };
         if (opts.dryRun) return;
-        stage({ gr, ns: t.ns, name: t.name, type: 'DELETED', prev: row.body, render: (rv) => {
-          next.metadata.resourceVersion = String(rv);
-          return JSON.stringify(next);
-        } });
+        stage({
+          gr,
+          ns: t.ns,
+          name: t.name,
+          type: 'DELETED',
+          prev: row.body,
+          render: (rv) => {
+            next.metadata.resourceVersion = String(rv);
+            return JSON.stringify(next);
+          },
+        });
         return;
       }
       if (next.metadata.deletionTimestamp) {
@@ -519,10 +622,18 @@ export class ObjectService {
       if (terminating) next['status'] = { ...(isObject(next['status']) ? next['status'] : {}), phase: 'Terminating' };
       out = { object: next, gone: false };
       if (opts.dryRun) return;
-      const rec = stage({ gr, ns: t.ns, name: t.name, type: 'MODIFIED', prev: row.body, owners: ownerUids(next), render: (rv) => {
-        next.metadata.resourceVersion = String(rv);
-        return JSON.stringify(next);
-      } });
+      const rec = stage({
+        gr,
+        ns: t.ns,
+        name: t.name,
+        type: 'MODIFIED',
+        prev: row.body,
+        owners: ownerUids(next),
+        render: (rv) => {
+          next.metadata.resourceVersion = String(rv);
+          return JSON.stringify(next);
+        },
+      });
       out = { object: parse(rec.body), gone: false };
     });
     if (!out) throw new Error('delete produced no result');
@@ -635,7 +746,7 @@ export class ObjectService {
       if (ri && row) writes.push(this.removeOwnerRef(ri, parse(row.body), uid));
     }
     await settleAll(writes);
-    const ri = this.registry.byKind(owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] ?? '' : '', owner.kind);
+    const ri = this.registry.byKind(owner.apiVersion.includes('/') ? (owner.apiVersion.split('/')[0] ?? '') : '', owner.kind);
     if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
   }
 
@@ -673,11 +784,18 @@ export class ObjectService {
     await this.store.write((stage) => {
       const cur = this.store.get(gr, '', ns);
       if (!cur) return;
-      stage({ gr, ns: '', name: ns, type: 'DELETED', prev: cur.body, render: (rv) => {
-        const o = parse(cur.body);
-        o.metadata.resourceVersion = String(rv);
-        return JSON.stringify(o);
-      } });
+      stage({
+        gr,
+        ns: '',
+        name: ns,
+        type: 'DELETED',
+        prev: cur.body,
+        render: (rv) => {
+          const o = parse(cur.body);
+          o.metadata.resourceVersion = String(rv);
+          return JSON.stringify(o);
+        },
+      });
     });
   }
 
@@ -743,9 +861,18 @@ function crdStatus(crd: KubeObject): Record<string, unknown> {
   const now = nowRfc3339();
   const versions = Array.isArray(spec['versions']) ? spec['versions'].filter(isObject) : [];
   const storage = versions.find((v) => v['storage'] === true);
-  const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({ type, status: 'True', lastTransitionTime: now, reason, message });
+  const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({
+    type,
+    status: 'True',
+    lastTransitionTime: now,
+    reason,
+    message,
+  });
   return {
-    conditions: [cond('NamesAccepted', 'NoConflicts', 'no conflicts found'), cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted')],
+    conditions: [
+      cond('NamesAccepted', 'NoConflicts', 'no conflicts found'),
+      cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
+    ],
     acceptedNames: spec['names'] ?? {},
     storedVersions: storage ? [storage['name']] : [],
   };

@@ -127,12 +127,17 @@ describe('watch semantics', () => {
   it('delivers every change to many concurrent watchers in the same order', async () => {
     const c = await ts.client.post(NS, cm('fan'));
     const rv = c.body.metadata.resourceVersion;
-    const ws = await Promise.all(Array.from({ length: 10 }, () => ts.client.watch(`${NS}?watch=true&resourceVersion=${rv}&fieldSelector=metadata.name%3Dfan`)));
+    const ws = await Promise.all(
+      Array.from({ length: 10 }, () => ts.client.watch(`${NS}?watch=true&resourceVersion=${rv}&fieldSelector=metadata.name%3Dfan`)),
+    );
     await Promise.all(Array.from({ length: 30 }, (_, i) => ts.client.patch(`${NS}/fan`, { data: { [`k${i}`]: String(i) } }, 'merge')));
     for (const w of ws) {
       const rvs: number[] = [];
       for (let i = 0; i < 30; i++) rvs.push(Number((await w.next()).object.metadata.resourceVersion));
-      assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b));
+      assert.deepEqual(
+        rvs,
+        [...rvs].sort((a, b) => a - b),
+      );
       assert.equal(new Set(rvs).size, 30);
       w.stop();
     }

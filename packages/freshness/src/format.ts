@@ -10,14 +10,34 @@ function short(d: string | null): string {
 
 function pad(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3))).join('').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3)))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** The probe's table: one row per edit, then p50/p99/max per phase and the verdict. */
 export function formatReport(r: ProbeReport): string {
   const edits = pad([
     ['EDIT', 'GENERATION', 'OBSERVED', 'DIGEST', 'CM-RV', 'TO-CONFIGMAP', 'TO-ECHO', 'TO-READY', 'ROUTERS', 'ERROR'],
-    ...r.edits.map((e) => [String(e.edit), String(e.generation), e.observedGeneration === null ? '-' : String(e.observedGeneration), short(e.compiledDigest), e.configMapResourceVersion ?? '-', ms(e.toConfigMapMs), ms(e.toEchoMs), ms(e.toReadyMs), String(e.routers), e.error ?? '']),
+    ...r.edits.map((e) => [
+      String(e.edit),
+      String(e.generation),
+      e.observedGeneration === null ? '-' : String(e.observedGeneration),
+      short(e.compiledDigest),
+      e.configMapResourceVersion ?? '-',
+      ms(e.toConfigMapMs),
+      ms(e.toEchoMs),
+      ms(e.toReadyMs),
+      String(e.routers),
+      e.error ?? '',
+    ]),
   ]);
   const s = r.summary;
   const summary = pad([

@@ -75,7 +75,8 @@ async function retrying<T>(what: string, fn: () => Promise<T>, deadlineMs: numbe
       return await fn();
     } catch (err) {
       const permanent = err instanceof ApiError && err.code >= 400 && err.code < 500 && err.code !== 429 && err.code !== 409;
-      if (permanent || performance.now() > deadlineMs || signal?.aborted) throw err instanceof Error ? err : new Error(`${what}: ${String(err)}`);
+      if (permanent || performance.now() > deadlineMs || signal?.aborted)
+        throw err instanceof Error ? err : new Error(`${what}: ${String(err)}`);
       await sleep(delay);
       delay = Math.min(1000, delay * 2);
     }
@@ -114,9 +115,24 @@ export class ProbeSession {
     this.policy = `${PROBE_POLICY_PREFIX}${randomBytes(4).toString('hex')}`;
     setMaxListeners(0, this.ac.signal);
     const common = { client: opts.client, namespace: opts.namespace, config: opts.config };
-    this.policies = new Reflector<IP>({ ...common, name: 'probe-policy', resource: INFERENCE_POLICY, fieldSelector: `metadata.name=${this.policy}` });
-    this.configmaps = new Reflector({ ...common, name: 'probe-configmap', resource: Resources.configmaps, fieldSelector: `metadata.name=${inferencePolicyConfigMapName(this.policy)}` });
-    this.leases = new Reflector({ ...common, name: 'probe-leases', resource: Resources.leases, labelSelector: `${ROUTER_LABEL}=true,${SANDBOX_LABEL}=${this.sandbox}` });
+    this.policies = new Reflector<IP>({
+      ...common,
+      name: 'probe-policy',
+      resource: INFERENCE_POLICY,
+      fieldSelector: `metadata.name=${this.policy}`,
+    });
+    this.configmaps = new Reflector({
+      ...common,
+      name: 'probe-configmap',
+      resource: Resources.configmaps,
+      fieldSelector: `metadata.name=${inferencePolicyConfigMapName(this.policy)}`,
+    });
+    this.leases = new Reflector({
+      ...common,
+      name: 'probe-leases',
+      resource: Resources.leases,
+      labelSelector: `${ROUTER_LABEL}=true,${SANDBOX_LABEL}=${this.sandbox}`,
+    });
     for (const r of [this.policies, this.configmaps, this.leases] as Reflector[]) r.subscribe(() => this.notify());
   }
 
@@ -147,7 +163,10 @@ export class ProbeSession {
   /** Live routers of the sandbox and whether they all echo `digest`. */
   private echoState(digest: string): { routers: number; all: boolean } {
     const now = Date.now();
-    const live = this.leases.store.list().map((l) => readEcho(l)).filter((e) => e !== undefined && isLive(e, now));
+    const live = this.leases.store
+      .list()
+      .map((l) => readEcho(l))
+      .filter((e) => e !== undefined && isLive(e, now));
     return { routers: live.length, all: live.length > 0 && live.every((e) => e?.digests.InferencePolicy === digest) };
   }
 
@@ -169,23 +188,60 @@ export class ProbeSession {
     try {
       await retrying('list InferencePolicies', () => client.list(INFERENCE_POLICY, { namespace, limit: 1 }), deadline, this.opts.signal);
     } catch (err) {
-      if (err instanceof ApiError && err.code === 404) throw new ProbeSetupError('the kars CRDs are not installed on this cluster (InferencePolicy not found): install them with `kars crds | kubectl apply -f -`');
+      if (err instanceof ApiError && err.code === 404)
+        throw new ProbeSetupError(
+          'the kars CRDs are not installed on this cluster (InferencePolicy not found): install them with `kars crds | kubectl apply -f -`',
+        );
       throw err;
     }
-    const existing = await retrying('get sandbox', () => client.getOrUndefined<SB>(KARS_SANDBOX, namespace, this.sandbox), deadline, this.opts.signal);
+    const existing = await retrying(
+      'get sandbox',
+      () => client.getOrUndefined<SB>(KARS_SANDBOX, namespace, this.sandbox),
+      deadline,
+      this.opts.signal,
+    );
     if (existing) {
       const ref = existing.spec?.inferenceRef?.name;
       if (ref && !ref.startsWith(PROBE_POLICY_PREFIX) && !this.opts.force) {
-        throw new ProbeSetupError(`sandbox ${namespace}/${this.sandbox} enforces InferencePolicy "${ref}"; the probe would replace it while it runs. Use a dedicated probe sandbox (default "${DEFAULT_PROBE_SANDBOX}"), or pass --force`);
+        throw new ProbeSetupError(
+          `sandbox ${namespace}/${this.sandbox} enforces InferencePolicy "${ref}"; the probe would replace it while it runs. Use a dedicated probe sandbox (default "${DEFAULT_PROBE_SANDBOX}"), or pass --force`,
+        );
       }
       this.originalRef = existing.spec?.inferenceRef ? { name: existing.spec.inferenceRef.name } : null;
     }
     const labels = { [PROBE_LABEL]: 'true' };
-    await retrying('create policy', () => client.create<IP>(INFERENCE_POLICY, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: this.policy, namespace, labels }, spec: { appliesTo: { sandboxName: this.sandbox }, tokenBudget: { dailyTokens: this.base } } } as IP), deadline, this.opts.signal);
+    await retrying(
+      'create policy',
+      () =>
+        client.create<IP>(INFERENCE_POLICY, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'InferencePolicy',
+          metadata: { name: this.policy, namespace, labels },
+          spec: { appliesTo: { sandboxName: this.sandbox }, tokenBudget: { dailyTokens: this.base } },
+        } as IP),
+      deadline,
+      this.opts.signal,
+    );
     if (existing) {
-      await retrying('bind sandbox', () => client.patch(KARS_SANDBOX, namespace, this.sandbox, { spec: { inferenceRef: { name: this.policy } } }, 'merge'), deadline, this.opts.signal);
+      await retrying(
+        'bind sandbox',
+        () => client.patch(KARS_SANDBOX, namespace, this.sandbox, { spec: { inferenceRef: { name: this.policy } } }, 'merge'),
+        deadline,
+        this.opts.signal,
+      );
     } else {
-      await retrying('create sandbox', () => client.create<SB>(KARS_SANDBOX, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: this.sandbox, namespace, labels }, spec: { inferenceRef: { name: this.policy } } } as SB), deadline, this.opts.signal);
+      await retrying(
+        'create sandbox',
+        () =>
+          client.create<SB>(KARS_SANDBOX, {
+            apiVersion: 'kars.azure.com/v1alpha1',
+            kind: 'KarsSandbox',
+            metadata: { name: this.sandbox, namespace, labels },
+            spec: { inferenceRef: { name: this.policy } },
+          } as SB),
+        deadline,
+        this.opts.signal,
+      );
       this.createdSandbox = true;
     }
     this.runs = [this.policies.run(this.ac.signal), this.configmaps.run(this.ac.signal), this.leases.run(this.ac.signal)];
@@ -195,11 +251,22 @@ export class ProbeSession {
       return d && this.echoState(d).all ? d : undefined;
     }, routerTimeout);
     if (!first) {
-      const routers = this.leases.store.list().map((l) => readEcho(l)).filter((e) => e !== undefined && isLive(e, Date.now())).length;
+      const routers = this.leases.store
+        .list()
+        .map((l) => readEcho(l))
+        .filter((e) => e !== undefined && isLive(e, Date.now())).length;
       const compiled = this.configmaps.store.list().length > 0;
-      if (!compiled) throw new ProbeSetupError(`the controller did not compile the probe policy ${namespace}/${this.policy} within ${routerTimeout / 1000} s: is kars controller running?`);
-      if (routers === 0) throw new ProbeSetupError(`no router serves sandbox ${namespace}/${this.sandbox} (no live echo Lease): the probe needs one, e.g. \`kars router --sandbox ${this.sandbox} --namespace ${namespace} --upstream URL\` (kars up starts one), or --sandbox NAME of a dedicated sandbox with a router`);
-      throw new ProbeSetupError(`the router(s) of sandbox ${namespace}/${this.sandbox} did not echo the probe policy within ${routerTimeout / 1000} s`);
+      if (!compiled)
+        throw new ProbeSetupError(
+          `the controller did not compile the probe policy ${namespace}/${this.policy} within ${routerTimeout / 1000} s: is kars controller running?`,
+        );
+      if (routers === 0)
+        throw new ProbeSetupError(
+          `no router serves sandbox ${namespace}/${this.sandbox} (no live echo Lease): the probe needs one, e.g. \`kars router --sandbox ${this.sandbox} --namespace ${namespace} --upstream URL\` (kars up starts one), or --sandbox NAME of a dedicated sandbox with a router`,
+        );
+      throw new ProbeSetupError(
+        `the router(s) of sandbox ${namespace}/${this.sandbox} did not echo the probe policy within ${routerTimeout / 1000} s`,
+      );
     }
     this.lastDigest = first;
   }
@@ -210,10 +277,26 @@ export class ProbeSession {
     const n = ++this.edits;
     const timeoutMs = this.opts.editTimeoutMs ?? 30_000;
     const t0 = performance.now();
-    const result: EditResult = { edit: n, generation: 0, observedGeneration: null, compiledDigest: null, configMapResourceVersion: null, toConfigMapMs: null, toEchoMs: null, toReadyMs: null, routers: 0 };
+    const result: EditResult = {
+      edit: n,
+      generation: 0,
+      observedGeneration: null,
+      compiledDigest: null,
+      configMapResourceVersion: null,
+      toConfigMapMs: null,
+      toEchoMs: null,
+      toReadyMs: null,
+      routers: 0,
+    };
     let written: IP;
     try {
-      written = await retrying('edit policy', () => client.patch<IP>(INFERENCE_POLICY, namespace, this.policy, { spec: { tokenBudget: { dailyTokens: this.base + n } } }, 'merge'), t0 + timeoutMs, this.opts.signal);
+      written = await retrying(
+        'edit policy',
+        () =>
+          client.patch<IP>(INFERENCE_POLICY, namespace, this.policy, { spec: { tokenBudget: { dailyTokens: this.base + n } } }, 'merge'),
+        t0 + timeoutMs,
+        this.opts.signal,
+      );
     } catch (err) {
       result.error = `the edit could not be written: ${err instanceof Error ? err.message : String(err)}`;
       return result;
@@ -247,17 +330,21 @@ export class ProbeSession {
       result.routers = this.echoState(cm.digest).routers;
       result.error = `the router(s) did not echo ${cm.digest} within ${timeoutMs} ms`;
     }
-    const status = await this.until(() => {
-      const p = this.policies.store.get(`${namespace}/${this.policy}`);
-      const st = p?.status;
-      if (!st || (st.observedGeneration ?? 0) < gen) return undefined;
-      result.observedGeneration = st.observedGeneration ?? null;
-      if (this.opts.waitReady === false) return { at: NaN };
-      const ready = st.conditions?.find((c) => c.type === 'Ready');
-      return ready?.status === 'True' && ready.observedGeneration === gen ? { at: performance.now() } : undefined;
-    }, echo ? left() : 0);
+    const status = await this.until(
+      () => {
+        const p = this.policies.store.get(`${namespace}/${this.policy}`);
+        const st = p?.status;
+        if (!st || (st.observedGeneration ?? 0) < gen) return undefined;
+        result.observedGeneration = st.observedGeneration ?? null;
+        if (this.opts.waitReady === false) return { at: NaN };
+        const ready = st.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'True' && ready.observedGeneration === gen ? { at: performance.now() } : undefined;
+      },
+      echo ? left() : 0,
+    );
     if (status && Number.isFinite(status.at)) result.toReadyMs = status.at - t0;
-    else if (this.opts.waitReady !== false && !result.error) result.error = `status did not turn Ready for generation ${gen} within ${timeoutMs} ms`;
+    else if (this.opts.waitReady !== false && !result.error)
+      result.error = `status did not turn Ready for generation ${gen} within ${timeoutMs} ms`;
     return result;
   }
 
@@ -269,17 +356,26 @@ export class ProbeSession {
     await Promise.allSettled(this.runs);
     const { client, namespace } = this.opts;
     const deadline = performance.now() + 15_000;
-    const ignore404 = (p: Promise<unknown>): Promise<unknown> => p.catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === 404) return undefined;
-      throw err;
-    });
+    const ignore404 = (p: Promise<unknown>): Promise<unknown> =>
+      p.catch((err: unknown) => {
+        if (err instanceof ApiError && err.code === 404) return undefined;
+        throw err;
+      });
     const errors: string[] = [];
     if (this.createdSandbox) {
-      await retrying('delete sandbox', () => ignore404(client.delete(KARS_SANDBOX, namespace, this.sandbox)), deadline).catch((e: unknown) => errors.push(String(e)));
+      await retrying('delete sandbox', () => ignore404(client.delete(KARS_SANDBOX, namespace, this.sandbox)), deadline).catch(
+        (e: unknown) => errors.push(String(e)),
+      );
     } else if (this.originalRef !== undefined) {
-      await retrying('restore sandbox', () => ignore404(client.patch(KARS_SANDBOX, namespace, this.sandbox, { spec: { inferenceRef: this.originalRef } }, 'merge')), deadline).catch((e: unknown) => errors.push(String(e)));
+      await retrying(
+        'restore sandbox',
+        () => ignore404(client.patch(KARS_SANDBOX, namespace, this.sandbox, { spec: { inferenceRef: this.originalRef } }, 'merge')),
+        deadline,
+      ).catch((e: unknown) => errors.push(String(e)));
     }
-    await retrying('delete policy', () => ignore404(client.delete(INFERENCE_POLICY, namespace, this.policy)), deadline).catch((e: unknown) => errors.push(String(e)));
+    await retrying('delete policy', () => ignore404(client.delete(INFERENCE_POLICY, namespace, this.policy)), deadline).catch(
+      (e: unknown) => errors.push(String(e)),
+    );
     if (errors.length) throw new Error(`probe cleanup incomplete: ${errors.join('; ')}`);
   }
 }
@@ -306,14 +402,20 @@ export function report(session: { sandbox: string; policy: string }, namespace: 
     policy: session.policy,
     sloMs,
     edits,
-    summary: { configMap: summarize(edits.map((e) => e.toConfigMapMs)), echo: summarize(edits.map((e) => e.toEchoMs)), ready: summarize(edits.map((e) => e.toReadyMs)) },
+    summary: {
+      configMap: summarize(edits.map((e) => e.toConfigMapMs)),
+      echo: summarize(edits.map((e) => e.toEchoMs)),
+      ready: summarize(edits.map((e) => e.toReadyMs)),
+    },
     breaches,
     pass: edits.length > 0 && breaches === 0,
   };
 }
 
 /** Open a session, make `iterations` edits one after another, summarise, and always clean up. */
-export async function runProbe(opts: ProbeOptions & { iterations: number; sloMs: number; onEdit?: (r: EditResult) => void }): Promise<ProbeReport> {
+export async function runProbe(
+  opts: ProbeOptions & { iterations: number; sloMs: number; onEdit?: (r: EditResult) => void },
+): Promise<ProbeReport> {
   const session = await ProbeSession.open(opts);
   const edits: EditResult[] = [];
   try {

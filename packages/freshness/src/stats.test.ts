@@ -29,7 +29,17 @@ describe('probe statistics', () => {
   });
 
   it('fails the report when an edit is slower than the SLO or was never echoed', () => {
-    const edit = (n: number, echo: number | null): EditResult => ({ edit: n, generation: n + 1, observedGeneration: n + 1, compiledDigest: 'sha256:' + 'a'.repeat(64), configMapResourceVersion: '7', toConfigMapMs: 5, toEchoMs: echo, toReadyMs: echo === null ? null : echo + 1, routers: 1 });
+    const edit = (n: number, echo: number | null): EditResult => ({
+      edit: n,
+      generation: n + 1,
+      observedGeneration: n + 1,
+      compiledDigest: 'sha256:' + 'a'.repeat(64),
+      configMapResourceVersion: '7',
+      toConfigMapMs: 5,
+      toEchoMs: echo,
+      toReadyMs: echo === null ? null : echo + 1,
+      routers: 1,
+    });
     const s = { sandbox: 'kars-probe', policy: 'kars-probe-x' };
     assert.equal(report(s, 'default', [edit(1, 10), edit(2, 99)], 100).pass, true);
     const slow = report(s, 'default', [edit(1, 10), edit(2, 101)], 100);

@@ -8,7 +8,12 @@ import { KubeClient } from './client.js';
 import { ConnectionLostError } from './errors.js';
 import { Resources } from './paths.js';
 
-const cm = (name: string, v: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { v } });
+const cm = (name: string, v: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'default' },
+  data: { v },
+});
 
 describe('KubeClient against kars apiserver', () => {
   let ts: TestServer;
@@ -28,7 +33,11 @@ describe('KubeClient against kars apiserver', () => {
       assert.equal((rep as any).data.v, '2');
       const pat = await c.patch(Resources.configmaps, 'default', 'crud', { data: { w: 'x' } }, 'merge');
       assert.deepEqual((pat as any).data, { v: '2', w: 'x' });
-      const app = await c.apply(Resources.configmaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'crud', namespace: 'default' }, data: { mine: 'y' } }, 'test-manager');
+      const app = await c.apply(
+        Resources.configmaps,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'crud', namespace: 'default' }, data: { mine: 'y' } },
+        'test-manager',
+      );
       assert.equal((app as any).data.mine, 'y');
       const list = await c.list(Resources.configmaps, { namespace: 'default' });
       assert.ok(list.items.some((o) => o.metadata.name === 'crud'));
@@ -43,7 +52,10 @@ describe('KubeClient against kars apiserver', () => {
     const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     try {
       await c.create(Resources.configmaps, cm('twice', '1'));
-      await assert.rejects(c.create(Resources.configmaps, cm('twice', '1')), (e: unknown) => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists');
+      await assert.rejects(
+        c.create(Resources.configmaps, cm('twice', '1')),
+        (e: unknown) => e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists',
+      );
       await assert.rejects(c.get(Resources.configmaps, 'default', 'absent'), (e: unknown) => e instanceof ApiError && e.code === 404);
     } finally {
       c.close();
@@ -58,7 +70,14 @@ describe('KubeClient against kars apiserver', () => {
       const ac = new AbortController();
       await assert.rejects(
         (async () => {
-          for await (const _e of c.watch(Resources.configmaps, { namespace: 'default', resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: false, idleTimeoutMs: 400, signal: ac.signal })) {
+          for await (const _e of c.watch(Resources.configmaps, {
+            namespace: 'default',
+            resourceVersion: rv,
+            timeoutSeconds: 60,
+            allowWatchBookmarks: false,
+            idleTimeoutMs: 400,
+            signal: ac.signal,
+          })) {
             /* no events expected */
           }
         })(),
@@ -78,7 +97,15 @@ describe('KubeClient against kars apiserver', () => {
       const ac = new AbortController();
       const events: string[] = [];
       const done = (async () => {
-        for await (const e of c.watch(Resources.configmaps, { namespace: 'default', resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: true, idleTimeoutMs: 60_000, signal: ac.signal })) events.push(e.type);
+        for await (const e of c.watch(Resources.configmaps, {
+          namespace: 'default',
+          resourceVersion: rv,
+          timeoutSeconds: 60,
+          allowWatchBookmarks: true,
+          idleTimeoutMs: 60_000,
+          signal: ac.signal,
+        }))
+          events.push(e.type);
       })();
       await new Promise((r) => setTimeout(r, 1300));
       assert.ok(events.includes('BOOKMARK'), 'the watch was alive before the freeze');

@@ -51,9 +51,18 @@ function apiError(status: number, body: Buffer, what: string): ApiError {
     parsed = undefined;
   }
   if (parsed && parsed.kind === 'Status') {
-    return new ApiError(parsed.code ?? status, (parsed.reason ?? 'InternalError') as StatusReason, parsed.message ?? `${what} failed with ${status}`, parsed.details);
+    return new ApiError(
+      parsed.code ?? status,
+      (parsed.reason ?? 'InternalError') as StatusReason,
+      parsed.message ?? `${what} failed with ${status}`,
+      parsed.details,
+    );
   }
-  return new ApiError(status, status === 404 ? 'NotFound' : 'InternalError', `${what} failed with HTTP ${status}: ${body.toString('utf8').slice(0, 200)}`);
+  return new ApiError(
+    status,
+    status === 404 ? 'NotFound' : 'InternalError',
+    `${what} failed with HTTP ${status}: ${body.toString('utf8').slice(0, 200)}`,
+  );
 }
 
 /**
@@ -77,9 +86,21 @@ export class KubeClient {
     );
   }
 
-  private async call<T>(method: string, path: string, what: string, body?: unknown, contentType = 'application/json', signal?: AbortSignal): Promise<T> {
+  private async call<T>(
+    method: string,
+    path: string,
+    what: string,
+    body?: unknown,
+    contentType = 'application/json',
+    signal?: AbortSignal,
+  ): Promise<T> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const res = await this.transport.request({ method, path, ...(payload !== undefined ? { body: payload, headers: { 'content-type': contentType } } : {}), ...(signal ? { signal } : {}) });
+    const res = await this.transport.request({
+      method,
+      path,
+      ...(payload !== undefined ? { body: payload, headers: { 'content-type': contentType } } : {}),
+      ...(signal ? { signal } : {}),
+    });
     if (res.status < 200 || res.status >= 300) throw apiError(res.status, res.body, what);
     return JSON.parse(res.body.toString('utf8')) as T;
   }
@@ -89,7 +110,11 @@ export class KubeClient {
   }
 
   /** Get, or undefined when the object does not exist. */
-  async getOrUndefined<T extends KubeObject = KubeObject>(ref: ResourceRef, namespace: string | undefined, name: string): Promise<T | undefined> {
+  async getOrUndefined<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<T | undefined> {
     try {
       return await this.get<T>(ref, namespace, name);
     } catch (err) {
@@ -99,7 +124,13 @@ export class KubeClient {
   }
 
   list<T extends KubeObject = KubeObject>(ref: ResourceRef, p: ListParams = {}, signal?: AbortSignal): Promise<KubeList<T>> {
-    const path = withQuery(resourcePath(ref, { namespace: p.namespace }), { labelSelector: p.labelSelector, fieldSelector: p.fieldSelector, limit: p.limit, continue: p.continueToken, resourceVersion: p.resourceVersion });
+    const path = withQuery(resourcePath(ref, { namespace: p.namespace }), {
+      labelSelector: p.labelSelector,
+      fieldSelector: p.fieldSelector,
+      limit: p.limit,
+      continue: p.continueToken,
+      resourceVersion: p.resourceVersion,
+    });
     return this.call('GET', path, `list ${ref.resource}`, undefined, undefined, signal);
   }
 
@@ -108,24 +139,55 @@ export class KubeClient {
     return this.call('POST', path, `create ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
   }
 
-  replace<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: { subresource?: 'status'; fieldManager?: string } = {}): Promise<T> {
-    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }), { fieldManager: opts.fieldManager });
+  replace<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    obj: T,
+    opts: { subresource?: 'status'; fieldManager?: string } = {},
+  ): Promise<T> {
+    const path = withQuery(
+      resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }),
+      { fieldManager: opts.fieldManager },
+    );
     return this.call('PUT', path, `replace ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
   }
 
-  patch<T extends KubeObject = KubeObject>(ref: ResourceRef, namespace: string | undefined, name: string, patch: unknown, type: 'merge' | 'json' | 'strategic', opts: { subresource?: 'status'; fieldManager?: string } = {}): Promise<T> {
-    const ct = { merge: 'application/merge-patch+json', json: 'application/json-patch+json', strategic: 'application/strategic-merge-patch+json' }[type];
+  patch<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    type: 'merge' | 'json' | 'strategic',
+    opts: { subresource?: 'status'; fieldManager?: string } = {},
+  ): Promise<T> {
+    const ct = {
+      merge: 'application/merge-patch+json',
+      json: 'application/json-patch+json',
+      strategic: 'application/strategic-merge-patch+json',
+    }[type];
     const path = withQuery(resourcePath(ref, { namespace, name, subresource: opts.subresource }), { fieldManager: opts.fieldManager });
     return this.call('PATCH', path, `patch ${ref.resource} ${name}`, patch, ct);
   }
 
   /** Server-side apply of a full or partial object as `fieldManager`. */
-  apply<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } }, fieldManager: string, opts: { force?: boolean; subresource?: 'status' } = {}): Promise<T> {
-    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }), { fieldManager, force: opts.force ? true : undefined });
+  apply<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } },
+    fieldManager: string,
+    opts: { force?: boolean; subresource?: 'status' } = {},
+  ): Promise<T> {
+    const path = withQuery(
+      resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }),
+      { fieldManager, force: opts.force ? true : undefined },
+    );
     return this.call('PATCH', path, `apply ${ref.resource} ${obj.metadata.name ?? ''}`, obj, 'application/apply-patch+yaml');
   }
 
-  delete(ref: ResourceRef, namespace: string | undefined, name: string, opts: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; resourceVersion?: string } = {}): Promise<unknown> {
+  delete(
+    ref: ResourceRef,
+    namespace: string | undefined,
+    name: string,
+    opts: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; resourceVersion?: string } = {},
+  ): Promise<unknown> {
     const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
     if (opts.propagationPolicy) body['propagationPolicy'] = opts.propagationPolicy;
     if (opts.resourceVersion) body['preconditions'] = { resourceVersion: opts.resourceVersion };

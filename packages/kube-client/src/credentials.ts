@@ -32,7 +32,10 @@ export class Credentials {
       if (file) kc.loadFromFile(file);
       else kc.loadFromDefault();
     } catch (err) {
-      throw new KubeconfigError(`cannot load kubeconfig${file ? ` from ${file}` : ''}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new KubeconfigError(
+        `cannot load kubeconfig${file ? ` from ${file}` : ''}: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
     return Credentials.fromKubeConfig(kc);
   }

@@ -7,7 +7,10 @@ export interface ResourceRef {
 }
 
 /** The path of a collection or object: `/api/v1/namespaces/ns/configmaps/name/status`. */
-export function resourcePath(ref: ResourceRef, opts: { namespace?: string | undefined; name?: string | undefined; subresource?: string | undefined } = {}): string {
+export function resourcePath(
+  ref: ResourceRef,
+  opts: { namespace?: string | undefined; name?: string | undefined; subresource?: string | undefined } = {},
+): string {
   const base = ref.group === '' ? `/api/${ref.version}` : `/apis/${ref.group}/${ref.version}`;
   const ns = ref.namespaced && opts.namespace ? `/namespaces/${encodeURIComponent(opts.namespace)}` : '';
   const name = opts.name !== undefined ? `/${encodeURIComponent(opts.name)}` : '';

@@ -138,9 +138,12 @@ export class Http2Transport {
   private retire(conn: Conn, reason: ConnectionLossReason): void {
     if (conn.pingTimer) clearInterval(conn.pingTimer);
     conn.pingTimer = undefined;
-    void this.current?.then((c) => {
-      if (c === conn) this.current = undefined;
-    }, () => undefined);
+    void this.current?.then(
+      (c) => {
+        if (c === conn) this.current = undefined;
+      },
+      () => undefined,
+    );
     if (!conn.lost) {
       conn.lost = reason;
       this.notify(conn, reason, undefined);
@@ -153,10 +156,20 @@ export class Http2Transport {
     conn.lost ??= reason;
     if (conn.pingTimer) clearInterval(conn.pingTimer);
     conn.pingTimer = undefined;
-    void this.current?.then((c) => {
-      if (c === conn) this.current = undefined;
-    }, () => undefined);
-    if (!conn.session.destroyed) conn.session.destroy(new ConnectionLostError(conn.lost, `connection ${conn.id} to ${this.server.origin} lost (${conn.lost})${err ? `: ${err.message}` : ''}`, { cause: err }));
+    void this.current?.then(
+      (c) => {
+        if (c === conn) this.current = undefined;
+      },
+      () => undefined,
+    );
+    if (!conn.session.destroyed)
+      conn.session.destroy(
+        new ConnectionLostError(
+          conn.lost,
+          `connection ${conn.id} to ${this.server.origin} lost (${conn.lost})${err ? `: ${err.message}` : ''}`,
+          { cause: err },
+        ),
+      );
     if (first) {
       this.log('warn', 'connection lost', { connection: conn.id, reason: conn.lost, err: err?.message });
       this.notify(conn, conn.lost, err);
@@ -206,10 +219,22 @@ export class Http2Transport {
   }
 
   /** Open a request and wait for its response headers. */
-  async open(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal }): Promise<OpenStream> {
+  async open(req: {
+    method: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    signal?: AbortSignal;
+  }): Promise<OpenStream> {
     const conn = await this.conn();
     const auth = await this.opts.credentials.headers();
-    const headers: http2.OutgoingHttpHeaders = { ':method': req.method, ':path': req.path, accept: 'application/json', ...auth, ...(req.headers ?? {}) };
+    const headers: http2.OutgoingHttpHeaders = {
+      ':method': req.method,
+      ':path': req.path,
+      accept: 'application/json',
+      ...auth,
+      ...(req.headers ?? {}),
+    };
     const stream = conn.session.request(headers, { endStream: req.body === undefined, ...(req.signal ? { signal: req.signal } : {}) });
     if (req.body !== undefined) stream.end(req.body);
     const responseHeaders = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
@@ -234,7 +259,13 @@ export class Http2Transport {
       stream.on('close', onClose);
       stream.on('response', onResponse);
     });
-    return { status: Number(responseHeaders[':status'] ?? 0), headers: responseHeaders, stream, connectionId: conn.id, lossReason: () => conn.lost };
+    return {
+      status: Number(responseHeaders[':status'] ?? 0),
+      headers: responseHeaders,
+      stream,
+      connectionId: conn.id,
+      lossReason: () => conn.lost,
+    };
   }
 
   /**
@@ -242,7 +273,14 @@ export class Http2Transport {
    * when it has not completed within `timeoutMs` (default 30 s), and the connection is probed, so
    * a silently dropped connection cannot hang a request even with periodic pings off.
    */
-  async request(req: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; timeoutMs?: number }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  async request(req: {
+    method: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+  }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
     const deadline = new AbortController();
     const timeoutMs = req.timeoutMs ?? 30_000;
     let timedOut = false;
@@ -279,10 +317,13 @@ export class Http2Transport {
     this.closed = true;
     const cur = this.current;
     this.current = undefined;
-    void cur?.then((c) => {
-      if (c.pingTimer) clearInterval(c.pingTimer);
-      c.lost ??= 'closed';
-      c.session.destroy();
-    }, () => undefined);
+    void cur?.then(
+      (c) => {
+        if (c.pingTimer) clearInterval(c.pingTimer);
+        c.lost ??= 'closed';
+        c.session.destroy();
+      },
+      () => undefined,
+    );
   }
 }

@@ -38,7 +38,15 @@ export class ApiError extends Error {
 
   /** The metav1.Status body for this error. */
   toStatus(): Status {
-    const s: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, code: this.code };
+    const s: Status = {
+      apiVersion: 'v1',
+      kind: 'Status',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      code: this.code,
+    };
     if (this.details !== undefined) s.details = this.details;
     return s;
   }
@@ -76,7 +84,7 @@ export function conflict(t: ErrorTarget, why: string, causes?: StatusCause[]): A
 
 export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
   const kind = t.kind ?? t.resource;
-  const list = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? c.reason ?? 'invalid'}` : c.message ?? 'invalid')).join(', ');
+  const list = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? c.reason ?? 'invalid'}` : (c.message ?? 'invalid'))).join(', ');
   const d = details(t, causes);
   d.kind = kind;
   return new ApiError(422, 'Invalid', `${kind} "${t.name}" is invalid: ${list}`, d);

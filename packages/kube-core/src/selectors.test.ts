@@ -5,7 +5,10 @@ import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } 
 describe('label selectors', () => {
   it('parses equality, inequality, set and existence terms', () => {
     const sel = parseLabelSelector('app=web, tier!=db,env in (prod, staging),!legacy,owner');
-    assert.deepEqual(sel.map((r) => r.op), ['=', '!=', 'in', '!', 'exists']);
+    assert.deepEqual(
+      sel.map((r) => r.op),
+      ['=', '!=', 'in', '!', 'exists'],
+    );
     assert.deepEqual(sel[2]?.values, ['prod', 'staging']);
   });
 
@@ -19,7 +22,10 @@ describe('label selectors', () => {
   });
 
   it('rejects a malformed term with a 400 error naming it', () => {
-    assert.throws(() => parseLabelSelector('app=web,in valid=('), (e: any) => e.code === 400 && /in valid/.test(e.message));
+    assert.throws(
+      () => parseLabelSelector('app=web,in valid=('),
+      (e: any) => e.code === 400 && /in valid/.test(e.message),
+    );
   });
 });
 

@@ -39,7 +39,10 @@ export function parseLabelSelector(s: string): LabelSelector {
   for (const term of splitTopLevel(s)) {
     let m: RegExpMatchArray | null;
     if ((m = term.match(/^(\S+)\s+(in|notin)\s*\((.*)\)$/))) {
-      const values = (m[3] ?? '').split(',').map((v) => v.trim()).filter((v) => v !== '');
+      const values = (m[3] ?? '')
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== '');
       out.push({ key: check(m[1] ?? '', term), op: m[2] as 'in' | 'notin', values });
     } else if ((m = term.match(/^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/))) {
       const op = m[2] === '!=' ? '!=' : '=';

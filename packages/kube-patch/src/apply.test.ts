@@ -12,7 +12,12 @@ function cm(data: Record<string, string>, extra: Record<string, unknown> = {}): 
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'ns', ...extra }, data };
 }
 
-function apply(live: KubeObject | undefined, applied: Record<string, unknown>, manager: string, more: Partial<ApplyRequest> = {}): ApplyResult {
+function apply(
+  live: KubeObject | undefined,
+  applied: Record<string, unknown>,
+  manager: string,
+  more: Partial<ApplyRequest> = {},
+): ApplyResult {
   return serverSideApply({ live, applied, manager, force: false, apiVersion: 'v1', now: T2, ...more });
 }
 
@@ -29,7 +34,14 @@ void test('an apply that creates the object returns the config plus an Apply ent
   const obj = ok(apply(undefined, cm({ a: '1' }, { labels: { app: 'x' } }), 'A', { now: T1 }));
   assert.deepEqual(obj.data, { a: '1' });
   assert.deepEqual(obj.metadata.managedFields, [
-    { manager: 'A', operation: 'Apply', apiVersion: 'v1', time: T1, fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { 'f:a': {} }, 'f:metadata': { 'f:labels': { 'f:app': {} } } } },
+    {
+      manager: 'A',
+      operation: 'Apply',
+      apiVersion: 'v1',
+      time: T1,
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:data': { 'f:a': {} }, 'f:metadata': { 'f:labels': { 'f:app': {} } } },
+    },
   ]);
 });
 
@@ -102,7 +114,10 @@ void test('trackUpdate transfers ownership so a later apply by the old owner con
 
 void test('an apply configuration carrying managedFields or lacking apiVersion/kind throws PatchError', () => {
   const withMf = cm({ a: '1' }, { managedFields: [] });
-  assert.throws(() => apply(undefined, withMf, 'A'), (e: unknown) => e instanceof PatchError && /managedFields must be nil/.test(e.message));
+  assert.throws(
+    () => apply(undefined, withMf, 'A'),
+    (e: unknown) => e instanceof PatchError && /managedFields must be nil/.test(e.message),
+  );
   assert.throws(() => apply(undefined, { kind: 'ConfigMap', metadata: { name: 'x' } }, 'A'), PatchError);
   assert.throws(() => apply(undefined, { apiVersion: 'v1', metadata: { name: 'x' } }, 'A'), PatchError);
 });
@@ -128,11 +143,21 @@ void test('an object without managedFields belongs to before-first-apply at the 
 
 void test('associative lists merge per key and each applier keeps its own items', () => {
   const options = { listKeys: { 'spec.containers': ['name'] } };
-  const pod = (containers: unknown[]): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers } });
+  const pod = (containers: unknown[]): Record<string, unknown> => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p' },
+    spec: { containers },
+  });
   let obj = ok(apply(undefined, pod([{ name: 'a', image: 'a:1' }]), 'A', { options, now: T1 }));
   obj = ok(apply(obj, pod([{ name: 'b', image: 'b:1' }]), 'B', { options }));
-  assert.deepEqual((obj['spec'] as { containers: unknown[] }).containers, [{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:1' }]);
-  assert.deepEqual(owners(obj)['B/Apply'], { 'f:spec': { 'f:containers': { 'k:{"name":"b"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } });
+  assert.deepEqual((obj['spec'] as { containers: unknown[] }).containers, [
+    { name: 'a', image: 'a:1' },
+    { name: 'b', image: 'b:1' },
+  ]);
+  assert.deepEqual(owners(obj)['B/Apply'], {
+    'f:spec': { 'f:containers': { 'k:{"name":"b"}': { '.': {}, 'f:image': {}, 'f:name': {} } } },
+  });
   const r = apply(obj, pod([{ name: 'a', image: 'a:2' }]), 'B', { options });
   assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'A', field: '.spec.containers[name="a"].image' }] });
   obj = ok(apply(obj, pod([]), 'A', { options }));
@@ -141,16 +166,27 @@ void test('associative lists merge per key and each applier keeps its own items'
 
 void test('status is ignored on the main resource and is the only thing applied through /status', () => {
   const options = { ignoreStatus: true };
-  const cr = (spec: unknown, status: unknown): Record<string, unknown> => ({ apiVersion: 'kars.azure.com/v1alpha1', kind: 'Sandbox', metadata: { name: 's' }, spec, status });
+  const cr = (spec: unknown, status: unknown): Record<string, unknown> => ({
+    apiVersion: 'kars.azure.com/v1alpha1',
+    kind: 'Sandbox',
+    metadata: { name: 's' },
+    spec,
+    status,
+  });
   let obj = ok(apply(undefined, cr({ x: 1 }, { phase: 'Ignored' }), 'A', { options, apiVersion: 'kars.azure.com/v1alpha1' }));
   assert.equal(obj['status'], undefined);
-  obj = ok(apply(obj, cr({ x: 99 }, { phase: 'Ready' }), 'ctrl', { options, apiVersion: 'kars.azure.com/v1alpha1', subresource: 'status' }));
+  obj = ok(
+    apply(obj, cr({ x: 99 }, { phase: 'Ready' }), 'ctrl', { options, apiVersion: 'kars.azure.com/v1alpha1', subresource: 'status' }),
+  );
   assert.deepEqual(obj['spec'], { x: 1 });
   assert.deepEqual(obj['status'], { phase: 'Ready' });
-  assert.deepEqual(obj.metadata.managedFields?.map((e) => [e.manager, e.subresource ?? '', e.fieldsV1]), [
-    ['A', '', { 'f:spec': { 'f:x': {} } }],
-    ['ctrl', 'status', { 'f:status': { 'f:phase': {} } }],
-  ]);
+  assert.deepEqual(
+    obj.metadata.managedFields?.map((e) => [e.manager, e.subresource ?? '', e.fieldsV1]),
+    [
+      ['A', '', { 'f:spec': { 'f:x': {} } }],
+      ['ctrl', 'status', { 'f:status': { 'f:phase': {} } }],
+    ],
+  );
 });
 
 void test('applying null to a field another manager owns is a conflict, and with force removes it', () => {

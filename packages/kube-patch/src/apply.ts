@@ -30,11 +30,13 @@ const bad = (msg: string): PatchError => new PatchError(msg, 'KARS_PATCH_INVALID
 
 function validate(applied: unknown): asserts applied is Record<string, unknown> {
   if (!isObject(applied)) throw bad('apply configuration must be an object');
-  if (typeof applied['apiVersion'] !== 'string' || applied['apiVersion'] === '') throw bad("apply configuration: Object 'apiVersion' is missing");
+  if (typeof applied['apiVersion'] !== 'string' || applied['apiVersion'] === '')
+    throw bad("apply configuration: Object 'apiVersion' is missing");
   if (typeof applied['kind'] !== 'string' || applied['kind'] === '') throw bad("apply configuration: Object 'Kind' is missing");
   const meta = applied['metadata'];
   if (meta !== undefined && meta !== null && !isObject(meta)) throw bad('apply configuration: metadata must be an object');
-  if (isObject(meta) && meta['managedFields'] !== undefined && meta['managedFields'] !== null) throw bad('metadata.managedFields must be nil');
+  if (isObject(meta) && meta['managedFields'] !== undefined && meta['managedFields'] !== null)
+    throw bad('metadata.managedFields must be nil');
 }
 
 /** Merge an applied value into a live one; undefined means "remove the field". */
@@ -61,7 +63,9 @@ function mergeValue(live: unknown, cfg: unknown, dotted: string, opts: FieldOpti
         return m === undefined ? liveBy.get(k) : m;
       };
       // The applied order wins when it covers every live item; otherwise live order, new items appended.
-      const order = el.every(([k]) => cfgBy.has(k)) ? ec.map(([k]) => k) : [...el.map(([k]) => k), ...ec.filter(([k]) => !liveBy.has(k)).map(([k]) => k)];
+      const order = el.every(([k]) => cfgBy.has(k))
+        ? ec.map(([k]) => k)
+        : [...el.map(([k]) => k), ...ec.filter(([k]) => !liveBy.has(k)).map(([k]) => k)];
       return order.map((k) => (cfgBy.has(k) ? item(k) : liveBy.get(k)));
     }
   }

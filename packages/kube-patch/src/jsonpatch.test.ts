@@ -20,22 +20,38 @@ void test('json patch add, remove, replace, move, copy and test all apply in ord
 });
 
 void test('json patch escapes ~0 and ~1 in pointers', () => {
-  const out = applyJsonPatch({ a: {} }, [{ op: 'add', path: '/a/app.kubernetes.io~1name', value: 'x' }, { op: 'add', path: '/a/t~0', value: 1 }]);
+  const out = applyJsonPatch({ a: {} }, [
+    { op: 'add', path: '/a/app.kubernetes.io~1name', value: 'x' },
+    { op: 'add', path: '/a/t~0', value: 1 },
+  ]);
   assert.deepEqual(out, { a: { 'app.kubernetes.io/name': 'x', 't~': 1 } });
 });
 
 void test('a failing test operation throws KARS_PATCH_TEST_FAILED and changes nothing', () => {
   const input = structuredClone(doc);
   assert.throws(
-    () => applyJsonPatch(input, [{ op: 'replace', path: '/metadata/labels/a', value: 'x' }, { op: 'test', path: '/metadata/labels/a', value: '1' }]),
+    () =>
+      applyJsonPatch(input, [
+        { op: 'replace', path: '/metadata/labels/a', value: 'x' },
+        { op: 'test', path: '/metadata/labels/a', value: '1' },
+      ]),
     (e: unknown) => e instanceof PatchError && e.code === 'KARS_PATCH_TEST_FAILED' && e.httpStatus === 422,
   );
   assert.deepEqual(input, doc);
 });
 
 void test('a path that does not exist is an invalid patch answered with 422', () => {
-  for (const ops of [[{ op: 'remove', path: '/nope' }], [{ op: 'replace', path: '/spec/x', value: 1 }], [{ op: 'add', path: '/a/b/c', value: 1 }], [{ op: 'add', path: '/spec/list/9', value: 1 }]]) {
-    assert.throws(() => applyJsonPatch(doc, ops), (e: unknown) => e instanceof PatchError && e.code === 'KARS_PATCH_INVALID' && e.httpStatus === 422, JSON.stringify(ops));
+  for (const ops of [
+    [{ op: 'remove', path: '/nope' }],
+    [{ op: 'replace', path: '/spec/x', value: 1 }],
+    [{ op: 'add', path: '/a/b/c', value: 1 }],
+    [{ op: 'add', path: '/spec/list/9', value: 1 }],
+  ]) {
+    assert.throws(
+      () => applyJsonPatch(doc, ops),
+      (e: unknown) => e instanceof PatchError && e.code === 'KARS_PATCH_INVALID' && e.httpStatus === 422,
+      JSON.stringify(ops),
+    );
   }
 });
 
@@ -49,7 +65,11 @@ void test('a malformed operation list is rejected', () => {
     [[{ op: 'add', path: 'a', value: 1 }], 422],
   ];
   for (const [ops, status] of cases) {
-    assert.throws(() => applyJsonPatch(doc, ops), (e: unknown) => e instanceof PatchError && e.code === 'KARS_PATCH_INVALID' && e.httpStatus === status, JSON.stringify(ops));
+    assert.throws(
+      () => applyJsonPatch(doc, ops),
+      (e: unknown) => e instanceof PatchError && e.code === 'KARS_PATCH_INVALID' && e.httpStatus === status,
+      JSON.stringify(ops),
+    );
   }
 });
 

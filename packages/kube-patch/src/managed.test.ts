@@ -12,7 +12,14 @@ const base = (): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata:
 void test('a create attributes every tracked field to the manager with operation Update', () => {
   const out = trackUpdate(undefined, base(), 'kubectl-create', 'v1', T1);
   assert.deepEqual(out.metadata.managedFields, [
-    { manager: 'kubectl-create', operation: 'Update', apiVersion: 'v1', time: T1, fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:a': {} }, 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } } } },
+    {
+      manager: 'kubectl-create',
+      operation: 'Update',
+      apiVersion: 'v1',
+      time: T1,
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:data': { '.': {}, 'f:a': {} }, 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } } },
+    },
   ]);
 });
 
@@ -21,10 +28,13 @@ void test('an update only moves the changed fields and removes deleted fields fr
   const next = structuredClone(created);
   next.data = { b: '2' };
   const out = trackUpdate(created, next, 'editor', 'v1', T2);
-  assert.deepEqual(out.metadata.managedFields?.map((e) => [e.manager, e.fieldsV1, e.time]), [
-    ['creator', { 'f:data': {}, 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } } }, T1],
-    ['editor', { 'f:data': { 'f:b': {} } }, T2],
-  ]);
+  assert.deepEqual(
+    out.metadata.managedFields?.map((e) => [e.manager, e.fieldsV1, e.time]),
+    [
+      ['creator', { 'f:data': {}, 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } } }, T1],
+      ['editor', { 'f:data': { 'f:b': {} } }, T2],
+    ],
+  );
 });
 
 void test('an update that changes nothing keeps managedFields as they were', () => {
@@ -48,7 +58,16 @@ void test('managedFields set to [] or [{}] by the client clear them, absent keep
 void test('managedFields written explicitly by the client replace the live ones', () => {
   const created = trackUpdate(undefined, base(), 'creator', 'v1', T1);
   const next = structuredClone(created);
-  const mine = [{ manager: 'someone', operation: 'Apply' as const, apiVersion: 'v1', time: T1, fieldsType: 'FieldsV1' as const, fieldsV1: { 'f:data': { 'f:a': {} } } }];
+  const mine = [
+    {
+      manager: 'someone',
+      operation: 'Apply' as const,
+      apiVersion: 'v1',
+      time: T1,
+      fieldsType: 'FieldsV1' as const,
+      fieldsV1: { 'f:data': { 'f:a': {} } },
+    },
+  ];
   next.metadata.managedFields = mine;
   assert.deepEqual(trackUpdate(created, next, 'm', 'v1', T2).metadata.managedFields, mine);
 });
@@ -66,10 +85,13 @@ void test('a status subresource write gets its own entry and ignores client mana
   next['status'] = { phase: 'Ready' };
   next.metadata.managedFields = [];
   const out = trackUpdate(created, next, 'ctrl', 'x/v1', T2, 'status');
-  assert.deepEqual(out.metadata.managedFields?.map((e) => [e.manager, e.subresource ?? '', e.fieldsV1]), [
-    ['creator', '', { 'f:spec': { '.': {}, 'f:a': {} } }],
-    ['ctrl', 'status', { 'f:status': { '.': {}, 'f:phase': {} } }],
-  ]);
+  assert.deepEqual(
+    out.metadata.managedFields?.map((e) => [e.manager, e.subresource ?? '', e.fieldsV1]),
+    [
+      ['creator', '', { 'f:spec': { '.': {}, 'f:a': {} } }],
+      ['ctrl', 'status', { 'f:status': { '.': {}, 'f:phase': {} } }],
+    ],
+  );
 });
 
 void test('more than ten Update managers fold the oldest into ancient-changes', () => {
@@ -89,7 +111,18 @@ void test('fieldSetOf tracks labels, annotations, finalizers and ownerReferences
   const obj = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: 'd', namespace: 'n', uid: 'u', resourceVersion: '1', generation: 2, creationTimestamp: 't', labels: { a: 'b' }, annotations: { c: 'd' }, finalizers: ['f'], ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'u1' }] },
+    metadata: {
+      name: 'd',
+      namespace: 'n',
+      uid: 'u',
+      resourceVersion: '1',
+      generation: 2,
+      creationTimestamp: 't',
+      labels: { a: 'b' },
+      annotations: { c: 'd' },
+      finalizers: ['f'],
+      ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'u1' }],
+    },
     spec: { replicas: 1, selector: { matchLabels: {} }, template: { spec: { containers: [{ name: 'app', image: 'i', args: ['a'] }] } } },
     status: { replicas: 1 },
   };

@@ -64,7 +64,10 @@ function capUpdateManagers(entries: Entry[]): Entry[] {
   const fold = new Set(updates.slice(0, updates.length - MAX_UPDATE_MANAGERS + 1));
   let bucket: Entry | undefined;
   for (const e of fold) {
-    bucket = bucket === undefined ? { ...e, manager: 'ancient-changes' } : { ...bucket, set: bucket.set.union(e.set), ...(e.time === undefined ? {} : { time: e.time }) };
+    bucket =
+      bucket === undefined
+        ? { ...e, manager: 'ancient-changes' }
+        : { ...bucket, set: bucket.set.union(e.set), ...(e.time === undefined ? {} : { time: e.time }) };
     delete bucket.subresource;
   }
   return [...entries.filter((e) => !fold.has(e)), ...(bucket ? [bucket] : [])];
@@ -81,7 +84,13 @@ export function encodeEntries(entries: Entry[]): ManagedFieldsEntry[] {
     return (p.subresource ?? '') < (q.subresource ?? '') ? -1 : (p.subresource ?? '') > (q.subresource ?? '') ? 1 : 0;
   });
   return kept.map((e) => {
-    const out: ManagedFieldsEntry = { manager: e.manager, operation: e.operation, apiVersion: e.apiVersion, fieldsType: 'FieldsV1', fieldsV1: e.set.toFieldsV1() as ManagedFieldsEntry['fieldsV1'] };
+    const out: ManagedFieldsEntry = {
+      manager: e.manager,
+      operation: e.operation,
+      apiVersion: e.apiVersion,
+      fieldsType: 'FieldsV1',
+      fieldsV1: e.set.toFieldsV1() as ManagedFieldsEntry['fieldsV1'],
+    };
     if (e.time !== undefined) out.time = e.time;
     if (e.subresource !== undefined) out.subresource = e.subresource;
     return out;
@@ -117,7 +126,15 @@ function isReset(raw: unknown): boolean {
  * that changed (all fields on create) moves to this manager; removed fields leave every manager.
  * Returns a new object; the inputs are not mutated.
  */
-export function trackUpdate(oldObj: KubeObject | undefined, newObj: KubeObject, manager: string, apiVersion: string, now: string, subresource?: string, options: FieldOptions = {}): KubeObject {
+export function trackUpdate(
+  oldObj: KubeObject | undefined,
+  newObj: KubeObject,
+  manager: string,
+  apiVersion: string,
+  now: string,
+  subresource?: string,
+  options: FieldOptions = {},
+): KubeObject {
   const provided = isObject(newObj.metadata) ? newObj.metadata.managedFields : undefined;
   const liveEntries = (): Entry[] => decodeEntries(oldObj?.metadata.managedFields) ?? [];
   let entries: Entry[];

@@ -25,35 +25,81 @@ const deploy = {
 };
 
 void test('containers merge by name and env merges by name inside a container', () => {
-  const out = applyStrategicMergePatch(deploy, { spec: { template: { spec: { containers: [{ name: 'app', image: 'app:2', env: [{ name: 'B', value: '2' }] }, { name: 'new', image: 'n:1' }] } } } }, deployInfo) as typeof deploy;
+  const out = applyStrategicMergePatch(
+    deploy,
+    {
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              { name: 'app', image: 'app:2', env: [{ name: 'B', value: '2' }] },
+              { name: 'new', image: 'n:1' },
+            ],
+          },
+        },
+      },
+    },
+    deployInfo,
+  ) as typeof deploy;
   const cs = out.spec.template.spec.containers;
-  assert.deepEqual(cs.map((c) => c.name), ['app', 'sidecar', 'new']);
+  assert.deepEqual(
+    cs.map((c) => c.name),
+    ['app', 'sidecar', 'new'],
+  );
   assert.equal(cs[0]!.image, 'app:2');
-  assert.deepEqual(cs[0]!.env, [{ name: 'A', value: '1' }, { name: 'B', value: '2' }]);
+  assert.deepEqual(cs[0]!.env, [
+    { name: 'A', value: '1' },
+    { name: 'B', value: '2' },
+  ]);
   assert.deepEqual(cs[0]!.ports, [{ containerPort: 80 }]);
   assert.equal(cs[1]!.image, 'side:1');
 });
 
 void test('$patch: delete removes the list item with that key', () => {
-  const out = applyStrategicMergePatch(deploy, { spec: { template: { spec: { containers: [{ name: 'sidecar', $patch: 'delete' }] } } } }, deployInfo) as typeof deploy;
-  assert.deepEqual(out.spec.template.spec.containers.map((c) => c.name), ['app']);
+  const out = applyStrategicMergePatch(
+    deploy,
+    { spec: { template: { spec: { containers: [{ name: 'sidecar', $patch: 'delete' }] } } } },
+    deployInfo,
+  ) as typeof deploy;
+  assert.deepEqual(
+    out.spec.template.spec.containers.map((c) => c.name),
+    ['app'],
+  );
 });
 
 void test('null deletes a field, in maps and inside a keyed list item', () => {
-  const out = applyStrategicMergePatch(deploy, { metadata: { labels: { tier: null } }, spec: { template: { spec: { containers: [{ name: 'app', env: null }] } } } }, deployInfo) as typeof deploy;
+  const out = applyStrategicMergePatch(
+    deploy,
+    { metadata: { labels: { tier: null } }, spec: { template: { spec: { containers: [{ name: 'app', env: null }] } } } },
+    deployInfo,
+  ) as typeof deploy;
   assert.deepEqual(out.metadata.labels, { app: 'web' });
   assert.equal('env' in out.spec.template.spec.containers[0]!, false);
 });
 
 void test('a list without a merge key is replaced', () => {
-  const out = applyStrategicMergePatch(deploy, { spec: { template: { spec: { tolerations: [{ key: 'y' }] } } } }, deployInfo) as typeof deploy;
+  const out = applyStrategicMergePatch(
+    deploy,
+    { spec: { template: { spec: { tolerations: [{ key: 'y' }] } } } },
+    deployInfo,
+  ) as typeof deploy;
   assert.deepEqual(out.spec.template.spec.tolerations, [{ key: 'y' }]);
   const role = { rules: [{ verbs: ['get'] }] };
-  assert.deepEqual(applyStrategicMergePatch(role, { rules: [{ verbs: ['list'] }] }, builtinStrategicInfo['rbac.authorization.k8s.io/v1/Role']!), { rules: [{ verbs: ['list'] }] });
+  assert.deepEqual(
+    applyStrategicMergePatch(role, { rules: [{ verbs: ['list'] }] }, builtinStrategicInfo['rbac.authorization.k8s.io/v1/Role']!),
+    { rules: [{ verbs: ['list'] }] },
+  );
 });
 
 void test('$patch: replace replaces a map or a whole keyed list', () => {
-  const out = applyStrategicMergePatch(deploy, { metadata: { labels: { $patch: 'replace', only: 'me' } }, spec: { template: { spec: { containers: [{ name: 'x', image: 'x:1' }, { $patch: 'replace' }] } } } }, deployInfo) as typeof deploy;
+  const out = applyStrategicMergePatch(
+    deploy,
+    {
+      metadata: { labels: { $patch: 'replace', only: 'me' } },
+      spec: { template: { spec: { containers: [{ name: 'x', image: 'x:1' }, { $patch: 'replace' }] } } },
+    },
+    deployInfo,
+  ) as typeof deploy;
   assert.deepEqual(out.metadata.labels, { only: 'me' });
   assert.deepEqual(out.spec.template.spec.containers, [{ name: 'x', image: 'x:1' }]);
 });
@@ -66,20 +112,41 @@ void test('finalizers merge as a set and $deleteFromPrimitiveList removes values
 });
 
 void test('$retainKeys drops keys not listed and $setElementOrder is accepted', () => {
-  const out = applyStrategicMergePatch({ strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1 } } }, { strategy: { $retainKeys: ['type'], type: 'Recreate' }, '$setElementOrder/x': [] }, { mergeKeys: {} });
+  const out = applyStrategicMergePatch(
+    { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1 } } },
+    { strategy: { $retainKeys: ['type'], type: 'Recreate' }, '$setElementOrder/x': [] },
+    { mergeKeys: {} },
+  );
   assert.deepEqual(out, { strategy: { type: 'Recreate' } });
 });
 
 void test('a keyed list item without its merge key and an unknown $patch are rejected', () => {
-  assert.throws(() => applyStrategicMergePatch(deploy, { spec: { template: { spec: { containers: [{ image: 'x' }] } } } }, deployInfo), PatchError);
+  assert.throws(
+    () => applyStrategicMergePatch(deploy, { spec: { template: { spec: { containers: [{ image: 'x' }] } } } }, deployInfo),
+    PatchError,
+  );
   assert.throws(() => applyStrategicMergePatch(deploy, { metadata: { $patch: 'explode' } }, deployInfo), PatchError);
   assert.throws(() => applyStrategicMergePatch(deploy, [], deployInfo), PatchError);
 });
 
 void test('service ports merge by port', () => {
-  const svc = { spec: { ports: [{ port: 80, name: 'http' }, { port: 443, name: 'https' }] } };
+  const svc = {
+    spec: {
+      ports: [
+        { port: 80, name: 'http' },
+        { port: 443, name: 'https' },
+      ],
+    },
+  };
   const out = applyStrategicMergePatch(svc, { spec: { ports: [{ port: 443, targetPort: 8443 }] } }, builtinStrategicInfo['/v1/Service']!);
-  assert.deepEqual(out, { spec: { ports: [{ port: 80, name: 'http' }, { port: 443, name: 'https', targetPort: 8443 }] } });
+  assert.deepEqual(out, {
+    spec: {
+      ports: [
+        { port: 80, name: 'http' },
+        { port: 443, name: 'https', targetPort: 8443 },
+      ],
+    },
+  });
 });
 
 void test('strategic merge patch never mutates its inputs', () => {

@@ -35,7 +35,12 @@ function child(path: string, key: string): string {
 }
 
 /** Merge patch into orig (owned, may be mutated). Returns undefined when the map is deleted. */
-function mergeMap(orig: Record<string, unknown> | undefined, patch: Record<string, unknown>, path: string, keys: Keys): Record<string, unknown> | undefined {
+function mergeMap(
+  orig: Record<string, unknown> | undefined,
+  patch: Record<string, unknown>,
+  path: string,
+  keys: Keys,
+): Record<string, unknown> | undefined {
   const directive = patch['$patch'];
   if (directive !== undefined) {
     if (directive === 'delete') return undefined;
@@ -77,7 +82,12 @@ function mergeMap(orig: Record<string, unknown> | undefined, patch: Record<strin
   }
   for (const [field, values] of deletes) {
     const cur = result[field];
-    if (Array.isArray(cur)) setOwn(result, field, cur.filter((x) => !values.some((d) => deepEqual(d, x))));
+    if (Array.isArray(cur))
+      setOwn(
+        result,
+        field,
+        cur.filter((x) => !values.some((d) => deepEqual(d, x))),
+      );
   }
   if (Array.isArray(retain)) {
     for (const k of Object.keys(result)) if (!retain.includes(k)) delete result[k];

@@ -32,13 +32,30 @@ describe('watcher backoff across repeated faults (real apiserver)', () => {
 
   it('waits only the initial delay after each of several faults separated by recoveries', async () => {
     // random() = 1 makes every delay the ceiling: initial, then ×2 per failure without a reset.
-    const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 5000, pingIntervalMs: 0, backoffInitialMs: 300, backoffMaxMs: 10_000, relistIntervalMs: 0 };
+    const cfg: WatchConfig = {
+      ...DEFAULT_WATCH_CONFIG,
+      idleTimeoutMs: 5000,
+      pingIntervalMs: 0,
+      backoffInitialMs: 300,
+      backoffMaxMs: 10_000,
+      relistIntervalMs: 0,
+    };
     const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
     const ac = new AbortController();
     let watching = false;
     const restarts: Array<Extract<WatcherEvent, { type: 'restart' }>> = [];
     const run = (async () => {
-      for await (const ev of watcher({ client, resource: Resources.configmaps, namespace: 'default', config: cfg, random: () => 1, onWatching: (open) => (watching = open) }, ac.signal)) {
+      for await (const ev of watcher(
+        {
+          client,
+          resource: Resources.configmaps,
+          namespace: 'default',
+          config: cfg,
+          random: () => 1,
+          onWatching: (open) => (watching = open),
+        },
+        ac.signal,
+      )) {
         if (ev.type === 'restart') restarts.push(ev);
       }
     })();
@@ -54,7 +71,8 @@ describe('watcher backoff across repeated faults (real apiserver)', () => {
       }
       const delays = restarts.map((r) => r.delayMs);
       assert.ok(delays.length >= 4, `four restarts seen: ${JSON.stringify(delays)}`);
-      for (const d of delays.slice(0, 4)) assert.ok(d <= cfg.backoffInitialMs, `each fault after a recovery waits the initial delay only: ${JSON.stringify(delays)}`);
+      for (const d of delays.slice(0, 4))
+        assert.ok(d <= cfg.backoffInitialMs, `each fault after a recovery waits the initial delay only: ${JSON.stringify(delays)}`);
     } finally {
       ac.abort();
       await run;

@@ -24,7 +24,12 @@ describe('FakeClock', () => {
     c.setTimeout(() => seen.push(['a2', c.now()]), 10);
     c.setTimeout(() => seen.push(['b', c.now()]), 20);
     c.advance(100);
-    assert.deepEqual(seen, [['a1', 10], ['a2', 10], ['b', 20], ['c', 30]]);
+    assert.deepEqual(seen, [
+      ['a1', 10],
+      ['a2', 10],
+      ['b', 20],
+      ['c', 30],
+    ]);
     assert.equal(c.now(), 100);
   });
 

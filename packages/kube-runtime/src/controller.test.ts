@@ -215,7 +215,10 @@ describe('Controller', () => {
       await settle();
     }
     assert.deepEqual(times, [0, 100, 300, 700], 'delays of 100, 200, 400 ms');
-    assert.deepEqual(h.calls.map((c) => c.attempt), [0, 1, 2, 3]);
+    assert.deepEqual(
+      h.calls.map((c) => c.attempt),
+      [0, 1, 2, 3],
+    );
     assert.deepEqual(metrics.results, ['error', 'error', 'error', 'success']);
     h.primary.apply(obj('a', { spec: { again: true } }));
     await until(() => h.calls.length === 5, 'reconcile after change');

@@ -290,7 +290,9 @@ export class Controller<P extends KubeObject> {
         failure = err instanceof Error ? err : new NonErrorThrown(key, err);
       }
       if (failure === undefined && result !== undefined && result !== null && !validDelay(result)) {
-        failure = new Error(`reconcile of "${key}" returned requeueAfterMs=${describe((result as { requeueAfterMs?: unknown }).requeueAfterMs)}; it must be a finite number >= 0`);
+        failure = new Error(
+          `reconcile of "${key}" returned requeueAfterMs=${describe((result as { requeueAfterMs?: unknown }).requeueAfterMs)}; it must be a finite number >= 0`,
+        );
       }
       const seconds = (this.clock.now() - started) / 1000;
 

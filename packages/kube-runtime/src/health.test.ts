@@ -116,7 +116,10 @@ describe('startHealthServer', () => {
     const live = new AbortController().signal;
     await assert.rejects(startHealthServer({ listen: 'localhost', registry, readiness: [], signal: live }), RangeError);
     await assert.rejects(startHealthServer({ listen: '127.0.0.1:70000', registry, readiness: [], signal: live }), RangeError);
-    await assert.rejects(startHealthServer({ listen: '127.0.0.1:0', registry, readiness: [], signal: AbortSignal.abort() }), /already aborted/);
+    await assert.rejects(
+      startHealthServer({ listen: '127.0.0.1:0', registry, readiness: [], signal: AbortSignal.abort() }),
+      /already aborted/,
+    );
   });
 
   it('rejects when the port is taken', async () => {

@@ -183,7 +183,10 @@ describe('leader election against kars apiserver', () => {
       const failover = Date.now() - t0;
       t.diagnostic(`failover without release: ${failover} ms (bound ${LEASE_MS + 2 * RETRY_MS} ms)`);
       assert.ok(failover <= LEASE_MS + 2 * RETRY_MS, `failover took ${failover} ms`);
-      assert.ok(failover >= LEASE_MS - RETRY_MS * 1.2 - 50, `standby took over after only ${failover} ms, before the lease could have expired`);
+      assert.ok(
+        failover >= LEASE_MS - RETRY_MS * 1.2 - 50,
+        `standby took over after only ${failover} ms, before the lease could have expired`,
+      );
       const lease = await api.get(NS, 'crash');
       assert.equal(lease?.spec.holderIdentity, 'b');
       assert.equal(lease?.spec.leaseTransitions, 1);
@@ -258,7 +261,10 @@ describe('leader election against kars apiserver', () => {
     try {
       await eventually(() => a.elector.isLeader(), 3000);
       const lease = (await api.get(NS, 'usurped'))!;
-      await api.replace(NS, { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') } });
+      await api.replace(NS, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') },
+      });
       const t0 = Date.now();
       await eventually(() => a.events.includes('stopped'), 2000, 5);
       const took = Date.now() - t0;
@@ -326,8 +332,14 @@ describe('LeaderElector options', () => {
   const base = { api, namespace: NS, name: 'x', identity: 'a' };
 
   it('rejects timings where a standby could take over before the leader gives up', () => {
-    assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 }), (e: unknown) => e instanceof LeaderElectionError && e.code === 'INVALID_CONFIG');
-    assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 700, retryPeriodMs: 600 }), LeaderElectionError);
+    assert.throws(
+      () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 }),
+      (e: unknown) => e instanceof LeaderElectionError && e.code === 'INVALID_CONFIG',
+    );
+    assert.throws(
+      () => new LeaderElector({ ...base, leaseDurationMs: 1000, renewDeadlineMs: 700, retryPeriodMs: 600 }),
+      LeaderElectionError,
+    );
     assert.throws(() => new LeaderElector({ ...base, retryPeriodMs: 0 }), LeaderElectionError);
     assert.throws(() => new LeaderElector({ ...base, identity: '' }), LeaderElectionError);
     assert.doesNotThrow(() => new LeaderElector(base));

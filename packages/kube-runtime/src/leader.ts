@@ -140,8 +140,10 @@ export class LeaderElector {
     for (const [k, v] of Object.entries({ leaseDurationMs, renewDeadlineMs, retryPeriodMs })) {
       if (!Number.isFinite(v) || v <= 0) throw bad(`${k} must be a positive number of milliseconds, got ${v}`);
     }
-    if (leaseDurationMs <= renewDeadlineMs) throw bad(`leaseDurationMs (${leaseDurationMs}) must be greater than renewDeadlineMs (${renewDeadlineMs})`);
-    if (renewDeadlineMs <= retryPeriodMs * (1 + JITTER)) throw bad(`renewDeadlineMs (${renewDeadlineMs}) must be greater than 1.2 × retryPeriodMs (${retryPeriodMs})`);
+    if (leaseDurationMs <= renewDeadlineMs)
+      throw bad(`leaseDurationMs (${leaseDurationMs}) must be greater than renewDeadlineMs (${renewDeadlineMs})`);
+    if (renewDeadlineMs <= retryPeriodMs * (1 + JITTER))
+      throw bad(`renewDeadlineMs (${renewDeadlineMs}) must be greater than 1.2 × retryPeriodMs (${retryPeriodMs})`);
     if (opts.identity === '') throw bad('identity must not be empty; use something unique per process such as the pod name');
     if (opts.namespace === '' || opts.name === '') throw bad('namespace and name must not be empty');
 
@@ -170,7 +172,11 @@ export class LeaderElector {
    * Resolves after that; rejects only if called while already running.
    */
   async run(signal: AbortSignal): Promise<void> {
-    if (this.running) throw new LeaderElectionError('ALREADY_RUNNING', `leader election for lease ${this.namespace}/${this.name} is already running; abort the first run() before starting another`);
+    if (this.running)
+      throw new LeaderElectionError(
+        'ALREADY_RUNNING',
+        `leader election for lease ${this.namespace}/${this.name} is already running; abort the first run() before starting another`,
+      );
     this.running = true;
     try {
       while (!signal.aborted) {
@@ -277,7 +283,8 @@ export class LeaderElector {
       await bounded(this.inflight, undefined, Math.max(0, deadlineAt - this.now()));
       let lease = this.observed;
       for (let attempt = 0; attempt < RELEASE_ATTEMPTS; attempt++) {
-        if (attempt > 0 || lease === undefined) lease = await this.call(() => this.api.get(this.namespace, this.name), undefined, deadlineAt);
+        if (attempt > 0 || lease === undefined)
+          lease = await this.call(() => this.api.get(this.namespace, this.name), undefined, deadlineAt);
         if (lease === undefined || holderOf(lease) !== this.identity) return;
         const released = this.releasedFrom(lease);
         try {
@@ -311,7 +318,13 @@ export class LeaderElector {
   /** Record what we saw; the observation clock restarts only when the record itself changed. */
   private observe(lease: Lease): void {
     const s = specOf(lease);
-    const key = JSON.stringify([s.holderIdentity ?? '', s.leaseDurationSeconds ?? 0, s.acquireTime ?? '', s.renewTime ?? '', s.leaseTransitions ?? 0]);
+    const key = JSON.stringify([
+      s.holderIdentity ?? '',
+      s.leaseDurationSeconds ?? 0,
+      s.acquireTime ?? '',
+      s.renewTime ?? '',
+      s.leaseTransitions ?? 0,
+    ]);
     if (key !== this.observedKey) {
       this.observedKey = key;
       this.observedAt = this.now();
@@ -350,24 +363,60 @@ export class LeaderElector {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: this.name, namespace: this.namespace },
-      spec: { holderIdentity: this.identity, leaseDurationSeconds: this.leaseSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
+      spec: {
+        holderIdentity: this.identity,
+        leaseDurationSeconds: this.leaseSeconds,
+        acquireTime: stamp,
+        renewTime: stamp,
+        leaseTransitions: 0,
+      },
     };
   }
 
   private renewed(lease: Lease, stamp: string): Lease {
     const s = specOf(lease);
-    return { ...lease, spec: { ...s, holderIdentity: this.identity, leaseDurationSeconds: this.leaseSeconds, acquireTime: s.acquireTime ?? stamp, renewTime: stamp, leaseTransitions: s.leaseTransitions ?? 0 } };
+    return {
+      ...lease,
+      spec: {
+        ...s,
+        holderIdentity: this.identity,
+        leaseDurationSeconds: this.leaseSeconds,
+        acquireTime: s.acquireTime ?? stamp,
+        renewTime: stamp,
+        leaseTransitions: s.leaseTransitions ?? 0,
+      },
+    };
   }
 
   private takenOver(lease: Lease, stamp: string): Lease {
     const s = specOf(lease);
-    return { ...lease, spec: { ...s, holderIdentity: this.identity, leaseDurationSeconds: this.leaseSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: (s.leaseTransitions ?? 0) + 1 } };
+    return {
+      ...lease,
+      spec: {
+        ...s,
+        holderIdentity: this.identity,
+        leaseDurationSeconds: this.leaseSeconds,
+        acquireTime: stamp,
+        renewTime: stamp,
+        leaseTransitions: (s.leaseTransitions ?? 0) + 1,
+      },
+    };
   }
 
   private releasedFrom(lease: Lease): Lease {
     const stamp = microTime(this.now());
     const s = specOf(lease);
-    return { ...lease, spec: { ...s, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: stamp, renewTime: stamp, leaseTransitions: s.leaseTransitions ?? 0 } };
+    return {
+      ...lease,
+      spec: {
+        ...s,
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        acquireTime: stamp,
+        renewTime: stamp,
+        leaseTransitions: s.leaseTransitions ?? 0,
+      },
+    };
   }
 
   /** Start an API call, remember it as in flight, and wait for it no longer than allowed. */

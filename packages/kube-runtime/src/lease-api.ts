@@ -15,7 +15,15 @@ export function leaseApi(client: KubeClient): LeaseApi {
         throw err;
       }
     },
-    create: async (namespace, lease) => (await client.create(Resources.leases, { ...lease, metadata: { ...lease.metadata, namespace } } as unknown as KubeObject)) as unknown as Lease,
-    replace: async (namespace, lease) => (await client.replace(Resources.leases, { ...lease, metadata: { ...lease.metadata, namespace } } as unknown as KubeObject)) as unknown as Lease,
+    create: async (namespace, lease) =>
+      (await client.create(Resources.leases, {
+        ...lease,
+        metadata: { ...lease.metadata, namespace },
+      } as unknown as KubeObject)) as unknown as Lease,
+    replace: async (namespace, lease) =>
+      (await client.replace(Resources.leases, {
+        ...lease,
+        metadata: { ...lease.metadata, namespace },
+      } as unknown as KubeObject)) as unknown as Lease,
   };
 }

@@ -98,11 +98,36 @@ export class RuntimeMetrics {
         for (const [name, w] of watches) age.set({ watch: name }, w.lastEventAgeSeconds());
       },
     });
-    this.watchEvents = new Counter({ name: 'kars_watch_events_total', help: 'Watch events received, by type.', labelNames: ['watch', 'type'], registers });
-    this.watchRestarts = new Counter({ name: 'kars_watch_restarts_total', help: 'Watch stream restarts, by reason.', labelNames: ['watch', 'reason'], registers });
-    this.watchRelists = new Counter({ name: 'kars_watch_relists_total', help: 'Full relists of the watched collection.', labelNames: ['watch'], registers });
-    this.watchDrift = new Counter({ name: 'kars_watch_drift_repairs_total', help: 'Objects a relist found out of date in the cache.', labelNames: ['watch'], registers });
-    this.queueDepth = new Gauge({ name: 'kars_controller_queue_depth', help: 'Keys waiting in the work queue.', labelNames: ['controller'], registers });
+    this.watchEvents = new Counter({
+      name: 'kars_watch_events_total',
+      help: 'Watch events received, by type.',
+      labelNames: ['watch', 'type'],
+      registers,
+    });
+    this.watchRestarts = new Counter({
+      name: 'kars_watch_restarts_total',
+      help: 'Watch stream restarts, by reason.',
+      labelNames: ['watch', 'reason'],
+      registers,
+    });
+    this.watchRelists = new Counter({
+      name: 'kars_watch_relists_total',
+      help: 'Full relists of the watched collection.',
+      labelNames: ['watch'],
+      registers,
+    });
+    this.watchDrift = new Counter({
+      name: 'kars_watch_drift_repairs_total',
+      help: 'Objects a relist found out of date in the cache.',
+      labelNames: ['watch'],
+      registers,
+    });
+    this.queueDepth = new Gauge({
+      name: 'kars_controller_queue_depth',
+      help: 'Keys waiting in the work queue.',
+      labelNames: ['controller'],
+      registers,
+    });
     this.reconcileDuration = new Histogram({
       name: 'kars_controller_reconcile_duration_seconds',
       help: 'Time spent in reconcile.',
@@ -110,9 +135,24 @@ export class RuntimeMetrics {
       buckets: RECONCILE_BUCKETS,
       registers,
     });
-    this.reconcileTotal = new Counter({ name: 'kars_controller_reconcile_total', help: 'Finished reconciles, by result.', labelNames: ['controller', 'result'], registers });
-    this.reconcileErrors = new Counter({ name: 'kars_controller_reconcile_errors_total', help: 'Reconciles that failed (retried or terminal).', labelNames: ['controller'], registers });
-    this.isLeader = new Gauge({ name: 'kars_leader_is_leader', help: '1 while this process holds the lease, else 0.', labelNames: ['lease'], registers });
+    this.reconcileTotal = new Counter({
+      name: 'kars_controller_reconcile_total',
+      help: 'Finished reconciles, by result.',
+      labelNames: ['controller', 'result'],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: 'kars_controller_reconcile_errors_total',
+      help: 'Reconciles that failed (retried or terminal).',
+      labelNames: ['controller'],
+      registers,
+    });
+    this.isLeader = new Gauge({
+      name: 'kars_leader_is_leader',
+      help: '1 while this process holds the lease, else 0.',
+      labelNames: ['lease'],
+      registers,
+    });
   }
 
   /** The metrics of the watch called `name`, created at zero on first use. */

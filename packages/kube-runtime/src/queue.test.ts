@@ -7,7 +7,10 @@ const never = new AbortController().signal;
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A getter whose result can be inspected without awaiting it. */
-function pendingGet(q: WorkQueue, signal = never): { value: () => string | undefined; settled: () => boolean; promise: Promise<string | undefined> } {
+function pendingGet(
+  q: WorkQueue,
+  signal = never,
+): { value: () => string | undefined; settled: () => boolean; promise: Promise<string | undefined> } {
   let settled = false;
   let value: string | undefined;
   const promise = q.get(signal).then((v) => {

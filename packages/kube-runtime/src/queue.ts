@@ -32,7 +32,8 @@ export function exponentialRateLimiter(
   const maxMs = opts.maxMs ?? 60_000;
   const jitter = opts.jitter ?? 0.2;
   const random = opts.random ?? Math.random;
-  if (!(baseMs >= 0) || !(maxMs >= baseMs)) throw new RangeError(`exponentialRateLimiter needs 0 <= baseMs <= maxMs, got baseMs=${baseMs} maxMs=${maxMs}`);
+  if (!(baseMs >= 0) || !(maxMs >= baseMs))
+    throw new RangeError(`exponentialRateLimiter needs 0 <= baseMs <= maxMs, got baseMs=${baseMs} maxMs=${maxMs}`);
   if (!(jitter >= 0 && jitter <= 1)) throw new RangeError(`exponentialRateLimiter needs jitter in [0, 1], got ${jitter}`);
   const failures = new Map<string, number>();
   return {

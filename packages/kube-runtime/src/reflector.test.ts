@@ -15,7 +15,17 @@ const cm = (name: string, v: string): Record<string, unknown> => ({ apiVersion: 
 
 /** Fast settings for tests: the same mechanisms as production, with second-scale bounds. */
 function testConfig(over: Partial<WatchConfig> = {}): WatchConfig {
-  return { ...DEFAULT_WATCH_CONFIG, timeoutSeconds: 60, idleTimeoutMs: 2000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 200, backoffMaxMs: 2000, relistIntervalMs: 0, ...over };
+  return {
+    ...DEFAULT_WATCH_CONFIG,
+    timeoutSeconds: 60,
+    idleTimeoutMs: 2000,
+    pingIntervalMs: 500,
+    pingTimeoutMs: 500,
+    backoffInitialMs: 200,
+    backoffMaxMs: 2000,
+    relistIntervalMs: 0,
+    ...over,
+  };
 }
 
 interface Running {
@@ -27,9 +37,20 @@ interface Running {
 }
 
 async function runReflector(ts: TestServer, cfg: WatchConfig, name = 'configmaps'): Promise<Running> {
-  const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
+  const client = KubeClient.fromKubeconfig({
+    kubeconfig: ts.server.kubeconfigPath,
+    pingIntervalMs: cfg.pingIntervalMs,
+    pingTimeoutMs: cfg.pingTimeoutMs,
+  });
   const metrics = new RuntimeMetrics();
-  const reflector = new Reflector({ name, client, resource: Resources.configmaps, namespace: 'default', config: cfg, metrics: metrics.watch(name) });
+  const reflector = new Reflector({
+    name,
+    client,
+    resource: Resources.configmaps,
+    namespace: 'default',
+    config: cfg,
+    metrics: metrics.watch(name),
+  });
   const changes: Change[] = [];
   reflector.subscribe((c) => changes.push(c));
   const ac = new AbortController();
@@ -59,7 +80,8 @@ async function within(ms: number, pred: () => boolean, what: string): Promise<nu
   return Date.now() - t0;
 }
 
-const valueOf = (r: Reflector, name: string): string | undefined => (r.store.get(`default/${name}`) as (KubeObject & { data?: { v?: string } }) | undefined)?.data?.v;
+const valueOf = (r: Reflector, name: string): string | undefined =>
+  (r.store.get(`default/${name}`) as (KubeObject & { data?: { v?: string } }) | undefined)?.data?.v;
 
 describe('reflector freshness under injected faults', () => {
   let ts: TestServer;
@@ -143,13 +165,26 @@ describe('reflector freshness under injected faults', () => {
       await editor.post(CM, cm('appeared', '1'));
       await editor.put(`${CM}/keep`, cm('keep', '1'));
       ts.server.faults!.compact();
-      await within(6000, () => valueOf(r.reflector, 'keep') === '1' && r.reflector.store.get('default/appeared') !== undefined && r.reflector.store.get('default/vanish') === undefined, 'store converged after 410');
+      await within(
+        6000,
+        () =>
+          valueOf(r.reflector, 'keep') === '1' &&
+          r.reflector.store.get('default/appeared') !== undefined &&
+          r.reflector.store.get('default/vanish') === undefined,
+        'store converged after 410',
+      );
       const server = await editor.get(CM);
       editor.close();
       const serverNames = server.body.items.map((o: any) => o.metadata.name).sort();
-      const storeNames = r.reflector.store.list().map((o) => o.metadata.name).sort();
+      const storeNames = r.reflector.store
+        .list()
+        .map((o) => o.metadata.name)
+        .sort();
       assert.deepEqual(storeNames, serverNames, 'the store holds exactly what the server holds');
-      assert.ok(r.changes.some((c) => c.type === 'delete' && c.object.metadata.name === 'vanish'), 'the vanished object was reported deleted');
+      assert.ok(
+        r.changes.some((c) => c.type === 'delete' && c.object.metadata.name === 'vanish'),
+        'the vanished object was reported deleted',
+      );
       const text = await r.metrics.registry.metrics();
       assert.match(text, /kars_watch_restarts_total\{watch="configmaps",reason="expired"\} [1-9]/);
       assert.match(text, /kars_watch_relists_total\{watch="configmaps"\} [2-9]/);
@@ -196,7 +231,13 @@ describe('reflector freshness under injected faults', () => {
       pages.push(p?.limit ?? 0);
       return orig(ref, p, signal);
     }) as typeof client.list;
-    const reflector = new Reflector({ name: 'many', client, resource: Resources.configmaps, namespace: 'many', config: testConfig({ pageSize: 500 }) });
+    const reflector = new Reflector({
+      name: 'many',
+      client,
+      resource: Resources.configmaps,
+      namespace: 'many',
+      config: testConfig({ pageSize: 500 }),
+    });
     const ac = new AbortController();
     const done = reflector.run(ac.signal);
     const t1 = Date.now();

@@ -133,7 +133,14 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
           buffer = [];
           if (ev.reason === 'periodic' && changes.length > 0) {
             this.opts.metrics?.driftRepaired(changes.length);
-            log?.warn({ watch: name, repaired: changes.length, keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`) }, 'relist found drift; repaired');
+            log?.warn(
+              {
+                watch: name,
+                repaired: changes.length,
+                keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`),
+              },
+              'relist found drift; repaired',
+            );
           }
           for (const c of changes) this.emit(c);
           break;

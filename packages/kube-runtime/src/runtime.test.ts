@@ -12,7 +12,15 @@ import { Reflector } from './reflector.js';
 import { DEFAULT_WATCH_CONFIG } from './watch-config.js';
 import type { WatchConfig } from './watch-config.js';
 
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 2000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 200, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 2000,
+  pingIntervalMs: 500,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 200,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 const CM = '/api/v1/namespaces/default/configmaps';
 
 interface Replica {
@@ -24,10 +32,30 @@ interface Replica {
 
 /** One controller process in miniature: client, reflector, leader elector and controller loop. */
 async function replica(ts: TestServer, name: string, inFlight: { n: number; max: number }): Promise<Replica> {
-  const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
-  const reflector = new Reflector({ name: `${name}-cm`, client, resource: Resources.configmaps, namespace: 'default', labelSelector: 'app=le', config: cfg });
+  const client = KubeClient.fromKubeconfig({
+    kubeconfig: ts.server.kubeconfigPath,
+    pingIntervalMs: cfg.pingIntervalMs,
+    pingTimeoutMs: cfg.pingTimeoutMs,
+  });
+  const reflector = new Reflector({
+    name: `${name}-cm`,
+    client,
+    resource: Resources.configmaps,
+    namespace: 'default',
+    labelSelector: 'app=le',
+    config: cfg,
+  });
   const reconciled: string[] = [];
-  const elector = new LeaderElector({ api: leaseApi(client), namespace: 'default', name: 'le-test', identity: name, leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 250, releaseOnCancel: false });
+  const elector = new LeaderElector({
+    api: leaseApi(client),
+    namespace: 'default',
+    name: 'le-test',
+    identity: name,
+    leaseDurationMs: 1500,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 250,
+    releaseOnCancel: false,
+  });
   const controller = new Controller({
     name,
     primary: reflector,
@@ -73,7 +101,8 @@ describe('runtime wired together', () => {
     }
     assert.ok(leader, 'someone leads');
     const standby = leader === a ? b : a;
-    for (let i = 0; i < 5; i++) await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `le-${i}`, labels: { app: 'le' } }, data: {} });
+    for (let i = 0; i < 5; i++)
+      await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `le-${i}`, labels: { app: 'le' } }, data: {} });
     const t0 = Date.now();
     while (leader.reconciled.length < 5 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
     assert.ok(leader.reconciled.includes('default/le-4'), 'the leader reconciles');
@@ -82,8 +111,14 @@ describe('runtime wired together', () => {
 
     const killedAt = Date.now();
     await leader.stop();
-    await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'after-failover', labels: { app: 'le' } }, data: {} });
-    while (!standby.reconciled.includes('default/after-failover') && Date.now() - killedAt < 6000) await new Promise((r) => setTimeout(r, 20));
+    await ts.client.post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'after-failover', labels: { app: 'le' } },
+      data: {},
+    });
+    while (!standby.reconciled.includes('default/after-failover') && Date.now() - killedAt < 6000)
+      await new Promise((r) => setTimeout(r, 20));
     const failover = Date.now() - killedAt;
     t.diagnostic(`failover to the standby reconciling took ${failover} ms (lease 1500 ms)`);
     assert.ok(standby.elector.isLeader(), 'the standby took over');
@@ -97,11 +132,30 @@ describe('runtime wired together', () => {
     const other = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
     const client = KubeClient.fromKubeconfig({ kubeconfig: other.server.kubeconfigPath, pingIntervalMs: 0 });
     const metrics = new RuntimeMetrics();
-    const quick: WatchConfig = { ...cfg, pingIntervalMs: 0, idleTimeoutMs: 1000, pingTimeoutMs: 300, backoffInitialMs: 5000, backoffMaxMs: 5000 };
-    const reflector = new Reflector({ name: 'readyz', client, resource: Resources.configmaps, namespace: 'default', config: quick, metrics: metrics.watch('readyz') });
+    const quick: WatchConfig = {
+      ...cfg,
+      pingIntervalMs: 0,
+      idleTimeoutMs: 1000,
+      pingTimeoutMs: 300,
+      backoffInitialMs: 5000,
+      backoffMaxMs: 5000,
+    };
+    const reflector = new Reflector({
+      name: 'readyz',
+      client,
+      resource: Resources.configmaps,
+      namespace: 'default',
+      config: quick,
+      metrics: metrics.watch('readyz'),
+    });
     const ac = new AbortController();
     const run = reflector.run(ac.signal);
-    const health = await startHealthServer({ listen: '127.0.0.1:0', registry: metrics.registry, readiness: [{ name: 'watch-readyz', check: () => ({ ok: reflector.isFresh(), detail: `silent for ${reflector.staleForMs()} ms` }) }], signal: ac.signal });
+    const health = await startHealthServer({
+      listen: '127.0.0.1:0',
+      registry: metrics.registry,
+      readiness: [{ name: 'watch-readyz', check: () => ({ ok: reflector.isFresh(), detail: `silent for ${reflector.staleForMs()} ms` }) }],
+      signal: ac.signal,
+    });
     try {
       await reflector.store.ready();
       assert.equal((await fetch(`${health.url}/readyz`)).status, 200);

@@ -3,7 +3,7 @@ import type { KubeObject } from '@kars/kube-core';
 /** The cache key of an object: "namespace/name", or "name" for cluster-scoped objects. */
 export function keyOf(obj: { metadata: { namespace?: string; name?: string } }): string {
   const ns = obj.metadata.namespace;
-  return ns ? `${ns}/${obj.metadata.name ?? ''}` : obj.metadata.name ?? '';
+  return ns ? `${ns}/${obj.metadata.name ?? ''}` : (obj.metadata.name ?? '');
 }
 
 /** Split a cache key back into namespace and name. */
@@ -32,9 +32,7 @@ export interface StoreReader<T extends KubeObject = KubeObject> {
 }
 
 /** A change the reflector applied to its store. `old` is the previous cached copy, if any. */
-export type Change<T extends KubeObject = KubeObject> =
-  | { type: 'apply'; object: T; old: T | undefined }
-  | { type: 'delete'; object: T };
+export type Change<T extends KubeObject = KubeObject> = { type: 'apply'; object: T; old: T | undefined } | { type: 'delete'; object: T };
 
 /** Something a controller can subscribe to: a store plus the changes applied to it, in order. */
 export interface ChangeSource<T extends KubeObject = KubeObject> {

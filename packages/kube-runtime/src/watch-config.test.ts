@@ -22,7 +22,12 @@ describe('watch configuration', () => {
   });
 
   it('reads the idle deadline, ping and relist knobs, with 0 disabling pings and relists', () => {
-    const c = watchConfigFromEnv({ KARS_WATCH_IDLE_TIMEOUT_SECS: '1', KARS_HTTP2_PING_INTERVAL_SECS: '0', KARS_HTTP2_PING_TIMEOUT_SECS: '2', KARS_RELIST_INTERVAL_SECS: '0' });
+    const c = watchConfigFromEnv({
+      KARS_WATCH_IDLE_TIMEOUT_SECS: '1',
+      KARS_HTTP2_PING_INTERVAL_SECS: '0',
+      KARS_HTTP2_PING_TIMEOUT_SECS: '2',
+      KARS_RELIST_INTERVAL_SECS: '0',
+    });
     assert.equal(c.idleTimeoutMs, 1000);
     assert.equal(c.pingIntervalMs, 0);
     assert.equal(c.pingTimeoutMs, 2000);
@@ -40,8 +45,17 @@ describe('watch configuration', () => {
 
   it('adds jitter to each watch timeout without passing 600', () => {
     const c = watchConfigFromEnv({});
-    assert.equal(watchTimeoutSeconds(c, () => 0), 200);
-    assert.equal(watchTimeoutSeconds(c, () => 0.999), 210);
-    assert.equal(watchTimeoutSeconds({ ...c, timeoutSeconds: 600 }, () => 0.999), 600);
+    assert.equal(
+      watchTimeoutSeconds(c, () => 0),
+      200,
+    );
+    assert.equal(
+      watchTimeoutSeconds(c, () => 0.999),
+      210,
+    );
+    assert.equal(
+      watchTimeoutSeconds({ ...c, timeoutSeconds: 600 }, () => 0.999),
+      600,
+    );
   });
 });

@@ -80,5 +80,7 @@ export function watchTimeoutSeconds(cfg: WatchConfig, random: () => number = Mat
  * pingInterval + pingTimeout with pings on, otherwise the idle deadline plus one PING probe.
  */
 export function detectionBoundMs(cfg: WatchConfig): number {
-  return cfg.pingIntervalMs > 0 ? Math.min(cfg.pingIntervalMs + cfg.pingTimeoutMs, cfg.idleTimeoutMs + cfg.pingTimeoutMs) : cfg.idleTimeoutMs + cfg.pingTimeoutMs;
+  return cfg.pingIntervalMs > 0
+    ? Math.min(cfg.pingIntervalMs + cfg.pingTimeoutMs, cfg.idleTimeoutMs + cfg.pingTimeoutMs)
+    : cfg.idleTimeoutMs + cfg.pingTimeoutMs;
 }

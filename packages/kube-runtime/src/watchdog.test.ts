@@ -58,7 +58,13 @@ void describe('reconcile-activity watchdog', () => {
       },
     });
     const ac = new AbortController();
-    const health = await startHealthServer({ listen: '127.0.0.1:0', registry: new Registry(), readiness: [], liveness: [reconcileWatchdog({ controllers: [ctrl], isLeader: () => leader, stallMs: 60_000, clock })], signal: ac.signal });
+    const health = await startHealthServer({
+      listen: '127.0.0.1:0',
+      registry: new Registry(),
+      readiness: [],
+      liveness: [reconcileWatchdog({ controllers: [ctrl], isLeader: () => leader, stallMs: 60_000, clock })],
+      signal: ac.signal,
+    });
     const running = ctrl.run(ac.signal);
     try {
       assert.equal((await healthz(health.url)).status, 200);
@@ -70,7 +76,10 @@ void describe('reconcile-activity watchdog', () => {
       await until(() => ctrl.activity().waiting === 1, 'b waiting');
       const bad = await healthz(health.url);
       assert.equal(bad.status, 503);
-      assert.match(bad.text, /\[-\]reconcile-activity: leader not reconciling \(limit 60 s\): widgets: 1 key\(s\) waiting, 1 in flight, no progress for 120 s/);
+      assert.match(
+        bad.text,
+        /\[-\]reconcile-activity: leader not reconciling \(limit 60 s\): widgets: 1 key\(s\) waiting, 1 in flight, no progress for 120 s/,
+      );
       assert.match(bad.text, /healthz check failed\n$/);
       leader = false;
       assert.equal((await healthz(health.url)).status, 200, 'a follower is not expected to reconcile');

@@ -58,8 +58,13 @@ export function eventLoopWatchdog(opts: EventLoopWatchdogOptions): LivenessCheck
     check: () => {
       const now = performance.now();
       const overdue = now - due;
-      if (overdue >= opts.maxDelayMs) return { ok: false, detail: `event loop blocked: a ${interval} ms timer is ${Math.round(overdue)} ms late` };
-      if (now - stalledAt <= windowMs) return { ok: false, detail: `event loop stalled ${Math.round(worst)} ms (limit ${opts.maxDelayMs} ms) ${Math.round(now - stalledAt)} ms ago` };
+      if (overdue >= opts.maxDelayMs)
+        return { ok: false, detail: `event loop blocked: a ${interval} ms timer is ${Math.round(overdue)} ms late` };
+      if (now - stalledAt <= windowMs)
+        return {
+          ok: false,
+          detail: `event loop stalled ${Math.round(worst)} ms (limit ${opts.maxDelayMs} ms) ${Math.round(now - stalledAt)} ms ago`,
+        };
       return { ok: true };
     },
   };
@@ -91,8 +96,13 @@ export function reconcileWatchdog(opts: ReconcileWatchdogOptions): LivenessCheck
       const stuck = opts.controllers
         .map((c) => ({ c, a: c.activity() }))
         .filter(({ a }) => a.waiting > 0 && now - a.lastProgressMs >= opts.stallMs)
-        .map(({ c, a }) => `${c.name}: ${a.waiting} key(s) waiting, ${a.inFlight} in flight, no progress for ${Math.round((now - a.lastProgressMs) / 1000)} s`);
-      return stuck.length === 0 ? { ok: true } : { ok: false, detail: `leader not reconciling (limit ${Math.round(opts.stallMs / 1000)} s): ${stuck.join('; ')}` };
+        .map(
+          ({ c, a }) =>
+            `${c.name}: ${a.waiting} key(s) waiting, ${a.inFlight} in flight, no progress for ${Math.round((now - a.lastProgressMs) / 1000)} s`,
+        );
+      return stuck.length === 0
+        ? { ok: true }
+        : { ok: false, detail: `leader not reconciling (limit ${Math.round(opts.stallMs / 1000)} s): ${stuck.join('; ')}` };
     },
   };
 }

@@ -13,17 +13,29 @@ describe('watcher state machine', () => {
   });
 
   it('goes back to listing after 410 Expired', () => {
-    assert.deepEqual(nextState(watching, { kind: 'expired' }), { state: { phase: 'empty', reason: 'expired' }, restart: 'expired', backoff: false });
+    assert.deepEqual(nextState(watching, { kind: 'expired' }), {
+      state: { phase: 'empty', reason: 'expired' },
+      restart: 'expired',
+      backoff: false,
+    });
   });
 
   it('resumes from the last resourceVersion after a backoff on idle, ping and other failures', () => {
     for (const reason of ['idle', 'ping', 'error'] as const) {
-      assert.deepEqual(nextState(watching, { kind: 'failed', reason, error: new Error('x') }), { state: watching, restart: reason, backoff: true });
+      assert.deepEqual(nextState(watching, { kind: 'failed', reason, error: new Error('x') }), {
+        state: watching,
+        restart: reason,
+        backoff: true,
+      });
     }
   });
 
   it('lists again when the periodic relist is due, without counting a restart', () => {
-    assert.deepEqual(nextState(watching, { kind: 'relist-due' }), { state: { phase: 'empty', reason: 'periodic' }, restart: undefined, backoff: false });
+    assert.deepEqual(nextState(watching, { kind: 'relist-due' }), {
+      state: { phase: 'empty', reason: 'periodic' },
+      restart: undefined,
+      backoff: false,
+    });
   });
 
   it('classifies 410, idle, ping and other failures', () => {

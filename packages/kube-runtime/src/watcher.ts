@@ -39,7 +39,10 @@ export type StreamOutcome =
  * whether to wait first. A clean end resumes at once from the last resourceVersion; 410 relists;
  * failures resume from the last resourceVersion after a backoff; a due relist lists again.
  */
-export function nextState(state: Extract<WatcherState, { phase: 'watching' }>, outcome: StreamOutcome): { state: WatcherState; restart: WatchRestartReason | undefined; backoff: boolean } {
+export function nextState(
+  state: Extract<WatcherState, { phase: 'watching' }>,
+  outcome: StreamOutcome,
+): { state: WatcherState; restart: WatchRestartReason | undefined; backoff: boolean } {
   switch (outcome.kind) {
     case 'ended':
       return { state, restart: 'server_timeout', backoff: false };
@@ -71,7 +74,8 @@ export function shouldResetBackoff(opened: boolean, healthyForMs: number, cfg: P
 /** Classify a failure of a watch stream into a restart reason. */
 export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown } {
   if (err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')) return { kind: 'expired' };
-  if (err instanceof ConnectionLostError) return { kind: 'failed', reason: err.reason === 'idle' ? 'idle' : err.reason === 'ping' ? 'ping' : 'error', error: err };
+  if (err instanceof ConnectionLostError)
+    return { kind: 'failed', reason: err.reason === 'idle' ? 'idle' : err.reason === 'ping' ? 'ping' : 'error', error: err };
   return { kind: 'failed', reason: 'error', error: err };
 }
 
@@ -128,7 +132,10 @@ function errMessage(err: unknown): string {
  *
  * Recovery: it never throws; it returns when `signal` aborts.
  */
-export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherOptions, signal: AbortSignal): AsyncGenerator<WatcherEvent<T>, void, undefined> {
+export async function* watcher<T extends KubeObject = KubeObject>(
+  opts: WatcherOptions,
+  signal: AbortSignal,
+): AsyncGenerator<WatcherEvent<T>, void, undefined> {
   const cfg = opts.config;
   const random = opts.random ?? Math.random;
   const backoff = new Backoff(cfg.backoffInitialMs, cfg.backoffMaxMs, random);
@@ -148,7 +155,17 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
         let rv = '';
         yield { type: 'init', reason };
         do {
-          const page = await opts.client.list<T>(opts.resource, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: cfg.pageSize, continueToken: cont }, signal);
+          const page = await opts.client.list<T>(
+            opts.resource,
+            {
+              namespace: opts.namespace,
+              labelSelector: opts.labelSelector,
+              fieldSelector: opts.fieldSelector,
+              limit: cfg.pageSize,
+              continueToken: cont,
+            },
+            signal,
+          );
           if (!rv) rv = page.metadata.resourceVersion ?? '';
           for (const o of page.items) {
             items.push(o);
@@ -181,10 +198,16 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
     const stopStream = (): void => streamAbort.abort();
     signal.addEventListener('abort', stopStream, { once: true });
     let relistDue = false;
-    const relistTimer = cfg.relistIntervalMs > 0 ? setTimeout(() => {
-      relistDue = true;
-      streamAbort.abort();
-    }, Math.max(0, lastListAt + cfg.relistIntervalMs - Date.now())) : undefined;
+    const relistTimer =
+      cfg.relistIntervalMs > 0
+        ? setTimeout(
+            () => {
+              relistDue = true;
+              streamAbort.abort();
+            },
+            Math.max(0, lastListAt + cfg.relistIntervalMs - Date.now()),
+          )
+        : undefined;
     const openedAt = Date.now();
     let opened = false;
     let upSince = openedAt;
@@ -213,7 +236,14 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
         fresh();
         if (ev.type === 'ERROR') {
           const st = ev.object as Status;
-          outcome = st.code === 410 ? { kind: 'expired' } : { kind: 'failed', reason: 'error', error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error') };
+          outcome =
+            st.code === 410
+              ? { kind: 'expired' }
+              : {
+                  kind: 'failed',
+                  reason: 'error',
+                  error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error'),
+                };
           break;
         }
         const obj = ev.object as T;
@@ -244,7 +274,8 @@ export async function* watcher<T extends KubeObject = KubeObject>(opts: WatcherO
     const healthyFor = Date.now() - openedAt;
     if (shouldResetBackoff(opened, opened ? Date.now() - upSince : 0, cfg)) backoff.reset();
     // A stream the server ends at once, again and again, must not become a tight loop.
-    if (outcome.kind === 'ended' && healthyFor < 1000) outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
+    if (outcome.kind === 'ended' && healthyFor < 1000)
+      outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
     const next = nextState(state, outcome);
     state = next.state;
     if (next.restart) {

@@ -120,7 +120,8 @@ function checkExpr(expr: Expr | undefined, scope: Set<string>, refs: { oldSelf: 
     case 'callExpr': {
       const name = k.value.function;
       const target = k.value.target;
-      const qualified = target !== undefined && target.exprKind.case === 'identExpr' && KNOWN_FUNCS.has(`${target.exprKind.value.name}.${name}`);
+      const qualified =
+        target !== undefined && target.exprKind.case === 'identExpr' && KNOWN_FUNCS.has(`${target.exprKind.value.name}.${name}`);
       if (!qualified) {
         if (!SPECIAL_CALLS.has(name) && !KNOWN_FUNCS.has(name)) refs.errors.push(`undeclared reference to '${name}'`);
         checkExpr(target, scope, refs, depth + 1);
@@ -159,8 +160,27 @@ function checkExpr(expr: Expr | undefined, scope: Set<string>, refs: { oldSelf: 
 }
 
 const RESERVED = new Set([
-  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if',
-  'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
+  'true',
+  'false',
+  'null',
+  'in',
+  'as',
+  'break',
+  'const',
+  'continue',
+  'else',
+  'for',
+  'function',
+  'if',
+  'import',
+  'let',
+  'loop',
+  'package',
+  'namespace',
+  'return',
+  'var',
+  'void',
+  'while',
 ]);
 
 /** kube's CEL property-name escaping; undefined when the name is not accessible from CEL. */

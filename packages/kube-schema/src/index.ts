@@ -83,8 +83,13 @@ function checkDefaults(node: Node, path: string, depth = 0): SchemaCause[] {
   if (node.hasDefault) {
     const pruned = deepCopy(node.default);
     const wrapper = { v: pruned };
-    pruneValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined, preserveUnknown: false }, wrapper, false);
-    if (JSON.stringify(wrapper.v) !== JSON.stringify(node.default)) out.push(invalid(child(path, 'default'), node.default, 'must not have unknown fields'));
+    pruneValue(
+      { ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined, preserveUnknown: false },
+      wrapper,
+      false,
+    );
+    if (JSON.stringify(wrapper.v) !== JSON.stringify(node.default))
+      out.push(invalid(child(path, 'default'), node.default, 'must not have unknown fields'));
     const causes: SchemaCause[] = [];
     const value = deepCopy(node.default);
     defaultValue({ ...node, type: 'object', properties: new Map([['v', node]]), additionalProperties: undefined }, { v: value }, false);
@@ -94,7 +99,8 @@ function checkDefaults(node: Node, path: string, depth = 0): SchemaCause[] {
   }
   for (const [name, p] of node.properties ?? []) out.push(...checkDefaults(p, key(child(path, 'properties'), name), depth + 1));
   if (node.items !== undefined) out.push(...checkDefaults(node.items, child(path, 'items'), depth + 1));
-  if (typeof node.additionalProperties === 'object') out.push(...checkDefaults(node.additionalProperties, child(path, 'additionalProperties'), depth + 1));
+  if (typeof node.additionalProperties === 'object')
+    out.push(...checkDefaults(node.additionalProperties, child(path, 'additionalProperties'), depth + 1));
   return out;
 }
 

@@ -45,7 +45,9 @@ void test('prune recurses into array items and additionalProperties maps', () =>
 });
 
 void test('prune keeps apiVersion, kind and metadata of an embedded resource and prunes the rest', () => {
-  const obj = schema.prune({ spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i', junk: 1 }, junk: 2 } } });
+  const obj = schema.prune({
+    spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i', junk: 1 }, junk: 2 } },
+  });
   assert.deepEqual(obj, { spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, spec: { image: 'i' } } } });
 });
 

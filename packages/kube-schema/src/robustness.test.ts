@@ -12,8 +12,21 @@ function nest(depth: number): Record<string, unknown> {
 }
 
 const garbage: unknown[] = [
-  null, 0, -1, 1e308, Number.NaN, '', 'x'.repeat(1_000_000), true, [], [null], {}, { spec: null }, { spec: [] },
-  { spec: 'str' }, { spec: { agent: null, tokenBudget: null, egress: null, tools: null, labels: null } },
+  null,
+  0,
+  -1,
+  1e308,
+  Number.NaN,
+  '',
+  'x'.repeat(1_000_000),
+  true,
+  [],
+  [null],
+  {},
+  { spec: null },
+  { spec: [] },
+  { spec: 'str' },
+  { spec: { agent: null, tokenBudget: null, egress: null, tools: null, labels: null } },
   { spec: { agent: 7, tokenBudget: { daily: 'x', monthly: [] }, egress: [1, null, 'x', [], {}], tools: [{}, {}], labels: [] } },
   { spec: { agent: 'a', tokenBudget: { daily: 1e300, monthly: -1e300 } } },
   { spec: { agent: 'a', tokenBudget: {} } },
@@ -26,16 +39,23 @@ const garbage: unknown[] = [
 void test('garbage input never throws from prune, applyDefaults, validate or admit', () => {
   for (const g of garbage) {
     const obj = (typeof g === 'object' && g !== null && !Array.isArray(g) ? structuredClone(g) : { spec: g }) as Record<string, unknown>;
-    assert.doesNotThrow(() => {
-      const r = admit(policy, obj, validPolicy());
-      assert.ok(Array.isArray(r.causes));
-      policy.validate(structuredClone(obj), obj);
-    }, `input ${JSON.stringify(g)?.slice(0, 80)}`);
+    assert.doesNotThrow(
+      () => {
+        const r = admit(policy, obj, validPolicy());
+        assert.ok(Array.isArray(r.causes));
+        policy.validate(structuredClone(obj), obj);
+      },
+      `input ${JSON.stringify(g)?.slice(0, 80)}`,
+    );
   }
 });
 
 void test('a rule that throws at runtime on garbage becomes a cause, not an exception', () => {
-  const s = compileSchema({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, 'x-kubernetes-validations': [{ rule: 'self.spec.a.b.c / 0 == 1' }] });
+  const s = compileSchema({
+    type: 'object',
+    'x-kubernetes-preserve-unknown-fields': true,
+    'x-kubernetes-validations': [{ rule: 'self.spec.a.b.c / 0 == 1' }],
+  });
   const causes = s.validate({ spec: { a: { b: { c: 1 } } } });
   assert.equal(causes.length, 1);
   assert.equal(causes[0]?.reason, 'FieldValueInvalid');
@@ -62,7 +82,20 @@ void test('schema nesting deeper than the cap is a SchemaError', () => {
 });
 
 void test('compileSchema throws only SchemaError on garbage schemas', () => {
-  for (const g of [null, 1, 'x', [], { type: 5 }, { type: 'object', properties: [] }, { type: 'object', properties: { a: null } }, { type: 'object', 'x-kubernetes-validations': 'x' }, { type: 'object', 'x-kubernetes-validations': [{ rule: 5 }] }]) {
-    assert.throws(() => compileSchema(g), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'KARS_SCHEMA_INVALID');
+  for (const g of [
+    null,
+    1,
+    'x',
+    [],
+    { type: 5 },
+    { type: 'object', properties: [] },
+    { type: 'object', properties: { a: null } },
+    { type: 'object', 'x-kubernetes-validations': 'x' },
+    { type: 'object', 'x-kubernetes-validations': [{ rule: 5 }] },
+  ]) {
+    assert.throws(
+      () => compileSchema(g),
+      (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'KARS_SCHEMA_INVALID',
+    );
   }
 });

@@ -32,10 +32,9 @@ void test('a failing CEL rule reports its message at the node carrying the rule'
 });
 
 void test('integers are CEL ints and numbers are doubles', () => {
-  const s = withRules(
-    { type: 'object', properties: { i: { type: 'integer' }, d: { type: 'number' } } },
-    [{ rule: 'self.i >= 0 && self.i + 1 == 3 && self.d > 1.0 && type(self.i) == int && type(self.d) == double' }],
-  );
+  const s = withRules({ type: 'object', properties: { i: { type: 'integer' }, d: { type: 'number' } } }, [
+    { rule: 'self.i >= 0 && self.i + 1 == 3 && self.d > 1.0 && type(self.i) == int && type(self.d) == double' },
+  ]);
   assert.deepEqual(s.validate({ spec: { i: 2, d: 2 } }), []);
 });
 
@@ -45,40 +44,51 @@ void test('without message a failing rule says failed rule', () => {
 });
 
 void test('messageExpression is evaluated and used as the message', () => {
-  const s = withRules(
-    { type: 'object', properties: { a: { type: 'integer' } } },
-    [{ rule: 'self.a < 3', message: 'static', messageExpression: "'a is ' + string(self.a) + ', want < 3'" }],
-  );
+  const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [
+    { rule: 'self.a < 3', message: 'static', messageExpression: "'a is ' + string(self.a) + ', want < 3'" },
+  ]);
   assert.equal(s.validate({ spec: { a: 7 } })[0]!.message, 'Invalid value: "object": a is 7, want < 3');
 });
 
 void test('a messageExpression that fails falls back to message', () => {
-  const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [{ rule: 'self.a < 3', message: 'static', messageExpression: 'self.nope' }]);
+  const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [
+    { rule: 'self.a < 3', message: 'static', messageExpression: 'self.nope' },
+  ]);
   assert.equal(s.validate({ spec: { a: 7 } })[0]!.message, 'Invalid value: "object": static');
 });
 
 void test('fieldPath and reason shape the cause', () => {
-  const s = withRules(
-    { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' } } } } },
-    [{ rule: "self.a.b != 'x'", message: 'b must not be x', fieldPath: '.a.b', reason: 'FieldValueForbidden' }],
-  );
-  assert.deepEqual(s.validate({ spec: { a: { b: 'x' } } }), [{ reason: 'FieldValueForbidden', message: 'Forbidden: b must not be x', field: 'spec.a.b' }]);
+  const s = withRules({ type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' } } } } }, [
+    { rule: "self.a.b != 'x'", message: 'b must not be x', fieldPath: '.a.b', reason: 'FieldValueForbidden' },
+  ]);
+  assert.deepEqual(s.validate({ spec: { a: { b: 'x' } } }), [
+    { reason: 'FieldValueForbidden', message: 'Forbidden: b must not be x', field: 'spec.a.b' },
+  ]);
 });
 
 void test('has(), size(), all(), exists() and string functions work on self', () => {
   const s = withRules(
-    { type: 'object', properties: { name: { type: 'string' }, list: { type: 'array', items: { type: 'integer' } }, m: { type: 'object', additionalProperties: { type: 'string' } } } },
+    {
+      type: 'object',
+      properties: {
+        name: { type: 'string' },
+        list: { type: 'array', items: { type: 'integer' } },
+        m: { type: 'object', additionalProperties: { type: 'string' } },
+      },
+    },
     [
       { rule: "!has(self.name) || self.name.startsWith('ag')", message: 'prefix' },
       { rule: 'self.list.size() <= 3', message: 'size' },
       { rule: 'self.list.all(x, x > 0)', message: 'all' },
       { rule: 'self.list.exists(x, x == 2)', message: 'exists' },
-      { rule: "self.m.all(k, self.m[k].lowerAscii() == self.m[k])", message: 'map' },
+      { rule: 'self.m.all(k, self.m[k].lowerAscii() == self.m[k])', message: 'map' },
       { rule: "self.name.matches('^[a-z-]+$') && self.list.isSorted()", message: 'lib' },
     ],
   );
   assert.deepEqual(s.validate({ spec: { name: 'agent-x', list: [1, 2], m: { a: 'low' } } }), []);
-  const msgs = s.validate({ spec: { name: 'Bob', list: [3, 1, 0, -1], m: { a: 'UP' } } }).map((c) => c.message.replace('Invalid value: "object": ', ''));
+  const msgs = s
+    .validate({ spec: { name: 'Bob', list: [3, 1, 0, -1], m: { a: 'UP' } } })
+    .map((c) => c.message.replace('Invalid value: "object": ', ''));
   assert.deepEqual(msgs, ['prefix', 'size', 'all', 'exists', 'map', 'lib']);
 });
 
@@ -99,7 +109,9 @@ void test('a transition rule is skipped on create and enforced on update', () =>
   const created = { ...validPolicy(), spec: { agent: 'a', owner: 'alice' } };
   assert.deepEqual(policy.validate(created), []);
   const updated = { ...validPolicy(), spec: { agent: 'a', owner: 'bob' } };
-  assert.deepEqual(policy.validate(updated, created), [{ reason: 'FieldValueInvalid', message: 'Invalid value: "string": owner is immutable', field: 'spec.owner' }]);
+  assert.deepEqual(policy.validate(updated, created), [
+    { reason: 'FieldValueInvalid', message: 'Invalid value: "string": owner is immutable', field: 'spec.owner' },
+  ]);
   assert.deepEqual(policy.validate(created, created), []);
 });
 
@@ -119,14 +131,34 @@ void test('transition rules correlate list-type map items by key', () => {
         items: {
           type: 'object',
           required: ['name'],
-          properties: { name: { type: 'string' }, size: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= oldSelf', message: 'cannot shrink' }] } },
+          properties: {
+            name: { type: 'string' },
+            size: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= oldSelf', message: 'cannot shrink' }] },
+          },
         },
       },
     },
   });
-  const old = { spec: [{ name: 'a', size: 5 }, { name: 'b', size: 5 }] };
-  const causes = s.validate({ spec: [{ name: 'b', size: 1 }, { name: 'a', size: 9 }, { name: 'c', size: 1 }] }, old);
-  assert.deepEqual(causes.map((c) => c.field), ['spec[0].size']);
+  const old = {
+    spec: [
+      { name: 'a', size: 5 },
+      { name: 'b', size: 5 },
+    ],
+  };
+  const causes = s.validate(
+    {
+      spec: [
+        { name: 'b', size: 1 },
+        { name: 'a', size: 9 },
+        { name: 'c', size: 1 },
+      ],
+    },
+    old,
+  );
+  assert.deepEqual(
+    causes.map((c) => c.field),
+    ['spec[0].size'],
+  );
 });
 
 void test('CEL rules are skipped when schema validation already failed with a blocking error', () => {
@@ -138,18 +170,27 @@ void test('CEL rules are skipped when schema validation already failed with a bl
 });
 
 void test('a CEL rule that does not compile makes compileSchema throw SchemaError', () => {
-  const causes = causesOf(() => withRules({ type: 'object' , 'x-kubernetes-preserve-unknown-fields': true }, [{ rule: 'self.a >' }]));
-  assert.equal(causes[0]?.field, "properties[spec].x-kubernetes-validations[0].rule");
+  const causes = causesOf(() => withRules({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, [{ rule: 'self.a >' }]));
+  assert.equal(causes[0]?.field, 'properties[spec].x-kubernetes-validations[0].rule');
   assert.match(causes[0]!.message, /compilation failed/);
 });
 
 void test('unknown functions and variables are compile errors', () => {
-  assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'frobnicate(self)' }]))[0]!.message, /undeclared reference to 'frobnicate'/);
+  assert.match(
+    causesOf(() => withRules({ type: 'object' }, [{ rule: 'frobnicate(self)' }]))[0]!.message,
+    /undeclared reference to 'frobnicate'/,
+  );
   assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'other > 1' }]))[0]!.message, /undeclared reference to 'other'/);
 });
 
 void test('bad rule reason, fieldPath and messageExpression are rejected', () => {
   assert.equal(causesOf(() => withRules({ type: 'object' }, [{ rule: 'true', reason: 'Nope' }]))[0]!.reason, 'FieldValueNotSupported');
-  assert.match(causesOf(() => withRules({ type: 'object', properties: { a: { type: 'string' } } }, [{ rule: 'true', fieldPath: '.b' }]))[0]!.message, /fieldPath/);
-  assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'true', messageExpression: '1 +' }]))[0]!.message, /messageExpression/);
+  assert.match(
+    causesOf(() => withRules({ type: 'object', properties: { a: { type: 'string' } } }, [{ rule: 'true', fieldPath: '.b' }]))[0]!.message,
+    /fieldPath/,
+  );
+  assert.match(
+    causesOf(() => withRules({ type: 'object' }, [{ rule: 'true', messageExpression: '1 +' }]))[0]!.message,
+    /messageExpression/,
+  );
 });

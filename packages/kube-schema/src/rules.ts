@@ -13,7 +13,15 @@ export function validateRules(root: Node, obj: unknown, old: Old, out: SchemaCau
   walk(root, obj, old, '', out, 0, new WeakMap());
 }
 
-function walk(node: Node, value: unknown, old: Old, path: string, out: SchemaCause[], depth: number, cache: WeakMap<object, CelInput>): void {
+function walk(
+  node: Node,
+  value: unknown,
+  old: Old,
+  path: string,
+  out: SchemaCause[],
+  depth: number,
+  cache: WeakMap<object, CelInput>,
+): void {
   if (value === undefined || depth > MAX_DEPTH) return;
   if (node.rules.length > 0 && value !== null) {
     const self = toCel(node, value, 0, cache);
@@ -69,7 +77,14 @@ function celTypeName(node: Node, value: unknown): string {
   return typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
 }
 
-function evaluate(rule: Rule, node: Node, value: unknown, self: CelInput, oldSelf: CelInput | undefined, path: string): SchemaCause | undefined {
+function evaluate(
+  rule: Rule,
+  node: Node,
+  value: unknown,
+  self: CelInput,
+  oldSelf: CelInput | undefined,
+  path: string,
+): SchemaCause | undefined {
   const bindings = oldSelf === undefined ? { self } : { self, oldSelf };
   const field = rule.fieldPath === undefined ? path : appendFieldPath(path, rule.fieldPath);
   const shown = celTypeName(node, value);

@@ -8,7 +8,10 @@ function rejects(schema: unknown, pattern: RegExp): void {
     compileSchema(schema);
   } catch (e) {
     assert.ok(e instanceof SchemaError);
-    assert.ok(e.causes.some((c) => pattern.test(`${c.field}: ${c.message}`)), JSON.stringify(e.causes));
+    assert.ok(
+      e.causes.some((c) => pattern.test(`${c.field}: ${c.message}`)),
+      JSON.stringify(e.causes),
+    );
     return;
   }
   assert.fail('expected compileSchema to throw');
@@ -47,28 +50,57 @@ void test('properties and additionalProperties are mutually exclusive', () => {
 
 void test('types inside value validations are rejected except for int-or-string', () => {
   rejects(spec({ type: 'object', anyOf: [{ type: 'string' }] }), /must not be used inside of value validations/);
-  assert.doesNotThrow(() => compileSchema(spec({ type: 'object', properties: { p: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] } } })));
+  assert.doesNotThrow(() =>
+    compileSchema(
+      spec({ type: 'object', properties: { p: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] } } }),
+    ),
+  );
 });
 
 void test('value validations may only constrain fields the skeleton declares', () => {
-  rejects(spec({ type: 'object', properties: { a: { type: 'string' } }, allOf: [{ properties: { b: { maxLength: 1 } } }] }), /corresponding property/);
+  rejects(
+    spec({ type: 'object', properties: { a: { type: 'string' } }, allOf: [{ properties: { b: { maxLength: 1 } } }] }),
+    /corresponding property/,
+  );
 });
 
 void test('list-type map needs keys that are scalar item properties, required or defaulted', () => {
-  rejects(spec({ type: 'array', 'x-kubernetes-list-type': 'map', items: { type: 'object' } }), /x-kubernetes-list-map-keys: Required value/);
-  rejects(spec({ type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['k'], items: { type: 'object', properties: { k: { type: 'string' } } } }), /must have a default or be a required property/);
+  rejects(
+    spec({ type: 'array', 'x-kubernetes-list-type': 'map', items: { type: 'object' } }),
+    /x-kubernetes-list-map-keys: Required value/,
+  );
+  rejects(
+    spec({
+      type: 'array',
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['k'],
+      items: { type: 'object', properties: { k: { type: 'string' } } },
+    }),
+    /must have a default or be a required property/,
+  );
   rejects(spec({ type: 'array', 'x-kubernetes-list-type': 'bag', items: { type: 'string' } }), /Unsupported value: "bag"/);
 });
 
 void test('defaults must be valid and already pruned', () => {
   rejects(spec({ type: 'object', properties: { n: { type: 'integer', minimum: 0, default: -1 } } }), /default.*greater than or equal to 0/);
-  rejects(spec({ type: 'object', properties: { o: { type: 'object', properties: { a: { type: 'string' } }, default: { b: 1 } } } }), /must not have unknown fields/);
+  rejects(
+    spec({ type: 'object', properties: { o: { type: 'object', properties: { a: { type: 'string' } }, default: { b: 1 } } } }),
+    /must not have unknown fields/,
+  );
   rejects({ type: 'object', properties: { metadata: { type: 'object', default: {} } } }, /must not be set in top-level metadata/);
 });
 
 void test('top-level metadata may only restrict name and generateName', () => {
-  rejects({ type: 'object', properties: { metadata: { type: 'object', properties: { labels: { type: 'object' } } } } }, /only metadata.name and metadata.generateName/);
-  assert.doesNotThrow(() => compileSchema({ type: 'object', properties: { metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 20 } } } } }));
+  rejects(
+    { type: 'object', properties: { metadata: { type: 'object', properties: { labels: { type: 'object' } } } } },
+    /only metadata.name and metadata.generateName/,
+  );
+  assert.doesNotThrow(() =>
+    compileSchema({
+      type: 'object',
+      properties: { metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 20 } } } },
+    }),
+  );
 });
 
 void test('an invalid regular expression in pattern is rejected', () => {

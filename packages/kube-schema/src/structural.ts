@@ -86,9 +86,16 @@ const FORBIDDEN_EVERYWHERE: Record<string, string> = {
 
 /** Keys that must not appear inside allOf/anyOf/oneOf/not (structural schema rule). */
 const FORBIDDEN_IN_JUNCTORS = [
-  'default', 'nullable', 'additionalProperties', 'x-kubernetes-preserve-unknown-fields',
-  'x-kubernetes-embedded-resource', 'x-kubernetes-int-or-string', 'x-kubernetes-list-type',
-  'x-kubernetes-list-map-keys', 'x-kubernetes-map-type', 'x-kubernetes-validations',
+  'default',
+  'nullable',
+  'additionalProperties',
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-embedded-resource',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
+  'x-kubernetes-map-type',
+  'x-kubernetes-validations',
 ];
 
 const RULE_REASONS: readonly CauseReason[] = ['FieldValueInvalid', 'FieldValueForbidden', 'FieldValueRequired', 'FieldValueDuplicate'];
@@ -114,18 +121,47 @@ export function compileStructural(raw: unknown): { root: Node; errors: SchemaCau
 
 export function emptyNode(): Node {
   return {
-    type: '', nullable: false, preserveUnknown: true, embedded: false, intOrString: false, hasDefault: false,
-    default: undefined, properties: undefined, items: undefined, additionalProperties: undefined,
-    listType: undefined, listMapKeys: [], rules: [], vv: emptyVV(),
+    type: '',
+    nullable: false,
+    preserveUnknown: true,
+    embedded: false,
+    intOrString: false,
+    hasDefault: false,
+    default: undefined,
+    properties: undefined,
+    items: undefined,
+    additionalProperties: undefined,
+    listType: undefined,
+    listMapKeys: [],
+    rules: [],
+    vv: emptyVV(),
   };
 }
 
 function emptyVV(): ValueValidation {
   return {
-    type: '', format: undefined, enum: undefined, maximum: undefined, exclusiveMaximum: false, minimum: undefined,
-    exclusiveMinimum: false, multipleOf: undefined, maxLength: undefined, minLength: undefined, pattern: undefined,
-    maxItems: undefined, minItems: undefined, maxProperties: undefined, minProperties: undefined, required: [],
-    allOf: [], anyOf: [], oneOf: [], not: undefined, properties: undefined, items: undefined,
+    type: '',
+    format: undefined,
+    enum: undefined,
+    maximum: undefined,
+    exclusiveMaximum: false,
+    minimum: undefined,
+    exclusiveMinimum: false,
+    multipleOf: undefined,
+    maxLength: undefined,
+    minLength: undefined,
+    pattern: undefined,
+    maxItems: undefined,
+    minItems: undefined,
+    maxProperties: undefined,
+    minProperties: undefined,
+    required: [],
+    allOf: [],
+    anyOf: [],
+    oneOf: [],
+    not: undefined,
+    properties: undefined,
+    items: undefined,
   };
 }
 
@@ -146,7 +182,8 @@ function compileNode(raw: Record<string, unknown>, path: string, ctx: Ctx, depth
   const t = raw['type'];
   if (t !== undefined) {
     if (t === 'null') ctx.errors.push(forbidden(child(path, 'type'), 'type cannot be set to null, use nullable as an alternative'));
-    else if (typeof t !== 'string' || !(TYPES as readonly string[]).includes(t)) ctx.errors.push(notSupported(child(path, 'type'), t, TYPES));
+    else if (typeof t !== 'string' || !(TYPES as readonly string[]).includes(t))
+      ctx.errors.push(notSupported(child(path, 'type'), t, TYPES));
     else node.type = t as SchemaType;
   }
   node.nullable = flag(raw, 'nullable', path, ctx);
@@ -156,13 +193,16 @@ function compileNode(raw: Record<string, unknown>, path: string, ctx: Ctx, depth
   if (pu === false) ctx.errors.push(invalid(child(path, 'x-kubernetes-preserve-unknown-fields'), false, 'must be true or undefined'));
   node.preserveUnknown = flag(raw, 'x-kubernetes-preserve-unknown-fields', path, ctx);
 
-  if (node.intOrString && node.type !== '') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be empty if x-kubernetes-int-or-string is true'));
+  if (node.intOrString && node.type !== '')
+    ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be empty if x-kubernetes-int-or-string is true'));
   if (node.type === '' && !node.intOrString && !node.preserveUnknown) {
     ctx.errors.push(required(child(path, 'type'), 'must not be empty for specified object fields'));
   }
   if (node.embedded) {
-    if (node.type !== 'object') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if x-kubernetes-embedded-resource is true'));
-    if (where.inResourceMeta) ctx.errors.push(forbidden(child(path, 'x-kubernetes-embedded-resource'), 'must not be used inside of resource meta'));
+    if (node.type !== 'object')
+      ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if x-kubernetes-embedded-resource is true'));
+    if (where.inResourceMeta)
+      ctx.errors.push(forbidden(child(path, 'x-kubernetes-embedded-resource'), 'must not be used inside of resource meta'));
   }
 
   // properties / additionalProperties
@@ -179,23 +219,30 @@ function compileNode(raw: Record<string, unknown>, path: string, ctx: Ctx, depth
           continue;
         }
         const meta = isResource && (name === 'metadata' || name === 'apiVersion' || name === 'kind');
-        if (meta && where.isRoot && 'default' in sub) ctx.errors.push(forbidden(child(p, 'default'), `must not be set in top-level ${name}`));
-        node.properties.set(name, compileNode(sub, p, ctx, depth + 1, { isRoot: false, inResourceMeta: where.inResourceMeta || (meta && name === 'metadata') }));
+        if (meta && where.isRoot && 'default' in sub)
+          ctx.errors.push(forbidden(child(p, 'default'), `must not be set in top-level ${name}`));
+        node.properties.set(
+          name,
+          compileNode(sub, p, ctx, depth + 1, { isRoot: false, inResourceMeta: where.inResourceMeta || (meta && name === 'metadata') }),
+        );
       }
-      if (where.isRoot) checkRootMetadata(node.properties.get('metadata'), props['metadata'], key(child(path, 'properties'), 'metadata'), ctx);
+      if (where.isRoot)
+        checkRootMetadata(node.properties.get('metadata'), props['metadata'], key(child(path, 'properties'), 'metadata'), ctx);
     }
   }
   const ap = raw['additionalProperties'];
   if (ap !== undefined) {
     const p = child(path, 'additionalProperties');
     if (typeof ap === 'boolean') node.additionalProperties = ap;
-    else if (isObject(ap)) node.additionalProperties = compileNode(ap, p, ctx, depth + 1, { isRoot: false, inResourceMeta: where.inResourceMeta });
+    else if (isObject(ap))
+      node.additionalProperties = compileNode(ap, p, ctx, depth + 1, { isRoot: false, inResourceMeta: where.inResourceMeta });
     else ctx.errors.push(invalid(p, ap, 'must be a boolean or a schema object'));
     if (node.properties !== undefined && node.properties.size > 0 && node.additionalProperties !== true) {
       ctx.errors.push(forbidden(p, 'additionalProperties and properties are mutual exclusive'));
     }
     if (where.isRoot || node.embedded) ctx.errors.push(forbidden(p, 'must not be used at the root of a resource'));
-    if (node.type !== 'object' && node.type !== '') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if additionalProperties is specified'));
+    if (node.type !== 'object' && node.type !== '')
+      ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if additionalProperties is specified'));
   }
   if (node.properties !== undefined && node.type !== 'object' && !(node.type === '' && node.preserveUnknown)) {
     ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if properties are specified'));
@@ -213,7 +260,12 @@ function compileNode(raw: Record<string, unknown>, path: string, ctx: Ctx, depth
     ctx.errors.push(required(child(path, 'items'), 'must be specified'));
   }
   if (node.embedded && node.properties === undefined && !node.preserveUnknown) {
-    ctx.errors.push(required(child(path, 'properties'), 'must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields'));
+    ctx.errors.push(
+      required(
+        child(path, 'properties'),
+        'must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields',
+      ),
+    );
   }
 
   if ('default' in raw) {
@@ -243,7 +295,10 @@ function forbidUnsupported(raw: Record<string, unknown>, path: string, ctx: Ctx)
   for (const [k, msg] of Object.entries(FORBIDDEN_EVERYWHERE)) {
     if (raw[k] !== undefined) ctx.errors.push(forbidden(child(path, k), msg));
   }
-  if (raw['uniqueItems'] === true) ctx.errors.push(forbidden(child(path, 'uniqueItems'), 'uniqueItems cannot be set to true since the runtime complexity becomes quadratic'));
+  if (raw['uniqueItems'] === true)
+    ctx.errors.push(
+      forbidden(child(path, 'uniqueItems'), 'uniqueItems cannot be set to true since the runtime complexity becomes quadratic'),
+    );
 }
 
 /** Top-level metadata may only restrict name and generateName (as strings). */
@@ -252,8 +307,15 @@ function checkRootMetadata(node: Node | undefined, raw: unknown, path: string, c
   if (node.type !== 'object') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object'));
   if (node.properties === undefined) return;
   for (const [name, sub] of node.properties) {
-    if (name !== 'name' && name !== 'generateName') ctx.errors.push(forbidden(key(child(path, 'properties'), name), 'must not be specified; only metadata.name and metadata.generateName may be restricted'));
-    else if (sub.type !== 'string') ctx.errors.push(invalid(child(key(child(path, 'properties'), name), 'type'), sub.type, 'must be string'));
+    if (name !== 'name' && name !== 'generateName')
+      ctx.errors.push(
+        forbidden(
+          key(child(path, 'properties'), name),
+          'must not be specified; only metadata.name and metadata.generateName may be restricted',
+        ),
+      );
+    else if (sub.type !== 'string')
+      ctx.errors.push(invalid(child(key(child(path, 'properties'), name), 'type'), sub.type, 'must be string'));
   }
 }
 
@@ -263,40 +325,61 @@ function compileExtensions(raw: Record<string, unknown>, node: Node, path: strin
     const p = child(path, 'x-kubernetes-list-type');
     if (lt !== 'atomic' && lt !== 'set' && lt !== 'map') ctx.errors.push(notSupported(p, lt, ['atomic', 'set', 'map']));
     else node.listType = lt;
-    if (node.type !== 'array') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be array if x-kubernetes-list-type is specified'));
+    if (node.type !== 'array')
+      ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be array if x-kubernetes-list-type is specified'));
   }
   const keys = raw['x-kubernetes-list-map-keys'];
   if (keys !== undefined) {
     const p = child(path, 'x-kubernetes-list-map-keys');
-    if (!Array.isArray(keys) || !keys.every((k): k is string => typeof k === 'string')) ctx.errors.push(invalid(p, keys, 'must be a list of strings'));
+    if (!Array.isArray(keys) || !keys.every((k): k is string => typeof k === 'string'))
+      ctx.errors.push(invalid(p, keys, 'must be a list of strings'));
     else node.listMapKeys = keys;
-    if (node.listMapKeys.length > 0 && node.listType !== 'map') ctx.errors.push(invalid(child(path, 'x-kubernetes-list-type'), lt ?? null, 'must be map if x-kubernetes-list-map-keys is non-empty'));
+    if (node.listMapKeys.length > 0 && node.listType !== 'map')
+      ctx.errors.push(invalid(child(path, 'x-kubernetes-list-type'), lt ?? null, 'must be map if x-kubernetes-list-map-keys is non-empty'));
     if (new Set(node.listMapKeys).size !== node.listMapKeys.length) ctx.errors.push(invalid(p, keys, 'must not contain duplicate entries'));
   }
   const mt = raw['x-kubernetes-map-type'];
   if (mt !== undefined) {
-    if (mt !== 'atomic' && mt !== 'granular') ctx.errors.push(notSupported(child(path, 'x-kubernetes-map-type'), mt, ['atomic', 'granular']));
-    if (node.type !== 'object') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if x-kubernetes-map-type is specified'));
+    if (mt !== 'atomic' && mt !== 'granular')
+      ctx.errors.push(notSupported(child(path, 'x-kubernetes-map-type'), mt, ['atomic', 'granular']));
+    if (node.type !== 'object')
+      ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object if x-kubernetes-map-type is specified'));
   }
   const items = node.items;
   if ((node.listType === 'set' || node.listType === 'map') && items?.nullable === true) {
-    ctx.errors.push(forbidden(child(child(path, 'items'), 'nullable'), `cannot be nullable when x-kubernetes-list-type is ${node.listType}`));
+    ctx.errors.push(
+      forbidden(child(child(path, 'items'), 'nullable'), `cannot be nullable when x-kubernetes-list-type is ${node.listType}`),
+    );
   }
   if (node.listType === 'map') {
-    if (node.listMapKeys.length === 0) ctx.errors.push(required(child(path, 'x-kubernetes-list-map-keys'), 'must not be empty if x-kubernetes-list-type is map'));
-    if (items !== undefined && items.type !== 'object') ctx.errors.push(invalid(child(child(path, 'items'), 'type'), items.type, "must be object if parent array's x-kubernetes-list-type is map"));
+    if (node.listMapKeys.length === 0)
+      ctx.errors.push(required(child(path, 'x-kubernetes-list-map-keys'), 'must not be empty if x-kubernetes-list-type is map'));
+    if (items !== undefined && items.type !== 'object')
+      ctx.errors.push(
+        invalid(child(child(path, 'items'), 'type'), items.type, "must be object if parent array's x-kubernetes-list-type is map"),
+      );
     if (items?.type === 'object') {
       const req = new Set(items.vv.required);
       for (const k of node.listMapKeys) {
         const kp = key(child(child(path, 'items'), 'properties'), k);
         const prop = items.properties?.get(k);
         if (prop === undefined) {
-          ctx.errors.push(invalid(child(path, 'x-kubernetes-list-map-keys'), node.listMapKeys, 'entries must all be names of item properties'));
+          ctx.errors.push(
+            invalid(child(path, 'x-kubernetes-list-map-keys'), node.listMapKeys, 'entries must all be names of item properties'),
+          );
           continue;
         }
-        if (prop.type === 'array' || prop.type === 'object') ctx.errors.push(invalid(child(kp, 'type'), prop.type, "must be a scalar type if parent array's x-kubernetes-list-type is map"));
-        if (!req.has(k) && !prop.hasDefault) ctx.errors.push(required(child(kp, 'default'), 'this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property'));
-        if (prop.nullable) ctx.errors.push(forbidden(child(kp, 'nullable'), 'this property is in x-kubernetes-list-map-keys, so it cannot be nullable'));
+        if (prop.type === 'array' || prop.type === 'object')
+          ctx.errors.push(invalid(child(kp, 'type'), prop.type, "must be a scalar type if parent array's x-kubernetes-list-type is map"));
+        if (!req.has(k) && !prop.hasDefault)
+          ctx.errors.push(
+            required(
+              child(kp, 'default'),
+              'this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property',
+            ),
+          );
+        if (prop.nullable)
+          ctx.errors.push(forbidden(child(kp, 'nullable'), 'this property is in x-kubernetes-list-map-keys, so it cannot be nullable'));
       }
     }
   }
@@ -321,7 +404,8 @@ function compileVV(raw: Record<string, unknown>, path: string, ctx: Ctx, depth: 
   if (inJunctor) {
     forbidUnsupported(raw, path, ctx);
     for (const k of FORBIDDEN_IN_JUNCTORS) {
-      if (raw[k] !== undefined) ctx.errors.push(forbidden(child(path, k), 'must not be used inside of value validations (allOf, anyOf, oneOf, not)'));
+      if (raw[k] !== undefined)
+        ctx.errors.push(forbidden(child(path, k), 'must not be used inside of value validations (allOf, anyOf, oneOf, not)'));
     }
     const t = raw['type'];
     if (t !== undefined) {
@@ -408,15 +492,18 @@ function checkJunctorsHaveCounterparts(node: Node, vv: ValueValidation, path: st
   vv.oneOf.forEach((s, i) => subs.push([s, index(child(path, 'oneOf'), i)]));
   if (vv.not !== undefined) subs.push([vv.not, child(path, 'not')]);
   for (const [s, p] of subs) {
-    if (s.type !== '' && !node.intOrString) ctx.errors.push(forbidden(child(p, 'type'), 'must not be used inside of value validations (allOf, anyOf, oneOf, not)'));
+    if (s.type !== '' && !node.intOrString)
+      ctx.errors.push(forbidden(child(p, 'type'), 'must not be used inside of value validations (allOf, anyOf, oneOf, not)'));
     for (const [name, sp] of s.properties ?? []) {
       const counterpart = node.properties?.get(name) ?? (isNode(node.additionalProperties) ? node.additionalProperties : undefined);
       if (counterpart === undefined) {
-        if (!node.preserveUnknown) ctx.errors.push(forbidden(key(child(p, 'properties'), name), 'must have a corresponding property in the structural schema'));
+        if (!node.preserveUnknown)
+          ctx.errors.push(forbidden(key(child(p, 'properties'), name), 'must have a corresponding property in the structural schema'));
       } else checkJunctorsHaveCounterparts(counterpart, { ...emptyVV(), allOf: [sp] }, key(child(p, 'properties'), name), ctx);
     }
     if (s.items !== undefined) {
-      if (node.items === undefined) ctx.errors.push(forbidden(child(p, 'items'), 'must have a corresponding items schema in the structural schema'));
+      if (node.items === undefined)
+        ctx.errors.push(forbidden(child(p, 'items'), 'must have a corresponding items schema in the structural schema'));
       else checkJunctorsHaveCounterparts(node.items, { ...emptyVV(), allOf: [s.items] }, child(p, 'items'), ctx);
     }
     checkJunctorsHaveCounterparts(node, { ...s, properties: undefined, items: undefined }, p, ctx);
@@ -450,16 +537,26 @@ function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] 
       ctx.errors.push(invalid(child(p, 'rule'), text, program));
       return;
     }
-    const rule: Rule = { rule: text, program, message: undefined, messageExpression: undefined, reason: 'FieldValueInvalid', fieldPath: undefined, optionalOldSelf: false };
+    const rule: Rule = {
+      rule: text,
+      program,
+      message: undefined,
+      messageExpression: undefined,
+      reason: 'FieldValueInvalid',
+      fieldPath: undefined,
+      optionalOldSelf: false,
+    };
     const msg = r['message'];
     if (msg !== undefined) {
-      if (typeof msg !== 'string' || msg.trim() === '') ctx.errors.push(invalid(child(p, 'message'), msg, 'message must be non-empty if specified'));
+      if (typeof msg !== 'string' || msg.trim() === '')
+        ctx.errors.push(invalid(child(p, 'message'), msg, 'message must be non-empty if specified'));
       else if (/[\r\n]/.test(msg)) ctx.errors.push(invalid(child(p, 'message'), msg, 'message must not contain line breaks'));
       else rule.message = msg;
     }
     const me = r['messageExpression'];
     if (me !== undefined) {
-      if (typeof me !== 'string' || me.trim() === '') ctx.errors.push(required(child(p, 'messageExpression'), 'messageExpression must be non-empty if specified'));
+      if (typeof me !== 'string' || me.trim() === '')
+        ctx.errors.push(required(child(p, 'messageExpression'), 'messageExpression must be non-empty if specified'));
       else {
         const mp = compileCel(me, true);
         if (typeof mp === 'string') ctx.errors.push(invalid(child(p, 'messageExpression'), me, `messageExpression ${mp}`));
@@ -473,14 +570,17 @@ function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] 
     }
     const fp = r['fieldPath'];
     if (fp !== undefined) {
-      if (typeof fp !== 'string' || !isValidFieldPath(fp)) ctx.errors.push(invalid(child(p, 'fieldPath'), fp, 'fieldPath must be a valid relative path such as .foo.bar or [\'key\']'));
-      else if (fieldPathTarget(node, fp) === undefined) ctx.errors.push(invalid(child(p, 'fieldPath'), fp, 'fieldPath must refer to a field in the schema'));
+      if (typeof fp !== 'string' || !isValidFieldPath(fp))
+        ctx.errors.push(invalid(child(p, 'fieldPath'), fp, "fieldPath must be a valid relative path such as .foo.bar or ['key']"));
+      else if (fieldPathTarget(node, fp) === undefined)
+        ctx.errors.push(invalid(child(p, 'fieldPath'), fp, 'fieldPath must refer to a field in the schema'));
       else rule.fieldPath = fp;
     }
     const oos = r['optionalOldSelf'];
     if (oos !== undefined) {
       if (typeof oos !== 'boolean') ctx.errors.push(invalid(child(p, 'optionalOldSelf'), oos, 'must be a boolean'));
-      else if (oos && !program.usesOldSelf) ctx.errors.push(invalid(child(p, 'optionalOldSelf'), oos, 'may not be set if rule does not use oldSelf'));
+      else if (oos && !program.usesOldSelf)
+        ctx.errors.push(invalid(child(p, 'optionalOldSelf'), oos, 'may not be set if rule does not use oldSelf'));
       else rule.optionalOldSelf = oos;
     }
     rules.push(rule);

@@ -69,8 +69,14 @@ void test('minItems, maxItems, minProperties and maxProperties', () => {
   assert.equal(many.reason, 'FieldValueTooMany');
   assert.match(many.message, /must have at most 1 items/);
   assert.match(only(check({ type: 'array', items: { type: 'integer' }, minItems: 1 }, [])).message, /at least 1 items/);
-  assert.equal(only(check({ type: 'object', additionalProperties: { type: 'string' }, maxProperties: 1 }, { a: 'x', b: 'y' })).reason, 'FieldValueTooMany');
-  assert.match(only(check({ type: 'object', additionalProperties: { type: 'string' }, minProperties: 1 }, {})).message, /at least 1 properties/);
+  assert.equal(
+    only(check({ type: 'object', additionalProperties: { type: 'string' }, maxProperties: 1 }, { a: 'x', b: 'y' })).reason,
+    'FieldValueTooMany',
+  );
+  assert.match(
+    only(check({ type: 'object', additionalProperties: { type: 'string' }, minProperties: 1 }, {})).message,
+    /at least 1 properties/,
+  );
 });
 
 void test('nullable allows null and its absence rejects null', () => {
@@ -105,7 +111,10 @@ void test('x-kubernetes-list-type set reports duplicates at the later index', ()
 });
 
 void test('x-kubernetes-list-type map reports items with duplicate keys', () => {
-  const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', egress: [{ host: 'a' }, { host: 'b' }, { host: 'a', port: 1 }] } });
+  const causes = policy.validate({
+    ...validPolicy(),
+    spec: { agent: 'a', egress: [{ host: 'a' }, { host: 'b' }, { host: 'a', port: 1 }] },
+  });
   assert.equal(causes[0]?.reason, 'FieldValueDuplicate');
   assert.equal(causes[0]?.field, 'spec.egress[2]');
   assert.match(causes[0]!.message, /"host":"a"/);
@@ -131,7 +140,10 @@ void test('additionalProperties map values are validated with key paths', () => 
 
 void test('embedded resources require apiVersion and kind', () => {
   const causes = policy.validate({ ...validPolicy(), spec: { agent: 'a', template: { spec: {} } } });
-  assert.deepEqual(causes.slice(0, 2).map((c) => c.field), ['spec.template.apiVersion', 'spec.template.kind']);
+  assert.deepEqual(
+    causes.slice(0, 2).map((c) => c.field),
+    ['spec.template.apiVersion', 'spec.template.kind'],
+  );
 });
 
 void test('array items are validated with index paths', () => {

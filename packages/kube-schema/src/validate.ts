@@ -1,7 +1,5 @@
 /** OpenAPI schema validation with kube's extensions (int-or-string, nullable, list-type, embedded). */
-import {
-  duplicate, invalid, notSupported, required, tooLong, tooMany, typeInvalid, typeName, type SchemaCause,
-} from './causes.js';
+import { duplicate, invalid, notSupported, required, tooLong, tooMany, typeInvalid, typeName, type SchemaCause } from './causes.js';
 import { checkFormat } from './formats.js';
 import { canonical, deepEqual, hasOwn, isObject } from './json.js';
 import { child, index, key } from './path.js';
@@ -15,13 +13,20 @@ function body(path: string): string {
 
 function matchesType(t: SchemaType, v: unknown): boolean {
   switch (t) {
-    case 'object': return isObject(v);
-    case 'array': return Array.isArray(v);
-    case 'string': return typeof v === 'string';
-    case 'boolean': return typeof v === 'boolean';
-    case 'integer': return typeof v === 'number' && Number.isInteger(v);
-    case 'number': return typeof v === 'number' && Number.isFinite(v);
-    default: return true;
+    case 'object':
+      return isObject(v);
+    case 'array':
+      return Array.isArray(v);
+    case 'string':
+      return typeof v === 'string';
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'integer':
+      return typeof v === 'number' && Number.isInteger(v);
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v);
+    default:
+      return true;
   }
 }
 
@@ -75,7 +80,8 @@ function checkEmbedded(value: Record<string, unknown>, path: string, out: Schema
   for (const f of ['apiVersion', 'kind']) {
     const v = value[f];
     if (v === undefined || v === '' || v === null) out.push(required(child(path, f), 'must not be empty'));
-    else if (typeof v !== 'string') out.push(typeInvalid(child(path, f), v, `${body(child(path, f))} must be of type string: "${typeName(v)}"`));
+    else if (typeof v !== 'string')
+      out.push(typeInvalid(child(path, f), v, `${body(child(path, f))} must be of type string: "${typeName(v)}"`));
   }
   const meta = value['metadata'];
   if (meta !== undefined && meta !== null && !isObject(meta)) {
@@ -135,21 +141,27 @@ export function checkKeywords(vv: ValueValidation, value: unknown, path: string,
     }
     if (vv.multipleOf !== undefined) {
       const q = value / vv.multipleOf;
-      if (!Number.isFinite(q) || Math.abs(q - Math.round(q)) > 1e-9) out.push(invalid(path, value, `${at} should be a multiple of ${vv.multipleOf}`));
+      if (!Number.isFinite(q) || Math.abs(q - Math.round(q)) > 1e-9)
+        out.push(invalid(path, value, `${at} should be a multiple of ${vv.multipleOf}`));
     }
   } else if (typeof value === 'string') {
     if (vv.maxLength !== undefined && codePoints(value, vv.maxLength) > vv.maxLength) out.push(tooLong(path, vv.maxLength));
-    if (vv.minLength !== undefined && codePoints(value, vv.minLength) < vv.minLength) out.push(invalid(path, value, `${at} should be at least ${vv.minLength} chars long`));
-    if (vv.pattern !== undefined && !safeTest(vv.pattern.re, value)) out.push(invalid(path, value, `${at} should match '${vv.pattern.source}'`));
-    if (vv.format !== undefined && !checkFormat(vv.format, value)) out.push(typeInvalid(path, value, `${at} must be of type ${vv.format}: ${JSON.stringify(value.slice(0, 256))}`));
+    if (vv.minLength !== undefined && codePoints(value, vv.minLength) < vv.minLength)
+      out.push(invalid(path, value, `${at} should be at least ${vv.minLength} chars long`));
+    if (vv.pattern !== undefined && !safeTest(vv.pattern.re, value))
+      out.push(invalid(path, value, `${at} should match '${vv.pattern.source}'`));
+    if (vv.format !== undefined && !checkFormat(vv.format, value))
+      out.push(typeInvalid(path, value, `${at} must be of type ${vv.format}: ${JSON.stringify(value.slice(0, 256))}`));
   } else if (Array.isArray(value)) {
     if (vv.maxItems !== undefined && value.length > vv.maxItems) out.push(tooMany(path, value.length, vv.maxItems, 'items'));
-    if (vv.minItems !== undefined && value.length < vv.minItems) out.push(invalid(path, value.length, `${at} should have at least ${vv.minItems} items`));
+    if (vv.minItems !== undefined && value.length < vv.minItems)
+      out.push(invalid(path, value.length, `${at} should have at least ${vv.minItems} items`));
     if (vv.items !== undefined) value.forEach((v, i) => checkKeywords(vv.items as ValueValidation, v, index(path, i), out, depth + 1));
   } else if (isObject(value)) {
     const n = Object.keys(value).length;
     if (vv.maxProperties !== undefined && n > vv.maxProperties) out.push(tooMany(path, n, vv.maxProperties, 'properties'));
-    if (vv.minProperties !== undefined && n < vv.minProperties) out.push(invalid(path, n, `${at} should have at least ${vv.minProperties} properties`));
+    if (vv.minProperties !== undefined && n < vv.minProperties)
+      out.push(invalid(path, n, `${at} should have at least ${vv.minProperties} properties`));
     for (const r of vv.required) if (!hasOwn(value, r)) out.push(required(child(path, r)));
     for (const [name, p] of vv.properties ?? []) {
       if (hasOwn(value, name)) checkKeywords(p, value[name], child(path, name), out, depth + 1);

@@ -11,7 +11,13 @@ import { join } from 'node:path';
 import { eventually, findKubectl, startTestServer, type TestServer } from '@kars/apiserver/testing';
 import { allCrds } from './crds.js';
 import { KARS_RESOURCES, type KarsObject } from './types.js';
-import { sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
+import {
+  sampleBundleInferencePolicy,
+  sampleEgressApproval,
+  sampleInferencePolicy,
+  sampleKarsSandbox,
+  sampleToolPolicy,
+} from './testing/samples.js';
 
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const path = (kind: KarsObject['kind'], ns = 'default'): string => {
@@ -38,7 +44,13 @@ describe('kars CRDs on a real kars apiserver', () => {
   after(async () => ts.close());
 
   it('creates a sample of each kind with 201', async () => {
-    for (const obj of [sampleInferencePolicy(), sampleBundleInferencePolicy(), sampleToolPolicy(), sampleEgressApproval(), sampleKarsSandbox()]) {
+    for (const obj of [
+      sampleInferencePolicy(),
+      sampleBundleInferencePolicy(),
+      sampleToolPolicy(),
+      sampleEgressApproval(),
+      sampleKarsSandbox(),
+    ]) {
       const r = await ts.client.post(path(obj.kind), obj);
       assert.equal(r.status, 201, `${obj.kind}/${obj.metadata.name}: ${r.text}`);
       assert.equal(r.body.metadata.generation, 1);
@@ -106,7 +118,21 @@ describe('kars CRDs on a real kars apiserver', () => {
   it('validates status written through the status subresource', async () => {
     const c = await ts.client.post(path('EgressApproval'), sampleEgressApproval('with-status'));
     assert.equal(c.status, 201, c.text);
-    const status = { phase: 'Pending', observedGeneration: 1, hostCount: 2, conditions: [{ type: 'Ready', status: 'False', reason: 'BlockedOnSandbox', message: 'sandbox alice is not Running', lastTransitionTime: '2025-01-01T00:00:00Z', observedGeneration: 1 }] };
+    const status = {
+      phase: 'Pending',
+      observedGeneration: 1,
+      hostCount: 2,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'BlockedOnSandbox',
+          message: 'sandbox alice is not Running',
+          lastTransitionTime: '2025-01-01T00:00:00Z',
+          observedGeneration: 1,
+        },
+      ],
+    };
     const u = await ts.client.patch(`${path('EgressApproval')}/with-status/status`, { status }, 'merge');
     assert.equal(u.status, 200, u.text);
     assert.equal(u.body.status.phase, 'Pending');
@@ -137,31 +163,46 @@ describe('operator signals at admission, through kubectl (issue 9 item 7)', () =
     const file = join(dir, `obj-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, yaml);
     return new Promise((resolve) => {
-      execFile(kubectl!, ['--kubeconfig', ts.server.kubeconfigPath, ...args, '-f', file], { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out: `${stdout}${stderr}` });
-      });
+      execFile(
+        kubectl!,
+        ['--kubeconfig', ts.server.kubeconfigPath, ...args, '-f', file],
+        { encoding: 'utf8', timeout: 60_000 },
+        (err, stdout, stderr) => {
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out: `${stdout}${stderr}` });
+        },
+      );
     });
   }
 
-  it('kubectl create and apply refuse a KarsSandbox typo (inferenceREF), naming the field; nothing is stored', { skip: kubectl ? false : 'no kubectl binary found' }, async () => {
-    const yaml = 'apiVersion: kars.azure.com/v1alpha1\nkind: KarsSandbox\nmetadata:\n  name: typo\n  namespace: default\nspec:\n  inferenceREF:\n    name: budget\n';
-    for (const verb of [['create'], ['apply'], ['apply', '--server-side']]) {
-      const r = await run(verb, yaml);
-      assert.notEqual(r.code, 0, `kubectl ${verb.join(' ')} must fail: ${r.out}`);
-      assert.match(r.out, /inferenceREF/, `kubectl ${verb.join(' ')} names the field: ${r.out}`);
-    }
-    assert.equal((await ts.client.get(`${path('KarsSandbox')}/typo`)).status, 404);
-  });
+  it(
+    'kubectl create and apply refuse a KarsSandbox typo (inferenceREF), naming the field; nothing is stored',
+    { skip: kubectl ? false : 'no kubectl binary found' },
+    async () => {
+      const yaml =
+        'apiVersion: kars.azure.com/v1alpha1\nkind: KarsSandbox\nmetadata:\n  name: typo\n  namespace: default\nspec:\n  inferenceREF:\n    name: budget\n';
+      for (const verb of [['create'], ['apply'], ['apply', '--server-side']]) {
+        const r = await run(verb, yaml);
+        assert.notEqual(r.code, 0, `kubectl ${verb.join(' ')} must fail: ${r.out}`);
+        assert.match(r.out, /inferenceREF/, `kubectl ${verb.join(' ')} names the field: ${r.out}`);
+      }
+      assert.equal((await ts.client.get(`${path('KarsSandbox')}/typo`)).status, 404);
+    },
+  );
 
-  it('kubectl apply refuses an EgressApproval whose TTL is past the 7 d hard cap, instead of leaving it Pending', { skip: kubectl ? false : 'no kubectl binary found' }, async () => {
-    const approval = (name: string, ttl: string): string => `apiVersion: kars.azure.com/v1alpha1\nkind: EgressApproval\nmetadata:\n  name: ${name}\n  namespace: default\nspec:\n  sandbox: alice\n  hosts: [{host: example.com}]\n  reason: incident\n  ttl: ${ttl}\n`;
-    const bad = await run(['apply'], approval('too-long', 'P8D'));
-    assert.notEqual(bad.code, 0, bad.out);
-    assert.match(bad.out, /spec\.ttl.*at most P7D/s);
-    assert.equal((await ts.client.get(`${path('EgressApproval')}/too-long`)).status, 404);
-    const ok = await run(['apply'], approval('a-week', 'P7D'));
-    assert.equal(ok.code, 0, ok.out);
-  });
+  it(
+    'kubectl apply refuses an EgressApproval whose TTL is past the 7 d hard cap, instead of leaving it Pending',
+    { skip: kubectl ? false : 'no kubectl binary found' },
+    async () => {
+      const approval = (name: string, ttl: string): string =>
+        `apiVersion: kars.azure.com/v1alpha1\nkind: EgressApproval\nmetadata:\n  name: ${name}\n  namespace: default\nspec:\n  sandbox: alice\n  hosts: [{host: example.com}]\n  reason: incident\n  ttl: ${ttl}\n`;
+      const bad = await run(['apply'], approval('too-long', 'P8D'));
+      assert.notEqual(bad.code, 0, bad.out);
+      assert.match(bad.out, /spec\.ttl.*at most P7D/s);
+      assert.equal((await ts.client.get(`${path('EgressApproval')}/too-long`)).status, 404);
+      const ok = await run(['apply'], approval('a-week', 'P7D'));
+      assert.equal(ok.code, 0, ok.out);
+    },
+  );
 });
 
 describe('READY and REASON printer columns (issue 9 item 7)', () => {
@@ -176,10 +217,33 @@ describe('READY and REASON printer columns (issue 9 item 7)', () => {
   it('shows a router-rejected policy as Ready=False/RouterRejected in the Table kubectl get renders', async () => {
     assert.equal((await ts.client.post(path('InferencePolicy'), sampleInferencePolicy('refused'))).status, 201);
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const cond = (type: string, status: string, reason: string): Record<string, unknown> => ({ type, status, reason, message: 'router r1 of sandbox alice refused InferencePolicy', lastTransitionTime: now, observedGeneration: 1 });
-    const st = await ts.client.request('PATCH', `${path('InferencePolicy')}/refused/status`, { status: { phase: 'Degraded', conditions: [cond('Ready', 'False', 'RouterRejected'), cond('Progressing', 'False', 'RouterRejected'), cond('Degraded', 'True', 'RouterRejected')] } }, { 'content-type': 'application/merge-patch+json' });
+    const cond = (type: string, status: string, reason: string): Record<string, unknown> => ({
+      type,
+      status,
+      reason,
+      message: 'router r1 of sandbox alice refused InferencePolicy',
+      lastTransitionTime: now,
+      observedGeneration: 1,
+    });
+    const st = await ts.client.request(
+      'PATCH',
+      `${path('InferencePolicy')}/refused/status`,
+      {
+        status: {
+          phase: 'Degraded',
+          conditions: [
+            cond('Ready', 'False', 'RouterRejected'),
+            cond('Progressing', 'False', 'RouterRejected'),
+            cond('Degraded', 'True', 'RouterRejected'),
+          ],
+        },
+      },
+      { 'content-type': 'application/merge-patch+json' },
+    );
     assert.equal(st.status, 200, st.text);
-    const table = await ts.client.request('GET', path('InferencePolicy'), undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+    const table = await ts.client.request('GET', path('InferencePolicy'), undefined, {
+      accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+    });
     assert.equal(table.status, 200, table.text);
     const names = (table.body.columnDefinitions as Array<{ name: string }>).map((c) => c.name);
     const row = (table.body.rows as Array<{ cells: unknown[] }>)[0]!.cells;

@@ -26,13 +26,16 @@ describe('CRD YAML', () => {
   });
 
   it('names one file per CRD as <plural>.<group>.yaml plus all.yaml', () => {
-    assert.deepEqual([...crdFiles().keys()], [
-      'inferencepolicies.kars.azure.com.yaml',
-      'toolpolicies.kars.azure.com.yaml',
-      'egressapprovals.kars.azure.com.yaml',
-      'karssandboxes.kars.azure.com.yaml',
-      'all.yaml',
-    ]);
+    assert.deepEqual(
+      [...crdFiles().keys()],
+      [
+        'inferencepolicies.kars.azure.com.yaml',
+        'toolpolicies.kars.azure.com.yaml',
+        'egressapprovals.kars.azure.com.yaml',
+        'karssandboxes.kars.azure.com.yaml',
+        'all.yaml',
+      ],
+    );
   });
 
   it(`matches the committed deploy/crds files byte for byte (if not, ${REGENERATE})`, () => {
@@ -46,6 +49,9 @@ describe('CRD YAML', () => {
   it('has no stray generated-looking files in deploy/crds', () => {
     const expected = new Set(crdFiles().keys());
     const yamls = readdirSync(defaultCrdDir()).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml'); // kustomization.yaml is hand-written (deploy/base uses it)
-    assert.deepEqual(yamls.filter((f) => !expected.has(f)), []);
+    assert.deepEqual(
+      yamls.filter((f) => !expected.has(f)),
+      [],
+    );
   });
 });

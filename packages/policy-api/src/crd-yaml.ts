@@ -7,7 +7,8 @@ import { stringify } from 'yaml';
 import { allCrds, type CustomResourceDefinition } from './crds.js';
 
 /** The first line of every generated file. */
-export const GENERATED_HEADER = '# Generated from packages/policy-api/src/crds.ts by `node packages/policy-api/dist/generate-crds.js`. Do not edit.\n';
+export const GENERATED_HEADER =
+  '# Generated from packages/policy-api/src/crds.ts by `node packages/policy-api/dist/generate-crds.js`. Do not edit.\n';
 
 function doc(crd: CustomResourceDefinition): string {
   return stringify(crd, { lineWidth: 0, minContentWidth: 0, indent: 2, sortMapEntries: false, aliasDuplicateObjects: false });

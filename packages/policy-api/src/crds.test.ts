@@ -5,7 +5,14 @@ import { admit, compileSchema, type CompiledSchema, type SchemaCause } from '@ka
 import { allCrds, egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd, type CustomResourceDefinition } from './crds.js';
 import { GROUP, KARS_RESOURCES, VERSION, type KarsObject } from './types.js';
 import { parseTtl } from './validate.js';
-import { SAMPLE_DIGEST, sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
+import {
+  SAMPLE_DIGEST,
+  sampleBundleInferencePolicy,
+  sampleEgressApproval,
+  sampleInferencePolicy,
+  sampleKarsSandbox,
+  sampleToolPolicy,
+} from './testing/samples.js';
 
 function schemaOf(crd: CustomResourceDefinition): CompiledSchema {
   return compileSchema(crd.spec.versions[0].schema.openAPIV3Schema);
@@ -60,20 +67,50 @@ describe('kars CRDs', () => {
   });
 
   it('shows the printer columns the contract lists, in order', () => {
-    const cols = (c: CustomResourceDefinition): string[] => c.spec.versions[0].additionalPrinterColumns.map((p) => `${p.name}=${p.jsonPath}`);
+    const cols = (c: CustomResourceDefinition): string[] =>
+      c.spec.versions[0].additionalPrinterColumns.map((p) => `${p.name}=${p.jsonPath}`);
     const ready = ['Ready=.status.conditions[?(@.type=="Ready")].status', 'Reason=.status.conditions[?(@.type=="Ready")].reason'];
-    assert.deepEqual(cols(inferencePolicyCrd()), ['Sandbox=.spec.appliesTo.sandboxName', 'DailyTokens=.spec.tokenBudget.dailyTokens', 'Phase=.status.phase', ...ready, 'Age=.metadata.creationTimestamp']);
-    assert.deepEqual(cols(toolPolicyCrd()), ['Tool=.spec.appliesTo.tool', 'DailyCap=.spec.commerce.dailyCap', 'Phase=.status.phase', ...ready, 'Age=.metadata.creationTimestamp']);
-    assert.deepEqual(cols(egressApprovalCrd()), ['Sandbox=.spec.sandbox', 'Phase=.status.phase', ...ready, 'Expires=.status.expiresAt', 'Hosts=.status.hostCount', 'Age=.metadata.creationTimestamp']);
-    assert.deepEqual(cols(karsSandboxCrd()), ['Phase=.status.phase', 'Inference=.spec.inferenceRef.name', 'Age=.metadata.creationTimestamp']);
+    assert.deepEqual(cols(inferencePolicyCrd()), [
+      'Sandbox=.spec.appliesTo.sandboxName',
+      'DailyTokens=.spec.tokenBudget.dailyTokens',
+      'Phase=.status.phase',
+      ...ready,
+      'Age=.metadata.creationTimestamp',
+    ]);
+    assert.deepEqual(cols(toolPolicyCrd()), [
+      'Tool=.spec.appliesTo.tool',
+      'DailyCap=.spec.commerce.dailyCap',
+      'Phase=.status.phase',
+      ...ready,
+      'Age=.metadata.creationTimestamp',
+    ]);
+    assert.deepEqual(cols(egressApprovalCrd()), [
+      'Sandbox=.spec.sandbox',
+      'Phase=.status.phase',
+      ...ready,
+      'Expires=.status.expiresAt',
+      'Hosts=.status.hostCount',
+      'Age=.metadata.creationTimestamp',
+    ]);
+    assert.deepEqual(cols(karsSandboxCrd()), [
+      'Phase=.status.phase',
+      'Inference=.spec.inferenceRef.name',
+      'Age=.metadata.creationTimestamp',
+    ]);
   });
 
   it('returns independent objects, so mutating one CRD never changes another', () => {
     const a = inferencePolicyCrd();
     (a.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.dailyTokens.minimum = 99;
     const b = inferencePolicyCrd();
-    assert.equal((b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.dailyTokens.minimum, 0);
-    assert.equal((b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.perRequestTokens.minimum, 0);
+    assert.equal(
+      (b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.dailyTokens.minimum,
+      0,
+    );
+    assert.equal(
+      (b.spec.versions[0].schema.openAPIV3Schema as any).properties.spec.properties.tokenBudget.properties.perRequestTokens.minimum,
+      0,
+    );
   });
 
   describe('admission of valid samples', () => {
@@ -86,7 +123,10 @@ describe('kars CRDs', () => {
     }
 
     it('defaults appliesTo.sandboxMatchLabels to {} and appliesTo.action to "*", but never provider', () => {
-      const { object, causes } = admitObj({ ...sampleBundleInferencePolicy(), spec: { appliesTo: {}, bundleRef: sampleBundleInferencePolicy().spec.bundleRef } });
+      const { object, causes } = admitObj({
+        ...sampleBundleInferencePolicy(),
+        spec: { appliesTo: {}, bundleRef: sampleBundleInferencePolicy().spec.bundleRef },
+      });
       assert.deepEqual(causes, []);
       assert.deepEqual(object.spec.appliesTo, { sandboxMatchLabels: {}, action: '*' });
       assert.equal(object.spec.provider, undefined, 'a defaulted provider would make every bundleRef spec invalid');
@@ -122,7 +162,16 @@ describe('kars CRDs', () => {
         compiledDigest: SAMPLE_DIGEST,
         lastCompiledAt: '2025-01-01T00:00:00Z',
         propagation: { lastMs: 1200, lastCompileMs: 4 },
-        conditions: [{ type: 'Ready', status: 'False', reason: 'AwaitingRouterEnforcement', message: '0/1 sandbox routers confirmed digest', lastTransitionTime: '2025-01-01T00:00:00Z', observedGeneration: 3 }],
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'AwaitingRouterEnforcement',
+            message: '0/1 sandbox routers confirmed digest',
+            lastTransitionTime: '2025-01-01T00:00:00Z',
+            observedGeneration: 3,
+          },
+        ],
       };
       assert.deepEqual(admitObj(ip).causes, []);
     });
@@ -140,7 +189,10 @@ describe('kars CRDs', () => {
     it('rejects monthlyTokens below dailyTokens on spec.tokenBudget.monthlyTokens', () => {
       const ip = sampleInferencePolicy();
       ip.spec.tokenBudget = { dailyTokens: 10, monthlyTokens: 9 };
-      assert.match(causesAt(ip, 'spec.tokenBudget.monthlyTokens')[0]!.message, /monthlyTokens must be greater than or equal to dailyTokens/);
+      assert.match(
+        causesAt(ip, 'spec.tokenBudget.monthlyTokens')[0]!.message,
+        /monthlyTokens must be greater than or equal to dailyTokens/,
+      );
     });
 
     it('admits monthlyTokens equal to dailyTokens', () => {
@@ -208,7 +260,10 @@ describe('kars CRDs', () => {
       const tp = sampleToolPolicy();
       tp.spec.commerce = { dailyCap: '100 dollars', monthlyCap: 'USD 1' };
       const { causes } = admitObj(tp);
-      assert.deepEqual(causes.map((c) => c.field), ['spec.commerce.dailyCap']);
+      assert.deepEqual(
+        causes.map((c) => c.field),
+        ['spec.commerce.dailyCap'],
+      );
       assert.match(causes[0]!.message, /should match/);
     });
 
@@ -258,7 +313,12 @@ describe('kars CRDs', () => {
 
     it('rejects URLs, ports in the host, and ports outside 1..65535', () => {
       const ea = sampleEgressApproval();
-      ea.spec.hosts = [{ host: 'https://example.com/x' }, { host: 'example.com:443' }, { host: 'ok.example.com', port: 65536 }, { host: '' }];
+      ea.spec.hosts = [
+        { host: 'https://example.com/x' },
+        { host: 'example.com:443' },
+        { host: 'ok.example.com', port: 65536 },
+        { host: '' },
+      ];
       assert.equal(causesAt(ea, 'spec.hosts[0].host').length, 1);
       assert.equal(causesAt(ea, 'spec.hosts[1].host').length, 1);
       assert.equal(causesAt(ea, 'spec.hosts[2].port').length, 1);
@@ -296,7 +356,10 @@ describe('kars CRDs', () => {
 
     it('rejects an EgressApproval status phase outside Pending|Active|Expired and a condition without a reason', () => {
       const ea = sampleEgressApproval() as any;
-      ea.status = { phase: 'Ready', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z', message: '' }] };
+      ea.status = {
+        phase: 'Ready',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z', message: '' }],
+      };
       assert.equal(causesAt(ea, 'status.phase').length, 1);
       assert.equal(causesAt(ea, 'status.conditions[0].reason').length, 1);
     });
@@ -307,12 +370,16 @@ describe('EgressApproval TTL at admission (CEL): grammar, > 0 and the 7 d hard c
   const admitTtl = (ttl: string): string[] => {
     const a = sampleEgressApproval();
     a.spec.ttl = ttl;
-    return admitObj(a).causes.filter((c) => c.field === 'spec.ttl').map((c) => c.message);
+    return admitObj(a)
+      .causes.filter((c) => c.field === 'spec.ttl')
+      .map((c) => c.message);
   };
 
   it('admits P7D and everything shorter, refuses anything longer with a message naming the cap', () => {
-    for (const ok of ['PT1H', 'P7D', 'PT168H', 'PT604800S', 'P6DT23H59M60S', 'PT10080M', 'P00000000007D']) assert.deepEqual(admitTtl(ok), [], ok);
-    for (const bad of ['P7DT1S', 'PT604801S', 'P8D', 'PT169H', 'P99999999D', 'PT99999999999999999999S']) assert.match(admitTtl(bad).join('; '), /at most P7D \(7 days, the hard cap\)/, bad);
+    for (const ok of ['PT1H', 'P7D', 'PT168H', 'PT604800S', 'P6DT23H59M60S', 'PT10080M', 'P00000000007D'])
+      assert.deepEqual(admitTtl(ok), [], ok);
+    for (const bad of ['P7DT1S', 'PT604801S', 'P8D', 'PT169H', 'P99999999D', 'PT99999999999999999999S'])
+      assert.match(admitTtl(bad).join('; '), /at most P7D \(7 days, the hard cap\)/, bad);
     assert.match(admitTtl('PT0S').join('; '), /greater than zero/);
   });
 
@@ -339,6 +406,9 @@ describe('KarsSandbox refuses unknown fields', () => {
     sb.spec['inferenceREF'] = { name: 'x' };
     const pruned = admitObj(sb as unknown as Record<string, unknown>).object as { spec: Record<string, unknown> };
     assert.equal(pruned.spec['inferenceREF'], undefined, 'the closed schema does not keep it (kubectl strict validation reports it)');
-    assert.deepEqual(karsSandboxCrd().spec.versions[0].schema.openAPIV3Schema.properties?.['spec']?.['x-kubernetes-preserve-unknown-fields'], undefined);
+    assert.deepEqual(
+      karsSandboxCrd().spec.versions[0].schema.openAPIV3Schema.properties?.['spec']?.['x-kubernetes-preserve-unknown-fields'],
+      undefined,
+    );
   });
 });

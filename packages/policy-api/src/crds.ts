@@ -35,7 +35,11 @@ const conditionSchema = {
   description: 'One observation of the object state (metav1.Condition).',
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
-    type: { type: 'string', maxLength: 316, pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$' },
+    type: {
+      type: 'string',
+      maxLength: 316,
+      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+    },
     status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
     observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
     lastTransitionTime: { type: 'string', format: 'date-time' },
@@ -101,13 +105,22 @@ const propagationSchema = {
   description: 'How long the last edit took to reach the routers (kars only).',
   properties: {
     lastMs: { type: 'integer', format: 'int64', minimum: 0 },
-    maxMs: { type: 'integer', format: 'int64', minimum: 0, description: 'The longest edit → every router enforcing recorded for this policy.' },
+    maxMs: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'The longest edit → every router enforcing recorded for this policy.',
+    },
     lastCompileMs: { type: 'integer', format: 'int64', minimum: 0 },
   },
 } as const satisfies JSONSchemaProps;
 
 const digestStatus = { type: 'string', description: 'sha256:<64 hex> canonical digest.' } as const satisfies JSONSchemaProps;
-const nullableDigestStatus = { type: 'string', nullable: true, description: 'Set to the compiled digest only once every router confirmed it; otherwise null.' } as const satisfies JSONSchemaProps;
+const nullableDigestStatus = {
+  type: 'string',
+  nullable: true,
+  description: 'Set to the compiled digest only once every router confirmed it; otherwise null.',
+} as const satisfies JSONSchemaProps;
 const timeStatus = { type: 'string', format: 'date-time' } as const satisfies JSONSchemaProps;
 const policyPhaseStatus = { type: 'string', enum: ['Compiled', 'Ready', 'Degraded'] } as const satisfies JSONSchemaProps;
 
@@ -194,7 +207,10 @@ export const inferencePolicySpecSchema = {
       },
     },
     displayName: { type: 'string' },
-    bundleRef: { ...ociRefSchema, description: 'Signed bundle; exclusive with every content field. appliesTo always comes from this object.' },
+    bundleRef: {
+      ...ociRefSchema,
+      description: 'Signed bundle; exclusive with every content field. appliesTo always comes from this object.',
+    },
   },
   'x-kubernetes-validations': [
     {
@@ -230,7 +246,11 @@ export const inferencePolicyStatusSchema = {
  * double exactly enough that the CEL `monthlyCap >= dailyCap` comparison below is exact (never wrong either way).
  */
 export const MONEY_PATTERN = '^[A-Z]{3} (0|[1-9][0-9]{0,11})([.][0-9]{1,3})?$';
-const money = { type: 'string', pattern: MONEY_PATTERN, description: 'Amount as "<ISO 4217 code> <amount>", e.g. "USD 100.00".' } as const satisfies JSONSchemaProps;
+const money = {
+  type: 'string',
+  pattern: MONEY_PATTERN,
+  description: 'Amount as "<ISO 4217 code> <amount>", e.g. "USD 100.00".',
+} as const satisfies JSONSchemaProps;
 
 export const toolPolicySpecSchema = {
   type: 'object',
@@ -253,7 +273,12 @@ export const toolPolicySpecSchema = {
         dailyCap: money,
         monthlyCap: money,
         perTransferCap: money,
-        counterpartyAllowlist: { type: 'array', items: { type: 'string', minLength: 1 }, default: [], description: 'Empty means deny-all (fail closed).' },
+        counterpartyAllowlist: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          default: [],
+          description: 'Empty means deny-all (fail closed).',
+        },
       },
       'x-kubernetes-validations': [
         {
@@ -367,8 +392,14 @@ export const egressApprovalSpecSchema = {
       'x-kubernetes-validations': [
         { rule: "self != 'P' && !self.endsWith('T')", message: 'ttl must name at least one unit, e.g. PT1H' },
         { rule: `!self.matches('${TTL_PATTERN}') || !self.matches('[1-9][0-9]{7,}')`, message: TTL_CAP_MESSAGE },
-        { rule: `!self.matches('${TTL_PATTERN}') || self == 'P' || self.endsWith('T') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) > 0`, message: 'ttl must be greater than zero' },
-        { rule: `!self.matches('${TTL_PATTERN}') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) <= ${TTL_HARD_CAP_SECONDS}`, message: TTL_CAP_MESSAGE },
+        {
+          rule: `!self.matches('${TTL_PATTERN}') || self == 'P' || self.endsWith('T') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) > 0`,
+          message: 'ttl must be greater than zero',
+        },
+        {
+          rule: `!self.matches('${TTL_PATTERN}') || self.matches('[1-9][0-9]{7,}') || (${ttlSecondsCel('self')}) <= ${TTL_HARD_CAP_SECONDS}`,
+          message: TTL_CAP_MESSAGE,
+        },
       ],
     },
   },
@@ -394,7 +425,8 @@ export const egressApprovalStatusSchema = {
 
 export const karsSandboxSpecSchema = {
   type: 'object',
-  description: 'A sandbox: its policy bindings. A closed schema: any other field is unknown (kubectl apply/create, which validate strictly, refuse it with the field named).',
+  description:
+    'A sandbox: its policy bindings. A closed schema: any other field is unknown (kubectl apply/create, which validate strictly, refuse it with the field named).',
   properties: {
     inferenceRef: { ...nameRefSchema, description: 'The InferencePolicy (same namespace) this sandbox uses.' },
     governance: {
@@ -432,8 +464,17 @@ export const karsSandboxStatusSchema = {
         properties: {
           instance: { type: 'string', minLength: 1 },
           lastSeen: { ...timeStatus, description: 'When what this router reports last changed (its echo Lease renews more often).' },
-          loaded: { type: 'object', additionalProperties: { type: 'string', nullable: true }, description: 'Loaded digest per echoed kind (InferencePolicy, AgtProfile, EgressApproval, …); null: configured, nothing loaded.' },
-          lastErrors: { type: 'object', additionalProperties: { type: 'string' }, description: 'Last load error per kind (a NACK: the previous digest stays loaded).' },
+          loaded: {
+            type: 'object',
+            additionalProperties: { type: 'string', nullable: true },
+            description:
+              'Loaded digest per echoed kind (InferencePolicy, AgtProfile, EgressApproval, …); null: configured, nothing loaded.',
+          },
+          lastErrors: {
+            type: 'object',
+            additionalProperties: { type: 'string' },
+            description: 'Last load error per kind (a NACK: the previous digest stays loaded).',
+          },
         },
       },
       'x-kubernetes-list-type': 'map',
@@ -519,7 +560,14 @@ function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, co
     spec: {
       group: r.group,
       scope: 'Namespaced',
-      names: { plural: r.resource, singular: r.singular, kind: r.kind, listKind: r.listKind, shortNames: [...r.shortNames], categories: [KARS_CATEGORY] },
+      names: {
+        plural: r.resource,
+        singular: r.singular,
+        kind: r.kind,
+        listKind: r.listKind,
+        shortNames: [...r.shortNames],
+        categories: [KARS_CATEGORY],
+      },
       versions: [
         {
           name: r.version,
@@ -578,7 +626,11 @@ export function egressApprovalCrd(): CustomResourceDefinition {
 
 /** KarsSandbox CRD. Columns: Phase, Inference, Age. */
 export function karsSandboxCrd(): CustomResourceDefinition {
-  return crd(KARS_SANDBOX, karsSandboxSpecSchema, karsSandboxStatusSchema, [PHASE, { name: 'Inference', type: 'string', jsonPath: '.spec.inferenceRef.name' }, AGE]);
+  return crd(KARS_SANDBOX, karsSandboxSpecSchema, karsSandboxStatusSchema, [
+    PHASE,
+    { name: 'Inference', type: 'string', jsonPath: '.spec.inferenceRef.name' },
+    AGE,
+  ]);
 }
 
 /** All four CRDs, fresh objects each call, in the order of {@link KARS_RESOURCES}. */

@@ -60,7 +60,13 @@ export function routerLeaseName(sandbox: string, instance: string): string {
 export interface EchoLease {
   apiVersion: 'coordination.k8s.io/v1';
   kind: 'Lease';
-  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string>; resourceVersion?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    resourceVersion?: string;
+  };
   spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string; acquireTime?: string };
 }
 
@@ -112,7 +118,10 @@ function parseMap(text: string | undefined): Record<string, unknown> {
  * Read a router's echo from its Lease. Returns undefined for a lease that is not a router lease.
  * Malformed annotations read as "nothing loaded" (never as a match).
  */
-export function readEcho(lease: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: unknown }): RouterEcho | undefined {
+export function readEcho(lease: {
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: unknown;
+}): RouterEcho | undefined {
   const labels = lease.metadata.labels ?? {};
   const sandbox = labels[SANDBOX_LABEL];
   if (labels[ROUTER_LABEL] !== 'true' || !sandbox) return undefined;
@@ -138,7 +147,16 @@ export function readEcho(lease: { metadata: { labels?: Record<string, string>; a
   }
   const renew = typeof spec['renewTime'] === 'string' ? Date.parse(spec['renewTime']) : NaN;
   const duration = typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : ROUTER_LEASE_SECONDS;
-  return { sandbox, instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '', digests, errors, rejected, capabilities, renewedAtMs: Number.isNaN(renew) ? 0 : renew, leaseDurationSeconds: duration };
+  return {
+    sandbox,
+    instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '',
+    digests,
+    errors,
+    rejected,
+    capabilities,
+    renewedAtMs: Number.isNaN(renew) ? 0 : renew,
+    leaseDurationSeconds: duration,
+  };
 }
 
 /** Whether a router's lease is still valid at `nowMs`. */

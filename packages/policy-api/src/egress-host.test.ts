@@ -6,7 +6,18 @@ import { validateEgressApprovalSpec } from './validate.js';
 
 describe('egress hosts an approval may open (issue 9 item 5)', () => {
   it('reads every inet_aton spelling of IPv4 and IPv4-mapped IPv6 as the dotted quad', () => {
-    for (const s of ['169.254.169.254', '2852039166', '0xa9fea9fe', '0xa9.0xfe.0xa9.0xfe', '0251.0376.0251.0376', '169.254.43518', '169.16689662', '::ffff:169.254.169.254', '[::FFFF:a9fe:a9fe]', '169.254.169.254.']) {
+    for (const s of [
+      '169.254.169.254',
+      '2852039166',
+      '0xa9fea9fe',
+      '0xa9.0xfe.0xa9.0xfe',
+      '0251.0376.0251.0376',
+      '169.254.43518',
+      '169.16689662',
+      '::ffff:169.254.169.254',
+      '[::FFFF:a9fe:a9fe]',
+      '169.254.169.254.',
+    ]) {
       assert.equal(canonicalHost(s)?.host, '169.254.169.254', s);
     }
     assert.equal(canonicalHost('127.1')?.host, '127.0.0.1');
@@ -17,10 +28,36 @@ describe('egress hosts an approval may open (issue 9 item 5)', () => {
   });
 
   it('refuses wildcards wider than one label over a registrable domain, and special addresses and names', () => {
-    for (const h of ['*', '*.com', '*.co.uk', '*.localhost', 'api.*.com', '*foo.com', '169.254.169.254', '2852039166', '::ffff:169.254.169.254', '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00:ec2::254', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::1', 'localhost', 'x.localhost', 'metadata.google.internal']) {
+    for (const h of [
+      '*',
+      '*.com',
+      '*.co.uk',
+      '*.localhost',
+      'api.*.com',
+      '*foo.com',
+      '169.254.169.254',
+      '2852039166',
+      '::ffff:169.254.169.254',
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00:ec2::254',
+      '64:ff9b::a9fe:a9fe',
+      '2002:a9fe:a9fe::1',
+      'localhost',
+      'x.localhost',
+      'metadata.google.internal',
+    ]) {
       assert.ok(approvalHostProblem(h) !== undefined, h);
     }
-    for (const h of ['*.example.com', 'api.github.com', '8.8.8.8', '2606:4700::1111', '*.example.co.uk']) assert.equal(approvalHostProblem(h), undefined, h);
+    for (const h of ['*.example.com', 'api.github.com', '8.8.8.8', '2606:4700::1111', '*.example.co.uk'])
+      assert.equal(approvalHostProblem(h), undefined, h);
   });
 
   it('accepts a special host the baseline lists (any spelling), and only that one', () => {
@@ -30,13 +67,27 @@ describe('egress hosts an approval may open (issue 9 item 5)', () => {
   });
 
   it('makes validation refuse such approvals with a clear cause, unless the baseline lists the host', () => {
-    const spec = { sandbox: 'sb', hosts: [{ host: '169.254.169.254', port: 80 }, { host: '*.com' }, { host: '*' }], ttl: 'PT1H', reason: 'x' };
+    const spec = {
+      sandbox: 'sb',
+      hosts: [{ host: '169.254.169.254', port: 80 }, { host: '*.com' }, { host: '*' }],
+      ttl: 'PT1H',
+      reason: 'x',
+    };
     const causes = validateEgressApprovalSpec(spec, { baseline: [] });
-    assert.deepEqual(causes.map((c) => c.field), ['spec.hosts[0].host', 'spec.hosts[1].host', 'spec.hosts[2].host']);
+    assert.deepEqual(
+      causes.map((c) => c.field),
+      ['spec.hosts[0].host', 'spec.hosts[1].host', 'spec.hosts[2].host'],
+    );
     assert.match(causes[0]!.message, /link-local/);
-    assert.deepEqual(validateEgressApprovalSpec({ ...spec, hosts: [{ host: '10.0.0.5', port: 5432 }] }, { baseline: [{ host: '10.0.0.5', port: 22 }] }), []);
+    assert.deepEqual(
+      validateEgressApprovalSpec({ ...spec, hosts: [{ host: '10.0.0.5', port: 5432 }] }, { baseline: [{ host: '10.0.0.5', port: 22 }] }),
+      [],
+    );
     // Without the baseline (the CLI) wildcards are still refused; addresses are left to the controller.
-    assert.deepEqual(validateEgressApprovalSpec(spec).map((c) => c.field), ['spec.hosts[1].host', 'spec.hosts[2].host']);
+    assert.deepEqual(
+      validateEgressApprovalSpec(spec).map((c) => c.field),
+      ['spec.hosts[1].host', 'spec.hosts[2].host'],
+    );
   });
 
   it('property: any spelling of a special IPv4 address is special', () => {
@@ -50,12 +101,17 @@ describe('egress hosts an approval may open (issue 9 item 5)', () => {
       fc.property(special, fc.constantFrom('dec', 'hex', 'oct', 'int', 'mapped', 'two'), ([a, b, c, d], how) => {
         const v = ((a * 256 + b) * 256 + c) * 256 + d;
         const s =
-          how === 'dec' ? `${a}.${b}.${c}.${d}`
-          : how === 'hex' ? [a, b, c, d].map((x) => `0x${x.toString(16)}`).join('.')
-          : how === 'oct' ? [a, b, c, d].map((x) => `0${x.toString(8)}`).join('.')
-          : how === 'int' ? String(v)
-          : how === 'two' ? `${a}.${b * 65536 + c * 256 + d}`
-          : `::ffff:${a}.${b}.${c}.${d}`;
+          how === 'dec'
+            ? `${a}.${b}.${c}.${d}`
+            : how === 'hex'
+              ? [a, b, c, d].map((x) => `0x${x.toString(16)}`).join('.')
+              : how === 'oct'
+                ? [a, b, c, d].map((x) => `0${x.toString(8)}`).join('.')
+                : how === 'int'
+                  ? String(v)
+                  : how === 'two'
+                    ? `${a}.${b * 65536 + c * 256 + d}`
+                    : `::ffff:${a}.${b}.${c}.${d}`;
         assert.ok(specialHostReason(s) !== undefined, s);
         assert.equal(canonicalHost(s)?.host, `${a}.${b}.${c}.${d}`, s);
       }),

@@ -22,7 +22,11 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
 /** A host in canonical form: IPv4 dotted-quad, IPv6 compressed (RFC 5952) without brackets, names lower-case without a trailing dot. */
-export type CanonicalHost = { kind: 'ipv4'; host: string; value: number } | { kind: 'ipv6'; host: string; bytes: number[] } | { kind: 'name'; host: string } | { kind: 'wildcard'; host: string; base: string };
+export type CanonicalHost =
+  | { kind: 'ipv4'; host: string; value: number }
+  | { kind: 'ipv6'; host: string; bytes: number[] }
+  | { kind: 'name'; host: string }
+  | { kind: 'wildcard'; host: string; base: string };
 
 /** Parse an `inet_aton` spelling of IPv4 (1 to 4 parts; decimal, 0x hex or 0-leading octal). */
 export function parseIpv4Loose(s: string): number | undefined {
@@ -86,7 +90,7 @@ export function canonicalHost(raw: string): CanonicalHost | undefined {
     if (bytes === undefined) return undefined;
     // An IPv4-mapped address is the IPv4 address.
     if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 255 && bytes[11] === 255) {
-      const v = ((bytes[12] ?? 0) * 2 ** 24) + ((bytes[13] ?? 0) << 16) + ((bytes[14] ?? 0) << 8) + (bytes[15] ?? 0);
+      const v = (bytes[12] ?? 0) * 2 ** 24 + ((bytes[13] ?? 0) << 16) + ((bytes[14] ?? 0) << 8) + (bytes[15] ?? 0);
       return { kind: 'ipv4', host: dotted(v), value: v };
     }
     // The WHATWG URL serialiser gives the RFC 5952 compressed form (`::1`, `fe80::1`).
@@ -133,13 +137,15 @@ function v4Special(v: number): string | undefined {
 function v6Special(bytes: number[]): string | undefined {
   const b0 = bytes[0] ?? 0;
   const b1 = bytes[1] ?? 0;
-  if (bytes.slice(0, 15).every((b) => b === 0) && (bytes[15] === 0 || bytes[15] === 1)) return bytes[15] === 1 ? 'the IPv6 loopback ::1' : 'the IPv6 unspecified address ::';
+  if (bytes.slice(0, 15).every((b) => b === 0) && (bytes[15] === 0 || bytes[15] === 1))
+    return bytes[15] === 1 ? 'the IPv6 loopback ::1' : 'the IPv6 unspecified address ::';
   if ((b0 & 0xfe) === 0xfc) return 'the IPv6 unique-local range fc00::/7';
   if (b0 === 0xfe && (b1 & 0xc0) === 0x80) return 'the IPv6 link-local range fe80::/10';
   if (b0 === 0xfe && (b1 & 0xc0) === 0xc0) return 'the IPv6 site-local range fec0::/10';
   if (b0 === 0xff) return 'the IPv6 multicast range ff00::/8';
   if (bytes.slice(0, 12).every((b) => b === 0)) return 'an IPv4-compatible IPv6 address ::/96';
-  if (b0 === 0x00 && b1 === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b) return 'the NAT64 range 64:ff9b::/96 (it reaches IPv4 addresses)';
+  if (b0 === 0x00 && b1 === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b)
+    return 'the NAT64 range 64:ff9b::/96 (it reaches IPv4 addresses)';
   if (b0 === 0x20 && b1 === 0x02) return 'the 6to4 range 2002::/16 (it reaches IPv4 addresses)';
   if (b0 === 0x20 && b1 === 0x01 && bytes[2] === 0x0d && bytes[3] === 0xb8) return 'the IPv6 documentation range 2001:db8::/32';
   if (b0 === 0x01 && b1 === 0x00 && bytes.slice(2, 8).every((b) => b === 0)) return 'the IPv6 discard range 100::/64';
@@ -148,7 +154,26 @@ function v6Special(bytes: number[]): string | undefined {
 
 const SPECIAL_NAMES = new Set(['localhost', 'metadata', 'metadata.google.internal', 'instance-data', 'instance-data.ec2.internal']);
 /** Second-level labels under which a two-label suffix is a public suffix (co.uk, com.au, ...). */
-const PUBLIC_SECOND_LEVEL = new Set(['co', 'com', 'net', 'org', 'gov', 'edu', 'ac', 'or', 'ne', 'go', 'gob', 'mil', 'nic', 'ltd', 'plc', 'sch', 'nom', 'int']);
+const PUBLIC_SECOND_LEVEL = new Set([
+  'co',
+  'com',
+  'net',
+  'org',
+  'gov',
+  'edu',
+  'ac',
+  'or',
+  'ne',
+  'go',
+  'gob',
+  'mil',
+  'nic',
+  'ltd',
+  'plc',
+  'sch',
+  'nom',
+  'int',
+]);
 
 /** Why `host` is a special destination (a reason), or undefined for an ordinary public host. */
 export function specialHostReason(host: string): string | undefined {
@@ -172,11 +197,14 @@ export function specialHostReason(host: string): string | undefined {
 /** Why a wildcard host is too wide, or undefined when it is one `*.` label over a registrable domain. */
 function wildcardProblem(h: string): string | undefined {
   if (h === '*') return '"*" would allow every host';
-  if (!h.startsWith('*.') || h.slice(2).includes('*')) return `"${h}" is not a wildcard the router supports: only one leading "*." label, as in *.example.com`;
+  if (!h.startsWith('*.') || h.slice(2).includes('*'))
+    return `"${h}" is not a wildcard the router supports: only one leading "*." label, as in *.example.com`;
   const labels = h.slice(2).split('.');
   if (labels.length < 2) return `"${h}" would allow a whole top-level domain`;
-  if (labels.length === 2 && PUBLIC_SECOND_LEVEL.has(labels[0] ?? '')) return `"${h}" would allow a whole public suffix (.${labels.join('.')})`;
-  if (labels.at(-1) === 'localhost' || labels.at(-1) === 'internal' || labels.at(-1) === 'local') return `"${h}" would allow internal names (.${labels.at(-1) ?? ''})`;
+  if (labels.length === 2 && PUBLIC_SECOND_LEVEL.has(labels[0] ?? ''))
+    return `"${h}" would allow a whole public suffix (.${labels.join('.')})`;
+  if (labels.at(-1) === 'localhost' || labels.at(-1) === 'internal' || labels.at(-1) === 'local')
+    return `"${h}" would allow internal names (.${labels.at(-1) ?? ''})`;
   return undefined;
 }
 

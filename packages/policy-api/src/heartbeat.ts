@@ -34,7 +34,13 @@ export interface Heartbeat {
 }
 
 /** The ConfigMap the controller applies (server-side apply) for one namespace. */
-export function heartbeatConfigMap(namespace: string, atMs: number, seq: number, holder: string, labels: Record<string, string>): {
+export function heartbeatConfigMap(
+  namespace: string,
+  atMs: number,
+  seq: number,
+  holder: string,
+  labels: Record<string, string>,
+): {
   apiVersion: 'v1';
   kind: 'ConfigMap';
   metadata: { name: string; namespace: string; labels: Record<string, string> };
@@ -49,12 +55,20 @@ export function heartbeatConfigMap(namespace: string, atMs: number, seq: number,
 }
 
 /** Read a heartbeat from a ConfigMap; undefined when it is not the heartbeat. Malformed fields read as NaN/0/''. */
-export function readHeartbeat(cm: { metadata: { name?: string; resourceVersion?: string }; data?: Record<string, string> | null }): Heartbeat | undefined {
+export function readHeartbeat(cm: {
+  metadata: { name?: string; resourceVersion?: string };
+  data?: Record<string, string> | null;
+}): Heartbeat | undefined {
   if (cm.metadata.name !== HEARTBEAT_CONFIGMAP) return undefined;
   const data = cm.data ?? {};
   const at = Date.parse(data[HEARTBEAT_AT_KEY] ?? '');
   const seq = Number(data[HEARTBEAT_SEQ_KEY]);
-  return { atMs: at, seq: Number.isSafeInteger(seq) ? seq : 0, holder: data[HEARTBEAT_HOLDER_KEY] ?? '', resourceVersion: cm.metadata.resourceVersion ?? '' };
+  return {
+    atMs: at,
+    seq: Number.isSafeInteger(seq) ? seq : 0,
+    holder: data[HEARTBEAT_HOLDER_KEY] ?? '',
+    resourceVersion: cm.metadata.resourceVersion ?? '',
+  };
 }
 
 /**
@@ -78,11 +92,16 @@ export const HEARTBEAT_SEEN_ANNOTATION = 'kars.azure.com/heartbeat-seen';
 
 /** The annotation value: `{"at":"<RFC 3339>|null","stalenessSeconds":n}`. */
 export function heartbeatSeenAnnotation(atMs: number | undefined, stalenessSeconds: number): string {
-  return JSON.stringify({ at: atMs === undefined ? null : new Date(atMs).toISOString(), stalenessSeconds: Math.round(stalenessSeconds * 1000) / 1000 });
+  return JSON.stringify({
+    at: atMs === undefined ? null : new Date(atMs).toISOString(),
+    stalenessSeconds: Math.round(stalenessSeconds * 1000) / 1000,
+  });
 }
 
 /** Read {@link HEARTBEAT_SEEN_ANNOTATION} from a router Lease; undefined when absent or malformed. */
-export function readHeartbeatSeen(lease: { metadata: { annotations?: Record<string, string> } }): { atMs: number | undefined; stalenessSeconds: number } | undefined {
+export function readHeartbeatSeen(lease: {
+  metadata: { annotations?: Record<string, string> };
+}): { atMs: number | undefined; stalenessSeconds: number } | undefined {
   const raw = lease.metadata.annotations?.[HEARTBEAT_SEEN_ANNOTATION];
   if (!raw) return undefined;
   try {

@@ -87,7 +87,9 @@ type BaseType<S> = S extends { readonly enum: readonly (infer E)[] }
 type RequiredKeys<S> = S extends { readonly required: readonly (infer K)[] } ? K : never;
 
 type ObjectOf<P, R> = Flatten<
-  { -readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> } & { -readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]> }
+  { -readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> } & {
+    -readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]>;
+  }
 >;
 
 type Flatten<T> = { [K in keyof T]: T[K] };
@@ -99,8 +101,7 @@ type Flatten<T> = { [K in keyof T]: T[K] };
 export type Normalize<T> = T extends readonly (infer U)[] ? Normalize<U>[] : T extends object ? { [K in keyof T]: Normalize<T[K]> } : T;
 
 /** `true` when A and B are the same type, modifiers (`?`, `readonly`) and `| null` included; otherwise `false`. */
-export type SameType<A, B> =
-  (<T>() => T extends Normalize<A> ? 1 : 2) extends <T>() => T extends Normalize<B> ? 1 : 2 ? true : false;
+export type SameType<A, B> = (<T>() => T extends Normalize<A> ? 1 : 2) extends <T>() => T extends Normalize<B> ? 1 : 2 ? true : false;
 
 /** Compile-time assertion: `Assert<SameType<X, Y>>` fails to type-check unless X and Y are the same. */
 export type Assert<T extends true> = T;

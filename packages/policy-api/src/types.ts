@@ -260,7 +260,14 @@ export interface InferencePolicySpec {
 }
 
 /** The content fields `bundleRef` excludes, in contract order. */
-export const INFERENCE_CONTENT_FIELDS = ['tokenBudget', 'contentSafety', 'modelPreference', 'provider', 'guardrails', 'displayName'] as const;
+export const INFERENCE_CONTENT_FIELDS = [
+  'tokenBudget',
+  'contentSafety',
+  'modelPreference',
+  'provider',
+  'guardrails',
+  'displayName',
+] as const;
 
 export type PolicyPhase = 'Compiled' | 'Ready' | 'Degraded';
 

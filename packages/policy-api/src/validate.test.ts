@@ -17,7 +17,14 @@ import {
   validateToolPolicySpec,
   type ValidationCause,
 } from './validate.js';
-import { SAMPLE_DIGEST, sampleBundleInferencePolicy, sampleEgressApproval, sampleInferencePolicy, sampleKarsSandbox, sampleToolPolicy } from './testing/samples.js';
+import {
+  SAMPLE_DIGEST,
+  sampleBundleInferencePolicy,
+  sampleEgressApproval,
+  sampleInferencePolicy,
+  sampleKarsSandbox,
+  sampleToolPolicy,
+} from './testing/samples.js';
 
 const fields = (cs: ValidationCause[]): string[] => cs.map((c) => c.field);
 
@@ -96,7 +103,10 @@ describe('validateEgressApprovalSpec', () => {
 
   it('reports an unparseable TTL as TtlInvalid on spec.ttl', () => {
     const s = { ...sampleEgressApproval().spec, ttl: 'P1W' };
-    assert.deepEqual(validateEgressApprovalSpec(s).map((c) => [c.field, c.reason]), [['spec.ttl', 'TtlInvalid']]);
+    assert.deepEqual(
+      validateEgressApprovalSpec(s).map((c) => [c.field, c.reason]),
+      [['spec.ttl', 'TtlInvalid']],
+    );
   });
 
   it('reports a zero TTL as TtlInvalid', () => {
@@ -117,7 +127,10 @@ describe('validateEgressApprovalSpec', () => {
     assert.deepEqual(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '345600' } }), []);
     assert.equal(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '3600' } })[0]?.reason, 'TtlExceedsCeiling');
     const eightDays = { ...spec, ttl: 'P8D' };
-    assert.equal(validateEgressApprovalSpec(eightDays, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '9999999' } })[0]?.reason, 'TtlExceedsCeiling');
+    assert.equal(
+      validateEgressApprovalSpec(eightDays, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '9999999' } })[0]?.reason,
+      'TtlExceedsCeiling',
+    );
   });
 
   it('reports reason problems as ReasonInvalid: empty, over 512 bytes, control bytes, DEL', () => {
@@ -133,7 +146,11 @@ describe('validateEgressApprovalSpec', () => {
     ];
     for (const [reason, msg] of cases) {
       const cs = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, reason });
-      assert.deepEqual(cs.map((c) => [c.field, c.reason]), [['spec.reason', 'ReasonInvalid']], JSON.stringify(reason));
+      assert.deepEqual(
+        cs.map((c) => [c.field, c.reason]),
+        [['spec.reason', 'ReasonInvalid']],
+        JSON.stringify(reason),
+      );
       assert.match(cs[0]!.message, msg);
     }
     assert.equal(reasonProblem('tab\there\r\nand newline'), undefined);
@@ -152,7 +169,15 @@ describe('validateEgressApprovalSpec', () => {
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: [] })), ['spec.hosts']);
     const seventeen = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: seventeen })), ['spec.hosts']);
-    const bad = [{ host: 'https://example.com' }, { host: 'example.com/path' }, { host: '' }, { host: 'a.com', port: 0 }, { host: 'b.com', port: 65536 }, { host: 'c.com', port: 1.5 }, { host: 'd.com:443' }];
+    const bad = [
+      { host: 'https://example.com' },
+      { host: 'example.com/path' },
+      { host: '' },
+      { host: 'a.com', port: 0 },
+      { host: 'b.com', port: 65536 },
+      { host: 'c.com', port: 1.5 },
+      { host: 'd.com:443' },
+    ];
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: bad })), [
       'spec.hosts[0].host',
       'spec.hosts[1].host',
@@ -196,7 +221,10 @@ describe('validateInferencePolicySpec', () => {
   it('reports bundleRef with content fields as InvalidSpec on spec.bundleRef, naming each field set', () => {
     const spec = { ...sampleInferencePolicy().spec, bundleRef: { registry: 'r.io', repository: 'p', digest: SAMPLE_DIGEST } };
     const cs = validateInferencePolicySpec(spec);
-    assert.deepEqual(cs.map((c) => [c.field, c.reason]), [['spec.bundleRef', 'InvalidSpec']]);
+    assert.deepEqual(
+      cs.map((c) => [c.field, c.reason]),
+      [['spec.bundleRef', 'InvalidSpec']],
+    );
     assert.match(cs[0]!.message, /tokenBudget, contentSafety, modelPreference, provider, guardrails, displayName/);
   });
 
@@ -210,7 +238,11 @@ describe('validateInferencePolicySpec', () => {
   it('reports a negative or fractional budget and an unknown severity', () => {
     const spec = sampleInferencePolicy().spec;
     const bad = { ...spec, tokenBudget: { perRequestTokens: -1, dailyTokens: 1.5 }, contentSafety: { hate: 'Extreme' as 'High' } };
-    assert.deepEqual(fields(validateInferencePolicySpec(bad)), ['spec.tokenBudget.perRequestTokens', 'spec.tokenBudget.dailyTokens', 'spec.contentSafety.hate']);
+    assert.deepEqual(fields(validateInferencePolicySpec(bad)), [
+      'spec.tokenBudget.perRequestTokens',
+      'spec.tokenBudget.dailyTokens',
+      'spec.contentSafety.hate',
+    ]);
   });
 });
 
@@ -221,8 +253,14 @@ describe('validateToolPolicySpec', () => {
 
   it('reports agtProfile with both inline and bundleRef, or neither, as InvalidSpec on spec.agtProfile', () => {
     const spec = sampleToolPolicy().spec;
-    const both = validateToolPolicySpec({ ...spec, agtProfile: { inline: 'a: 1', bundleRef: { registry: 'r', repository: 'p', digest: SAMPLE_DIGEST } } });
-    assert.deepEqual(both.map((c) => [c.field, c.reason]), [['spec.agtProfile', 'InvalidSpec']]);
+    const both = validateToolPolicySpec({
+      ...spec,
+      agtProfile: { inline: 'a: 1', bundleRef: { registry: 'r', repository: 'p', digest: SAMPLE_DIGEST } },
+    });
+    assert.deepEqual(
+      both.map((c) => [c.field, c.reason]),
+      [['spec.agtProfile', 'InvalidSpec']],
+    );
     assert.deepEqual(fields(validateToolPolicySpec({ ...spec, agtProfile: {} })), ['spec.agtProfile']);
     const { agtProfile: _drop, ...noAgt } = spec;
     assert.deepEqual(validateToolPolicySpec(noAgt), [], 'no agtProfile at all is the back-compat path');
@@ -245,7 +283,8 @@ describe('validateToolPolicySpec', () => {
 
   it('compares caps exactly as decimals and by currency', () => {
     const spec = sampleToolPolicy().spec;
-    const at = (dailyCap: string, monthlyCap: string): string[] => fields(validateToolPolicySpec({ ...spec, commerce: { dailyCap, monthlyCap } }));
+    const at = (dailyCap: string, monthlyCap: string): string[] =>
+      fields(validateToolPolicySpec({ ...spec, commerce: { dailyCap, monthlyCap } }));
     assert.deepEqual(at('USD 100.00', 'USD 100'), []);
     assert.deepEqual(at('USD 100.001', 'USD 100'), ['spec.commerce.monthlyCap']);
     assert.deepEqual(at('USD 999999999999.999', 'USD 999999999999.998'), ['spec.commerce.monthlyCap']);
@@ -271,7 +310,11 @@ describe('validateKarsSandboxSpec and validateObject', () => {
     assert.deepEqual(fields(validateObject(ea)), ['spec.reason', 'spec.ttl']);
     assert.throws(
       () => assertValid(ea),
-      (e: unknown) => e instanceof PolicyValidationError && e.code === 'KARS_POLICY_INVALID' && e.causes.length === 2 && /EgressApproval default\/alice-extra is invalid: spec\.reason/.test(e.message),
+      (e: unknown) =>
+        e instanceof PolicyValidationError &&
+        e.code === 'KARS_POLICY_INVALID' &&
+        e.causes.length === 2 &&
+        /EgressApproval default\/alice-extra is invalid: spec\.reason/.test(e.message),
     );
     const ip = sampleInferencePolicy();
     assert.equal(assertValid(ip), ip);

@@ -10,7 +10,15 @@
  * typed field yields a cause rather than an exception.
  */
 import { parseAllDocuments } from 'yaml';
-import { Reason, type EgressApprovalSpec, type EgressEndpoint, type InferencePolicySpec, type KarsObject, type KarsSandboxSpec, type ToolPolicySpec } from './types.js';
+import {
+  Reason,
+  type EgressApprovalSpec,
+  type EgressEndpoint,
+  type InferencePolicySpec,
+  type KarsObject,
+  type KarsSandboxSpec,
+  type ToolPolicySpec,
+} from './types.js';
 import { INFERENCE_CONTENT_FIELDS } from './types.js';
 import { approvalHostProblem, canonicalHost } from './egress-host.js';
 
@@ -149,7 +157,8 @@ export function parseHostArg(arg: string): { ok: true; endpoint: EgressEndpoint 
   let port: number | undefined;
   if (colon >= 0 && !arg.includes('/')) {
     const p = arg.slice(colon + 1);
-    if (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535) return { ok: false, message: `--host "${arg}": port must be an integer from 1 to 65535` };
+    if (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535)
+      return { ok: false, message: `--host "${arg}": port must be an integer from 1 to 65535` };
     host = arg.slice(0, colon);
     port = Number(p);
   }
@@ -266,14 +275,20 @@ export function validateToolPolicySpec(spec: ToolPolicySpec, opts: ValidateOptio
       const v = c[f];
       if (v === undefined) continue;
       const parsed = parseMoney(v);
-      if (parsed === undefined) invalid(`spec.commerce.${f}`, `must be "<ISO 4217 code> <amount>" like "USD 100.00" (at most 3 decimals), got ${JSON.stringify(v)}`);
+      if (parsed === undefined)
+        invalid(
+          `spec.commerce.${f}`,
+          `must be "<ISO 4217 code> <amount>" like "USD 100.00" (at most 3 decimals), got ${JSON.stringify(v)}`,
+        );
       else amounts[f] = parsed;
     }
     const d = amounts.dailyCap;
     const m = amounts.monthlyCap;
     if (d !== undefined && m !== undefined) {
-      if (d.currency !== m.currency) invalid('spec.commerce.monthlyCap', `must be in the same currency as dailyCap (${m.currency} vs ${d.currency})`);
-      else if (m.milli < d.milli) invalid('spec.commerce.monthlyCap', `must be greater than or equal to dailyCap (${String(c.monthlyCap)} < ${String(c.dailyCap)})`);
+      if (d.currency !== m.currency)
+        invalid('spec.commerce.monthlyCap', `must be in the same currency as dailyCap (${m.currency} vs ${d.currency})`);
+      else if (m.milli < d.milli)
+        invalid('spec.commerce.monthlyCap', `must be greater than or equal to dailyCap (${String(c.monthlyCap)} < ${String(c.dailyCap)})`);
     }
   }
   return out;
@@ -286,11 +301,17 @@ export function validateToolPolicySpec(spec: ToolPolicySpec, opts: ValidateOptio
  */
 export function validateEgressApprovalSpec(spec: EgressApprovalSpec, opts: ValidateOptions = {}): ValidationCause[] {
   const out: ValidationCause[] = [];
-  if (typeof spec.sandbox !== 'string' || spec.sandbox === '') out.push({ field: 'spec.sandbox', message: 'must name a sandbox in the same namespace', reason: Reason.InvalidSpec });
+  if (typeof spec.sandbox !== 'string' || spec.sandbox === '')
+    out.push({ field: 'spec.sandbox', message: 'must name a sandbox in the same namespace', reason: Reason.InvalidSpec });
   if (!Array.isArray(spec.hosts) || spec.hosts.length === 0) {
     out.push({ field: 'spec.hosts', message: `must list 1 to ${MAX_HOSTS} hosts`, reason: Reason.InvalidSpec });
   } else {
-    if (spec.hosts.length > MAX_HOSTS) out.push({ field: 'spec.hosts', message: `must list at most ${MAX_HOSTS} hosts, got ${spec.hosts.length}: split the approval`, reason: Reason.InvalidSpec });
+    if (spec.hosts.length > MAX_HOSTS)
+      out.push({
+        field: 'spec.hosts',
+        message: `must list at most ${MAX_HOSTS} hosts, got ${spec.hosts.length}: split the approval`,
+        reason: Reason.InvalidSpec,
+      });
     checkEndpoints(spec.hosts, 'spec.hosts', out, Reason.InvalidSpec);
     const baseline = (opts.baseline ?? []).map((e) => e.host);
     spec.hosts.forEach((e, i) => {
@@ -306,17 +327,30 @@ export function validateEgressApprovalSpec(spec: EgressApprovalSpec, opts: Valid
   if (rp !== undefined) out.push({ field: 'spec.reason', message: rp, reason: Reason.ReasonInvalid });
   if (spec.ticket !== undefined) {
     const n = typeof spec.ticket === 'string' ? [...spec.ticket].length : 0;
-    if (n < 1 || n > MAX_TICKET_CHARS) out.push({ field: 'spec.ticket', message: `must be 1 to ${MAX_TICKET_CHARS} characters when set (omit it otherwise), got ${n}`, reason: Reason.InvalidSpec });
+    if (n < 1 || n > MAX_TICKET_CHARS)
+      out.push({
+        field: 'spec.ticket',
+        message: `must be 1 to ${MAX_TICKET_CHARS} characters when set (omit it otherwise), got ${n}`,
+        reason: Reason.InvalidSpec,
+      });
   }
   const ttlText: unknown = spec.ttl;
   const ttl = typeof ttlText === 'string' ? parseTtl(ttlText) : undefined;
   const ceiling = ttlCeilingSeconds(opts.env ?? {});
   if (ttl === undefined) {
-    out.push({ field: 'spec.ttl', message: `must be an ISO 8601 duration P[nD][T[nH][nM][nS]] such as PT1H, got ${JSON.stringify(ttlText)}`, reason: Reason.TtlInvalid });
+    out.push({
+      field: 'spec.ttl',
+      message: `must be an ISO 8601 duration P[nD][T[nH][nM][nS]] such as PT1H, got ${JSON.stringify(ttlText)}`,
+      reason: Reason.TtlInvalid,
+    });
   } else if (ttl <= 0) {
     out.push({ field: 'spec.ttl', message: 'must be greater than zero', reason: Reason.TtlInvalid });
   } else if (ttl > ceiling) {
-    out.push({ field: 'spec.ttl', message: `${String(ttlText)} exceeds the ceiling of ${formatTtl(ceiling)} (${ceiling}s)`, reason: Reason.TtlExceedsCeiling });
+    out.push({
+      field: 'spec.ttl',
+      message: `${String(ttlText)} exceeds the ceiling of ${formatTtl(ceiling)} (${ceiling}s)`,
+      reason: Reason.TtlExceedsCeiling,
+    });
   }
   return out;
 }
@@ -325,7 +359,11 @@ export function validateEgressApprovalSpec(spec: EgressApprovalSpec, opts: Valid
 export function validateKarsSandboxSpec(spec: KarsSandboxSpec): ValidationCause[] {
   const out: ValidationCause[] = [];
   if (spec.inferenceRef !== undefined && (typeof spec.inferenceRef.name !== 'string' || spec.inferenceRef.name === '')) {
-    out.push({ field: 'spec.inferenceRef.name', message: 'must name an InferencePolicy in the same namespace', reason: Reason.InvalidSpec });
+    out.push({
+      field: 'spec.inferenceRef.name',
+      message: 'must name an InferencePolicy in the same namespace',
+      reason: Reason.InvalidSpec,
+    });
   }
   if (spec.memoryRef !== undefined && (typeof spec.memoryRef.name !== 'string' || spec.memoryRef.name === '')) {
     out.push({ field: 'spec.memoryRef.name', message: 'must be non-empty', reason: Reason.InvalidSpec });

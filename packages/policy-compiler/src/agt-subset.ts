@@ -82,7 +82,11 @@ export function parseAgtProfile(text: string): AgtParseResult {
 
   for (const key of Object.keys(data)) {
     if (KNOWN_TOP_LEVEL.has(key)) continue;
-    if (!DESCRIPTIVE_TOP_LEVEL.has(key)) return { ok: false, error: `unknown top-level key "${key}": this router enforces only "rules" and "default" (descriptive keys ${[...DESCRIPTIVE_TOP_LEVEL].join(', ')} are ignored)` };
+    if (!DESCRIPTIVE_TOP_LEVEL.has(key))
+      return {
+        ok: false,
+        error: `unknown top-level key "${key}": this router enforces only "rules" and "default" (descriptive keys ${[...DESCRIPTIVE_TOP_LEVEL].join(', ')} are ignored)`,
+      };
     warnings.push(`top-level key "${key}" ignored (descriptive; the router enforces only "rules" and "default")`);
   }
 
@@ -110,7 +114,8 @@ export function parseAgtProfile(text: string): AgtParseResult {
 function parseRule(raw: unknown, at: string): AgtRule | string {
   if (!isPlainObject(raw)) return `${at} must be a mapping like {deny: "<glob>", reason: "..."}, got ${kindOf(raw)}`;
   for (const key of Object.keys(raw)) {
-    if (!KNOWN_RULE_KEYS.has(key)) return `${at} has unknown key "${key}" (a rule has exactly one of "allow"/"deny" and an optional "reason")`;
+    if (!KNOWN_RULE_KEYS.has(key))
+      return `${at} has unknown key "${key}" (a rule has exactly one of "allow"/"deny" and an optional "reason")`;
   }
   const hasAllow = raw['allow'] !== undefined;
   const hasDeny = raw['deny'] !== undefined;

@@ -11,9 +11,20 @@ function ip(name: string, spec: Record<string, unknown>, namespace = 'team-a'): 
   return { apiVersion: V, kind: 'InferencePolicy', metadata: { name, namespace }, spec };
 }
 function approval(name: string, spec: Record<string, unknown>, status?: Record<string, unknown>): Record<string, unknown> {
-  return { apiVersion: V, kind: 'EgressApproval', metadata: { name, namespace: 'team-a' }, spec: { sandbox: 'demo', reason: 'r', ttl: 'PT1H', ...spec }, ...(status ? { status } : {}) };
+  return {
+    apiVersion: V,
+    kind: 'EgressApproval',
+    metadata: { name, namespace: 'team-a' },
+    spec: { sandbox: 'demo', reason: 'r', ttl: 'PT1H', ...spec },
+    ...(status ? { status } : {}),
+  };
 }
-const sandbox = { apiVersion: V, kind: 'KarsSandbox', metadata: { name: 'demo', namespace: 'team-a' }, spec: { networkPolicy: { allowedEndpoints: [{ host: 'api.github.com' }] } } };
+const sandbox = {
+  apiVersion: V,
+  kind: 'KarsSandbox',
+  metadata: { name: 'demo', namespace: 'team-a' },
+  spec: { networkPolicy: { allowedEndpoints: [{ host: 'api.github.com' }] } },
+};
 
 describe('compileDocuments', () => {
   it('compiles what the API server would store: CRD defaults such as appliesTo.action "*" are applied first', () => {
@@ -21,7 +32,10 @@ describe('compileDocuments', () => {
     const r = compileDocuments([doc], { now: NOW });
     assert.deepEqual(r.errors, []);
     const d = r.digests[0] as InferencePolicyDigest;
-    const stored = compileInferencePolicy({ metadata: { name: 'p', namespace: 'team-a' }, spec: { appliesTo: { sandboxName: 'sb', sandboxMatchLabels: {}, action: '*' } } });
+    const stored = compileInferencePolicy({
+      metadata: { name: 'p', namespace: 'team-a' },
+      spec: { appliesTo: { sandboxName: 'sb', sandboxMatchLabels: {}, action: '*' } },
+    });
     assert.ok(stored.ok);
     assert.equal(d.compiledDigest, stored.compiledDigest);
     assert.equal(r.configMaps[0]?.data['inference-policy.json'], stored.body);
@@ -42,12 +56,22 @@ describe('compileDocuments', () => {
 
   it('reports every invalid document with its index, kind, name and field, not just the first', () => {
     const r = compileDocuments(
-      [ip('bad-severity', { appliesTo: {}, contentSafety: { hate: 'Extreme' } }), ip('good', { appliesTo: {} }), ip('bad-budget', { appliesTo: {}, tokenBudget: { dailyTokens: 10, monthlyTokens: 5 } })],
+      [
+        ip('bad-severity', { appliesTo: {}, contentSafety: { hate: 'Extreme' } }),
+        ip('good', { appliesTo: {} }),
+        ip('bad-budget', { appliesTo: {}, tokenBudget: { dailyTokens: 10, monthlyTokens: 5 } }),
+      ],
       { now: NOW },
     );
     const where = r.errors.map((e) => [e.index, e.kind, e.name, e.field]);
-    assert.ok(where.some(([i, k, n, f]) => i === 0 && k === 'InferencePolicy' && n === 'bad-severity' && f === 'spec.contentSafety.hate'), JSON.stringify(where));
-    assert.ok(where.some(([i, , n, f]) => i === 2 && n === 'bad-budget' && String(f).startsWith('spec.tokenBudget')), JSON.stringify(where));
+    assert.ok(
+      where.some(([i, k, n, f]) => i === 0 && k === 'InferencePolicy' && n === 'bad-severity' && f === 'spec.contentSafety.hate'),
+      JSON.stringify(where),
+    );
+    assert.ok(
+      where.some(([i, , n, f]) => i === 2 && n === 'bad-budget' && String(f).startsWith('spec.tokenBudget')),
+      JSON.stringify(where),
+    );
     assert.ok(!where.some(([i]) => i === 1));
   });
 
@@ -60,7 +84,10 @@ describe('compileDocuments', () => {
   });
 
   it('fails a bundleRef policy with reason InvalidRef (no OCI access offline)', () => {
-    const r = compileDocuments([ip('p', { appliesTo: {}, bundleRef: { registry: 'r.example', repository: 'p', digest: 'sha256:' + 'a'.repeat(64) } })], { now: NOW });
+    const r = compileDocuments(
+      [ip('p', { appliesTo: {}, bundleRef: { registry: 'r.example', repository: 'p', digest: 'sha256:' + 'a'.repeat(64) } })],
+      { now: NOW },
+    );
     assert.deepEqual(
       r.errors.map((e) => [e.field, e.reason]),
       [['spec.bundleRef', 'InvalidRef']],
@@ -77,7 +104,9 @@ describe('compileDocuments', () => {
   });
 
   it('skips documents of other kinds with a warning, and ignores empty documents', () => {
-    const r = compileDocuments([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } }, null, ip('p', { appliesTo: {} })], { now: NOW });
+    const r = compileDocuments([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } }, null, ip('p', { appliesTo: {} })], {
+      now: NOW,
+    });
     assert.deepEqual(r.errors, []);
     assert.equal(r.warnings.length, 1);
     assert.equal(r.warnings[0]?.index, 0);
@@ -107,7 +136,10 @@ describe('compileDocuments with EgressApprovals', () => {
     assert.equal(r.configMaps[0]?.metadata.name, 'kars-demo-egress-approvals');
     assert.equal(r.configMaps[0]?.metadata.namespace, 'team-a');
     assert.deepEqual(Object.keys(r.configMaps[0]?.data ?? {}), ['approval-a.json', 'approval-b.json']);
-    const expected = mergedAllowlist([{ host: 'api.github.com' }], [[{ host: 'pypi.org' }], [{ host: 'registry.example.com', port: 5000 }]]).digest;
+    const expected = mergedAllowlist(
+      [{ host: 'api.github.com' }],
+      [[{ host: 'pypi.org' }], [{ host: 'registry.example.com', port: 5000 }]],
+    ).digest;
     assert.deepEqual(
       r.digests.map((d) => (d as EgressApprovalDigest).mergedDigest),
       [expected, expected],
@@ -115,9 +147,16 @@ describe('compileDocuments with EgressApprovals', () => {
   });
 
   it('stamps effectiveAt from status when present, else now, and expiresAt = effectiveAt + ttl', () => {
-    const r = compileDocuments([sandbox, approval('a', { hosts: [{ host: 'x.example' }], ttl: 'PT1H30M' }, { effectiveAt: '2026-05-14T18:00:00Z' }), approval('b', { hosts: [{ host: 'y.example' }], ttl: 'P1D' })], {
-      now: '2026-05-14T19:00:00.750Z',
-    });
+    const r = compileDocuments(
+      [
+        sandbox,
+        approval('a', { hosts: [{ host: 'x.example' }], ttl: 'PT1H30M' }, { effectiveAt: '2026-05-14T18:00:00Z' }),
+        approval('b', { hosts: [{ host: 'y.example' }], ttl: 'P1D' }),
+      ],
+      {
+        now: '2026-05-14T19:00:00.750Z',
+      },
+    );
     const [a, b] = r.digests as EgressApprovalDigest[];
     assert.deepEqual([a?.effectiveAt, a?.expiresAt], ['2026-05-14T18:00:00Z', '2026-05-14T19:30:00Z']);
     assert.deepEqual([b?.effectiveAt, b?.expiresAt], ['2026-05-14T19:00:00Z', '2026-05-15T19:00:00Z']);
@@ -137,7 +176,10 @@ describe('compileDocuments with EgressApprovals', () => {
     const r = compileDocuments([approval('a', { hosts: [{ host: 'example.com' }] })], { now: NOW });
     assert.equal(r.warnings.length, 1);
     assert.match(r.warnings[0]?.message ?? '', /empty baseline/);
-    assert.equal((r.digests[0] as EgressApprovalDigest).mergedDigest, 'sha256:fe6cf9580a22eaacff45a3c8d3bb06f5f635b34c5981558b4587524c45e9c8a5');
+    assert.equal(
+      (r.digests[0] as EgressApprovalDigest).mergedDigest,
+      'sha256:fe6cf9580a22eaacff45a3c8d3bb06f5f635b34c5981558b4587524c45e9c8a5',
+    );
   });
 
   it('checks the TTL against the ceiling from opts.env, with the frozen condition reasons', () => {

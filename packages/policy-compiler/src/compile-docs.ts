@@ -182,7 +182,15 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
   const defaultNs = opts.namespace ?? 'default';
   const nowMs = Date.parse(opts.now);
   if (Number.isNaN(nowMs)) {
-    errors.push({ index: -1, kind: '', namespace: '', name: '', field: 'now', message: `must be an RFC 3339 time, got ${JSON.stringify(opts.now)}`, reason: 'InvalidSpec' });
+    errors.push({
+      index: -1,
+      kind: '',
+      namespace: '',
+      name: '',
+      field: 'now',
+      message: `must be an RFC 3339 time, got ${JSON.stringify(opts.now)}`,
+      reason: 'InvalidSpec',
+    });
     return { configMaps, digests: [], errors, warnings };
   }
 
@@ -193,7 +201,15 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
     if (a === undefined) return;
     const key = `${a.obj.kind}/${a.namespace}/${a.name}`;
     if (seen.has(key)) {
-      errors.push({ index, kind: a.obj.kind, namespace: a.namespace, name: a.name, field: 'metadata.name', message: `duplicate ${a.obj.kind} ${a.namespace}/${a.name}: it appears earlier in the input`, reason: 'InvalidSpec' });
+      errors.push({
+        index,
+        kind: a.obj.kind,
+        namespace: a.namespace,
+        name: a.name,
+        field: 'metadata.name',
+        message: `duplicate ${a.obj.kind} ${a.namespace}/${a.name}: it appears earlier in the input`,
+        reason: 'InvalidSpec',
+      });
       return;
     }
     seen.add(key);
@@ -216,7 +232,15 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
           break;
         }
         configMaps.push(r.configMap);
-        digestsByIndex.set(index, { kind: 'InferencePolicy', namespace, name, configMap: r.configMap.metadata.name, echoKind: 'InferencePolicy', compiledDigest: r.compiledDigest, versionHash: r.versionHash });
+        digestsByIndex.set(index, {
+          kind: 'InferencePolicy',
+          namespace,
+          name,
+          configMap: r.configMap.metadata.name,
+          echoKind: 'InferencePolicy',
+          compiledDigest: r.compiledDigest,
+          versionHash: r.versionHash,
+        });
         break;
       }
       case 'ToolPolicy': {
@@ -258,10 +282,25 @@ function cmp(a: string, b: string): number {
 }
 
 /** Shape checks, server-side admission (prune, default, validate) and semantic validation of one document. */
-function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocumentsOptions, errors: CompileError[], warnings: CompileWarning[]): Admitted | undefined {
+function admit(
+  doc: unknown,
+  index: number,
+  defaultNs: string,
+  opts: CompileDocumentsOptions,
+  errors: CompileError[],
+  warnings: CompileWarning[],
+): Admitted | undefined {
   if (doc === null || doc === undefined) return undefined; // an empty document, e.g. a trailing `---`
   if (!isObj(doc)) {
-    errors.push({ index, kind: '', namespace: '', name: '', field: '', message: 'document must be a YAML mapping with apiVersion, kind, metadata and spec', reason: 'InvalidSpec' });
+    errors.push({
+      index,
+      kind: '',
+      namespace: '',
+      name: '',
+      field: '',
+      message: 'document must be a YAML mapping with apiVersion, kind, metadata and spec',
+      reason: 'InvalidSpec',
+    });
     return undefined;
   }
   const d = doc as Record<string, unknown>;
@@ -274,7 +313,12 @@ function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocu
 
   if (!isKarsKind(kind)) {
     if (apiVersion.startsWith('kars.azure.com/')) {
-      errors.push({ ...at, field: 'kind', message: `unknown kind ${JSON.stringify(kind)} in kars.azure.com: expected InferencePolicy, ToolPolicy, EgressApproval or KarsSandbox`, reason: 'InvalidSpec' });
+      errors.push({
+        ...at,
+        field: 'kind',
+        message: `unknown kind ${JSON.stringify(kind)} in kars.azure.com: expected InferencePolicy, ToolPolicy, EgressApproval or KarsSandbox`,
+        reason: 'InvalidSpec',
+      });
     } else {
       warnings.push({ ...at, message: `skipped: ${apiVersion || '(no apiVersion)'} ${kind || '(no kind)'} is not a kars policy kind` });
     }
@@ -282,7 +326,12 @@ function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocu
   }
   if (apiVersion !== API_VERSION) {
     const hint = apiVersion.startsWith('azureclaw.azure.com/') ? ' (azureclaw.azure.com is the pre-rename group)' : '';
-    errors.push({ ...at, field: 'apiVersion', message: `must be ${API_VERSION}, got ${JSON.stringify(apiVersion)}${hint}`, reason: 'InvalidSpec' });
+    errors.push({
+      ...at,
+      field: 'apiVersion',
+      message: `must be ${API_VERSION}, got ${JSON.stringify(apiVersion)}${hint}`,
+      reason: 'InvalidSpec',
+    });
     return undefined;
   }
   if (name === '') {
@@ -294,7 +343,12 @@ function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocu
   try {
     obj = structuredClone(d);
   } catch (e) {
-    errors.push({ ...at, field: '', message: `document is not plain data: ${e instanceof Error ? e.message : String(e)}`, reason: 'InvalidSpec' });
+    errors.push({
+      ...at,
+      field: '',
+      message: `document is not plain data: ${e instanceof Error ? e.message : String(e)}`,
+      reason: 'InvalidSpec',
+    });
     return undefined;
   }
   obj['metadata'] = { ...meta, namespace };
@@ -303,7 +357,12 @@ function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocu
     schema = schemaFor(kind);
   } catch (e) {
     // Only a broken CRD definition in @kars/policy-api gets here; report it rather than throw.
-    errors.push({ ...at, field: '', message: `internal error: the ${kind} CRD schema does not compile: ${e instanceof Error ? e.message : String(e)}`, reason: 'InvalidSpec' });
+    errors.push({
+      ...at,
+      field: '',
+      message: `internal error: the ${kind} CRD schema does not compile: ${e instanceof Error ? e.message : String(e)}`,
+      reason: 'InvalidSpec',
+    });
     return undefined;
   }
   const before = structuredClone(obj);
@@ -312,7 +371,12 @@ function admit(doc: unknown, index: number, defaultNs: string, opts: CompileDocu
   prunedPaths(before, obj, '', unknown);
   let bad = false;
   for (const p of unknown) {
-    errors.push({ ...at, field: p, message: 'unknown field (kubectl would reject it under strict field validation; the API server would drop it)', reason: 'InvalidSpec' });
+    errors.push({
+      ...at,
+      field: p,
+      message: 'unknown field (kubectl would reject it under strict field validation; the API server would drop it)',
+      reason: 'InvalidSpec',
+    });
     bad = true;
   }
   for (const c of schema.validate(obj)) {
@@ -365,15 +429,31 @@ function compileApprovals(
     const sb = sandboxes.get(key);
     const at = { index: first.a.index, kind: 'EgressApproval', namespace, name: first.a.name };
     if (sb === undefined) {
-      warnings.push({ ...at, message: `KarsSandbox ${key} is not among the inputs: the merged digest assumes an empty baseline allowlist; pass the sandbox too for the digest its router will echo` });
+      warnings.push({
+        ...at,
+        message: `KarsSandbox ${key} is not among the inputs: the merged digest assumes an empty baseline allowlist; pass the sandbox too for the digest its router will echo`,
+      });
     } else if (sb.spec.networkPolicy?.allowlistRef !== undefined) {
-      warnings.push({ ...at, message: `KarsSandbox ${key} uses a signed allowlistRef, which is not resolved offline: the merged digest covers spec.networkPolicy.allowedEndpoints only` });
+      warnings.push({
+        ...at,
+        message: `KarsSandbox ${key} uses a signed allowlistRef, which is not resolved offline: the merged digest covers spec.networkPolicy.allowedEndpoints only`,
+      });
     }
     const active = list.filter((t) => !t.expired);
-    const merged = { digest: expectedEgressDigest(sb, list.map((t) => ({ hosts: t.a.obj.spec.hosts, expiresAtMs: Date.parse(t.expiresAt) })), nowMs) };
+    const merged = {
+      digest: expectedEgressDigest(
+        sb,
+        list.map((t) => ({ hosts: t.a.obj.spec.hosts, expiresAtMs: Date.parse(t.expiresAt) })),
+        nowMs,
+      ),
+    };
     let cmName: string | null = null;
     if (active.length > 0) {
-      const cm = egressApprovalsConfigMap({ sandbox, namespace, files: active.map((t) => approvalFile({ metadata: { name: t.a.name }, spec: t.a.obj.spec }, t.effectiveAt, t.expiresAt)) });
+      const cm = egressApprovalsConfigMap({
+        sandbox,
+        namespace,
+        files: active.map((t) => approvalFile({ metadata: { name: t.a.name }, spec: t.a.obj.spec }, t.effectiveAt, t.expiresAt)),
+      });
       configMaps.push(cm);
       cmName = cm.metadata.name;
     }

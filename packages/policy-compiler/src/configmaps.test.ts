@@ -17,14 +17,25 @@ describe('field managers', () => {
 
 describe('egressApprovalsConfigMap', () => {
   it('is named kars-<sandbox>-egress-approvals in the given namespace, with sandbox and artifact labels and no annotations', () => {
-    const cm = egressApprovalsConfigMap({ sandbox: 'demo', namespace: 'team-a', files: [{ key: 'approval-b.json', body: 'B' }, { key: 'approval-a.json', body: 'A' }] });
+    const cm = egressApprovalsConfigMap({
+      sandbox: 'demo',
+      namespace: 'team-a',
+      files: [
+        { key: 'approval-b.json', body: 'B' },
+        { key: 'approval-a.json', body: 'A' },
+      ],
+    });
     assert.deepEqual(cm, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: {
         name: 'kars-demo-egress-approvals',
         namespace: 'team-a',
-        labels: { 'app.kubernetes.io/managed-by': 'kars-controller', 'kars.azure.com/sandbox': 'demo', 'kars.azure.com/artifact': 'egress-approvals' },
+        labels: {
+          'app.kubernetes.io/managed-by': 'kars-controller',
+          'kars.azure.com/sandbox': 'demo',
+          'kars.azure.com/artifact': 'egress-approvals',
+        },
         annotations: {},
       },
       data: { 'approval-a.json': 'A', 'approval-b.json': 'B' },

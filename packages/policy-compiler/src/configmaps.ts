@@ -72,12 +72,24 @@ export interface CompiledConfigMap {
   data: Record<string, string>;
 }
 
-function configMap(name: string, namespace: string, labels: Record<string, string>, annotations: Record<string, string>, data: Record<string, string>): CompiledConfigMap {
+function configMap(
+  name: string,
+  namespace: string,
+  labels: Record<string, string>,
+  annotations: Record<string, string>,
+  data: Record<string, string>,
+): CompiledConfigMap {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels, annotations }, data };
 }
 
 /** The InferencePolicy ConfigMap: key `inference-policy.json` holds the compact canonical bytes. */
-export function inferencePolicyConfigMap(args: { name: string; namespace: string; body: string; versionHash: string; compiledDigest: string }): CompiledConfigMap {
+export function inferencePolicyConfigMap(args: {
+  name: string;
+  namespace: string;
+  body: string;
+  versionHash: string;
+  compiledDigest: string;
+}): CompiledConfigMap {
   return configMap(
     inferencePolicyConfigMapName(args.name),
     args.namespace,
@@ -115,7 +127,11 @@ export function toolPolicyConfigMap(args: {
  * single file to get that SSA body, or all of a sandbox's files to get the resulting whole object.
  * Annotations: none (the map is always present and empty so the shape matches the other builders).
  */
-export function egressApprovalsConfigMap(args: { sandbox: string; namespace: string; files: ReadonlyArray<{ key: string; body: string }> }): CompiledConfigMap {
+export function egressApprovalsConfigMap(args: {
+  sandbox: string;
+  namespace: string;
+  files: ReadonlyArray<{ key: string; body: string }>;
+}): CompiledConfigMap {
   const data: Record<string, string> = {};
   for (const f of [...args.files].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) data[f.key] = f.body;
   return configMap(

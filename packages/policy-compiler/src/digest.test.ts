@@ -20,7 +20,11 @@ describe('canonicalDigest', () => {
 
   it('counts lengths in UTF-8 bytes, not UTF-16 code units', () => {
     // "é" is one UTF-16 unit but two UTF-8 bytes (0xc3 0xa9); "€" is three bytes.
-    const expected = 'sha256:' + createHash('sha256').update(handRecord([0xc3, 0xa9], [0xe2, 0x82, 0xac])).digest('hex');
+    const expected =
+      'sha256:' +
+      createHash('sha256')
+        .update(handRecord([0xc3, 0xa9], [0xe2, 0x82, 0xac]))
+        .digest('hex');
     assert.equal(canonicalDigest('é', '€'), expected);
     assert.deepEqual([...canonicalRecord('é', '€').subarray(0, 8)], [0, 0, 0, 0, 0, 0, 0, 2]);
   });
@@ -42,7 +46,11 @@ describe('directoryDigest', () => {
   it('hashes the records of every file sorted by name, whatever order they come in', () => {
     const a = { name: 'a.yaml', body: 'x' };
     const b = { name: 'b.yaml', body: 'y' };
-    const expected = 'sha256:' + createHash('sha256').update(Buffer.concat([canonicalRecord('a.yaml', 'x'), canonicalRecord('b.yaml', 'y')])).digest('hex');
+    const expected =
+      'sha256:' +
+      createHash('sha256')
+        .update(Buffer.concat([canonicalRecord('a.yaml', 'x'), canonicalRecord('b.yaml', 'y')]))
+        .digest('hex');
     assert.equal(directoryDigest([b, a]), expected);
   });
 });

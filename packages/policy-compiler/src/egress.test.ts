@@ -11,7 +11,10 @@ describe('mergedAllowlist', () => {
   });
 
   it('gives the golden digest too when the port is omitted and the host is upper case', () => {
-    assert.equal(mergedAllowlist([], [[{ host: 'EXAMPLE.com' }]]).digest, 'sha256:fe6cf9580a22eaacff45a3c8d3bb06f5f635b34c5981558b4587524c45e9c8a5');
+    assert.equal(
+      mergedAllowlist([], [[{ host: 'EXAMPLE.com' }]]).digest,
+      'sha256:fe6cf9580a22eaacff45a3c8d3bb06f5f635b34c5981558b4587524c45e9c8a5',
+    );
   });
 
   it('covers baseline ∪ every approval: two approvals for one sandbox give a digest over both', () => {
@@ -71,7 +74,13 @@ describe('canonicalHosts', () => {
   });
 
   it('sorts ports numerically, not as strings', () => {
-    assert.deepEqual(canonicalHosts([{ host: 'h', port: 10000 }, { host: 'h', port: 9 }]).map((e) => e.port), [9, 10000]);
+    assert.deepEqual(
+      canonicalHosts([
+        { host: 'h', port: 10000 },
+        { host: 'h', port: 9 },
+      ]).map((e) => e.port),
+      [9, 10000],
+    );
   });
 
   it('trims hosts and drops blank ones, as the reference compiler does', () => {
@@ -80,14 +89,23 @@ describe('canonicalHosts', () => {
 
   it('lowercases ASCII only and sorts by UTF-8 bytes', () => {
     // U+00C9 (É) keeps its case (Rust to_ascii_lowercase).
-    assert.deepEqual(canonicalHosts([{ host: 'Éa' }, { host: 'Z' }]).map((e) => e.host), ['z', 'Éa']);
+    assert.deepEqual(
+      canonicalHosts([{ host: 'Éa' }, { host: 'Z' }]).map((e) => e.host),
+      ['z', 'Éa'],
+    );
     // U+FF21 (UTF-8 EF BC A1) sorts before U+1F600 (F0 9F 98 80) by bytes, though not by UTF-16 units.
-    assert.deepEqual(canonicalHosts([{ host: '\u{1F600}' }, { host: '\uFF21' }]).map((e) => e.host), ['\uFF21', '\u{1F600}']);
+    assert.deepEqual(
+      canonicalHosts([{ host: '\u{1F600}' }, { host: '\uFF21' }]).map((e) => e.host),
+      ['\uFF21', '\u{1F600}'],
+    );
   });
 });
 
 describe('approvalFile', () => {
-  const approval = { metadata: { name: 'inc-1' }, spec: { sandbox: 'demo', hosts: [{ host: 'PyPI.org' }, { host: 'a.example', port: 80 }], reason: 'install deps' } };
+  const approval = {
+    metadata: { name: 'inc-1' },
+    spec: { sandbox: 'demo', hosts: [{ host: 'PyPI.org' }, { host: 'a.example', port: 80 }], reason: 'install deps' },
+  };
 
   it('omits ticket when unset and keeps the contract key order', () => {
     const f = approvalFile(approval, '2026-05-14T18:30:00Z', '2026-05-14T22:30:00Z');
@@ -101,7 +119,16 @@ describe('approvalFile', () => {
 
   it('writes ticket between reason and effectiveAt when set', () => {
     const f = approvalFile({ ...approval, spec: { ...approval.spec, ticket: 'INC-1' } }, 't0', 't1');
-    assert.deepEqual(Object.keys(JSON.parse(f.body) as object), ['schemaVersion', 'approvalName', 'sandbox', 'hosts', 'reason', 'ticket', 'effectiveAt', 'expiresAt']);
+    assert.deepEqual(Object.keys(JSON.parse(f.body) as object), [
+      'schemaVersion',
+      'approvalName',
+      'sandbox',
+      'hosts',
+      'reason',
+      'ticket',
+      'effectiveAt',
+      'expiresAt',
+    ]);
   });
 });
 

@@ -82,7 +82,10 @@ export function baselineAllowlist(endpoints: readonly EndpointInput[]): Compiled
  * (domain separator `merged-allowlist.json`). This is what the sandbox's router echoes under
  * kind `EgressApproval`, and what `EgressApproval.status.mergedDigest` carries.
  */
-export function mergedAllowlist(baseline: readonly EndpointInput[], approvalHosts: ReadonlyArray<readonly EndpointInput[]>): CompiledAllowlist {
+export function mergedAllowlist(
+  baseline: readonly EndpointInput[],
+  approvalHosts: ReadonlyArray<readonly EndpointInput[]>,
+): CompiledAllowlist {
   const canonical = canonicalHosts([...baseline, ...approvalHosts.flat()]);
   const body = allowlistBody(canonical);
   return { body, digest: canonicalDigest(EGRESS_MERGED_FILENAME, body), endpoints: canonical };

@@ -18,7 +18,10 @@ const full: InferencePolicySpec = {
   appliesTo: { sandboxName: 'agent-x', sandboxMatchLabels: { tier: 'gold', env: 'prod' }, action: 'chat' },
   tokenBudget: { perRequestTokens: 8192, dailyTokens: 1_000_000, monthlyTokens: 20_000_000 },
   contentSafety: { hate: 'Medium', selfHarm: 'Low', sexual: 'Medium', violence: 'High', requirePromptShields: true },
-  modelPreference: { primary: { provider: 'azure-openai', deployment: 'gpt-4o' }, fallback: [{ provider: 'anthropic', deployment: 'claude' }] },
+  modelPreference: {
+    primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
+    fallback: [{ provider: 'anthropic', deployment: 'claude' }],
+  },
   provider: 'anthropic',
   guardrails: [{ provider: 'openai-moderation', applyTo: 'output' }, { provider: 'openai-moderation' }],
   displayName: 'Prod chat',
@@ -69,7 +72,12 @@ describe('compileInferencePolicy', () => {
   });
 
   it('fills null for absent inner scalars and [] for an absent fallback list', () => {
-    const r = ok({ appliesTo: {}, tokenBudget: { dailyTokens: 5 }, contentSafety: { hate: 'Low' }, modelPreference: { primary: { provider: 'ollama', deployment: 'llama' } } });
+    const r = ok({
+      appliesTo: {},
+      tokenBudget: { dailyTokens: 5 },
+      contentSafety: { hate: 'Low' },
+      modelPreference: { primary: { provider: 'ollama', deployment: 'llama' } },
+    });
     const doc = JSON.parse(r.body) as Record<string, unknown>;
     assert.deepEqual(doc['appliesTo'], { sandboxName: null, sandboxMatchLabels: {}, action: null });
     assert.deepEqual(doc['tokenBudget'], { perRequestTokens: null, dailyTokens: 5, monthlyTokens: null });
@@ -102,22 +110,33 @@ describe('compileInferencePolicy', () => {
       metadata: {
         name: 'inferencepolicy-prod-chat-profile',
         namespace: 'kars-system',
-        labels: { 'app.kubernetes.io/managed-by': 'kars-controller', 'kars.azure.com/inferencepolicy': 'prod-chat', 'kars.azure.com/artifact': 'inference-policy-profile' },
-        annotations: { 'kars.azure.com/inferencepolicy-version-hash': r.versionHash, 'kars.azure.com/inference-policy-digest': r.compiledDigest },
+        labels: {
+          'app.kubernetes.io/managed-by': 'kars-controller',
+          'kars.azure.com/inferencepolicy': 'prod-chat',
+          'kars.azure.com/artifact': 'inference-policy-profile',
+        },
+        annotations: {
+          'kars.azure.com/inferencepolicy-version-hash': r.versionHash,
+          'kars.azure.com/inference-policy-digest': r.compiledDigest,
+        },
       },
       data: { 'inference-policy.json': r.body },
     });
   });
 
   it('fails with InvalidRef, without throwing, for a bundleRef spec', () => {
-    const r = compileInferencePolicy(policy({ appliesTo: {}, bundleRef: { registry: 'r.example', repository: 'p', digest: 'sha256:' + '0'.repeat(64) } }));
+    const r = compileInferencePolicy(
+      policy({ appliesTo: {}, bundleRef: { registry: 'r.example', repository: 'p', digest: 'sha256:' + '0'.repeat(64) } }),
+    );
     assert.equal(r.ok, false);
     assert.equal(!r.ok && r.reason, 'InvalidRef');
     assert.equal(!r.ok && r.field, 'spec.bundleRef');
   });
 
   it('fails with InvalidSpec naming the clashing field when bundleRef is set beside content', () => {
-    const r = compileInferencePolicy(policy({ appliesTo: {}, provider: 'ollama', bundleRef: { registry: 'r', repository: 'p', digest: 'sha256:x' } }));
+    const r = compileInferencePolicy(
+      policy({ appliesTo: {}, provider: 'ollama', bundleRef: { registry: 'r', repository: 'p', digest: 'sha256:x' } }),
+    );
     assert.deepEqual(r.ok ? undefined : [r.reason, r.field], ['InvalidSpec', 'spec.provider']);
   });
 

@@ -65,7 +65,11 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     if (clash !== undefined) {
       return fail('InvalidSpec', `spec.${clash}`, `spec.bundleRef is mutually exclusive with spec.${clash}; remove one of them`);
     }
-    return fail('InvalidRef', 'spec.bundleRef', 'spec.bundleRef needs an OCI registry and cosign verification, which this offline compiler does not do; use inline content or let the controller resolve the bundle');
+    return fail(
+      'InvalidRef',
+      'spec.bundleRef',
+      'spec.bundleRef needs an OCI registry and cosign verification, which this offline compiler does not do; use inline content or let the controller resolve the bundle',
+    );
   }
 
   const tb = spec.tokenBudget;
@@ -79,7 +83,8 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
   const cs = spec.contentSafety;
   const mp = spec.modelPreference;
   if (mp !== undefined) {
-    if (!isObj(mp.primary)) return fail('InvalidSpec', 'spec.modelPreference.primary', 'spec.modelPreference.primary {provider, deployment} is required');
+    if (!isObj(mp.primary))
+      return fail('InvalidSpec', 'spec.modelPreference.primary', 'spec.modelPreference.primary {provider, deployment} is required');
     if (mp.fallback !== undefined && (!Array.isArray(mp.fallback) || !mp.fallback.every(isObj))) {
       return fail('InvalidSpec', 'spec.modelPreference.fallback', 'spec.modelPreference.fallback must be a list of {provider, deployment}');
     }
@@ -93,11 +98,20 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
       sandboxMatchLabels: sortedLabels(appliesTo.sandboxMatchLabels),
       action: orNull(appliesTo.action),
     },
-    tokenBudget: tb === undefined ? null : { perRequestTokens: orNull(tb.perRequestTokens), dailyTokens: orNull(tb.dailyTokens), monthlyTokens: orNull(tb.monthlyTokens) },
+    tokenBudget:
+      tb === undefined
+        ? null
+        : { perRequestTokens: orNull(tb.perRequestTokens), dailyTokens: orNull(tb.dailyTokens), monthlyTokens: orNull(tb.monthlyTokens) },
     contentSafety:
       cs === undefined
         ? null
-        : { hate: orNull(cs.hate), selfHarm: orNull(cs.selfHarm), sexual: orNull(cs.sexual), violence: orNull(cs.violence), requirePromptShields: orNull(cs.requirePromptShields) },
+        : {
+            hate: orNull(cs.hate),
+            selfHarm: orNull(cs.selfHarm),
+            sexual: orNull(cs.sexual),
+            violence: orNull(cs.violence),
+            requirePromptShields: orNull(cs.requirePromptShields),
+          },
     modelPreference:
       mp === undefined
         ? null

@@ -53,7 +53,13 @@ export interface GuardrailStage {
 /** The compiled InferencePolicy (`inference-policy.json`) as a router enforces it. */
 export interface InferenceRules {
   tokenBudget: { perRequestTokens: number | null; dailyTokens: number | null; monthlyTokens: number | null } | null;
-  contentSafety: { hate: Severity | null; selfHarm: Severity | null; sexual: Severity | null; violence: Severity | null; requirePromptShields: boolean | null } | null;
+  contentSafety: {
+    hate: Severity | null;
+    selfHarm: Severity | null;
+    sexual: Severity | null;
+    violence: Severity | null;
+    requirePromptShields: boolean | null;
+  } | null;
   modelPreference: { primary: { provider: string; deployment: string }; fallback: Array<{ provider: string; deployment: string }> } | null;
   provider: string | null;
   /** Ordered guardrail stages; every provider here has a backend on the router that accepted the body. */
@@ -136,7 +142,8 @@ function strictObj(v: unknown, at: string, keys: readonly string[]): Record<stri
   const o = obj(v);
   if (!o) throw new Refused(`${at}: must be an object, got ${describe(v)}`);
   for (const k of Object.keys(o)) {
-    if (!keys.includes(k)) throw new Refused(`${at === '' ? '' : `${at}.`}${k}: unknown field; this router does not know how to enforce it`);
+    if (!keys.includes(k))
+      throw new Refused(`${at === '' ? '' : `${at}.`}${k}: unknown field; this router does not know how to enforce it`);
   }
   return o;
 }
@@ -159,7 +166,8 @@ function reqStr(v: unknown, at: string): string {
 
 function optUint(v: unknown, at: string): number | null {
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Refused(`${at}: must be a non-negative integer, got ${describe(v)}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new Refused(`${at}: must be a non-negative integer, got ${describe(v)}`);
   return v;
 }
 
@@ -211,9 +219,20 @@ function run<T>(fn: () => T): { ok: true; value: T } | { ok: false; error: strin
  * that are not a JSON object, an unknown field at any level, a wrong type, a severity outside
  * Safe/Low/Medium/High, and a guardrail stage whose provider has no backend here.
  */
-export function parseInferenceBody(body: string, caps: RouterCapabilities): { ok: true; rules: InferenceRules } | { ok: false; error: string } {
+export function parseInferenceBody(
+  body: string,
+  caps: RouterCapabilities,
+): { ok: true; rules: InferenceRules } | { ok: false; error: string } {
   const r = run((): InferenceRules => {
-    const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', 'tokenBudget', 'contentSafety', 'modelPreference', 'provider', 'guardrails', 'displayName']);
+    const p = strictObj(parseJson(body, 'inference-policy.json'), '', [
+      'appliesTo',
+      'tokenBudget',
+      'contentSafety',
+      'modelPreference',
+      'provider',
+      'guardrails',
+      'displayName',
+    ]);
     // appliesTo is the controller's selector: the router does not evaluate it, but it must be well formed.
     const at = optObj(p['appliesTo'], 'appliesTo', ['sandboxName', 'sandboxMatchLabels', 'action']);
     if (at) {
@@ -226,18 +245,36 @@ export function parseInferenceBody(body: string, caps: RouterCapabilities): { ok
     const mp = optObj(p['modelPreference'], 'modelPreference', ['primary', 'fallback']);
     const modelRef = (v: unknown, where: string): { provider: string; deployment: string } => {
       const o = strictObj(v, where, ['provider', 'deployment']);
-      return { provider: optStr(o['provider'], `${where}.provider`) ?? 'azure-openai', deployment: reqStr(o['deployment'], `${where}.deployment`) };
+      return {
+        provider: optStr(o['provider'], `${where}.provider`) ?? 'azure-openai',
+        deployment: reqStr(o['deployment'], `${where}.deployment`),
+      };
     };
     const guardrails = optList(p['guardrails'], 'guardrails')?.map((g, i): GuardrailStage => {
       const where = `guardrails[${i}]`;
       const o = strictObj(g, where, ['provider', 'applyTo']);
       const provider = reqStr(o['provider'], `${where}.provider`);
-      if (!(GUARDRAIL_PROVIDERS as readonly string[]).includes(provider)) throw new Refused(`${where}.provider: unknown guardrail provider ${JSON.stringify(provider)}; this router knows ${GUARDRAIL_PROVIDERS.join(', ')}`);
-      if (!caps.guardrailProviders.includes(provider)) throw new Refused(`${where}.provider: guardrail ${provider} has no backend configured on this router (capability guardrail:${provider} missing)`);
-      return { provider: provider as GuardrailProvider, applyTo: optEnum(o['applyTo'], `${where}.applyTo`, ['input', 'output', 'both'] as const) ?? 'both' };
+      if (!(GUARDRAIL_PROVIDERS as readonly string[]).includes(provider))
+        throw new Refused(
+          `${where}.provider: unknown guardrail provider ${JSON.stringify(provider)}; this router knows ${GUARDRAIL_PROVIDERS.join(', ')}`,
+        );
+      if (!caps.guardrailProviders.includes(provider))
+        throw new Refused(
+          `${where}.provider: guardrail ${provider} has no backend configured on this router (capability guardrail:${provider} missing)`,
+        );
+      return {
+        provider: provider as GuardrailProvider,
+        applyTo: optEnum(o['applyTo'], `${where}.applyTo`, ['input', 'output', 'both'] as const) ?? 'both',
+      };
     });
     return {
-      tokenBudget: tb ? { perRequestTokens: optUint(tb['perRequestTokens'], 'tokenBudget.perRequestTokens'), dailyTokens: optUint(tb['dailyTokens'], 'tokenBudget.dailyTokens'), monthlyTokens: optUint(tb['monthlyTokens'], 'tokenBudget.monthlyTokens') } : null,
+      tokenBudget: tb
+        ? {
+            perRequestTokens: optUint(tb['perRequestTokens'], 'tokenBudget.perRequestTokens'),
+            dailyTokens: optUint(tb['dailyTokens'], 'tokenBudget.dailyTokens'),
+            monthlyTokens: optUint(tb['monthlyTokens'], 'tokenBudget.monthlyTokens'),
+          }
+        : null,
       contentSafety: cs
         ? {
             hate: optEnum(cs['hate'], 'contentSafety.hate', SEVERITIES),
@@ -247,7 +284,14 @@ export function parseInferenceBody(body: string, caps: RouterCapabilities): { ok
             requirePromptShields: optBool(cs['requirePromptShields'], 'contentSafety.requirePromptShields'),
           }
         : null,
-      modelPreference: mp ? { primary: modelRef(mp['primary'], 'modelPreference.primary'), fallback: (optList(mp['fallback'], 'modelPreference.fallback') ?? []).map((f, i) => modelRef(f, `modelPreference.fallback[${i}]`)) } : null,
+      modelPreference: mp
+        ? {
+            primary: modelRef(mp['primary'], 'modelPreference.primary'),
+            fallback: (optList(mp['fallback'], 'modelPreference.fallback') ?? []).map((f, i) =>
+              modelRef(f, `modelPreference.fallback[${i}]`),
+            ),
+          }
+        : null,
       provider: optStr(p['provider'], 'provider'),
       guardrails: guardrails ?? null,
       displayName: optStr(p['displayName'], 'displayName'),
@@ -262,7 +306,12 @@ export function parseInferenceBody(body: string, caps: RouterCapabilities): { ok
  * naming a server this router does not front; `commerce` or `approval.mode: aboveThreshold`
  * (AP2 spend rules, which this router does not evaluate); an AGT profile outside the subset.
  */
-export function parseToolProfile(name: string, profileJson: string, agtYaml: string | undefined, caps: RouterCapabilities): { ok: true; rules: ToolRules; warnings: string[] } | { ok: false; error: string } {
+export function parseToolProfile(
+  name: string,
+  profileJson: string,
+  agtYaml: string | undefined,
+  caps: RouterCapabilities,
+): { ok: true; rules: ToolRules; warnings: string[] } | { ok: false; error: string } {
   const r = run((): { rules: ToolRules; warnings: string[] } => {
     const p = strictObj(parseJson(profileJson, 'profile.json'), '', ['appliesTo', 'commerce', 'rateLimit', 'approval', 'displayName']);
     const at = optObj(p['appliesTo'], 'appliesTo', ['tool', 'mcpServer', 'sandboxMatchLabels']);
@@ -271,7 +320,9 @@ export function parseToolProfile(name: string, profileJson: string, agtYaml: str
     labelMap(at?.['sandboxMatchLabels'], 'appliesTo.sandboxMatchLabels');
     if (mcpServer !== null && mcpServer !== '*' && !caps.mcpServers.includes(mcpServer)) {
       const fronted = caps.mcpServers.length > 0 ? `it fronts ${caps.mcpServers.join(', ')}` : 'it fronts no named MCP server';
-      throw new Refused(`appliesTo.mcpServer: this router does not front MCP server ${JSON.stringify(mcpServer)} (${fronted}; capability mcp-server:${mcpServer} missing)`);
+      throw new Refused(
+        `appliesTo.mcpServer: this router does not front MCP server ${JSON.stringify(mcpServer)} (${fronted}; capability mcp-server:${mcpServer} missing)`,
+      );
     }
     const commerce = optObj(p['commerce'], 'commerce', ['dailyCap', 'monthlyCap', 'perTransferCap', 'counterpartyAllowlist']);
     if (commerce) throw new Refused('commerce: AP2 spend caps are not enforced by this router');
@@ -279,7 +330,8 @@ export function parseToolProfile(name: string, profileJson: string, agtYaml: str
     if (rl) optStr(rl['window'], 'rateLimit.window');
     const ap = optObj(p['approval'], 'approval', ['mode', 'threshold', 'channel']);
     const mode = ap ? optEnum(ap['mode'], 'approval.mode', ['never', 'always', 'aboveThreshold'] as const) : null;
-    if (mode === 'aboveThreshold') throw new Refused('approval.mode: aboveThreshold needs AP2 spend amounts, which this router does not evaluate');
+    if (mode === 'aboveThreshold')
+      throw new Refused('approval.mode: aboveThreshold needs AP2 spend amounts, which this router does not evaluate');
     if (ap) {
       optStr(ap['threshold'], 'approval.threshold');
       optStr(ap['channel'], 'approval.channel');
@@ -294,7 +346,13 @@ export function parseToolProfile(name: string, profileJson: string, agtYaml: str
       warnings = parsed.warnings;
     }
     return {
-      rules: { name, appliesTo: { tool, mcpServer }, rateLimit: rl ? { rps: optUint(rl['rps'], 'rateLimit.rps'), burst: optUint(rl['burst'], 'rateLimit.burst') } : null, approval: ap ? { mode } : null, agt },
+      rules: {
+        name,
+        appliesTo: { tool, mcpServer },
+        rateLimit: rl ? { rps: optUint(rl['rps'], 'rateLimit.rps'), burst: optUint(rl['burst'], 'rateLimit.burst') } : null,
+        approval: ap ? { mode } : null,
+        agt,
+      },
       warnings,
     };
   });
@@ -308,7 +366,9 @@ export function parseToolProfile(name: string, profileJson: string, agtYaml: str
 export function parseApprovalFiles(files: Readonly<Record<string, string>>): { entries: EgressEntry[]; errors: string[] } {
   const entries: EgressEntry[] = [];
   const errors: string[] = [];
-  for (const key of Object.keys(files).filter((k) => k.startsWith('approval-') && k.endsWith('.json')).sort()) {
+  for (const key of Object.keys(files)
+    .filter((k) => k.startsWith('approval-') && k.endsWith('.json'))
+    .sort()) {
     try {
       const a = obj(JSON.parse(files[key] ?? ''));
       const list = Array.isArray(a?.['hosts']) ? (a['hosts'] as unknown[]) : undefined;
@@ -331,11 +391,18 @@ export function parseApprovalFiles(files: Readonly<Record<string, string>>): { e
 // Per-kind outcomes
 
 /** The InferencePolicy outcome for one body (`undefined`: no body configured). `file` is the domain separator. */
-export function inferenceOutcome(body: string | undefined, file: string, source: string, caps: RouterCapabilities): LoadOutcome<InferenceRules> {
+export function inferenceOutcome(
+  body: string | undefined,
+  file: string,
+  source: string,
+  caps: RouterCapabilities,
+): LoadOutcome<InferenceRules> {
   if (body === undefined) return { kind: 'none' };
   const digest = canonicalDigest(file, body);
   const parsed = parseInferenceBody(body, caps);
-  return parsed.ok ? { kind: 'loaded', value: parsed.rules, digest, source } : { kind: 'error', error: parsed.error, source, rejectedDigest: digest };
+  return parsed.ok
+    ? { kind: 'loaded', value: parsed.rules, digest, source }
+    : { kind: 'error', error: parsed.error, source, rejectedDigest: digest };
 }
 
 /** Digests of a compiled ToolPolicy: `ToolPolicy` over profile.json, `AgtProfile` over the AGT bytes (null without). */
@@ -351,29 +418,54 @@ export interface ToolLoad {
 }
 
 /** The ToolPolicy outcome; a refusal carries both refused digests. */
-export type ToolOutcome = Exclude<LoadOutcome<ToolLoad>, { kind: 'error' }> | (Extract<LoadOutcome<ToolLoad>, { kind: 'error' }> & { digests: ToolDigests });
+export type ToolOutcome =
+  Exclude<LoadOutcome<ToolLoad>, { kind: 'error' }> | (Extract<LoadOutcome<ToolLoad>, { kind: 'error' }> & { digests: ToolDigests });
 
 /**
  * The ToolPolicy outcome: `value.rules` with both digests. `agtDigest` is the AGT digest the caller
  * computed for its layout (one key for ConfigMaps, {@link directoryDigest} for a mounted directory).
  */
-export function toolOutcome(name: string, profileJson: string | undefined, agtYaml: string | undefined, agtDigest: string | null, source: string, caps: RouterCapabilities): ToolOutcome {
+export function toolOutcome(
+  name: string,
+  profileJson: string | undefined,
+  agtYaml: string | undefined,
+  agtDigest: string | null,
+  source: string,
+  caps: RouterCapabilities,
+): ToolOutcome {
   if (profileJson === undefined) return { kind: 'none' };
   const digests: ToolDigests = { profile: canonicalDigest(TOOL_PROFILE_FILENAME, profileJson), agt: agtDigest };
   const parsed = parseToolProfile(name, profileJson, agtYaml, caps);
   if (!parsed.ok) return { kind: 'error', error: parsed.error, source, rejectedDigest: digests.profile, digests };
-  return { kind: 'loaded', value: { rules: parsed.rules, digests }, digest: digests.profile, source, ...(parsed.warnings.length > 0 ? { warning: parsed.warnings.join('; ') } : {}) };
+  return {
+    kind: 'loaded',
+    value: { rules: parsed.rules, digests },
+    digest: digests.profile,
+    source,
+    ...(parsed.warnings.length > 0 ? { warning: parsed.warnings.join('; ') } : {}),
+  };
 }
 
 /** The egress outcome: baseline ∪ unexpired approvals; always loaded (echoed even when empty, so expiries converge). */
-export function egressOutcome(baseline: ReadonlyArray<{ host: string; port?: number | undefined }>, approvalFiles: Readonly<Record<string, string>>, nowMs: number, source: string): { outcome: LoadOutcome<EgressParts>; nextExpiryMs: number | undefined } {
+export function egressOutcome(
+  baseline: ReadonlyArray<{ host: string; port?: number | undefined }>,
+  approvalFiles: Readonly<Record<string, string>>,
+  nowMs: number,
+  source: string,
+): { outcome: LoadOutcome<EgressParts>; nextExpiryMs: number | undefined } {
   const parsed = parseApprovalFiles(approvalFiles);
   const base: EgressEntry[] = baseline.map((e) => ({ host: e.host.toLowerCase(), port: e.port ?? 443 }));
   const active = parsed.entries.filter((e) => (e.expiresAtMs ?? Infinity) > nowMs);
   const merged = mergedAllowlist(base, [active.map((e) => ({ host: e.host, port: e.port }))]);
   const future = parsed.entries.map((e) => e.expiresAtMs ?? Infinity).filter((t) => t > nowMs);
   return {
-    outcome: { kind: 'loaded', value: { baseline: base, approvals: active }, digest: merged.digest, source, ...(parsed.errors.length > 0 ? { warning: parsed.errors.join('; ') } : {}) },
+    outcome: {
+      kind: 'loaded',
+      value: { baseline: base, approvals: active },
+      digest: merged.digest,
+      source,
+      ...(parsed.errors.length > 0 ? { warning: parsed.errors.join('; ') } : {}),
+    },
     nextExpiryMs: future.length > 0 ? Math.min(...future) : undefined,
   };
 }
@@ -394,7 +486,11 @@ export interface RouterView {
  * The view a router enforces for `sandbox`, from its compiled ConfigMaps. With no sandbox every
  * kind is "none" (cleared). `sourcePrefix` prefixes the `source` of each outcome (for status pages).
  */
-export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, opts: { nowMs: number; capabilities: RouterCapabilities; sourcePrefix?: string }): RouterView {
+export function routerView(
+  sandbox: KarsSandbox | undefined,
+  read: DataReader,
+  opts: { nowMs: number; capabilities: RouterCapabilities; sourcePrefix?: string },
+): RouterView {
   if (!sandbox) return { inference: { kind: 'none' }, tools: { kind: 'none' }, egress: { kind: 'none' }, nextExpiryMs: undefined };
   const prefix = opts.sourcePrefix ?? '';
   const caps = opts.capabilities;
@@ -402,7 +498,12 @@ export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, o
   let inference: LoadOutcome<InferenceRules> = { kind: 'none' };
   if (ip) {
     const cm = inferencePolicyConfigMapName(ip);
-    inference = inferenceOutcome(read(cm)?.[INFERENCE_POLICY_FILENAME], INFERENCE_POLICY_FILENAME, `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`, caps);
+    inference = inferenceOutcome(
+      read(cm)?.[INFERENCE_POLICY_FILENAME],
+      INFERENCE_POLICY_FILENAME,
+      `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`,
+      caps,
+    );
   }
   const tp = toolPolicyNameOf(sandbox);
   let tools: RouterView['tools'] = { kind: 'none' };
@@ -410,7 +511,14 @@ export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, o
     const cm = toolPolicyConfigMapName(tp);
     const data = read(cm);
     const agt = data?.[AGT_PROFILE_FILENAME];
-    tools = toolOutcome(tp, data?.[TOOL_PROFILE_FILENAME], agt, agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt), `${prefix}${cm}`, caps);
+    tools = toolOutcome(
+      tp,
+      data?.[TOOL_PROFILE_FILENAME],
+      agt,
+      agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt),
+      `${prefix}${cm}`,
+      caps,
+    );
   }
   const cm = egressApprovalsConfigMapName(sandbox.metadata.name ?? '');
   const egress = egressOutcome(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], read(cm) ?? {}, opts.nowMs, `${prefix}${cm}`);
@@ -423,7 +531,11 @@ export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, o
  * The controller (from its approval cache) and `kars compile` (from documents) both call this; the
  * router computes the same set from the approval files in {@link egressOutcome}.
  */
-export function expectedEgressDigest(sandbox: Pick<KarsSandbox, 'spec'> | undefined, approvals: ReadonlyArray<{ hosts: ReadonlyArray<{ host: string; port?: number | undefined }>; expiresAtMs: number }>, nowMs: number): string {
+export function expectedEgressDigest(
+  sandbox: Pick<KarsSandbox, 'spec'> | undefined,
+  approvals: ReadonlyArray<{ hosts: ReadonlyArray<{ host: string; port?: number | undefined }>; expiresAtMs: number }>,
+  nowMs: number,
+): string {
   return mergedAllowlist(
     sandbox?.spec?.networkPolicy?.allowedEndpoints ?? [],
     approvals.filter((a) => a.expiresAtMs > nowMs).map((a) => a.hosts),
@@ -473,16 +585,32 @@ export class EchoLedger {
   constructor(private readonly now: () => number) {}
 
   /** Record an outcome for `kind`; returns whether anything echoed changed. */
-  apply(kind: EchoKind, outcome: LoadOutcome<unknown>, digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null)): boolean {
+  apply(
+    kind: EchoKind,
+    outcome: LoadOutcome<unknown>,
+    digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null),
+  ): boolean {
     const prev = this.kinds.get(kind);
     let next: KindState;
     if (outcome.kind === 'loaded') {
       const d = digest(outcome.value);
-      next = { digest: d, source: outcome.source, loadedAtMs: prev?.digest === d && prev.loadedAtMs !== undefined ? prev.loadedAtMs : this.now(), error: outcome.warning?.slice(0, MAX_ERROR_LENGTH), rejected: undefined };
+      next = {
+        digest: d,
+        source: outcome.source,
+        loadedAtMs: prev?.digest === d && prev.loadedAtMs !== undefined ? prev.loadedAtMs : this.now(),
+        error: outcome.warning?.slice(0, MAX_ERROR_LENGTH),
+        rejected: undefined,
+      };
     } else if (outcome.kind === 'none') {
       next = { digest: null, source: prev?.source ?? '', loadedAtMs: undefined, error: undefined, rejected: undefined };
     } else {
-      next = { digest: prev?.digest ?? null, source: outcome.source, loadedAtMs: prev?.loadedAtMs, error: outcome.error.slice(0, MAX_ERROR_LENGTH), rejected: outcome.rejectedDigest ?? undefined };
+      next = {
+        digest: prev?.digest ?? null,
+        source: outcome.source,
+        loadedAtMs: prev?.loadedAtMs,
+        error: outcome.error.slice(0, MAX_ERROR_LENGTH),
+        rejected: outcome.rejectedDigest ?? undefined,
+      };
     }
     const changed = !prev || prev.digest !== next.digest || prev.error !== next.error || prev.rejected !== next.rejected;
     this.kinds.set(kind, next);
@@ -500,7 +628,11 @@ export class EchoLedger {
   /** Record a ToolPolicy outcome under `ToolPolicy` and `AgtProfile`. */
   applyTools(outcome: ToolOutcome): boolean {
     const a = this.apply('ToolPolicy', outcome, (v) => (v as ToolLoad).digests.profile);
-    const b = this.apply('AgtProfile', outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome, (v) => (v as ToolLoad).digests.agt);
+    const b = this.apply(
+      'AgtProfile',
+      outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome,
+      (v) => (v as ToolLoad).digests.agt,
+    );
     return a || b;
   }
 

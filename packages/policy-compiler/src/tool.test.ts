@@ -69,12 +69,18 @@ describe('compileToolPolicy', () => {
     const r = ok({ appliesTo: { tool: '*' } });
     assert.equal(r.configMap.metadata.name, 'toolpolicy-pay-profile');
     assert.equal(r.configMap.metadata.namespace, 'team-a');
-    assert.deepEqual(r.configMap.metadata.labels, { 'app.kubernetes.io/managed-by': 'kars-controller', 'kars.azure.com/toolpolicy': 'pay', 'kars.azure.com/artifact': 'compiled-profile' });
+    assert.deepEqual(r.configMap.metadata.labels, {
+      'app.kubernetes.io/managed-by': 'kars-controller',
+      'kars.azure.com/toolpolicy': 'pay',
+      'kars.azure.com/artifact': 'compiled-profile',
+    });
     assert.equal(r.configMap.metadata.annotations['kars.azure.com/toolpolicy-version-hash'], r.versionHash);
   });
 
   it('makes the aboveThreshold default explicit when commerce is set without an approval mode', () => {
-    const withBlock = JSON.parse(ok({ appliesTo: { tool: 'pay' }, commerce: { dailyCap: 'USD 1.00' }, approval: { threshold: 'USD 0.50' } }).profileCompact) as Record<string, unknown>;
+    const withBlock = JSON.parse(
+      ok({ appliesTo: { tool: 'pay' }, commerce: { dailyCap: 'USD 1.00' }, approval: { threshold: 'USD 0.50' } }).profileCompact,
+    ) as Record<string, unknown>;
     assert.deepEqual(withBlock['approval'], { mode: 'aboveThreshold', threshold: 'USD 0.50', channel: null });
     const without = JSON.parse(ok({ appliesTo: { tool: 'pay' }, commerce: {} }).profileCompact) as Record<string, unknown>;
     assert.deepEqual(without['approval'], { mode: 'aboveThreshold', threshold: null, channel: null });

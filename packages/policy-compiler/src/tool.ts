@@ -70,10 +70,18 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     const inlineSet = typeof src.inline === 'string' && src.inline !== '';
     const bundleSet = src.bundleRef !== undefined;
     if (inlineSet && bundleSet) {
-      return fail('InvalidSpec', 'spec.agtProfile', 'spec.agtProfile.inline and spec.agtProfile.bundleRef are mutually exclusive; set exactly one');
+      return fail(
+        'InvalidSpec',
+        'spec.agtProfile',
+        'spec.agtProfile.inline and spec.agtProfile.bundleRef are mutually exclusive; set exactly one',
+      );
     }
     if (bundleSet) {
-      return fail('InvalidRef', 'spec.agtProfile.bundleRef', 'spec.agtProfile.bundleRef needs an OCI registry and cosign verification, which this offline compiler does not do; use agtProfile.inline or let the controller resolve the bundle');
+      return fail(
+        'InvalidRef',
+        'spec.agtProfile.bundleRef',
+        'spec.agtProfile.bundleRef needs an OCI registry and cosign verification, which this offline compiler does not do; use agtProfile.inline or let the controller resolve the bundle',
+      );
     }
     if (inlineSet) agt = src.inline;
   }
@@ -100,11 +108,20 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
       : { mode: orNull(a.mode ?? defaultMode), threshold: orNull(a.threshold), channel: orNull(a.channel) };
 
   const profile = {
-    appliesTo: { tool: orNull(appliesTo.tool), mcpServer: orNull(appliesTo.mcpServer), sandboxMatchLabels: sortedLabels(appliesTo.sandboxMatchLabels) },
+    appliesTo: {
+      tool: orNull(appliesTo.tool),
+      mcpServer: orNull(appliesTo.mcpServer),
+      sandboxMatchLabels: sortedLabels(appliesTo.sandboxMatchLabels),
+    },
     commerce:
       c === undefined
         ? null
-        : { dailyCap: orNull(c.dailyCap), monthlyCap: orNull(c.monthlyCap), perTransferCap: orNull(c.perTransferCap), counterpartyAllowlist: [...(c.counterpartyAllowlist ?? [])] },
+        : {
+            dailyCap: orNull(c.dailyCap),
+            monthlyCap: orNull(c.monthlyCap),
+            perTransferCap: orNull(c.perTransferCap),
+            counterpartyAllowlist: [...(c.counterpartyAllowlist ?? [])],
+          },
     rateLimit: rl === undefined ? null : { rps: orNull(rl.rps), burst: orNull(rl.burst), window: orNull(rl.window) },
     approval,
     displayName: orNull(spec.displayName),

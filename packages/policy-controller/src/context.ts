@@ -60,12 +60,16 @@ export function nextLeaseExpiryMs(echoes: RouterEcho[], nowMs: number): number |
 
 /** Sandboxes in `namespace` whose spec references the InferencePolicy `name`. */
 export function inferenceReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
-  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && s.spec?.inferenceRef?.name === name && !s.metadata.deletionTimestamp);
+  return ctx.sandboxes.store
+    .list()
+    .filter((s) => s.metadata.namespace === namespace && s.spec?.inferenceRef?.name === name && !s.metadata.deletionTimestamp);
 }
 
 /** Sandboxes in `namespace` whose governance uses the ToolPolicy `name`. */
 export function toolReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
-  return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && toolPolicyNameOf(s) === name && !s.metadata.deletionTimestamp);
+  return ctx.sandboxes.store
+    .list()
+    .filter((s) => s.metadata.namespace === namespace && toolPolicyNameOf(s) === name && !s.metadata.deletionTimestamp);
 }
 
 /** Echo kind each policy kind is confirmed by. */

@@ -17,7 +17,15 @@ const EA = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/egressapprovals`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
 const CM = `/api/v1/namespaces/${NS}/configmaps`;
 
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 3000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 3000,
+  pingIntervalMs: 500,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 8000): Promise<T> {
   const t0 = Date.now();
@@ -35,7 +43,12 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 }
 
 function inferencePolicy(name: string, daily: number): Record<string, unknown> {
-  return { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name }, spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { dailyTokens: daily, monthlyTokens: daily * 30 } } };
+  return {
+    apiVersion: 'kars.azure.com/v1alpha1',
+    kind: 'InferencePolicy',
+    metadata: { name },
+    spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { dailyTokens: daily, monthlyTokens: daily * 30 } },
+  };
 }
 
 describe('kars controller end to end', () => {
@@ -50,11 +63,24 @@ describe('kars controller end to end', () => {
 
   before(async () => {
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    for (const crd of allCrds()) assert.equal((await api().post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    for (const crd of allCrds())
+      assert.equal((await api().post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
     assert.equal((await api().post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
-    client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
+    client = KubeClient.fromKubeconfig({
+      kubeconfig: ts.server.kubeconfigPath,
+      pingIntervalMs: cfg.pingIntervalMs,
+      pingTimeoutMs: cfg.pingTimeoutMs,
+    });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({ client, config: cfg, metrics, log: pino({ level: 'silent' }), leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' }, env: {}, notEnforcedGraceMs: 300 });
+    const controller = new PolicyController({
+      client,
+      config: cfg,
+      metrics,
+      log: pino({ level: 'silent' }),
+      leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' },
+      env: {},
+      notEnforcedGraceMs: 300,
+    });
     run = controller.run(ac.signal);
     router = new TestRouter(routerClient, NS, 'sb1', 'r1');
   });
@@ -83,12 +109,29 @@ describe('kars controller end to end', () => {
     assert.equal(st.status.phase, 'Compiled');
     assert.equal(st.status.compiledDigest, cm.metadata.annotations['kars.azure.com/inference-policy-digest']);
     assert.equal(st.status.loadedDigest ?? null, null, 'loadedDigest is null (absent) until routers confirm');
-    assert.deepEqual(st.status.conditions.map((c: any) => [c.type, c.status, c.reason]), [['Ready', 'False', 'NoSandboxesReferencing'], ['Progressing', 'True', 'NoSandboxesReferencing'], ['Degraded', 'False', 'Reconciled']]);
+    assert.deepEqual(
+      st.status.conditions.map((c: any) => [c.type, c.status, c.reason]),
+      [
+        ['Ready', 'False', 'NoSandboxesReferencing'],
+        ['Progressing', 'True', 'NoSandboxesReferencing'],
+        ['Degraded', 'False', 'Reconciled'],
+      ],
+    );
     assert.equal(st.status.observedGeneration, 1);
   });
 
   it('becomes Ready only when the referencing sandbox router echoes the compiled digest', async (t) => {
-    assert.equal((await api().post(SB, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb1' }, spec: { inferenceRef: { name: 'ip1' }, networkPolicy: { allowedEndpoints: [{ host: 'api.example.com' }] } } })).status, 201);
+    assert.equal(
+      (
+        await api().post(SB, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'KarsSandbox',
+          metadata: { name: 'sb1' },
+          spec: { inferenceRef: { name: 'ip1' }, networkPolicy: { allowedEndpoints: [{ host: 'api.example.com' }] } },
+        })
+      ).status,
+      201,
+    );
     const awaiting = await until('Awaiting', async () => {
       const r = await api().get(`${IP}/ip1`);
       return r.body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement' ? r.body : undefined;
@@ -114,7 +157,10 @@ describe('kars controller end to end', () => {
       const r = await api().get(`${SB}/sb1`);
       return r.body.status?.phase === 'Running' ? r.body : undefined;
     });
-    assert.deepEqual(sb.status.routers.map((r: any) => r.instance), ['r1']);
+    assert.deepEqual(
+      sb.status.routers.map((r: any) => r.instance),
+      ['r1'],
+    );
   });
 
   it('recompiles on edit, goes back to Awaiting until the router reloads, and keeps the condition transition time', async () => {
@@ -138,7 +184,11 @@ describe('kars controller end to end', () => {
 
   it('degrades an invalid spec with the field named and never replaces the last good ConfigMap', async () => {
     const goodCm = (await api().get(`${CM}/inferencepolicy-ip1-profile`)).body;
-    const r = await api().patch(`${IP}/ip1`, { spec: { bundleRef: { registry: 'r.example.com', repository: 'p', digest: 'sha256:' + 'c'.repeat(64) } } }, 'merge');
+    const r = await api().patch(
+      `${IP}/ip1`,
+      { spec: { bundleRef: { registry: 'r.example.com', repository: 'p', digest: 'sha256:' + 'c'.repeat(64) } } },
+      'merge',
+    );
     if (r.status === 422) {
       // The CRD's CEL rule already refuses it at admission: nothing reaches the controller.
       assert.match(JSON.stringify(r.body.details.causes), /bundleRef/);
@@ -155,7 +205,11 @@ describe('kars controller end to end', () => {
   it('restores a compiled ConfigMap edited or deleted by hand', async () => {
     const good = (await api().get(`${CM}/inferencepolicy-ip1-profile`)).body;
     await api().patch(`${CM}/inferencepolicy-ip1-profile`, { data: { 'inference-policy.json': '{"tampered":true}' } }, 'merge');
-    await until('edit reverted', async () => (await api().get(`${CM}/inferencepolicy-ip1-profile`)).body.data['inference-policy.json'] === good.data['inference-policy.json']);
+    await until(
+      'edit reverted',
+      async () =>
+        (await api().get(`${CM}/inferencepolicy-ip1-profile`)).body.data['inference-policy.json'] === good.data['inference-policy.json'],
+    );
     await api().delete(`${CM}/inferencepolicy-ip1-profile`);
     await until('deletion reverted', async () => {
       const r = await api().get(`${CM}/inferencepolicy-ip1-profile`);
@@ -169,7 +223,11 @@ describe('kars controller end to end', () => {
     const fresh = new TestClient(ts.server.url, ts.server.caCert, ts.server.token);
     const t0 = Date.now();
     await fresh.patch(`${IP}/ip1`, { spec: { tokenBudget: { dailyTokens: 3000, monthlyTokens: 90000 } } }, 'merge');
-    await until('ConfigMap updated after the freeze', async () => /"dailyTokens":3000/.test((await fresh.get(`${CM}/inferencepolicy-ip1-profile`)).body.data['inference-policy.json']), 10_000);
+    await until(
+      'ConfigMap updated after the freeze',
+      async () => /"dailyTokens":3000/.test((await fresh.get(`${CM}/inferencepolicy-ip1-profile`)).body.data['inference-policy.json']),
+      10_000,
+    );
     t.diagnostic(`edit during a silent freeze reached the ConfigMap in ${Date.now() - t0} ms (ping 500 + 500 ms)`);
     fresh.close();
     assert.ok(ready.status.phase);
@@ -185,11 +243,22 @@ describe('kars controller end to end', () => {
   });
 
   it('confirms a ToolPolicy without an AGT profile by the ToolPolicy (profile.json) echo, and with one by both echoes', async () => {
-    await api().post(TP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'ToolPolicy', metadata: { name: 'kars-default' }, spec: { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } } });
+    await api().post(TP, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'ToolPolicy',
+      metadata: { name: 'kars-default' },
+      spec: { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } },
+    });
     // Unreferenced: the router enforces profile.json (rate limits), so nothing is Ready without a sandbox and an echo.
-    await until('NoSandboxesReferencing', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'NoSandboxesReferencing');
+    await until(
+      'NoSandboxesReferencing',
+      async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'NoSandboxesReferencing',
+    );
     await api().patch(`${SB}/sb1`, { spec: { governance: { enabled: true } } }, 'merge');
-    await until('awaiting the ToolPolicy echo', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement');
+    await until(
+      'awaiting the ToolPolicy echo',
+      async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement',
+    );
     await router.step();
     const plain = await until('ToolPolicy confirmed', async () => {
       const r = await api().get(`${TP}/kars-default`);
@@ -197,7 +266,10 @@ describe('kars controller end to end', () => {
     });
     assert.equal(plain.status.phase, 'Ready');
     await api().patch(`${TP}/kars-default`, { spec: { agtProfile: { inline: 'rules:\n  - deny: "shell.*"\n' } } }, 'merge');
-    await until('awaiting AgtProfile', async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement');
+    await until(
+      'awaiting AgtProfile',
+      async () => (await api().get(`${TP}/kars-default`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement',
+    );
     await router.step();
     const ready = await until('AgtProfile confirmed', async () => {
       const r = await api().get(`${TP}/kars-default`);
@@ -208,7 +280,12 @@ describe('kars controller end to end', () => {
   });
 
   it('activates two approvals for one sandbox with a merged digest covering both, and expires one on time', async (t) => {
-    const approval = (name: string, host: string, ttl: string): Record<string, unknown> => ({ apiVersion: 'kars.azure.com/v1alpha1', kind: 'EgressApproval', metadata: { name }, spec: { sandbox: 'sb1', hosts: [{ host }], reason: 'incident 42', ttl } });
+    const approval = (name: string, host: string, ttl: string): Record<string, unknown> => ({
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'EgressApproval',
+      metadata: { name },
+      spec: { sandbox: 'sb1', hosts: [{ host }], reason: 'incident 42', ttl },
+    });
     assert.equal((await api().post(EA, approval('long', 'long.example.com', 'PT1H'))).status, 201);
     assert.equal((await api().post(EA, approval('short', 'short.example.com', 'PT3S'))).status, 201);
     const cmName = `${CM}/kars-sb1-egress-approvals`;
@@ -224,7 +301,10 @@ describe('kars controller end to end', () => {
     });
     assert.equal(both[0].status.mergedDigest, both[1].status.mergedDigest, 'one merged digest covers both approvals');
     const { mergedAllowlist } = await import('@kars/policy-compiler');
-    assert.equal(both[0].status.mergedDigest, mergedAllowlist([{ host: 'api.example.com' }], [[{ host: 'long.example.com' }], [{ host: 'short.example.com' }]]).digest);
+    assert.equal(
+      both[0].status.mergedDigest,
+      mergedAllowlist([{ host: 'api.example.com' }], [[{ host: 'long.example.com' }], [{ host: 'short.example.com' }]]).digest,
+    );
     assert.equal(both[1].status.effectiveAt, (await api().get(`${EA}/short`)).body.status.effectiveAt, 'effectiveAt does not move');
     const expiresAt = Date.parse(both[1].status.expiresAt);
     await until('short expired', async () => (await api().get(`${EA}/short`)).body.status?.phase === 'Expired', 8000);
@@ -244,9 +324,22 @@ describe('kars controller end to end', () => {
 
   it('holds an approval Pending/BlockedOnSandbox for a sandbox with no router, and rejects a TTL over the ceiling', async () => {
     await api().post(SB, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'lonely' }, spec: {} });
-    await api().post(EA, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'EgressApproval', metadata: { name: 'blocked' }, spec: { sandbox: 'lonely', hosts: [{ host: 'x.example.com' }], reason: 'r', ttl: 'PT1H' } });
-    await until('BlockedOnSandbox', async () => (await api().get(`${EA}/blocked`)).body.status?.conditions?.[0]?.reason === 'BlockedOnSandbox');
-    const tooLong = await api().post(EA, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'EgressApproval', metadata: { name: 'toolong' }, spec: { sandbox: 'sb1', hosts: [{ host: 'y.example.com' }], reason: 'r', ttl: 'P2D' } });
+    await api().post(EA, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'EgressApproval',
+      metadata: { name: 'blocked' },
+      spec: { sandbox: 'lonely', hosts: [{ host: 'x.example.com' }], reason: 'r', ttl: 'PT1H' },
+    });
+    await until(
+      'BlockedOnSandbox',
+      async () => (await api().get(`${EA}/blocked`)).body.status?.conditions?.[0]?.reason === 'BlockedOnSandbox',
+    );
+    const tooLong = await api().post(EA, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'EgressApproval',
+      metadata: { name: 'toolong' },
+      spec: { sandbox: 'sb1', hosts: [{ host: 'y.example.com' }], reason: 'r', ttl: 'P2D' },
+    });
     if (tooLong.status === 201) {
       const st = await until('TtlExceedsCeiling', async () => {
         const r = await api().get(`${EA}/toolong`);
@@ -270,7 +363,12 @@ describe('kars controller end to end', () => {
       ['bare', '127.0.0.1'],
     ];
     for (const [i, [sandbox, host]] of cases.entries()) {
-      const r = await api().post(EA, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'EgressApproval', metadata: { name: `special-${i}` }, spec: { sandbox, hosts: [{ host }], reason: 'r', ttl: 'PT1H' } });
+      const r = await api().post(EA, {
+        apiVersion: 'kars.azure.com/v1alpha1',
+        kind: 'EgressApproval',
+        metadata: { name: `special-${i}` },
+        spec: { sandbox, hosts: [{ host }], reason: 'r', ttl: 'PT1H' },
+      });
       if (r.status === 422) continue; // refused at admission: just as good
       assert.equal(r.status, 201);
       const st = await until(`special-${i} (${host}) Degraded`, async () => {
@@ -290,10 +388,14 @@ describe('kars controller end to end', () => {
     assert.match(text, /kars_policies_not_ready\{kind="InferencePolicy"\} \d/);
     assert.equal((await api().get(`${IP}/ip1`)).body.status.phase, 'Ready');
     await router.step({ leaseSeconds: 1 });
-    const stale = await until('Awaiting after the lease lapsed', async () => {
-      const r = await api().get(`${IP}/ip1`);
-      return r.body.status?.phase === 'Compiled' ? r.body : undefined;
-    }, 5000);
+    const stale = await until(
+      'Awaiting after the lease lapsed',
+      async () => {
+        const r = await api().get(`${IP}/ip1`);
+        return r.body.status?.phase === 'Compiled' ? r.body : undefined;
+      },
+      5000,
+    );
     assert.match(stale.status.conditions[0].message, /router unreachable/);
     await until('sandbox Pending', async () => (await api().get(`${SB}/sb1`)).body.status?.phase === 'Pending');
     await router.step();

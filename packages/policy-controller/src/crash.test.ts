@@ -37,10 +37,20 @@ describe('kars controller process', () => {
     const first = startController(ts.server.kubeconfigPath);
     procs.push(first);
     await new Promise((r) => setTimeout(r, 800));
-    await Promise.all(Array.from({ length: N }, (_, i) => ts.client.post(IP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: `p${i}` }, spec: { appliesTo: {}, tokenBudget: { dailyTokens: i + 1 } } })));
+    await Promise.all(
+      Array.from({ length: N }, (_, i) =>
+        ts.client.post(IP, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'InferencePolicy',
+          metadata: { name: `p${i}` },
+          spec: { appliesTo: {}, tokenBudget: { dailyTokens: i + 1 } },
+        }),
+      ),
+    );
     // Kill it while it is still working through the burst: once the first ConfigMaps exist.
     const tKill = Date.now();
-    while ((await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items.length === 0 && Date.now() - tKill < 10_000) await new Promise((r) => setTimeout(r, 10));
+    while ((await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items.length === 0 && Date.now() - tKill < 10_000)
+      await new Promise((r) => setTimeout(r, 10));
     first.kill('SIGKILL');
     const halfDone = (await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items.length;
     t.diagnostic(`ConfigMaps written before kill -9: ${halfDone}/${N}`);
@@ -49,19 +59,31 @@ describe('kars controller process', () => {
     procs.push(second);
     const t0 = Date.now();
     for (;;) {
-      const list = (await ts.client.get(IP)).body.items as Array<{ metadata: { generation: number; finalizers?: string[] }; status?: { observedGeneration?: number; compiledDigest?: string } }>;
-      const done = list.filter((p) => p.status?.observedGeneration === p.metadata.generation && p.status?.compiledDigest && p.metadata.finalizers?.length === 1);
+      const list = (await ts.client.get(IP)).body.items as Array<{
+        metadata: { generation: number; finalizers?: string[] };
+        status?: { observedGeneration?: number; compiledDigest?: string };
+      }>;
+      const done = list.filter(
+        (p) => p.status?.observedGeneration === p.metadata.generation && p.status?.compiledDigest && p.metadata.finalizers?.length === 1,
+      );
       const cms = (await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items.length;
       if (done.length === N && cms === N) break;
-      if (Date.now() - t0 > 20_000) assert.fail(`after the restart only ${done.length}/${N} policies converged and ${cms}/${N} ConfigMaps exist`);
+      if (Date.now() - t0 > 20_000)
+        assert.fail(`after the restart only ${done.length}/${N} policies converged and ${cms}/${N} ConfigMaps exist`);
       await new Promise((r) => setTimeout(r, 100));
     }
     t.diagnostic(`the restarted controller converged all ${N} in ${Date.now() - t0} ms`);
-    const cms = (await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items as Array<{ metadata: { name: string; annotations: Record<string, string> } }>;
+    const cms = (await ts.client.get(`/api/v1/namespaces/${NS}/configmaps`)).body.items as Array<{
+      metadata: { name: string; annotations: Record<string, string> };
+    }>;
     const policies = (await ts.client.get(IP)).body.items as Array<{ metadata: { name: string }; status: { compiledDigest: string } }>;
     for (const p of policies) {
       const cm = cms.find((c) => c.metadata.name === `inferencepolicy-${p.metadata.name}-profile`);
-      assert.equal(cm?.metadata.annotations['kars.azure.com/inference-policy-digest'], p.status.compiledDigest, `${p.metadata.name}: status and ConfigMap agree`);
+      assert.equal(
+        cm?.metadata.annotations['kars.azure.com/inference-policy-digest'],
+        p.status.compiledDigest,
+        `${p.metadata.name}: status and ConfigMap agree`,
+      );
     }
     second.kill('SIGTERM');
   });

@@ -1,14 +1,29 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RouterEcho } from '@kars/policy-api';
-import { awaitingMessage, conditionsFor, decideEnforcement, decideEnforcementOf, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+import {
+  awaitingMessage,
+  conditionsFor,
+  decideEnforcement,
+  decideEnforcementOf,
+  phaseFor,
+  shouldWarn,
+  withTransitions,
+} from './enforcement.js';
 
 const NOW = 1_000_000;
 const D = 'sha256:' + 'a'.repeat(64);
 const OLD = 'sha256:' + 'b'.repeat(64);
 
 function router(sandbox: string, digest: string | null | undefined, opts: { renewedAgoMs?: number; error?: string } = {}): RouterEcho {
-  return { sandbox, instance: `${sandbox}-r`, digests: digest === undefined ? {} : { InferencePolicy: digest }, errors: opts.error ? { InferencePolicy: opts.error } : {}, renewedAtMs: NOW - (opts.renewedAgoMs ?? 1000), leaseDurationSeconds: 15 };
+  return {
+    sandbox,
+    instance: `${sandbox}-r`,
+    digests: digest === undefined ? {} : { InferencePolicy: digest },
+    errors: opts.error ? { InferencePolicy: opts.error } : {},
+    renewedAtMs: NOW - (opts.renewedAgoMs ?? 1000),
+    leaseDurationSeconds: 15,
+  };
 }
 
 describe('enforcement decision', () => {
@@ -17,7 +32,15 @@ describe('enforcement decision', () => {
   });
 
   it('is Confirmed only when every live router of every sandbox echoes the digest', () => {
-    const s = decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [router('a', D), router('a', D)] }, { sandbox: 'b', routers: [router('b', D)] }], NOW);
+    const s = decideEnforcement(
+      D,
+      'InferencePolicy',
+      [
+        { sandbox: 'a', routers: [router('a', D), router('a', D)] },
+        { sandbox: 'b', routers: [router('b', D)] },
+      ],
+      NOW,
+    );
     assert.deepEqual(s, { kind: 'Confirmed', total: 3 });
   });
 
@@ -48,13 +71,24 @@ describe('enforcement decision', () => {
   });
 
   it('is Rejected, naming router, kind and error, when a live router refused exactly the compiled digest', () => {
-    const refusing: RouterEcho = { ...router('a', OLD), rejected: { InferencePolicy: D }, errors: { InferencePolicy: 'guardrails[0].provider: no backend' } };
+    const refusing: RouterEcho = {
+      ...router('a', OLD),
+      rejected: { InferencePolicy: D },
+      errors: { InferencePolicy: 'guardrails[0].provider: no backend' },
+    };
     const s = decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [refusing, router('a', D)] }], NOW);
-    assert.deepEqual(s, { kind: 'Rejected', details: ['router a-r of sandbox a refused InferencePolicy ' + D + ': guardrails[0].provider: no backend'] });
+    assert.deepEqual(s, {
+      kind: 'Rejected',
+      details: ['router a-r of sandbox a refused InferencePolicy ' + D + ': guardrails[0].provider: no backend'],
+    });
   });
 
   it('is not Rejected by a refusal of an older digest: that router is merely behind', () => {
-    const behind: RouterEcho = { ...router('a', OLD), rejected: { InferencePolicy: 'sha256:' + 'c'.repeat(64) }, errors: { InferencePolicy: 'old refusal' } };
+    const behind: RouterEcho = {
+      ...router('a', OLD),
+      rejected: { InferencePolicy: 'sha256:' + 'c'.repeat(64) },
+      errors: { InferencePolicy: 'old refusal' },
+    };
     assert.equal(decideEnforcement(D, 'InferencePolicy', [{ sandbox: 'a', routers: [behind] }], NOW).kind, 'Awaiting');
   });
 
@@ -62,14 +96,22 @@ describe('enforcement decision', () => {
     const P = 'sha256:' + 'd'.repeat(64);
     const both: RouterEcho = { ...router('a', undefined), digests: { ToolPolicy: P, AgtProfile: D } };
     const one: RouterEcho = { ...router('a', undefined), digests: { ToolPolicy: P } };
-    const expect = [{ kind: 'ToolPolicy' as const, digest: P }, { kind: 'AgtProfile' as const, digest: D }];
+    const expect = [
+      { kind: 'ToolPolicy' as const, digest: P },
+      { kind: 'AgtProfile' as const, digest: D },
+    ];
     assert.equal(decideEnforcementOf(expect, [{ sandbox: 'a', routers: [both] }], NOW).kind, 'Confirmed');
     assert.equal(decideEnforcementOf(expect, [{ sandbox: 'a', routers: [one] }], NOW).kind, 'Awaiting');
   });
 
   it('lists at most three details and counts the rest', () => {
     const routers = Array.from({ length: 5 }, (_, i) => router(`s${i}`, OLD));
-    const s = decideEnforcement(D, 'InferencePolicy', routers.map((r) => ({ sandbox: r.sandbox, routers: [r] })), NOW);
+    const s = decideEnforcement(
+      D,
+      'InferencePolicy',
+      routers.map((r) => ({ sandbox: r.sandbox, routers: [r] })),
+      NOW,
+    );
     assert.equal(s.kind, 'Awaiting');
     if (s.kind === 'Awaiting') assert.match(awaitingMessage(s), /\(\+2 more\)$/);
   });
@@ -77,18 +119,78 @@ describe('enforcement decision', () => {
 
 describe('condition truth table', () => {
   const table: Array<[Parameters<typeof conditionsFor>[0], [string, string][], string, boolean]> = [
-    [{ kind: 'Degraded', reason: 'InvalidSpec', message: 'spec.x: bad' }, [['False', 'InvalidSpec'], ['False', 'Failed'], ['True', 'InvalidSpec']], 'Degraded', false],
-    [{ kind: 'NotApplicable' }, [['True', 'Reconciled'], ['False', 'Reconciled'], ['False', 'Reconciled']], 'Ready', false],
-    [{ kind: 'Confirmed', total: 2 }, [['True', 'RouterEnforcing'], ['False', 'Reconciled'], ['False', 'Reconciled']], 'Ready', false],
-    [{ kind: 'NoSandboxesReferencing' }, [['False', 'NoSandboxesReferencing'], ['True', 'NoSandboxesReferencing'], ['False', 'Reconciled']], 'Compiled', false],
-    [{ kind: 'Awaiting', confirmed: 0, total: 1, details: [] }, [['False', 'AwaitingRouterEnforcement'], ['True', 'AwaitingRouterEnforcement'], ['False', 'Reconciled']], 'Compiled', true],
-    [{ kind: 'Rejected', details: ['router r1 of sandbox sb refused InferencePolicy sha256:x: guardrails[0].provider: no backend'] }, [['False', 'RouterRejected'], ['False', 'RouterRejected'], ['True', 'RouterRejected']], 'Degraded', false],
+    [
+      { kind: 'Degraded', reason: 'InvalidSpec', message: 'spec.x: bad' },
+      [
+        ['False', 'InvalidSpec'],
+        ['False', 'Failed'],
+        ['True', 'InvalidSpec'],
+      ],
+      'Degraded',
+      false,
+    ],
+    [
+      { kind: 'NotApplicable' },
+      [
+        ['True', 'Reconciled'],
+        ['False', 'Reconciled'],
+        ['False', 'Reconciled'],
+      ],
+      'Ready',
+      false,
+    ],
+    [
+      { kind: 'Confirmed', total: 2 },
+      [
+        ['True', 'RouterEnforcing'],
+        ['False', 'Reconciled'],
+        ['False', 'Reconciled'],
+      ],
+      'Ready',
+      false,
+    ],
+    [
+      { kind: 'NoSandboxesReferencing' },
+      [
+        ['False', 'NoSandboxesReferencing'],
+        ['True', 'NoSandboxesReferencing'],
+        ['False', 'Reconciled'],
+      ],
+      'Compiled',
+      false,
+    ],
+    [
+      { kind: 'Awaiting', confirmed: 0, total: 1, details: [] },
+      [
+        ['False', 'AwaitingRouterEnforcement'],
+        ['True', 'AwaitingRouterEnforcement'],
+        ['False', 'Reconciled'],
+      ],
+      'Compiled',
+      true,
+    ],
+    [
+      { kind: 'Rejected', details: ['router r1 of sandbox sb refused InferencePolicy sha256:x: guardrails[0].provider: no backend'] },
+      [
+        ['False', 'RouterRejected'],
+        ['False', 'RouterRejected'],
+        ['True', 'RouterRejected'],
+      ],
+      'Degraded',
+      false,
+    ],
   ];
   for (const [state, expected, phase, warn] of table) {
     it(`maps ${state.kind} to Ready/Progressing/Degraded = ${expected.map((e) => e.join(':')).join(', ')}`, () => {
       const conds = conditionsFor(state);
-      assert.deepEqual(conds.map((c) => c.type), ['Ready', 'Progressing', 'Degraded']);
-      assert.deepEqual(conds.map((c) => [c.status, c.reason]), expected);
+      assert.deepEqual(
+        conds.map((c) => c.type),
+        ['Ready', 'Progressing', 'Degraded'],
+      );
+      assert.deepEqual(
+        conds.map((c) => [c.status, c.reason]),
+        expected,
+      );
       assert.equal(phaseFor(state), phase);
       assert.equal(shouldWarn(state), warn);
     });

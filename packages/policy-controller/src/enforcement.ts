@@ -59,8 +59,10 @@ export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: 
         const err = r.errors[kind];
         if (got === digest) continue;
         ok = false;
-        if (r.rejected?.[kind] === digest) rejections.push(`router ${r.instance} of sandbox ${sb.sandbox} refused ${kind} ${digest}: ${err ?? 'no reason given'}`);
-        else if (got === undefined || got === null) details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
+        if (r.rejected?.[kind] === digest)
+          rejections.push(`router ${r.instance} of sandbox ${sb.sandbox} refused ${kind} ${digest}: ${err ?? 'no reason given'}`);
+        else if (got === undefined || got === null)
+          details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
         else details.push(`${sb.sandbox}: router echoed digest mismatch (${got} != ${digest})${err ? ` (last_error: ${err})` : ''}`);
         break;
       }
@@ -102,7 +104,12 @@ export function conditionsFor(state: EnforcementState): CondSpec[] {
       ];
     case 'Confirmed':
       return [
-        { type: 'Ready', status: 'True', reason: 'RouterEnforcing', message: `all ${state.total} referencing sandbox router(s) confirmed the compiled digest` },
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'RouterEnforcing',
+          message: `all ${state.total} referencing sandbox router(s) confirmed the compiled digest`,
+        },
         { type: 'Progressing', status: 'False', reason: 'Reconciled', message: 'reconciled' },
         { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
       ];
@@ -111,7 +118,12 @@ export function conditionsFor(state: EnforcementState): CondSpec[] {
       const message = `${state.details.slice(0, 3).join('; ')}${more}`;
       return [
         { type: 'Ready', status: 'False', reason: 'RouterRejected', message },
-        { type: 'Progressing', status: 'False', reason: 'RouterRejected', message: 'a router refused the compiled policy; change the policy or give the router the capability it lacks' },
+        {
+          type: 'Progressing',
+          status: 'False',
+          reason: 'RouterRejected',
+          message: 'a router refused the compiled policy; change the policy or give the router the capability it lacks',
+        },
         { type: 'Degraded', status: 'True', reason: 'RouterRejected', message },
       ];
     }

@@ -19,7 +19,15 @@ import { TestRouter } from './testing/test-router.js';
 
 const NS = 'grace';
 const API = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 3000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 3000,
+  pingIntervalMs: 500,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 /** Long enough for a test router to echo on a loaded 2-core machine; short enough for a quick test. */
 const GRACE_MS = 3000;
 
@@ -46,7 +54,15 @@ describe('PolicyNotEnforced only after the grace period', () => {
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({ client, config: cfg, metrics: new RuntimeMetrics(), log: pino({ level: 'silent' }), leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' }, env: {}, notEnforcedGraceMs: GRACE_MS });
+    const controller = new PolicyController({
+      client,
+      config: cfg,
+      metrics: new RuntimeMetrics(),
+      log: pino({ level: 'silent' }),
+      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' },
+      env: {},
+      notEnforcedGraceMs: GRACE_MS,
+    });
     run = controller.run(ac.signal);
   });
 
@@ -59,7 +75,14 @@ describe('PolicyNotEnforced only after the grace period', () => {
   });
 
   const warnings = async (name: string): Promise<Array<{ reason: string; message: string }>> =>
-    ((await ts.client.get(`/api/v1/namespaces/${NS}/events`)).body.items as Array<{ reason: string; message: string; type: string; involvedObject: { name: string } }>).filter((e) => e.involvedObject.name === name && e.type === 'Warning' && e.reason === 'PolicyNotEnforced');
+    (
+      (await ts.client.get(`/api/v1/namespaces/${NS}/events`)).body.items as Array<{
+        reason: string;
+        message: string;
+        type: string;
+        involvedObject: { name: string };
+      }>
+    ).filter((e) => e.involvedObject.name === name && e.type === 'Warning' && e.reason === 'PolicyNotEnforced');
 
   it('reads the grace from KARS_NOT_ENFORCED_GRACE_SECS, defaulting to 10 s', () => {
     assert.equal(notEnforcedGraceFromEnv({}), 10_000);
@@ -70,10 +93,20 @@ describe('PolicyNotEnforced only after the grace period', () => {
   });
 
   it('emits no Warning for routine edits the router echoes within the grace', async () => {
-    await ts.client.post(`${API}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: { inferenceRef: { name: 'edited' } } });
+    await ts.client.post(`${API}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb' },
+      spec: { inferenceRef: { name: 'edited' } },
+    });
     const router = new TestRouter(routerClient, NS, 'sb', 'r1');
     await router.step();
-    await ts.client.post(`${API}/inferencepolicies`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: 'edited' }, spec: { appliesTo: { sandboxName: 'sb' }, tokenBudget: { dailyTokens: 1 } } });
+    await ts.client.post(`${API}/inferencepolicies`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'InferencePolicy',
+      metadata: { name: 'edited' },
+      spec: { appliesTo: { sandboxName: 'sb' }, tokenBudget: { dailyTokens: 1 } },
+    });
     for (let edit = 2; edit <= 4; edit++) {
       // The router loads each compiled ConfigMap as soon as it appears, like a real router's watch.
       const gen = edit - 1;
@@ -82,22 +115,45 @@ describe('PolicyNotEnforced only after the grace period', () => {
         return p.status?.observedGeneration === gen && p.status?.compiledDigest ? p : undefined;
       });
       await router.step();
-      await until(`generation ${gen} Ready`, async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.conditions?.[0]?.status === 'True');
+      await until(
+        `generation ${gen} Ready`,
+        async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.conditions?.[0]?.status === 'True',
+      );
       await ts.client.patch(`${API}/inferencepolicies/edited`, { spec: { tokenBudget: { dailyTokens: edit } } }, 'merge');
     }
-    await until('last edit compiled', async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.observedGeneration === 4);
+    await until(
+      'last edit compiled',
+      async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.observedGeneration === 4,
+    );
     await router.step();
-    await until('last edit Ready', async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.conditions?.[0]?.status === 'True');
+    await until(
+      'last edit Ready',
+      async () => (await ts.client.get(`${API}/inferencepolicies/edited`)).body.status?.conditions?.[0]?.status === 'True',
+    );
     // Wait past the grace: a Warning scheduled for any of those edits would have fired by now.
     await new Promise((r) => setTimeout(r, GRACE_MS + 1000));
     assert.deepEqual(await warnings('edited'), [], 'four routine edits, each echoed within the grace: no PolicyNotEnforced');
   });
 
   it('emits PolicyNotEnforced once the grace passes without an echo, and not before', async () => {
-    await ts.client.post(`${API}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'silent' }, spec: { inferenceRef: { name: 'unechoed' } } });
+    await ts.client.post(`${API}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'silent' },
+      spec: { inferenceRef: { name: 'unechoed' } },
+    });
     const t0 = Date.now();
-    await ts.client.post(`${API}/inferencepolicies`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: 'unechoed' }, spec: { appliesTo: { sandboxName: 'silent' }, tokenBudget: { dailyTokens: 5 } } });
-    await until('awaiting', async () => (await ts.client.get(`${API}/inferencepolicies/unechoed`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement');
+    await ts.client.post(`${API}/inferencepolicies`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'InferencePolicy',
+      metadata: { name: 'unechoed' },
+      spec: { appliesTo: { sandboxName: 'silent' }, tokenBudget: { dailyTokens: 5 } },
+    });
+    await until(
+      'awaiting',
+      async () =>
+        (await ts.client.get(`${API}/inferencepolicies/unechoed`)).body.status?.conditions?.[0]?.reason === 'AwaitingRouterEnforcement',
+    );
     // Well inside the grace (measured from the create, which is earlier than the controller's first Awaiting).
     const early = GRACE_MS / 2 - (Date.now() - t0);
     if (early > 0) await new Promise((r) => setTimeout(r, early));

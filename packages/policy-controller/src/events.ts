@@ -60,7 +60,14 @@ export class EventRecorder {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { generateName: `${obj.metadata.name ?? 'object'}.`, namespace: obj.metadata.namespace ?? 'default' },
-      involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, uid: obj.metadata.uid, resourceVersion: obj.metadata.resourceVersion },
+      involvedObject: {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: obj.metadata.name,
+        namespace: obj.metadata.namespace,
+        uid: obj.metadata.uid,
+        resourceVersion: obj.metadata.resourceVersion,
+      },
       reason,
       message,
       type: 'Warning',
@@ -73,7 +80,10 @@ export class EventRecorder {
     try {
       await this.client.create(Resources.events, event as unknown as KubeObject);
     } catch (err) {
-      this.log.warn({ err: err instanceof Error ? err.message : String(err), reason, object: obj.metadata.name }, 'could not publish event');
+      this.log.warn(
+        { err: err instanceof Error ? err.message : String(err), reason, object: obj.metadata.name },
+        'could not publish event',
+      );
     }
   }
 }

@@ -35,14 +35,28 @@ export class HeartbeatWriter {
   private readonly writes: Counter<'result'> | undefined;
 
   constructor(private readonly opts: HeartbeatWriterOptions) {
-    this.writes = opts.registry ? new Counter({ name: 'kars_controller_heartbeat_writes_total', help: 'Heartbeat ConfigMap writes by result.', labelNames: ['result'], registers: [opts.registry] }) : undefined;
+    this.writes = opts.registry
+      ? new Counter({
+          name: 'kars_controller_heartbeat_writes_total',
+          help: 'Heartbeat ConfigMap writes by result.',
+          labelNames: ['result'],
+          registers: [opts.registry],
+        })
+      : undefined;
     this.writes?.inc({ result: 'ok' }, 0);
     this.writes?.inc({ result: 'error' }, 0);
   }
 
   /** The namespaces that get a heartbeat now. */
   namespaces(): string[] {
-    return [...new Set(this.opts.sandboxes.list().map((s) => s.metadata.namespace ?? '').filter((n) => n !== ''))].sort();
+    return [
+      ...new Set(
+        this.opts.sandboxes
+          .list()
+          .map((s) => s.metadata.namespace ?? '')
+          .filter((n) => n !== ''),
+      ),
+    ].sort();
   }
 
   /** Write one round now (every namespace once). Resolves when every write has finished. */
@@ -56,7 +70,12 @@ export class HeartbeatWriter {
       while (next < namespaces.length) {
         const ns = namespaces[next++] as string;
         try {
-          await this.opts.client.apply(Resources.configmaps, heartbeatConfigMap(ns, at, seq, this.opts.identity, labels), 'kars-controller/heartbeat', { force: true });
+          await this.opts.client.apply(
+            Resources.configmaps,
+            heartbeatConfigMap(ns, at, seq, this.opts.identity, labels),
+            'kars-controller/heartbeat',
+            { force: true },
+          );
           this.writes?.inc({ result: 'ok' });
         } catch (err) {
           this.writes?.inc({ result: 'error' });

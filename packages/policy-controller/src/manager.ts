@@ -4,7 +4,17 @@ import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
 import { Controller, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
 import type { Change, LivenessCheck, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
-import { EGRESS_APPROVAL, HEARTBEAT_LABEL, heartbeatIntervalMsFromEnv, INFERENCE_POLICY, KARS_SANDBOX, ROUTER_LABEL, SANDBOX_LABEL, TOOL_POLICY, toolPolicyNameOf } from '@kars/policy-api';
+import {
+  EGRESS_APPROVAL,
+  HEARTBEAT_LABEL,
+  heartbeatIntervalMsFromEnv,
+  INFERENCE_POLICY,
+  KARS_SANDBOX,
+  ROUTER_LABEL,
+  SANDBOX_LABEL,
+  TOOL_POLICY,
+  toolPolicyNameOf,
+} from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
 import type { Logger } from 'pino';
@@ -74,23 +84,60 @@ export class PolicyController {
   constructor(private readonly opts: PolicyControllerOptions) {
     const { client, config, metrics, log } = opts;
     const ns = opts.namespace;
-    const reflector = <T extends KubeObject>(name: string, resource: ResourceRef, extra: Partial<ConstructorParameters<typeof Reflector<T>>[0]> = {}): Reflector<T> =>
+    const reflector = <T extends KubeObject>(
+      name: string,
+      resource: ResourceRef,
+      extra: Partial<ConstructorParameters<typeof Reflector<T>>[0]> = {},
+    ): Reflector<T> =>
       new Reflector<T>({ name, client, resource, config, metrics: metrics.watch(name), log, ...(ns ? { namespace: ns } : {}), ...extra });
     const inference = reflector<IP>('inferencepolicies', INFERENCE_POLICY);
     const tool = reflector<TP>('toolpolicies', TOOL_POLICY);
-    const egress = reflector<EA>('egressapprovals', EGRESS_APPROVAL, { indexers: { [BY_SANDBOX]: (a) => [`${a.metadata.namespace ?? ''}/${a.spec?.sandbox ?? ''}`] } });
+    const egress = reflector<EA>('egressapprovals', EGRESS_APPROVAL, {
+      indexers: { [BY_SANDBOX]: (a) => [`${a.metadata.namespace ?? ''}/${a.spec?.sandbox ?? ''}`] },
+    });
     const sandboxes = reflector<SB>('karssandboxes', KARS_SANDBOX);
-    const leases = reflector<KubeObject>('router-leases', Resources.leases, { labelSelector: `${ROUTER_LABEL}=true`, indexers: { [BY_SANDBOX]: (l) => [`${l.metadata.namespace ?? ''}/${l.metadata.labels?.[SANDBOX_LABEL] ?? ''}`] } });
+    const leases = reflector<KubeObject>('router-leases', Resources.leases, {
+      labelSelector: `${ROUTER_LABEL}=true`,
+      indexers: { [BY_SANDBOX]: (l) => [`${l.metadata.namespace ?? ''}/${l.metadata.labels?.[SANDBOX_LABEL] ?? ''}`] },
+    });
     // The heartbeat ConfigMaps share the managed-by label (so routers get them on their policy watch);
     // the controller has no use for its own heartbeats and leaves them out.
-    const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},!${HEARTBEAT_LABEL}` });
+    const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, {
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},!${HEARTBEAT_LABEL}`,
+    });
     this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
     if (log.isLevelEnabled('debug')) {
       // At debug, every change each watch delivers (the watch lifecycle itself is logged at info).
-      for (const r of this.reflectors) r.subscribe((c) => log.debug({ watch: r.name, change: c.type, key: key(c.object), resourceVersion: c.object.metadata.resourceVersion, generation: c.object.metadata.generation }, 'watch change'));
+      for (const r of this.reflectors)
+        r.subscribe((c) =>
+          log.debug(
+            {
+              watch: r.name,
+              change: c.type,
+              key: key(c.object),
+              resourceVersion: c.object.metadata.resourceVersion,
+              generation: c.object.metadata.generation,
+            },
+            'watch change',
+          ),
+        );
     }
     const now = opts.now ?? Date.now;
-    this.ctx = { client, inference, tool, egress, sandboxes, leases, configmaps, log, events: new EventRecorder(client, log), propagation: new PropagationTracker(metrics.registry, now), now, env: opts.env ?? {}, notEnforcedGraceMs: opts.notEnforcedGraceMs ?? notEnforcedGraceFromEnv(opts.env ?? {}) };
+    this.ctx = {
+      client,
+      inference,
+      tool,
+      egress,
+      sandboxes,
+      leases,
+      configmaps,
+      log,
+      events: new EventRecorder(client, log),
+      propagation: new PropagationTracker(metrics.registry, now),
+      now,
+      env: opts.env ?? {},
+      notEnforcedGraceMs: opts.notEnforcedGraceMs ?? notEnforcedGraceFromEnv(opts.env ?? {}),
+    };
     for (const r of [inference, tool, egress] as unknown as Reflector[]) {
       r.subscribe((c) => {
         if (c.type === 'apply' && c.object.metadata.generation !== c.old?.metadata.generation) this.ctx.propagation.observe(c.object);
@@ -119,36 +166,123 @@ export class PolicyController {
         })
       : undefined;
     const isActive = (): boolean => this.elector?.isLeader() ?? true;
-    this.heartbeat = new HeartbeatWriter({ client, sandboxes: sandboxes.store, isLeader: isActive, identity: le.identity, intervalMs: opts.heartbeatIntervalMs ?? heartbeatIntervalMsFromEnv(opts.env ?? {}), log, registry: metrics.registry, now });
+    this.heartbeat = new HeartbeatWriter({
+      client,
+      sandboxes: sandboxes.store,
+      isLeader: isActive,
+      identity: le.identity,
+      intervalMs: opts.heartbeatIntervalMs ?? heartbeatIntervalMsFromEnv(opts.env ?? {}),
+      log,
+      registry: metrics.registry,
+      now,
+    });
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;
     const common = { isActive, concurrency: opts.concurrency ?? 8, log };
-    const mk = <T extends KubeObject>(name: string, primary: Reflector<T>, triggers: Trigger[], reconcile: (ctx: ControllerContext, key: string) => Promise<import('@kars/kube-runtime').ReconcileResult>): Controller<KubeObject> =>
-      new Controller<T>({ name, primary, triggers, metrics: metrics.controller(name), reconcile: (k) => reconcile(ctx, k), ...common }) as unknown as Controller<KubeObject>;
+    const mk = <T extends KubeObject>(
+      name: string,
+      primary: Reflector<T>,
+      triggers: Trigger[],
+      reconcile: (ctx: ControllerContext, key: string) => Promise<import('@kars/kube-runtime').ReconcileResult>,
+    ): Controller<KubeObject> =>
+      new Controller<T>({
+        name,
+        primary,
+        triggers,
+        metrics: metrics.controller(name),
+        reconcile: (k) => reconcile(ctx, k),
+        ...common,
+      }) as unknown as Controller<KubeObject>;
     const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
     const toolOf = (s: SB): string[] => {
       const n = toolPolicyNameOf(s);
       return n ? [key(s, n)] : [];
     };
-    const approvalsOf = (namespace: string, sandbox: string): string[] => egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));
+    const approvalsOf = (namespace: string, sandbox: string): string[] =>
+      egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));
     this.controllers = [
-      mk('inferencepolicy', inference, [
-        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, inferenceOf) } as Trigger,
-        { source: leases, mapToKeys: (c: Change) => both(c, (l) => { const s = sandboxOf(l); return s ? inferenceOf(s) : []; }) } as Trigger,
-        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])) } as Trigger,
-      ], reconcileInferencePolicy),
-      mk('toolpolicy', tool, [
-        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, toolOf) } as Trigger,
-        { source: leases, mapToKeys: (c: Change) => both(c, (l) => { const s = sandboxOf(l); return s ? toolOf(s) : []; }) } as Trigger,
-        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])) } as Trigger,
-      ], reconcileToolPolicy),
-      mk('egressapproval', egress, [
-        { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? '')) } as Trigger,
-        { source: leases, mapToKeys: (c: Change) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? '')) } as Trigger,
-        { source: configmaps, mapToKeys: (c: Change) => both(c, (cm) => (cm.metadata.labels?.[EGRESS_SANDBOX_LABEL] ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL]) : [])) } as Trigger,
-        { source: egress, mapToKeys: (c: Change<EA>) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? '')) } as Trigger,
-      ], reconcileEgressApproval),
-      mk('karssandbox', sandboxes, [{ source: leases, mapToKeys: (c: Change) => both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])) } as Trigger], reconcileSandbox),
+      mk(
+        'inferencepolicy',
+        inference,
+        [
+          { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, inferenceOf) } as Trigger,
+          {
+            source: leases,
+            mapToKeys: (c: Change) =>
+              both(c, (l) => {
+                const s = sandboxOf(l);
+                return s ? inferenceOf(s) : [];
+              }),
+          } as Trigger,
+          {
+            source: configmaps,
+            mapToKeys: (c: Change) =>
+              both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])),
+          } as Trigger,
+        ],
+        reconcileInferencePolicy,
+      ),
+      mk(
+        'toolpolicy',
+        tool,
+        [
+          { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, toolOf) } as Trigger,
+          {
+            source: leases,
+            mapToKeys: (c: Change) =>
+              both(c, (l) => {
+                const s = sandboxOf(l);
+                return s ? toolOf(s) : [];
+              }),
+          } as Trigger,
+          {
+            source: configmaps,
+            mapToKeys: (c: Change) =>
+              both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])),
+          } as Trigger,
+        ],
+        reconcileToolPolicy,
+      ),
+      mk(
+        'egressapproval',
+        egress,
+        [
+          {
+            source: sandboxes,
+            mapToKeys: (c: Change<SB>) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? '')),
+          } as Trigger,
+          {
+            source: leases,
+            mapToKeys: (c: Change) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? '')),
+          } as Trigger,
+          {
+            source: configmaps,
+            mapToKeys: (c: Change) =>
+              both(c, (cm) =>
+                cm.metadata.labels?.[EGRESS_SANDBOX_LABEL]
+                  ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL])
+                  : [],
+              ),
+          } as Trigger,
+          {
+            source: egress,
+            mapToKeys: (c: Change<EA>) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? '')),
+          } as Trigger,
+        ],
+        reconcileEgressApproval,
+      ),
+      mk(
+        'karssandbox',
+        sandboxes,
+        [
+          {
+            source: leases,
+            mapToKeys: (c: Change) =>
+              both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])),
+          } as Trigger,
+        ],
+        reconcileSandbox,
+      ),
     ];
   }
 
@@ -167,7 +301,15 @@ export class PolicyController {
 
   /** Readiness: every watch is synced and confirmed fresh within its bound. */
   readiness(): ReadinessCheck[] {
-    return this.reflectors.map((r) => ({ name: `watch-${r.name}`, check: () => ({ ok: r.isFresh(), detail: r.store.isReady() ? `unconfirmed for ${Math.round(r.staleForMs())} ms (bound ${r.freshnessBoundMs()} ms)` : 'initial list not complete' }) }));
+    return this.reflectors.map((r) => ({
+      name: `watch-${r.name}`,
+      check: () => ({
+        ok: r.isFresh(),
+        detail: r.store.isReady()
+          ? `unconfirmed for ${Math.round(r.staleForMs())} ms (bound ${r.freshnessBoundMs()} ms)`
+          : 'initial list not complete',
+      }),
+    }));
   }
 
   /** Run every watch, the elector and the reconcilers until `signal` aborts. */

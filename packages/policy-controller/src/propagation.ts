@@ -22,8 +22,20 @@ export class PropagationTracker {
     private readonly now: () => number,
   ) {
     const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-    this.compileHist = new Histogram({ name: 'kars_policy_compile_seconds', help: 'Time from the controller seeing a new policy generation to its compiled ConfigMap being written.', labelNames: ['kind'], buckets, registers: [registry] });
-    this.echoHist = new Histogram({ name: 'kars_policy_propagation_seconds', help: 'Time from the controller seeing a new policy generation to every referencing router echoing its digest.', labelNames: ['kind'], buckets, registers: [registry] });
+    this.compileHist = new Histogram({
+      name: 'kars_policy_compile_seconds',
+      help: 'Time from the controller seeing a new policy generation to its compiled ConfigMap being written.',
+      labelNames: ['kind'],
+      buckets,
+      registers: [registry],
+    });
+    this.echoHist = new Histogram({
+      name: 'kars_policy_propagation_seconds',
+      help: 'Time from the controller seeing a new policy generation to every referencing router echoing its digest.',
+      labelNames: ['kind'],
+      buckets,
+      registers: [registry],
+    });
     const notReady = this.notReady;
     new Gauge({
       name: 'kars_policies_not_ready',

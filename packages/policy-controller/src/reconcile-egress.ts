@@ -19,11 +19,15 @@ interface Outcome {
   degraded?: { reason: string; message: string };
 }
 
-function conditions(o: Outcome): Array<{ type: 'Ready' | 'Progressing' | 'Degraded'; status: 'True' | 'False'; reason: string; message: string }> {
+function conditions(
+  o: Outcome,
+): Array<{ type: 'Ready' | 'Progressing' | 'Degraded'; status: 'True' | 'False'; reason: string; message: string }> {
   return [
     { type: 'Ready', status: o.ready.status, reason: o.ready.reason, message: o.ready.message },
     { type: 'Progressing', status: o.phase === 'Pending' ? 'True' : 'False', reason: o.ready.reason, message: o.ready.message },
-    o.degraded ? { type: 'Degraded', status: 'True', reason: o.degraded.reason, message: o.degraded.message } : { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
+    o.degraded
+      ? { type: 'Degraded', status: 'True', reason: o.degraded.reason, message: o.degraded.message }
+      : { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
   ];
 }
 
@@ -34,7 +38,13 @@ async function writeKey(ctx: ControllerContext, a: Approval, file: { key: string
 }
 
 /** Approvals of one sandbox whose key is written (effective, not expired, not deleting), with their expiry. */
-function liveApprovals(ctx: ControllerContext, namespace: string, sandbox: string, self: Approval, selfExpiresAtMs: number): Array<{ hosts: Approval['spec']['hosts']; expiresAtMs: number }> {
+function liveApprovals(
+  ctx: ControllerContext,
+  namespace: string,
+  sandbox: string,
+  self: Approval,
+  selfExpiresAtMs: number,
+): Array<{ hosts: Approval['spec']['hosts']; expiresAtMs: number }> {
   const out: Array<{ hosts: Approval['spec']['hosts']; expiresAtMs: number }> = [];
   for (const a of ctx.egress.store.list()) {
     if (a.metadata.namespace !== namespace || a.spec?.sandbox !== sandbox) continue;
@@ -69,7 +79,13 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   const generation = a.metadata.generation ?? 1;
   const prev = a.status ?? {};
   const finish = async (o: Outcome, extra: Record<string, unknown>, requeueMs: number | undefined): Promise<ReconcileResult> => {
-    const status: Record<string, unknown> = { ...prev, ...extra, observedGeneration: generation, phase: o.phase, hostCount: Array.isArray(a.spec?.hosts) ? a.spec.hosts.length : 0 };
+    const status: Record<string, unknown> = {
+      ...prev,
+      ...extra,
+      observedGeneration: generation,
+      phase: o.phase,
+      hostCount: Array.isArray(a.spec?.hosts) ? a.spec.hosts.length : 0,
+    };
     status['conditions'] = withTransitions(conditions(o), prev.conditions, generation, rfc3339(nowMs));
     await applyStatus(ctx, EGRESS_APPROVAL, a, status, STATUS_MANAGER);
     return requeueMs === undefined ? undefined : { requeueAfterMs: requeueMs };
@@ -92,11 +108,26 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   if (causes.length > 0) {
     const c = causes[0]!;
     const message = causes.map((x) => `${x.field}: ${x.message}`).join('; ');
-    return finish({ phase: 'Pending', ready: { status: 'False', reason: c.reason, message }, degraded: { reason: c.reason, message } }, {}, 30_000);
+    return finish(
+      { phase: 'Pending', ready: { status: 'False', reason: c.reason, message }, degraded: { reason: c.reason, message } },
+      {},
+      30_000,
+    );
   }
   const sandbox = boundSandbox;
   if (!sandbox || sandbox.status?.phase !== 'Running') {
-    return finish({ phase: 'Pending', ready: { status: 'False', reason: 'BlockedOnSandbox', message: `sandbox "${a.spec.sandbox}" ${sandbox ? 'has no running router' : 'does not exist'} in namespace ${namespace}` } }, {}, 5_000);
+    return finish(
+      {
+        phase: 'Pending',
+        ready: {
+          status: 'False',
+          reason: 'BlockedOnSandbox',
+          message: `sandbox "${a.spec.sandbox}" ${sandbox ? 'has no running router' : 'does not exist'} in namespace ${namespace}`,
+        },
+      },
+      {},
+      5_000,
+    );
   }
   const ttlSeconds = parseTtl(a.spec.ttl) ?? 0;
   const effectiveAt = prev.effectiveAt ?? rfc3339(nowMs);
@@ -104,7 +135,11 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   const expiresAt = rfc3339(expiresAtMs);
   if (nowMs >= expiresAtMs) {
     await writeKey(ctx, a, undefined);
-    const r = await finish({ phase: 'Expired', ready: { status: 'False', reason: 'Expired', message: `expired at ${expiresAt}` } }, { effectiveAt, expiresAt, loadedDigest: null }, undefined);
+    const r = await finish(
+      { phase: 'Expired', ready: { status: 'False', reason: 'Expired', message: `expired at ${expiresAt}` } },
+      { effectiveAt, expiresAt, loadedDigest: null },
+      undefined,
+    );
     // The finalizer stays (the contract removes it here): deleting an expired approval later is then
     // still cleaned up the same way, and an Expired approval is never reconciled back to life.
     ctx.log.info({ approval: key, expiresAt }, 'egress approval expired; key removed');
@@ -114,14 +149,35 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   await writeKey(ctx, a, file);
   const merged = { digest: expectedEgressDigest(sandbox, liveApprovals(ctx, namespace, a.spec.sandbox, a, expiresAtMs), nowMs) };
   const routers = echoesFor(ctx, namespace, a.spec.sandbox).filter((r) => isLive(r, nowMs));
-  ctx.log.debug({ approval: key, sandbox: a.spec.sandbox, mergedDigest: merged.digest, echoes: routers.map((r) => r.digests.EgressApproval ?? null) }, 'compiled egress allowlist');
+  ctx.log.debug(
+    { approval: key, sandbox: a.spec.sandbox, mergedDigest: merged.digest, echoes: routers.map((r) => r.digests.EgressApproval ?? null) },
+    'compiled egress allowlist',
+  );
   const confirmed = routers.length > 0 && routers.every((r) => r.digests.EgressApproval === merged.digest);
   const untilExpiry = Math.max(1, expiresAtMs - nowMs);
   const leaseExpiry = nextLeaseExpiryMs(routers, nowMs);
   const leaseWait = leaseExpiry === undefined ? Infinity : Math.max(50, leaseExpiry - nowMs + 50);
   if (confirmed) {
-    return finish({ phase: 'Active', ready: { status: 'True', reason: 'RouterConfirmed', message: `${routers.length} router(s) enforce the merged allowlist` } }, { effectiveAt, expiresAt, mergedDigest: merged.digest, loadedDigest: merged.digest }, Math.min(untilExpiry, 30_000, leaseWait));
+    return finish(
+      {
+        phase: 'Active',
+        ready: { status: 'True', reason: 'RouterConfirmed', message: `${routers.length} router(s) enforce the merged allowlist` },
+      },
+      { effectiveAt, expiresAt, mergedDigest: merged.digest, loadedDigest: merged.digest },
+      Math.min(untilExpiry, 30_000, leaseWait),
+    );
   }
   const seen = routers.map((r) => r.digests.EgressApproval ?? 'nothing').join(', ');
-  return finish({ phase: 'Pending', ready: { status: 'False', reason: 'AwaitingRouterEcho', message: `waiting for the sandbox router to echo ${merged.digest}${routers.length ? ` (echoes: ${seen})` : ''}` } }, { effectiveAt, expiresAt, mergedDigest: merged.digest, loadedDigest: null }, Math.min(untilExpiry, 5_000, leaseWait));
+  return finish(
+    {
+      phase: 'Pending',
+      ready: {
+        status: 'False',
+        reason: 'AwaitingRouterEcho',
+        message: `waiting for the sandbox router to echo ${merged.digest}${routers.length ? ` (echoes: ${seen})` : ''}`,
+      },
+    },
+    { effectiveAt, expiresAt, mergedDigest: merged.digest, loadedDigest: null },
+    Math.min(untilExpiry, 5_000, leaseWait),
+  );
 }

@@ -4,9 +4,23 @@ import { Resources } from '@kars/kube-client';
 import type { ResourceRef } from '@kars/kube-client';
 import type { ReconcileResult } from '@kars/kube-runtime';
 import { splitKey } from '@kars/kube-runtime';
-import { INFERENCE_POLICY, INFERENCE_POLICY_FINALIZER, TOOL_POLICY, TOOL_POLICY_FINALIZER, validateInferencePolicySpec, validateToolPolicySpec } from '@kars/policy-api';
+import {
+  INFERENCE_POLICY,
+  INFERENCE_POLICY_FINALIZER,
+  TOOL_POLICY,
+  TOOL_POLICY_FINALIZER,
+  validateInferencePolicySpec,
+  validateToolPolicySpec,
+} from '@kars/policy-api';
 import type { Condition, InferencePolicy, KarsSandbox, Propagation, ToolPolicy } from '@kars/policy-api';
-import { compileInferencePolicy, compileToolPolicy, INFERENCE_POLICY_FIELD_MANAGER, inferencePolicyConfigMapName, TOOL_POLICY_FIELD_MANAGER, toolPolicyConfigMapName } from '@kars/policy-compiler';
+import {
+  compileInferencePolicy,
+  compileToolPolicy,
+  INFERENCE_POLICY_FIELD_MANAGER,
+  inferencePolicyConfigMapName,
+  TOOL_POLICY_FIELD_MANAGER,
+  toolPolicyConfigMapName,
+} from '@kars/policy-compiler';
 import type { CompiledConfigMap } from '@kars/policy-compiler';
 import { echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from './context.js';
 import type { ControllerContext } from './context.js';
@@ -33,7 +47,11 @@ interface PolicyKindSpec<T extends KubeObject> {
    * Compile: the ConfigMap, `status.compiledDigest` (undefined: none), every digest routers must echo
    * before the policy is Ready, and extra status fields.
    */
-  compile: (obj: T) => { ok: true; configMap: CompiledConfigMap; digest: string | undefined; expect: ExpectedEcho[]; extra: Record<string, unknown> } | { ok: false; reason: string; field: string; message: string };
+  compile: (
+    obj: T,
+  ) =>
+    | { ok: true; configMap: CompiledConfigMap; digest: string | undefined; expect: ExpectedEcho[]; extra: Record<string, unknown> }
+    | { ok: false; reason: string; field: string; message: string };
 }
 
 const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
@@ -50,7 +68,13 @@ const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
   compile: (obj) => {
     const c = compileInferencePolicy(obj);
     if (!c.ok) return c;
-    return { ok: true, configMap: c.configMap, digest: c.compiledDigest, expect: [{ kind: 'InferencePolicy', digest: c.compiledDigest }], extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } } };
+    return {
+      ok: true,
+      configMap: c.configMap,
+      digest: c.compiledDigest,
+      expect: [{ kind: 'InferencePolicy', digest: c.compiledDigest }],
+      extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } },
+    };
   },
 };
 
@@ -71,7 +95,13 @@ const TOOL: PolicyKindSpec<ToolPolicy & KubeObject> = {
     // Routers enforce profile.json (scope, rate limit, approval) and the AGT profile: both must be echoed.
     const expect: ExpectedEcho[] = [{ kind: 'ToolPolicy', digest: c.profileDigest }];
     if (c.agtProfileDigest !== undefined) expect.push({ kind: 'AgtProfile', digest: c.agtProfileDigest });
-    return { ok: true, configMap: c.configMap, digest: c.agtProfileDigest, expect, extra: { agtProfileDigest: c.agtProfileDigest ?? null } };
+    return {
+      ok: true,
+      configMap: c.configMap,
+      digest: c.agtProfileDigest,
+      expect,
+      extra: { agtProfileDigest: c.agtProfileDigest ?? null },
+    };
   },
 };
 
@@ -87,10 +117,16 @@ export function reconcileToolPolicy(ctx: ControllerContext, key: string): Promis
 
 /** Whether the watched copy of a compiled ConfigMap already holds exactly these labels, annotations and data. */
 function configMapMatches(ctx: ControllerContext, want: CompiledConfigMap): boolean {
-  const have = ctx.configmaps.store.get(`${want.metadata.namespace}/${want.metadata.name}`) as (KubeObject & { data?: Record<string, string> }) | undefined;
+  const have = ctx.configmaps.store.get(`${want.metadata.namespace}/${want.metadata.name}`) as
+    (KubeObject & { data?: Record<string, string> }) | undefined;
   if (!have) return false;
-  const sub = (a: Record<string, string>, b: Record<string, string> | undefined): boolean => Object.entries(a).every(([k, v]) => b?.[k] === v);
-  return sub(want.metadata.labels, have.metadata.labels) && sub(want.metadata.annotations, have.metadata.annotations) && sameJson(want.data, have.data ?? {});
+  const sub = (a: Record<string, string>, b: Record<string, string> | undefined): boolean =>
+    Object.entries(a).every(([k, v]) => b?.[k] === v);
+  return (
+    sub(want.metadata.labels, have.metadata.labels) &&
+    sub(want.metadata.annotations, have.metadata.annotations) &&
+    sameJson(want.data, have.data ?? {})
+  );
 }
 
 async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: string): Promise<void> {
@@ -106,7 +142,11 @@ async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: 
  * replaces the last good ConfigMap), compile, server-side apply of the ConfigMap (which also
  * restores one edited or deleted by hand), referrers, router echo, status, events, requeue.
  */
-async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: Condition[]; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: Propagation } }>(ctx: ControllerContext, k: PolicyKindSpec<T>, key: string): Promise<ReconcileResult> {
+async function reconcilePolicy<
+  T extends KubeObject & {
+    status?: { conditions?: Condition[]; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: Propagation };
+  },
+>(ctx: ControllerContext, k: PolicyKindSpec<T>, key: string): Promise<ReconcileResult> {
   const obj = k.store(ctx).get(key);
   const { namespace = '', name } = splitKey(key);
   if (!obj) {
@@ -144,7 +184,8 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
   } else {
     try {
       // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
-      if (!configMapMatches(ctx, compiled.configMap)) await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
+      if (!configMapMatches(ctx, compiled.configMap))
+        await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
     } catch (err) {
       const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
       await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
@@ -152,7 +193,10 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     }
     const compileMs = ctx.propagation.compiled(k.kind, obj);
     const digest = compiled.digest;
-    ctx.log.debug({ kind: k.kind, key, generation, digest: digest ?? null, configMap: compiled.configMap.metadata.name, compileMs }, 'compiled');
+    ctx.log.debug(
+      { kind: k.kind, key, generation, digest: digest ?? null, configMap: compiled.configMap.metadata.name, compileMs },
+      'compiled',
+    );
     if (prev?.compiledDigest !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
     Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
     const referrers = k.referrers(ctx, namespace, name);
@@ -170,8 +214,18 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
       }
     }
     status['propagation'] = propagation;
-    requeueMs = state.kind === 'Rejected' ? REQUEUE.degraded : state.kind === 'Awaiting' ? REQUEUE.awaiting : state.kind === 'NoSandboxesReferencing' ? k.noReferrersRequeueMs : REQUEUE.confirmed;
-    const expiry = nextLeaseExpiryMs(echoes.flatMap((e) => e.routers), nowMs);
+    requeueMs =
+      state.kind === 'Rejected'
+        ? REQUEUE.degraded
+        : state.kind === 'Awaiting'
+          ? REQUEUE.awaiting
+          : state.kind === 'NoSandboxesReferencing'
+            ? k.noReferrersRequeueMs
+            : REQUEUE.confirmed;
+    const expiry = nextLeaseExpiryMs(
+      echoes.flatMap((e) => e.routers),
+      nowMs,
+    );
     if (expiry !== undefined) requeueMs = Math.min(requeueMs, Math.max(50, expiry - nowMs + 50));
     if (state.kind === 'Rejected') {
       ctx.log.warn({ kind: k.kind, key, details: state.details }, 'a router refused the compiled policy');
@@ -179,7 +233,14 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
     }
     if (shouldWarn(state)) {
       // Only after the grace: routers echo a routine edit within milliseconds, and that is no news.
-      const wait = ctx.events.warnAfterGrace(obj, 'PolicyNotEnforced', `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`, `${generation}/${digest ?? ''}`, ctx.notEnforcedGraceMs, nowMs);
+      const wait = ctx.events.warnAfterGrace(
+        obj,
+        'PolicyNotEnforced',
+        `AwaitingRouterConfirmation: ${conditionsFor(state)[0]?.message ?? ''}`,
+        `${generation}/${digest ?? ''}`,
+        ctx.notEnforcedGraceMs,
+        nowMs,
+      );
       if (wait !== undefined) requeueMs = Math.min(requeueMs, wait + 50);
     } else ctx.events.settled(obj.metadata.uid);
   }
@@ -187,10 +248,26 @@ async function reconcilePolicy<T extends KubeObject & { status?: { conditions?: 
   return { requeueAfterMs: requeueMs };
 }
 
-async function writeStatus<T extends KubeObject & { status?: { conditions?: Condition[] } }>(ctx: ControllerContext, k: PolicyKindSpec<T>, obj: T, status: Record<string, unknown>, state: EnforcementState, generation: number, nowMs: number): Promise<void> {
+async function writeStatus<T extends KubeObject & { status?: { conditions?: Condition[] } }>(
+  ctx: ControllerContext,
+  k: PolicyKindSpec<T>,
+  obj: T,
+  status: Record<string, unknown>,
+  state: EnforcementState,
+  generation: number,
+  nowMs: number,
+): Promise<void> {
   status['phase'] = phaseFor(state);
   status['conditions'] = withTransitions(conditionsFor(state), obj.status?.conditions, generation, rfc3339(nowMs));
   const wrote = await applyStatus(ctx, k.ref, obj, status, k.statusManager);
-  ctx.propagation.setReady(k.kind, `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`, state.kind === 'Confirmed' || state.kind === 'NotApplicable');
-  if (wrote) ctx.log.info({ kind: k.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, phase: status['phase'], state: state.kind, generation }, 'status updated');
+  ctx.propagation.setReady(
+    k.kind,
+    `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`,
+    state.kind === 'Confirmed' || state.kind === 'NotApplicable',
+  );
+  if (wrote)
+    ctx.log.info(
+      { kind: k.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, phase: status['phase'], state: state.kind, generation },
+      'status updated',
+    );
 }

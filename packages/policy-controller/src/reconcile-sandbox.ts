@@ -28,7 +28,12 @@ export async function reconcileSandbox(ctx: ControllerContext, key: string): Pro
     // lastSeen moves only when what the router reports changes, so lease renewals do not rewrite the status.
     return { instance, lastSeen: same ? prev.lastSeen : rfc3339(newest.renewedAtMs), loaded, lastErrors };
   });
-  const status = { ...(sb.status ?? {}), phase: routers.length > 0 ? 'Running' : 'Pending', routers, observedGeneration: sb.metadata.generation ?? 1 };
+  const status = {
+    ...(sb.status ?? {}),
+    phase: routers.length > 0 ? 'Running' : 'Pending',
+    routers,
+    observedGeneration: sb.metadata.generation ?? 1,
+  };
   await applyStatus(ctx, KARS_SANDBOX, sb, status, 'kars-controller/karssandbox-status');
   const expiry = nextLeaseExpiryMs(live, nowMs);
   return expiry === undefined ? undefined : { requeueAfterMs: Math.max(50, expiry - nowMs + 50) };

@@ -10,7 +10,12 @@ export function rfc3339(ms: number): string {
 
 function stable(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (isObject(v)) return `{${Object.keys(v).filter((k) => v[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${stable(v[k])}`).join(',')}}`;
+  if (isObject(v))
+    return `{${Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable(v[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
@@ -23,10 +28,26 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * Write `status` with server-side apply (force) as the reconciler's status manager, unless it is
  * already exactly what is stored. Returns true when it wrote.
  */
-export async function applyStatus(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, status: Record<string, unknown>, manager: string): Promise<boolean> {
+export async function applyStatus(
+  ctx: ControllerContext,
+  ref: ResourceRef,
+  obj: KubeObject,
+  status: Record<string, unknown>,
+  manager: string,
+): Promise<boolean> {
   if (sameJson(obj['status'], status)) return false;
   try {
-    await ctx.client.apply(ref, { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' }, status }, manager, { force: true, subresource: 'status' });
+    await ctx.client.apply(
+      ref,
+      {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' },
+        status,
+      },
+      manager,
+      { force: true, subresource: 'status' },
+    );
     return true;
   } catch (err) {
     if (err instanceof ApiError && err.code === 404) return false;
@@ -37,14 +58,26 @@ export async function applyStatus(ctx: ControllerContext, ref: ResourceRef, obj:
 /** Add a finalizer with an optimistic-concurrency merge patch (409 → the reconcile retries). */
 export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
   const finalizers = [...(obj.metadata.finalizers ?? []), finalizer];
-  await ctx.client.patch(ref, obj.metadata.namespace, obj.metadata.name ?? '', { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } }, 'merge');
+  await ctx.client.patch(
+    ref,
+    obj.metadata.namespace,
+    obj.metadata.name ?? '',
+    { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } },
+    'merge',
+  );
 }
 
 /** Remove a finalizer with an optimistic-concurrency merge patch; a 404 means it is already gone. */
 export async function removeFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
   const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer);
   try {
-    await ctx.client.patch(ref, obj.metadata.namespace, obj.metadata.name ?? '', { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } }, 'merge');
+    await ctx.client.patch(
+      ref,
+      obj.metadata.namespace,
+      obj.metadata.name ?? '',
+      { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } },
+      'merge',
+    );
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 404)) throw err;
   }

@@ -46,15 +46,25 @@ describe('router admission over HTTP', () => {
     try {
       const { port } = new URL(r.router.url);
       const status = await new Promise<number>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json', 'content-length': 11 * 1024 * 1024 } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/v1/chat/completions',
+            headers: { 'content-type': 'application/json', 'content-length': 11 * 1024 * 1024 },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.flushHeaders(); // headers only: the body is never sent
       });
       assert.equal(status, 413);
-      const send = (): Promise<number> => fetch(`${r.router.url}/v1/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' }).then((x) => x.status);
+      const send = (): Promise<number> =>
+        fetch(`${r.router.url}/v1/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' }).then((x) => x.status);
       const statuses = await Promise.all([send(), send(), send(), send()]);
       assert.deepEqual([...statuses].sort(), [200, 200, 503, 503]);
     } finally {

@@ -30,7 +30,8 @@ export interface AdmissionLimits {
   maxConcurrent: number;
 }
 
-export type Admission = { ok: true; release: () => void } | { ok: false; status: 413 | 503; code: 'request_too_large' | 'router_busy'; message: string };
+export type Admission =
+  { ok: true; release: () => void } | { ok: false; status: 413 | 503; code: 'request_too_large' | 'router_busy'; message: string };
 
 /** Counts requests and body bytes in flight against {@link AdmissionLimits}. */
 export class AdmissionGate {
@@ -45,7 +46,9 @@ export class AdmissionGate {
       maxConcurrent: limits.maxConcurrent ?? DEFAULT_MAX_CONCURRENT_REQUESTS,
     };
     if (this.limits.maxInflightBodyBytes < this.limits.maxRequestBodyBytes) {
-      throw new RangeError(`the in-flight body cap (${this.limits.maxInflightBodyBytes} bytes) must be at least the per-request limit (${this.limits.maxRequestBodyBytes} bytes), or no large request could ever be admitted`);
+      throw new RangeError(
+        `the in-flight body cap (${this.limits.maxInflightBodyBytes} bytes) must be at least the per-request limit (${this.limits.maxRequestBodyBytes} bytes), or no large request could ever be admitted`,
+      );
     }
   }
 
@@ -60,11 +63,29 @@ export class AdmissionGate {
     let hold = maxRequestBodyBytes;
     if (declaredLength !== undefined) {
       const n = /^\d{1,16}$/.test(declaredLength) ? Number(declaredLength) : NaN;
-      if (Number.isNaN(n) || n > maxRequestBodyBytes) return { ok: false, status: 413, code: 'request_too_large', message: `Request body exceeds ${maxRequestBodyBytes} bytes; send a smaller request` };
+      if (Number.isNaN(n) || n > maxRequestBodyBytes)
+        return {
+          ok: false,
+          status: 413,
+          code: 'request_too_large',
+          message: `Request body exceeds ${maxRequestBodyBytes} bytes; send a smaller request`,
+        };
       hold = n;
     }
-    if (this.#active >= maxConcurrent) return { ok: false, status: 503, code: 'router_busy', message: `the router is serving its maximum of ${maxConcurrent} requests; retry shortly` };
-    if (this.#bytes + hold > maxInflightBodyBytes) return { ok: false, status: 503, code: 'router_busy', message: `the router holds its maximum of ${maxInflightBodyBytes} request body bytes in flight; retry shortly` };
+    if (this.#active >= maxConcurrent)
+      return {
+        ok: false,
+        status: 503,
+        code: 'router_busy',
+        message: `the router is serving its maximum of ${maxConcurrent} requests; retry shortly`,
+      };
+    if (this.#bytes + hold > maxInflightBodyBytes)
+      return {
+        ok: false,
+        status: 503,
+        code: 'router_busy',
+        message: `the router holds its maximum of ${maxInflightBodyBytes} request body bytes in flight; retry shortly`,
+      };
     this.#active++;
     this.#bytes += hold;
     let done = false;
@@ -92,9 +113,16 @@ export function admitRequest(gate: AdmissionGate, req: IncomingMessage, res: Ser
     res.once('close', a.release);
     return true;
   }
-  const text = JSON.stringify({ error: { message: a.message, type: a.status === 413 ? 'invalid_request_error' : 'router_busy', code: a.code } });
+  const text = JSON.stringify({
+    error: { message: a.message, type: a.status === 413 ? 'invalid_request_error' : 'router_busy', code: a.code },
+  });
   res.shouldKeepAlive = false;
-  res.writeHead(a.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close', ...(a.status === 503 ? { 'retry-after': '1' } : {}) });
+  res.writeHead(a.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    connection: 'close',
+    ...(a.status === 503 ? { 'retry-after': '1' } : {}),
+  });
   res.end(text);
   return false;
 }

@@ -25,7 +25,15 @@ import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 
 const testdata = fileURLToPath(new URL('../../policy-compiler/testdata/', import.meta.url));
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 5000, pingIntervalMs: 1000, pingTimeoutMs: 1000, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 5000,
+  pingIntervalMs: 1000,
+  pingTimeoutMs: 1000,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 const silent = pino({ level: 'silent' });
 const ALL_GUARDRAILS: RouterCapabilities = { mcpServers: [], guardrailProviders: ['openai-moderation'] };
 
@@ -54,40 +62,153 @@ function cases(): Case[] {
   const demo = (eg.docs as Array<{ kind: string; spec: KarsSandbox['spec'] }>).find((d) => d.kind === 'KarsSandbox');
   assert.ok(demo);
   const out: Case[] = [
-    { name: 'golden InferencePolicy with guardrails, router without a guardrail backend', sandbox: 'sb', spec: { inferenceRef: { name: 'prod-chat' } }, configMaps: ip.configMaps, caps: NO_CAPABILITIES, refuses: ['InferencePolicy'] },
-    { name: 'golden InferencePolicy with guardrails, router with the backend', sandbox: 'sb', spec: { inferenceRef: { name: 'prod-chat' } }, configMaps: ip.configMaps, caps: ALL_GUARDRAILS, refuses: [] },
-    { name: 'golden selector-only InferencePolicy', sandbox: 'sb', spec: { inferenceRef: { name: 'selector-only' } }, configMaps: ip.configMaps, caps: NO_CAPABILITIES, refuses: [] },
-    { name: 'golden ToolPolicy with commerce, an MCP scope and a full-AGT profile', sandbox: 'sb', spec: { governance: { enabled: true, toolPolicyRef: { name: 'payments' } } }, configMaps: tp.configMaps, caps: NO_CAPABILITIES, refuses: ['ToolPolicy', 'AgtProfile'] },
-    { name: 'golden ToolPolicy without AGT profile', sandbox: 'sb', spec: { governance: { enabled: true, toolPolicyRef: { name: 'kars-default' } } }, configMaps: tp.configMaps, caps: NO_CAPABILITIES, refuses: [] },
-    { name: 'golden sandbox with two approvals', sandbox: 'demo', spec: demo.spec, configMaps: eg.configMaps, caps: NO_CAPABILITIES, refuses: [] },
+    {
+      name: 'golden InferencePolicy with guardrails, router without a guardrail backend',
+      sandbox: 'sb',
+      spec: { inferenceRef: { name: 'prod-chat' } },
+      configMaps: ip.configMaps,
+      caps: NO_CAPABILITIES,
+      refuses: ['InferencePolicy'],
+    },
+    {
+      name: 'golden InferencePolicy with guardrails, router with the backend',
+      sandbox: 'sb',
+      spec: { inferenceRef: { name: 'prod-chat' } },
+      configMaps: ip.configMaps,
+      caps: ALL_GUARDRAILS,
+      refuses: [],
+    },
+    {
+      name: 'golden selector-only InferencePolicy',
+      sandbox: 'sb',
+      spec: { inferenceRef: { name: 'selector-only' } },
+      configMaps: ip.configMaps,
+      caps: NO_CAPABILITIES,
+      refuses: [],
+    },
+    {
+      name: 'golden ToolPolicy with commerce, an MCP scope and a full-AGT profile',
+      sandbox: 'sb',
+      spec: { governance: { enabled: true, toolPolicyRef: { name: 'payments' } } },
+      configMaps: tp.configMaps,
+      caps: NO_CAPABILITIES,
+      refuses: ['ToolPolicy', 'AgtProfile'],
+    },
+    {
+      name: 'golden ToolPolicy without AGT profile',
+      sandbox: 'sb',
+      spec: { governance: { enabled: true, toolPolicyRef: { name: 'kars-default' } } },
+      configMaps: tp.configMaps,
+      caps: NO_CAPABILITIES,
+      refuses: [],
+    },
+    {
+      name: 'golden sandbox with two approvals',
+      sandbox: 'demo',
+      spec: demo.spec,
+      configMaps: eg.configMaps,
+      caps: NO_CAPABILITIES,
+      refuses: [],
+    },
   ];
   // Inputs built to be refused, one field at a time.
-  const ipBody = JSON.parse(ip.configMaps.find((c) => c.name === 'inferencepolicy-selector-only-profile')!.data['inference-policy.json']!) as Record<string, unknown>;
+  const ipBody = JSON.parse(
+    ip.configMaps.find((c) => c.name === 'inferencepolicy-selector-only-profile')!.data['inference-policy.json']!,
+  ) as Record<string, unknown>;
   const bad: Array<[string, Record<string, string>]> = [
     ['inference body that is not JSON', { 'inference-policy.json': '{"tokenBudget":' }],
     ['inference body with an unknown top-level field', { 'inference-policy.json': JSON.stringify({ ...ipBody, maxCost: 5 }) }],
-    ['inference body with an unknown nested field', { 'inference-policy.json': JSON.stringify({ ...ipBody, tokenBudget: { dailyTokens: 5, hourlyTokens: 1 } }) }],
-    ['inference body with a string where a number belongs', { 'inference-policy.json': JSON.stringify({ ...ipBody, tokenBudget: { perRequestTokens: '100' } }) }],
-    ['inference body with an unknown severity', { 'inference-policy.json': JSON.stringify({ ...ipBody, contentSafety: { hate: 'Extreme' } }) }],
+    [
+      'inference body with an unknown nested field',
+      { 'inference-policy.json': JSON.stringify({ ...ipBody, tokenBudget: { dailyTokens: 5, hourlyTokens: 1 } }) },
+    ],
+    [
+      'inference body with a string where a number belongs',
+      { 'inference-policy.json': JSON.stringify({ ...ipBody, tokenBudget: { perRequestTokens: '100' } }) },
+    ],
+    [
+      'inference body with an unknown severity',
+      { 'inference-policy.json': JSON.stringify({ ...ipBody, contentSafety: { hate: 'Extreme' } }) },
+    ],
   ];
-  for (const [name, data] of bad) out.push({ name, sandbox: 'sb', spec: { inferenceRef: { name: 'x' } }, configMaps: [{ name: 'inferencepolicy-x-profile', data }], caps: ALL_GUARDRAILS, refuses: ['InferencePolicy'] });
-  const profile = (o: Record<string, unknown>): string => JSON.stringify({ appliesTo: { tool: '*', mcpServer: null, sandboxMatchLabels: {} }, commerce: null, rateLimit: null, approval: null, displayName: null, ...o }, null, 2);
+  for (const [name, data] of bad)
+    out.push({
+      name,
+      sandbox: 'sb',
+      spec: { inferenceRef: { name: 'x' } },
+      configMaps: [{ name: 'inferencepolicy-x-profile', data }],
+      caps: ALL_GUARDRAILS,
+      refuses: ['InferencePolicy'],
+    });
+  const profile = (o: Record<string, unknown>): string =>
+    JSON.stringify(
+      {
+        appliesTo: { tool: '*', mcpServer: null, sandboxMatchLabels: {} },
+        commerce: null,
+        rateLimit: null,
+        approval: null,
+        displayName: null,
+        ...o,
+      },
+      null,
+      2,
+    );
   const badTools: Array<[string, Record<string, string>]> = [
     ['tool profile with an unknown field', { 'profile.json': profile({ budget: 3 }) }],
-    ['tool profile scoped to an MCP server the router does not front', { 'profile.json': profile({ appliesTo: { tool: '*', mcpServer: 'github', sandboxMatchLabels: {} } }) }],
-    ['AGT profile with a rule key outside the subset', { 'profile.json': profile({}), 'agt-profile.yaml': 'rules:\n  - deny: "*delete*"\n    when: always\n' }],
+    [
+      'tool profile scoped to an MCP server the router does not front',
+      { 'profile.json': profile({ appliesTo: { tool: '*', mcpServer: 'github', sandboxMatchLabels: {} } }) },
+    ],
+    [
+      'AGT profile with a rule key outside the subset',
+      { 'profile.json': profile({}), 'agt-profile.yaml': 'rules:\n  - deny: "*delete*"\n    when: always\n' },
+    ],
     ['AGT profile that is not YAML', { 'profile.json': profile({}), 'agt-profile.yaml': 'rules: [unclosed\n' }],
   ];
-  for (const [name, data] of badTools) out.push({ name, sandbox: 'sb', spec: { governance: { enabled: true, toolPolicyRef: { name: 't' } } }, configMaps: [{ name: 'toolpolicy-t-profile', data }], caps: NO_CAPABILITIES, refuses: ['ToolPolicy'] });
+  for (const [name, data] of badTools)
+    out.push({
+      name,
+      sandbox: 'sb',
+      spec: { governance: { enabled: true, toolPolicyRef: { name: 't' } } },
+      configMaps: [{ name: 'toolpolicy-t-profile', data }],
+      caps: NO_CAPABILITIES,
+      refuses: ['ToolPolicy'],
+    });
   out.push({
     name: 'tool profile scoped to an MCP server the router fronts',
     sandbox: 'sb',
     spec: { governance: { enabled: true, toolPolicyRef: { name: 't' } } },
-    configMaps: [{ name: 'toolpolicy-t-profile', data: { 'profile.json': profile({ appliesTo: { tool: '*', mcpServer: 'github', sandboxMatchLabels: {} } }), 'agt-profile.yaml': 'rules:\n  - deny: "*delete*"\n' } }],
+    configMaps: [
+      {
+        name: 'toolpolicy-t-profile',
+        data: {
+          'profile.json': profile({ appliesTo: { tool: '*', mcpServer: 'github', sandboxMatchLabels: {} } }),
+          'agt-profile.yaml': 'rules:\n  - deny: "*delete*"\n',
+        },
+      },
+    ],
     caps: { mcpServers: ['github'], guardrailProviders: [] },
     refuses: [],
   });
-  out.push({ name: 'approvals with an unparseable file', sandbox: 'sb', spec: { networkPolicy: { allowedEndpoints: [{ host: 'a.example' }] } }, configMaps: [{ name: 'kars-sb-egress-approvals', data: { 'approval-x.json': 'nope', 'approval-y.json': JSON.stringify({ hosts: [{ host: 'B.example', port: 8443 }], expiresAt: new Date(Date.now() + 3_600_000).toISOString() }) } }], caps: NO_CAPABILITIES, refuses: [] });
+  out.push({
+    name: 'approvals with an unparseable file',
+    sandbox: 'sb',
+    spec: { networkPolicy: { allowedEndpoints: [{ host: 'a.example' }] } },
+    configMaps: [
+      {
+        name: 'kars-sb-egress-approvals',
+        data: {
+          'approval-x.json': 'nope',
+          'approval-y.json': JSON.stringify({
+            hosts: [{ host: 'B.example', port: 8443 }],
+            expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+          }),
+        },
+      },
+    ],
+    caps: NO_CAPABILITIES,
+    refuses: [],
+  });
   return out;
 }
 
@@ -116,10 +237,34 @@ describe('one wire contract: the test router echoes exactly what the real router
       const ns = `case-${i}`;
       await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
       for (const cm of c.configMaps) {
-        await ts.client.post(`/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cm.name, labels: { 'app.kubernetes.io/managed-by': 'kars-controller' } }, data: cm.data });
+        await ts.client.post(`/api/v1/namespaces/${ns}/configmaps`, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: cm.name, labels: { 'app.kubernetes.io/managed-by': 'kars-controller' } },
+          data: cm.data,
+        });
       }
-      await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${ns}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: c.sandbox }, spec: c.spec });
-      const real = await startRouter({ sandbox: c.sandbox, namespace: ns, listen: '127.0.0.1:0', upstream: new URL('http://127.0.0.1:9'), source: { kind: 'api', client, config: cfg }, instance: 'real', guardrailProviders: c.caps.guardrailProviders as Array<'openai-moderation'>, mcpUpstreams: c.caps.mcpServers.map((name) => ({ name, url: new URL('http://127.0.0.1:9/mcp') })), metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+      await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${ns}/karssandboxes`, {
+        apiVersion: 'kars.azure.com/v1alpha1',
+        kind: 'KarsSandbox',
+        metadata: { name: c.sandbox },
+        spec: c.spec,
+      });
+      const real = await startRouter(
+        {
+          sandbox: c.sandbox,
+          namespace: ns,
+          listen: '127.0.0.1:0',
+          upstream: new URL('http://127.0.0.1:9'),
+          source: { kind: 'api', client, config: cfg },
+          instance: 'real',
+          guardrailProviders: c.caps.guardrailProviders as Array<'openai-moderation'>,
+          mcpUpstreams: c.caps.mcpServers.map((name) => ({ name, url: new URL('http://127.0.0.1:9/mcp') })),
+          metrics: new RuntimeMetrics(),
+          log: silent,
+        },
+        ac.signal,
+      );
       routers.push(real);
       const test = new TestRouter(client, ns, c.sandbox, 'test', c.caps);
       await test.step();
@@ -133,11 +278,17 @@ describe('one wire contract: the test router echoes exactly what the real router
       let got: Record<string, string> | undefined;
       while (Date.now() - t0 < 10_000) {
         got = real.isReady() ? await leaseOf('real') : undefined;
-        if (got && got[LOADED_DIGESTS_ANNOTATION] === want[LOADED_DIGESTS_ANNOTATION] && got[LAST_ERRORS_ANNOTATION] === want[LAST_ERRORS_ANNOTATION]) break;
+        if (
+          got &&
+          got[LOADED_DIGESTS_ANNOTATION] === want[LOADED_DIGESTS_ANNOTATION] &&
+          got[LAST_ERRORS_ANNOTATION] === want[LAST_ERRORS_ANNOTATION]
+        )
+          break;
         await new Promise((r) => setTimeout(r, 25));
       }
       assert.ok(got, 'the real router published its echo lease');
-      for (const a of [LOADED_DIGESTS_ANNOTATION, LAST_ERRORS_ANNOTATION, REJECTED_DIGESTS_ANNOTATION]) assert.equal(got[a], want[a], `${a} differs`);
+      for (const a of [LOADED_DIGESTS_ANNOTATION, LAST_ERRORS_ANNOTATION, REJECTED_DIGESTS_ANNOTATION])
+        assert.equal(got[a], want[a], `${a} differs`);
       // What the router refused, it says so, with the refused digest; what it accepted, it echoes.
       const rejected = JSON.parse(want[REJECTED_DIGESTS_ANNOTATION] ?? '{}') as Record<string, string>;
       const errors = JSON.parse(want[LAST_ERRORS_ANNOTATION] ?? '{}') as Record<string, string>;

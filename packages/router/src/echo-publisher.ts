@@ -1,6 +1,13 @@
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import { echoLease, heartbeatSeenAnnotation, HEARTBEAT_SEEN_ANNOTATION, routerLeaseName, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } from '@kars/policy-api';
+import {
+  echoLease,
+  heartbeatSeenAnnotation,
+  HEARTBEAT_SEEN_ANNOTATION,
+  routerLeaseName,
+  ROUTER_LEASE_SECONDS,
+  ROUTER_RENEW_SECONDS,
+} from '@kars/policy-api';
 import type { RuntimeLogger } from '@kars/kube-runtime';
 import type { HeartbeatStaleness } from './staleness.js';
 import type { PolicyState } from './state.js';
@@ -80,11 +87,29 @@ export class EchoPublisher {
     }
     const { client, namespace, sandbox, instance, state } = this.opts;
     const echo = state.echo();
-    const lease = echoLease(namespace, { sandbox, instance, digests: echo.digests, errors: echo.errors, rejected: echo.rejected, capabilities: this.opts.capabilities ?? [], renewedAtMs: Date.now(), leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
+    const lease = echoLease(namespace, {
+      sandbox,
+      instance,
+      digests: echo.digests,
+      errors: echo.errors,
+      rejected: echo.rejected,
+      capabilities: this.opts.capabilities ?? [],
+      renewedAtMs: Date.now(),
+      leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS,
+    });
     const renewMs = this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000;
-    if (this.opts.staleness) lease.metadata.annotations[HEARTBEAT_SEEN_ANNOTATION] = heartbeatSeenAnnotation(this.opts.staleness.newestControllerTimeMs(), this.opts.staleness.stalenessSeconds());
+    if (this.opts.staleness)
+      lease.metadata.annotations[HEARTBEAT_SEEN_ANNOTATION] = heartbeatSeenAnnotation(
+        this.opts.staleness.newestControllerTimeMs(),
+        this.opts.staleness.stalenessSeconds(),
+      );
     this.inFlight = client
-      .apply(Resources.leases, lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } }, `kars-router/${instance}`, { force: true })
+      .apply(
+        Resources.leases,
+        lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } },
+        `kars-router/${instance}`,
+        { force: true },
+      )
       .then(
         () => {
           this.lastPublishedMs = Date.now();
@@ -95,7 +120,10 @@ export class EchoPublisher {
           // Retry soon (0.5 s doubling, at most one beat): an echo that failed during a fault must
           // not wait for the liveness beat, or Ready would lag the load by up to a beat.
           const retryMs = Math.min(renewMs, 500 * 2 ** Math.min(this.failures++, 10));
-          this.opts.log?.warn({ err: err instanceof Error ? err.message : String(err), retryInMs: retryMs }, 'could not publish the router echo lease; retrying');
+          this.opts.log?.warn(
+            { err: err instanceof Error ? err.message : String(err), retryInMs: retryMs },
+            'could not publish the router echo lease; retrying',
+          );
           if (!this.stopped) this.schedule(retryMs);
         },
       )
@@ -118,12 +146,19 @@ export class EchoPublisher {
       (err: unknown) => {
         const code = (err as { code?: number }).code;
         if (code === 404) return 'deleted' as const;
-        this.opts.log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not withdraw the router echo lease; it expires on its own');
+        this.opts.log?.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'could not withdraw the router echo lease; it expires on its own',
+        );
         return 'failed' as const;
       },
     );
     const outcome = await Promise.race([del, timeout]);
-    if (outcome === 'timeout') this.opts.log?.warn({ timeoutMs: this.opts.withdrawTimeoutMs ?? 2000 }, 'withdrawing the router echo lease timed out; it expires on its own');
+    if (outcome === 'timeout')
+      this.opts.log?.warn(
+        { timeoutMs: this.opts.withdrawTimeoutMs ?? 2000 },
+        'withdrawing the router echo lease timed out; it expires on its own',
+      );
   }
 
   /**

@@ -26,7 +26,15 @@ import type { OpenAIStub } from './stubs/openai.js';
 
 const NS = 'enforce';
 const API = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 5000, pingIntervalMs: 1000, pingTimeoutMs: 1000, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 5000,
+  pingIntervalMs: 1000,
+  pingTimeoutMs: 1000,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 const silent = pino({ level: 'silent' });
 const TOKEN = 'admin-token-enforce';
 
@@ -65,7 +73,14 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     github = await startMcpStub({ tools: [{ name: 'delete_repo' }, { name: 'get_repo' }] });
     other = await startMcpStub({ tools: [{ name: 'delete_repo' }] });
     client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 1000, pingTimeoutMs: 1000 });
-    const controller = new PolicyController({ client, config: cfg, metrics: new RuntimeMetrics(), log: silent, leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' }, env: {} });
+    const controller = new PolicyController({
+      client,
+      config: cfg,
+      metrics: new RuntimeMetrics(),
+      log: silent,
+      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' },
+      env: {},
+    });
     controllerRun = controller.run(ac.signal);
   });
 
@@ -79,9 +94,28 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
   });
 
   /** Start a router for `sandbox` as instance `instance`; the returned stop() ends it gracefully. */
-  async function router(sandbox: string, instance: string, extra: Partial<RouterOptions>): Promise<{ router: RunningRouter; stop: () => Promise<void> }> {
+  async function router(
+    sandbox: string,
+    instance: string,
+    extra: Partial<RouterOptions>,
+  ): Promise<{ router: RunningRouter; stop: () => Promise<void> }> {
     const stop = new AbortController();
-    const r = await startRouter({ sandbox, namespace: NS, listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: TOKEN, upstream: openai.url, source: { kind: 'api', client, config: cfg }, instance, metrics: new RuntimeMetrics(), log: silent, ...extra }, stop.signal);
+    const r = await startRouter(
+      {
+        sandbox,
+        namespace: NS,
+        listen: '127.0.0.1:0',
+        adminListen: '127.0.0.1:0',
+        adminToken: TOKEN,
+        upstream: openai.url,
+        source: { kind: 'api', client, config: cfg },
+        instance,
+        metrics: new RuntimeMetrics(),
+        log: silent,
+        ...extra,
+      },
+      stop.signal,
+    );
     const entry = { router: r, stop };
     running.push(entry);
     return {
@@ -94,10 +128,16 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     };
   }
 
-  async function conditions(plural: string, name: string): Promise<{ status: Record<string, unknown> & { conditions?: Cond[]; compiledDigest?: string | null; phase?: string } } & Record<string, unknown>> {
+  async function conditions(
+    plural: string,
+    name: string,
+  ): Promise<
+    { status: Record<string, unknown> & { conditions?: Cond[]; compiledDigest?: string | null; phase?: string } } & Record<string, unknown>
+  > {
     return (await ts.client.get(`${API}/${plural}/${name}`)).body;
   }
-  const cond = (obj: { status?: { conditions?: Cond[] } }, type: string): Cond | undefined => obj.status?.conditions?.find((c) => c.type === type);
+  const cond = (obj: { status?: { conditions?: Cond[] } }, type: string): Cond | undefined =>
+    obj.status?.conditions?.find((c) => c.type === type);
 
   /** Wait for Degraded/RouterRejected, then check that Ready stays False for a while: the router refused it for good. */
   async function expectRejected(plural: string, name: string, field: RegExp, instance: string): Promise<Cond> {
@@ -126,19 +166,47 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     });
   }
 
-  async function policyStatus(r: RunningRouter): Promise<Array<{ kind: string; last_error: string | null; rejected_digest: string | null; digest: string | null }>> {
+  async function policyStatus(
+    r: RunningRouter,
+  ): Promise<Array<{ kind: string; last_error: string | null; rejected_digest: string | null; digest: string | null }>> {
     const res = await fetch(`${r.adminUrl ?? ''}/internal/policy-status`, { headers: { authorization: `Bearer ${TOKEN}` } });
-    return ((await res.json()) as { entries: Array<{ kind: string; last_error: string | null; rejected_digest: string | null; digest: string | null }> }).entries;
+    return (
+      (await res.json()) as {
+        entries: Array<{ kind: string; last_error: string | null; rejected_digest: string | null; digest: string | null }>;
+      }
+    ).entries;
   }
 
-  async function call(r: RunningRouter, path: string, tool: string): Promise<{ error?: { code: number; message: string }; result?: unknown }> {
-    const res = await fetch(`${r.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: {} } }) });
+  async function call(
+    r: RunningRouter,
+    path: string,
+    tool: string,
+  ): Promise<{ error?: { code: number; message: string }; result?: unknown }> {
+    const res = await fetch(`${r.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: {} } }),
+    });
     return (await res.json()) as { error?: { code: number; message: string }; result?: unknown };
   }
 
   it('an InferencePolicy with a guardrail stage is refused by a router without a guardrail backend, and Ready once the router has one', async () => {
-    await ts.client.post(`${API}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb-g' }, spec: { inferenceRef: { name: 'ip-g' } } });
-    await ts.client.post(`${API}/inferencepolicies`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: 'ip-g' }, spec: { appliesTo: { sandboxName: 'sb-g' }, tokenBudget: { perRequestTokens: 100 }, guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] } });
+    await ts.client.post(`${API}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb-g' },
+      spec: { inferenceRef: { name: 'ip-g' } },
+    });
+    await ts.client.post(`${API}/inferencepolicies`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'InferencePolicy',
+      metadata: { name: 'ip-g' },
+      spec: {
+        appliesTo: { sandboxName: 'sb-g' },
+        tokenBudget: { perRequestTokens: 100 },
+        guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }],
+      },
+    });
     const first = await router('sb-g', 'rg', {});
     await expectRejected('inferencepolicies', 'ip-g', /guardrails\[0\]\.provider/, 'rg');
     const compiled = (await conditions('inferencepolicies', 'ip-g')).status.compiledDigest;
@@ -149,7 +217,11 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     assert.match(JSON.parse(lease.metadata.annotations[LAST_ERRORS_ANNOTATION]).InferencePolicy, /no backend configured/);
     // With no earlier InferencePolicy to keep enforcing, the agent must not run unpoliced: fail closed.
     const before = openai.requests.length;
-    const chat = await fetch(`${first.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }) });
+    const chat = await fetch(`${first.router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     assert.equal(chat.status, 503);
     assert.equal(((await chat.json()) as { error: { code: string } }).error.code, 'guardrail_misconfigured');
     assert.equal(openai.requests.length, before, 'the refused request never reached the upstream');
@@ -159,8 +231,21 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
   });
 
   it('a ToolPolicy scoped to an MCP server is refused by a router that does not front it, and once Ready is enforced on exactly that server', async () => {
-    await ts.client.post(`${API}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb-t' }, spec: { governance: { enabled: true, toolPolicyRef: { name: 'tp-gh' } } } });
-    await ts.client.post(`${API}/toolpolicies`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'ToolPolicy', metadata: { name: 'tp-gh' }, spec: { appliesTo: { tool: '*', mcpServer: 'github' }, agtProfile: { inline: 'rules:\n  - deny: delete_repo\n    reason: no deleting\n' } } });
+    await ts.client.post(`${API}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb-t' },
+      spec: { governance: { enabled: true, toolPolicyRef: { name: 'tp-gh' } } },
+    });
+    await ts.client.post(`${API}/toolpolicies`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'ToolPolicy',
+      metadata: { name: 'tp-gh' },
+      spec: {
+        appliesTo: { tool: '*', mcpServer: 'github' },
+        agtProfile: { inline: 'rules:\n  - deny: delete_repo\n    reason: no deleting\n' },
+      },
+    });
     // The old single, unnamed upstream: nothing tells the gateway it fronts "github".
     const first = await router('sb-t', 'rt', { mcpUpstream: github.url });
     await expectRejected('toolpolicies', 'tp-gh', /appliesTo\.mcpServer: this router does not front MCP server "github"/, 'rt');
@@ -168,13 +253,22 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
     assert.match(entries.find((e) => e.kind === 'ToolPolicy')?.last_error ?? '', /appliesTo\.mcpServer/);
     // The refused ToolPolicy was the only one: tool calls fail closed instead of passing unpoliced.
     const callsBefore = github.calls.length;
-    const refused = await fetch(`${first.router.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_repo', arguments: {} } }) });
+    const refused = await fetch(`${first.router.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_repo', arguments: {} } }),
+    });
     assert.equal(refused.status, 503);
     assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'policy_rejected');
     assert.equal(github.calls.length, callsBefore, 'the refused call never reached the MCP server');
     await first.stop();
 
-    const second = await router('sb-t', 'rt', { mcpUpstreams: [{ name: 'github', url: github.url }, { name: 'other', url: other.url }] });
+    const second = await router('sb-t', 'rt', {
+      mcpUpstreams: [
+        { name: 'github', url: github.url },
+        { name: 'other', url: other.url },
+      ],
+    });
     await expectReady('toolpolicies', 'tp-gh');
     const denied = await call(second.router, '/mcp/github', 'delete_repo');
     assert.ok(denied.error, `delete_repo on github is refused, got ${JSON.stringify(denied)}`);
@@ -187,8 +281,18 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
   });
 
   it('an unknown field in the compiled profile is refused; removing it makes the policy Ready', async () => {
-    await ts.client.post(`${API}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb-u' }, spec: { governance: { enabled: true, toolPolicyRef: { name: 'tp-u' } } } });
-    await ts.client.post(`${API}/toolpolicies`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'ToolPolicy', metadata: { name: 'tp-u' }, spec: { appliesTo: { tool: '*' }, agtProfile: { inline: 'limits:\n  maxCallsPerMinute: 5\nrules:\n  - deny: rm\n' } } });
+    await ts.client.post(`${API}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb-u' },
+      spec: { governance: { enabled: true, toolPolicyRef: { name: 'tp-u' } } },
+    });
+    await ts.client.post(`${API}/toolpolicies`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'ToolPolicy',
+      metadata: { name: 'tp-u' },
+      spec: { appliesTo: { tool: '*' }, agtProfile: { inline: 'limits:\n  maxCallsPerMinute: 5\nrules:\n  - deny: rm\n' } },
+    });
     await router('sb-u', 'ru', { mcpUpstream: other.url });
     await expectRejected('toolpolicies', 'tp-u', /unknown top-level key "limits"/, 'ru');
     await ts.client.patch(`${API}/toolpolicies/tp-u`, { spec: { agtProfile: { inline: 'rules:\n  - deny: rm\n' } } }, 'merge');

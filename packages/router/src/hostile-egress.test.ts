@@ -18,11 +18,21 @@ async function echoServer(): Promise<{ port: number; close: () => Promise<void> 
     s.pipe(s);
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return { port: (srv.address() as AddressInfo).port, close: () => new Promise((r) => { for (const s of sockets) s.destroy(); srv.close(() => r()); }) };
+  return {
+    port: (srv.address() as AddressInfo).port,
+    close: () =>
+      new Promise((r) => {
+        for (const s of sockets) s.destroy();
+        srv.close(() => r());
+      }),
+  };
 }
 
 /** Open a CONNECT tunnel; resolves with the socket after `200`, or the status line when refused. */
-function connectVia(proxyUrl: string, target: string): Promise<{ ok: true; socket: net.Socket } | { ok: false; status: number; body: string }> {
+function connectVia(
+  proxyUrl: string,
+  target: string,
+): Promise<{ ok: true; socket: net.Socket } | { ok: false; status: number; body: string }> {
   const u = new URL(proxyUrl);
   return new Promise((resolve, reject) => {
     const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
@@ -64,9 +74,15 @@ function pingUntilClosed(s: net.Socket): Promise<number> {
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => {
-  async function rig(approvals: Record<string, { hosts: Array<{ host: string; port: number }>; expiresAt: string }>, echoPort: number): Promise<DirRouter> {
+  async function rig(
+    approvals: Record<string, { hosts: Array<{ host: string; port: number }>; expiresAt: string }>,
+    echoPort: number,
+  ): Promise<DirRouter> {
     const stub = await startOpenAIStub();
-    const r = await startDirRouter({ baseline: [{ host: '127.0.0.1', port: 1 }], approvals }, { upstream: stub.url, egressListen: '127.0.0.1:0' });
+    const r = await startDirRouter(
+      { baseline: [{ host: '127.0.0.1', port: 1 }], approvals },
+      { upstream: stub.url, egressListen: '127.0.0.1:0' },
+    );
     const stop = r.stop;
     r.stop = async () => {
       await stop();
@@ -141,7 +157,13 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
     const echo = await echoServer();
     // localhost resolves to loopback; the baseline lists no loopback address here.
     const stub = await startOpenAIStub();
-    const r = await startDirRouter({ baseline: [{ host: 'example.org', port: 443 }], approvals: { loop: { hosts: [{ host: 'localhost', port: echo.port }], expiresAt: iso(Date.now() + 3_600_000) } } }, { upstream: stub.url, egressListen: '127.0.0.1:0' });
+    const r = await startDirRouter(
+      {
+        baseline: [{ host: 'example.org', port: 443 }],
+        approvals: { loop: { hosts: [{ host: 'localhost', port: echo.port }], expiresAt: iso(Date.now() + 3_600_000) } },
+      },
+      { upstream: stub.url, egressListen: '127.0.0.1:0' },
+    );
     try {
       const c = await connectVia(r.router.egressUrl!, `localhost:${echo.port}`);
       assert.equal(c.ok, false);

@@ -13,7 +13,11 @@ import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
 
 async function chat(url: string, body: unknown): Promise<{ status: number; body: any; text: string }> {
-  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -23,7 +27,11 @@ async function chat(url: string, body: unknown): Promise<{ status: number; body:
   }
   return { status: res.status, body: parsed, text };
 }
-const ask = (content: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ model: 'gpt-4o', messages: [{ role: 'user', content }], ...extra });
+const ask = (content: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  model: 'gpt-4o',
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
 const moderations = (s: OpenAIStub): number => s.requests.filter((r) => r.path === '/v1/moderations').length;
 const completions = (s: OpenAIStub): number => s.requests.filter((r) => r.path === '/v1/chat/completions').length;
 
@@ -33,8 +41,14 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
   let output: DirRouter;
   before(async () => {
     stub = await startOpenAIStub();
-    both = await startDirRouter({ inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: null }] }) }, { upstream: stub.url, guardrail: { url: stub.url } });
-    output = await startDirRouter({ inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: 'output' }] }) }, { upstream: stub.url, guardrail: { url: stub.url } });
+    both = await startDirRouter(
+      { inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: null }] }) },
+      { upstream: stub.url, guardrail: { url: stub.url } },
+    );
+    output = await startDirRouter(
+      { inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: 'output' }] }) },
+      { upstream: stub.url, guardrail: { url: stub.url } },
+    );
   });
   after(async () => {
     await both.stop();
@@ -79,7 +93,10 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
   });
 
   it('fails closed with 503 guardrail_unavailable when the moderation backend cannot answer', async () => {
-    const dead = await startDirRouter({ inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] }) }, { upstream: stub.url, guardrail: { url: new URL('http://127.0.0.1:9') } });
+    const dead = await startDirRouter(
+      { inference: budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] }) },
+      { upstream: stub.url, guardrail: { url: new URL('http://127.0.0.1:9') } },
+    );
     try {
       stub.reset();
       const res = await chat(dead.router.url, ask('hello'));
@@ -93,7 +110,17 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
 
   it('a stage without a backend fails closed with 503 guardrail_misconfigured (handler)', async () => {
     const handler = createInferenceHandler({
-      snapshot: () => ({ ...EMPTY_SNAPSHOT, inference: { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: [{ provider: 'openai-moderation', applyTo: 'both' }], displayName: null } }),
+      snapshot: () => ({
+        ...EMPTY_SNAPSHOT,
+        inference: {
+          tokenBudget: null,
+          contentSafety: null,
+          modelPreference: null,
+          provider: null,
+          guardrails: [{ provider: 'openai-moderation', applyTo: 'both' }],
+          displayName: null,
+        },
+      }),
       upstream: stub.url,
       sandbox: 'sb',
       budget: new TokenBudgetTracker(),

@@ -8,8 +8,16 @@ import assert from 'node:assert/strict';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
 
-async function chat(r: DirRouter, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; text: string }> {
-  const res = await fetch(`${r.router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function chat(
+  r: DirRouter,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; text: string }> {
+  const res = await fetch(`${r.router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -20,7 +28,11 @@ async function chat(r: DirRouter, body: unknown, headers: Record<string, string>
   return { status: res.status, body: parsed, text };
 }
 
-const msg = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], ...extra });
+const msg = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  model: 'gpt-4o',
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 
 describe('hostile agent vs token limits (issue 9 item 3)', () => {
   let stub: OpenAIStub;
@@ -158,7 +170,11 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
     stub.reset();
     const r = await startDirRouter({ inference: budgetPolicy({ perRequestTokens: 100 }) }, { upstream: stub.url });
     try {
-      for (const body of ['{"model":"m","messages":[],"max_tokens":99999,"max_tokens":10}', '{"model":"m","messages":[{"role":"user","content":"a","content":"b"}]}', '{"model":"m","m\\u006fdel":"x","messages":[]}']) {
+      for (const body of [
+        '{"model":"m","messages":[],"max_tokens":99999,"max_tokens":10}',
+        '{"model":"m","messages":[{"role":"user","content":"a","content":"b"}]}',
+        '{"model":"m","m\\u006fdel":"x","messages":[]}',
+      ]) {
         const res = await chat(r, body);
         assert.equal(res.status, 400, `${body}: ${res.text}`);
         assert.equal(res.body?.error?.code, 'duplicate_key', body);

@@ -13,7 +13,11 @@ import { startDirRouter, type DirRouter } from './testing/policy-dir.js';
 const AGT = 'default: allow\nrules:\n  - deny: "*delete*"\n  - deny: "drop_table"\n';
 
 async function rpc(r: DirRouter, body: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${r.router.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });
+  const res = await fetch(`${r.router.url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body,
+  });
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -23,7 +27,8 @@ async function rpc(r: DirRouter, body: string): Promise<{ status: number; body: 
   }
   return { status: res.status, body: parsed };
 }
-const call = (name: string, id = 1): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });
+const call = (name: string, id = 1): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });
 
 describe('hostile agent vs tool rules (issue 9 item 4)', () => {
   let stub: OpenAIStub;
@@ -31,8 +36,13 @@ describe('hostile agent vs tool rules (issue 9 item 4)', () => {
   let r: DirRouter;
   before(async () => {
     stub = await startOpenAIStub();
-    mcp = await startMcpStub({ tools: [{ name: 'delete_repo' }, { name: 'drop_table' }, { name: 'safe_tool' }, { name: 'github/delete_repo' }] });
-    r = await startDirRouter({ toolProfile: { appliesTo: { tool: null, mcpServer: null } }, agt: AGT }, { upstream: stub.url, mcpUpstream: mcp.url });
+    mcp = await startMcpStub({
+      tools: [{ name: 'delete_repo' }, { name: 'drop_table' }, { name: 'safe_tool' }, { name: 'github/delete_repo' }],
+    });
+    r = await startDirRouter(
+      { toolProfile: { appliesTo: { tool: null, mcpServer: null } }, agt: AGT },
+      { upstream: stub.url, mcpUpstream: mcp.url },
+    );
   });
   after(async () => {
     await r.stop();
@@ -97,7 +107,10 @@ describe('hostile agent vs tool rules (issue 9 item 4)', () => {
       });
     });
     await new Promise<void>((resolve) => rec.listen(0, '127.0.0.1', resolve));
-    const rr = await startDirRouter({ toolProfile: { appliesTo: { tool: null, mcpServer: null } }, agt: AGT }, { upstream: stub.url, mcpUpstream: new URL(`http://127.0.0.1:${(rec.address() as AddressInfo).port}/mcp`) });
+    const rr = await startDirRouter(
+      { toolProfile: { appliesTo: { tool: null, mcpServer: null } }, agt: AGT },
+      { upstream: stub.url, mcpUpstream: new URL(`http://127.0.0.1:${(rec.address() as AddressInfo).port}/mcp`) },
+    );
     try {
       const raw = '{"jsonrpc":"2.0", "id":7,\n "method":"tools/call","params":{"name":"safe_tool","arguments":{"x":"\\u0041"}}}';
       const res = await rpc(rr, raw);

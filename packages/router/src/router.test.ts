@@ -20,7 +20,15 @@ import type { OpenAIStub } from './stubs/openai.js';
 const NS = 'agents';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 3000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 3000,
+  pingIntervalMs: 500,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 const silent = pino({ level: 'silent' });
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000): Promise<T> {
@@ -34,7 +42,11 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false> |
 }
 
 async function chat(router: RunningRouter, maxTokens: number): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }) });
+  const res = await fetch(`${router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }),
+  });
   return { status: res.status, body: (await res.json()) as unknown };
 }
 
@@ -54,12 +66,39 @@ describe('kars router with the controller, end to end over the API', () => {
     stub = await startOpenAIStub();
     controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
-    const controller = new PolicyController({ client: controllerClient, config: cfg, metrics: new RuntimeMetrics(), log: silent, leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' } });
+    const controller = new PolicyController({
+      client: controllerClient,
+      config: cfg,
+      metrics: new RuntimeMetrics(),
+      log: silent,
+      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' },
+    });
     controllerRun = controller.run(ac.signal);
-    await ts.client.post(SB, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb1' }, spec: { inferenceRef: { name: 'budget' } } });
-    await ts.client.post(IP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'InferencePolicy', metadata: { name: 'budget' }, spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { perRequestTokens: 200 } } });
+    await ts.client.post(SB, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb1' },
+      spec: { inferenceRef: { name: 'budget' } },
+    });
+    await ts.client.post(IP, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'InferencePolicy',
+      metadata: { name: 'budget' },
+      spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { perRequestTokens: 200 } },
+    });
     router = await startRouter(
-      { sandbox: 'sb1', namespace: NS, listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 'admin-token-123', upstream: stub.url, source: { kind: 'api', client: routerClient, config: cfg }, instance: 'r1', metrics: new RuntimeMetrics(), log: silent },
+      {
+        sandbox: 'sb1',
+        namespace: NS,
+        listen: '127.0.0.1:0',
+        adminListen: '127.0.0.1:0',
+        adminToken: 'admin-token-123',
+        upstream: stub.url,
+        source: { kind: 'api', client: routerClient, config: cfg },
+        instance: 'r1',
+        metrics: new RuntimeMetrics(),
+        log: silent,
+      },
       ac.signal,
     );
   });
@@ -118,14 +157,18 @@ describe('kars router with the controller, end to end over the API', () => {
       const cm = await ts.client.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`);
       return /"perRequestTokens":400/.test(cm.body.data?.['inference-policy.json'] ?? '') ? Date.now() : undefined;
     });
-    const enforcedAt = await until('new policy enforced', async () => (await chat(router, 300)).status === 200 ? Date.now() : undefined);
+    const enforcedAt = await until('new policy enforced', async () => ((await chat(router, 300)).status === 200 ? Date.now() : undefined));
     t.diagnostic(`ConfigMap change → enforcement observed within ${enforcedAt - cmAt} ms (polling granularity ~10 ms)`);
     // …and for at least 200 ms and 10 requests after the switch.
     await settle(() => results.filter((r) => r.at > enforcedAt + 50).length >= 10);
     stop = true;
     await Promise.all([load, load2]);
     assert.ok(results.length > 20, `load ran (${results.length} requests)`);
-    for (const r of results) assert.ok(r.status === 200 || (r.status === 429 && r.code === 'per_request_tokens_exceeded'), `unexpected response ${r.status} ${r.code ?? ''}`);
+    for (const r of results)
+      assert.ok(
+        r.status === 200 || (r.status === 429 && r.code === 'per_request_tokens_exceeded'),
+        `unexpected response ${r.status} ${r.code ?? ''}`,
+      );
     const afterSwitch = results.filter((r) => r.at > enforcedAt + 50);
     assert.ok(afterSwitch.length > 0 && afterSwitch.every((r) => r.status === 200), 'after the switch every request sees the new policy');
     const ready = await until('Ready on the new generation', async () => {
@@ -136,14 +179,26 @@ describe('kars router with the controller, end to end over the API', () => {
   });
 
   it('keeps the last good policy when the ConfigMap is broken, and reports the error (NACK)', async () => {
-    const good = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string }> };
+    const good = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then(
+      (r) => r.json(),
+    )) as { entries: Array<{ kind: string; digest: string }> };
     const goodDigest = good.entries.find((e) => e.kind === 'InferencePolicy')?.digest;
-    await ts.client.patch(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`, { data: { 'inference-policy.json': '{not json' } }, 'merge');
-    await until('NACK reported', async () => {
-      const s = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string; last_error: string | null }> };
-      const e = s.entries.find((x) => x.kind === 'InferencePolicy');
-      return e?.last_error && e.digest === goodDigest ? e : undefined;
-    }, 5000).catch(() => undefined);
+    await ts.client.patch(
+      `/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`,
+      { data: { 'inference-policy.json': '{not json' } },
+      'merge',
+    );
+    await until(
+      'NACK reported',
+      async () => {
+        const s = (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer admin-token-123' } }).then(
+          (r) => r.json(),
+        )) as { entries: Array<{ kind: string; digest: string; last_error: string | null }> };
+        const e = s.entries.find((x) => x.kind === 'InferencePolicy');
+        return e?.last_error && e.digest === goodDigest ? e : undefined;
+      },
+      5000,
+    ).catch(() => undefined);
     // Either the router saw the broken bytes (and NACKed, keeping the policy), or the controller
     // restored the ConfigMap first; in both cases enforcement never lapsed.
     assert.equal((await chat(router, 300)).status, 200);
@@ -159,7 +214,15 @@ describe('kars router from a mounted policy directory', () => {
     const mount = join(dir, 'inference');
     mkdirSync(mount);
     const writeVersion = (v: number, cap: number): string => {
-      const body = JSON.stringify({ appliesTo: { sandboxName: null, sandboxMatchLabels: {}, action: '*' }, tokenBudget: { perRequestTokens: cap, dailyTokens: null, monthlyTokens: null }, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null });
+      const body = JSON.stringify({
+        appliesTo: { sandboxName: null, sandboxMatchLabels: {}, action: '*' },
+        tokenBudget: { perRequestTokens: cap, dailyTokens: null, monthlyTokens: null },
+        contentSafety: null,
+        modelPreference: null,
+        provider: null,
+        guardrails: null,
+        displayName: null,
+      });
       const data = join(mount, `..v${v}`);
       mkdirSync(data);
       writeFileSync(join(data, 'inference-policy.json'), body);
@@ -170,10 +233,29 @@ describe('kars router from a mounted policy directory', () => {
     };
     const first = writeVersion(1, 100);
     symlinkSync('..data/inference-policy.json', join(mount, 'inference-policy.json'));
-    const router = await startRouter({ sandbox: 'sb', namespace: 'x', listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 't0k3n', upstream: stub.url, source: { kind: 'dir', dir }, instance: 'd1', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+    const router = await startRouter(
+      {
+        sandbox: 'sb',
+        namespace: 'x',
+        listen: '127.0.0.1:0',
+        adminListen: '127.0.0.1:0',
+        adminToken: 't0k3n',
+        upstream: stub.url,
+        source: { kind: 'dir', dir },
+        instance: 'd1',
+        metrics: new RuntimeMetrics(),
+        log: silent,
+      },
+      ac.signal,
+    );
     try {
       assert.equal((await chat(router, 150)).status, 429);
-      const digestOf = async (): Promise<string | undefined> => ((await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer t0k3n' } }).then((r) => r.json())) as { entries: Array<{ kind: string; digest: string }> }).entries.find((e) => e.kind === 'InferencePolicy')?.digest;
+      const digestOf = async (): Promise<string | undefined> =>
+        (
+          (await fetch(`${router.adminUrl}/internal/policy-status`, { headers: { authorization: 'Bearer t0k3n' } }).then((r) =>
+            r.json(),
+          )) as { entries: Array<{ kind: string; digest: string }> }
+        ).entries.find((e) => e.kind === 'InferencePolicy')?.digest;
       assert.equal(await digestOf(), canonicalDigest('inference-policy.json', first));
       const t0 = Date.now();
       const second = writeVersion(2, 1000);
@@ -197,7 +279,19 @@ describe('kars router before its first load', () => {
     const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     const ac = new AbortController();
     // No kars CRDs are installed, so the sandbox list fails and nothing can load.
-    const router = await startRouter({ sandbox: 'sb', namespace: 'default', listen: '127.0.0.1:0', upstream: stub.url, source: { kind: 'api', client, config: cfg }, instance: 'n', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+    const router = await startRouter(
+      {
+        sandbox: 'sb',
+        namespace: 'default',
+        listen: '127.0.0.1:0',
+        upstream: stub.url,
+        source: { kind: 'api', client, config: cfg },
+        instance: 'n',
+        metrics: new RuntimeMetrics(),
+        log: silent,
+      },
+      ac.signal,
+    );
     try {
       await new Promise((r) => setTimeout(r, 300));
       const r = await chat(router, 10);
@@ -220,13 +314,39 @@ describe('kars router staleness contract', () => {
     it(`answers ${mode === 'closed' ? '503 policy_stale' : 'normally, and counts it,'} when the view cannot be confirmed within --max-staleness (${mode})`, async () => {
       const ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
       for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/default/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: {} });
+      await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/default/karssandboxes`, {
+        apiVersion: 'kars.azure.com/v1alpha1',
+        kind: 'KarsSandbox',
+        metadata: { name: 'sb' },
+        spec: {},
+      });
       const stub = await startOpenAIStub();
       const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 300, pingTimeoutMs: 300 });
       const ac = new AbortController();
-      const quick: WatchConfig = { ...cfg, idleTimeoutMs: 800, pingIntervalMs: 300, pingTimeoutMs: 300, backoffInitialMs: 5000, backoffMaxMs: 5000 };
+      const quick: WatchConfig = {
+        ...cfg,
+        idleTimeoutMs: 800,
+        pingIntervalMs: 300,
+        pingTimeoutMs: 300,
+        backoffInitialMs: 5000,
+        backoffMaxMs: 5000,
+      };
       const metrics = new RuntimeMetrics();
-      const router = await startRouter({ sandbox: 'sb', namespace: 'default', listen: '127.0.0.1:0', upstream: stub.url, source: { kind: 'api', client, config: quick }, maxStalenessMs: 1500, onStale: mode, instance: 's', metrics, log: silent }, ac.signal);
+      const router = await startRouter(
+        {
+          sandbox: 'sb',
+          namespace: 'default',
+          listen: '127.0.0.1:0',
+          upstream: stub.url,
+          source: { kind: 'api', client, config: quick },
+          maxStalenessMs: 1500,
+          onStale: mode,
+          instance: 's',
+          metrics,
+          log: silent,
+        },
+        ac.signal,
+      );
       try {
         await until('ready', () => router.isReady());
         assert.equal((await chat(router, 10)).status, 200);

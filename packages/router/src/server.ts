@@ -19,7 +19,8 @@ import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
 
 /** Where a router's policy comes from. */
-export type PolicySourceOptions = { kind: 'api'; client: KubeClient; config: WatchConfig } | { kind: 'dir'; dir: string; client?: KubeClient };
+export type PolicySourceOptions =
+  { kind: 'api'; client: KubeClient; config: WatchConfig } | { kind: 'dir'; dir: string; client?: KubeClient };
 
 export interface RouterOptions {
   sandbox: string;
@@ -102,8 +103,14 @@ function listenOn(server: http.Server, listen: string): Promise<string> {
  * into wire-contract capabilities (`mcp-server:<name>`, `guardrail:<provider>`).
  */
 export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders' | 'mcpUpstreams' | 'guardrail'>): RouterCapabilities {
-  const providers: GuardrailProvider[] = [...(opts.guardrailProviders ?? []), ...(opts.guardrail !== undefined ? (['openai-moderation'] as const) : [])];
-  return { mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(), guardrailProviders: [...new Set(providers)].sort() };
+  const providers: GuardrailProvider[] = [
+    ...(opts.guardrailProviders ?? []),
+    ...(opts.guardrail !== undefined ? (['openai-moderation'] as const) : []),
+  ];
+  return {
+    mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(),
+    guardrailProviders: [...new Set(providers)].sort(),
+  };
 }
 
 /** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
@@ -125,34 +132,102 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
-  const requests = new Counter({ name: 'kars_router_requests_total', help: 'Agent requests by surface and decision.', labelNames: ['surface', 'decision'], registers: [registry] });
-  const stale = new Counter({ name: 'kars_router_stale_requests_total', help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.', labelNames: ['mode'], registers: [registry] });
+  const requests = new Counter({
+    name: 'kars_router_requests_total',
+    help: 'Agent requests by surface and decision.',
+    labelNames: ['surface', 'decision'],
+    registers: [registry],
+  });
+  const stale = new Counter({
+    name: 'kars_router_stale_requests_total',
+    help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.',
+    labelNames: ['mode'],
+    registers: [registry],
+  });
   for (const mode of ['closed', 'open']) stale.inc({ mode }, 0);
-  const api = opts.source.kind === 'api' ? new ApiPolicySource({ client: opts.source.client, namespace: opts.namespace, sandbox: opts.sandbox, config: opts.source.config, state, capabilities, metrics: opts.metrics, log }) : undefined;
+  const api =
+    opts.source.kind === 'api'
+      ? new ApiPolicySource({
+          client: opts.source.client,
+          namespace: opts.namespace,
+          sandbox: opts.sandbox,
+          config: opts.source.config,
+          state,
+          capabilities,
+          metrics: opts.metrics,
+          log,
+        })
+      : undefined;
   const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
-  new Gauge({ name: 'kars_router_policy_view_age_seconds', help: 'Seconds since the router last confirmed its policy view is current.', registers: [registry], collect() { this.set(Math.min(viewAgeMs(), 1e9) / 1000); } });
-  if (api) new Gauge({ name: 'kars_router_policy_staleness_seconds', help: 'Seconds since this router last saw the controller heartbeat change on its policy watch, plus that heartbeat\'s transit lag (ADR 0011). Alert when it exceeds a few heartbeat periods.', registers: [registry], collect() { this.set(api.staleness.stalenessSeconds()); } });
+  new Gauge({
+    name: 'kars_router_policy_view_age_seconds',
+    help: 'Seconds since the router last confirmed its policy view is current.',
+    registers: [registry],
+    collect() {
+      this.set(Math.min(viewAgeMs(), 1e9) / 1000);
+    },
+  });
+  if (api)
+    new Gauge({
+      name: 'kars_router_policy_staleness_seconds',
+      help: "Seconds since this router last saw the controller heartbeat change on its policy watch, plus that heartbeat's transit lag (ADR 0011). Alert when it exceeds a few heartbeat periods.",
+      registers: [registry],
+      collect() {
+        this.set(api.staleness.stalenessSeconds());
+      },
+    });
   const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
-  const inference = createInferenceHandler({ snapshot: () => state.current(), upstream: opts.upstream, sandbox: opts.sandbox, budget, ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}), ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}), onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }) });
+  const inference = createInferenceHandler({
+    snapshot: () => state.current(),
+    upstream: opts.upstream,
+    sandbox: opts.sandbox,
+    budget,
+    ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
+    ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
+    onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }),
+  });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
     if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
   };
   // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
   const gateways = new Map<string, McpGatewayHandler>();
-  if (opts.mcpUpstream) gateways.set('/mcp', createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: onToolDecision }));
+  if (opts.mcpUpstream)
+    gateways.set(
+      '/mcp',
+      createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: onToolDecision }),
+    );
   for (const u of opts.mcpUpstreams ?? []) {
-    if (!MCP_SERVER_NAME.test(u.name)) throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
+    if (!MCP_SERVER_NAME.test(u.name))
+      throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
     const path = `/mcp/${u.name}`;
     if (gateways.has(path)) throw new Error(`MCP server ${u.name} is given twice`);
-    gateways.set(path, createMcpGateway({ snapshot: () => state.current(), upstream: u.url, sandbox: opts.sandbox, server: u.name, path, onDecision: onToolDecision }));
+    gateways.set(
+      path,
+      createMcpGateway({
+        snapshot: () => state.current(),
+        upstream: u.url,
+        sandbox: opts.sandbox,
+        server: u.name,
+        path,
+        onDecision: onToolDecision,
+      }),
+    );
   }
   let lastStaleLog = 0;
-  const gate = new AdmissionGate({ ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}), ...(opts.maxConcurrentRequests !== undefined ? { maxConcurrent: opts.maxConcurrentRequests } : {}) });
-  const busy = new Counter({ name: 'kars_router_admission_refused_total', help: 'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).', labelNames: ['code'], registers: [registry] });
+  const gate = new AdmissionGate({
+    ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}),
+    ...(opts.maxConcurrentRequests !== undefined ? { maxConcurrent: opts.maxConcurrentRequests } : {}),
+  });
+  const busy = new Counter({
+    name: 'kars_router_admission_refused_total',
+    help: 'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).',
+    labelNames: ['code'],
+    registers: [registry],
+  });
   for (const code of ['request_too_large', 'router_busy']) busy.inc({ code }, 0);
 
   const main = http.createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -163,16 +238,23 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     }
     if (path === '/readyz') {
       const ok = isReady();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok' : `policy view not loaded or not fresh (age ${Math.round(viewAgeMs())} ms)`);
+      res
+        .writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(ok ? 'ok' : `policy view not loaded or not fresh (age ${Math.round(viewAgeMs())} ms)`);
       return;
     }
     if (path === '/metrics') {
-      void registry.metrics().then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text), () => res.writeHead(500).end());
+      void registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
       return;
     }
     // Until the first complete load there is no policy to enforce: fail closed.
     if (!isLoaded()) {
-      sendJson(res, 503, { error: { message: 'the router has not loaded its policy yet; retry shortly', type: 'policy_not_loaded', code: 'policy_not_loaded' } });
+      sendJson(res, 503, {
+        error: { message: 'the router has not loaded its policy yet; retry shortly', type: 'policy_not_loaded', code: 'policy_not_loaded' },
+      });
       return;
     }
     // A bound policy the router refused, with nothing earlier to enforce: fail closed on that
@@ -189,10 +271,19 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         stale.inc({ mode });
         if (Date.now() - lastStaleLog > 1000) {
           lastStaleLog = Date.now();
-          log.warn({ ageMs: Math.round(age), maxStalenessMs: opts.maxStalenessMs, mode }, mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open');
+          log.warn(
+            { ageMs: Math.round(age), maxStalenessMs: opts.maxStalenessMs, mode },
+            mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
+          );
         }
         if (mode === 'closed') {
-          sendJson(res, 503, { error: { message: `the router cannot confirm its policy is current (view age ${Math.round(age / 1000)} s exceeds --max-staleness ${Math.round(opts.maxStalenessMs / 1000)} s)`, type: 'policy_stale', code: 'policy_stale' } });
+          sendJson(res, 503, {
+            error: {
+              message: `the router cannot confirm its policy is current (view age ${Math.round(age / 1000)} s exceeds --max-staleness ${Math.round(opts.maxStalenessMs / 1000)} s)`,
+              type: 'policy_stale',
+              code: 'policy_stale',
+            },
+          });
           return;
         }
       }
@@ -206,7 +297,9 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       const mcp = path === undefined ? undefined : gateways.get(path);
       if (mcp && (await mcp(req, res))) return;
       if (await inference(req, res)) return;
-      sendJson(res, 404, { error: { message: `no route for ${req.method ?? 'GET'} ${path ?? ''}`, type: 'invalid_request_error', code: 'not_found' } });
+      sendJson(res, 404, {
+        error: { message: `no route for ${req.method ?? 'GET'} ${path ?? ''}`, type: 'invalid_request_error', code: 'not_found' },
+      });
     };
     handle().catch((err: unknown) => {
       log.warn({ err: err instanceof Error ? err.message : String(err) }, 'request failed');
@@ -222,11 +315,17 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (opts.adminListen) {
     const want = opts.adminToken ? Buffer.from(opts.adminToken) : undefined;
     admin = http.createServer((req, res) => {
-      if ((req.url ?? '').split('?')[0] !== '/internal/policy-status' || req.method !== 'GET') return sendJson(res, 404, { error: 'not found' });
+      if ((req.url ?? '').split('?')[0] !== '/internal/policy-status' || req.method !== 'GET')
+        return sendJson(res, 404, { error: 'not found' });
       const got = Buffer.from((req.headers['authorization'] ?? '').replace(/^Bearer /, ''));
       if (!want || got.length !== want.length || !timingSafeEqual(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
       const entries = state.statusEntries();
-      sendJson(res, 200, { schema_version: 1, count: entries.length, entries, ...(api ? { staleness_seconds: api.staleness.stalenessSeconds(), heartbeat: api.staleness.status() } : {}) });
+      sendJson(res, 200, {
+        schema_version: 1,
+        count: entries.length,
+        entries,
+        ...(api ? { staleness_seconds: api.staleness.stalenessSeconds(), heartbeat: api.staleness.status() } : {}),
+      });
     });
     adminUrl = await listenOn(admin, opts.adminListen);
   }
@@ -234,7 +333,12 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   let egressUrl: string | undefined;
   let egressClose: (() => Promise<void>) | undefined;
   if (opts.egressListen) {
-    const egress = await startEgressProxy({ listen: opts.egressListen, snapshot: () => state.current(), sandbox: opts.sandbox, onDecision: (d) => requests.inc({ surface: 'egress', decision: d.decision }) });
+    const egress = await startEgressProxy({
+      listen: opts.egressListen,
+      snapshot: () => state.current(),
+      sandbox: opts.sandbox,
+      onDecision: (d) => requests.inc({ surface: 'egress', decision: d.decision }),
+    });
     egressUrl = egress.url;
     egressClose = () => egress.close();
   }
@@ -243,7 +347,19 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (api) parts.push(api.run(signal));
   if (dir) parts.push(dir.run(signal));
   const echoClient = opts.source.client;
-  if (echoClient) parts.push(new EchoPublisher({ client: echoClient, namespace: opts.namespace, sandbox: opts.sandbox, instance: opts.instance, state, capabilities: capabilityNames(capabilities), log, ...(api ? { staleness: api.staleness } : {}) }).run(signal));
+  if (echoClient)
+    parts.push(
+      new EchoPublisher({
+        client: echoClient,
+        namespace: opts.namespace,
+        sandbox: opts.sandbox,
+        instance: opts.instance,
+        state,
+        capabilities: capabilityNames(capabilities),
+        log,
+        ...(api ? { staleness: api.staleness } : {}),
+      }).run(signal),
+    );
   const closeServer = (s: http.Server | undefined): Promise<void> =>
     new Promise((resolve) => {
       if (!s) return resolve();
@@ -255,7 +371,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     await Promise.all([...parts, closeServer(main), closeServer(admin), egressClose?.()]);
     inference.close();
   })();
-  log.info({ url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind }, 'kars router listening');
+  log.info(
+    { url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind },
+    'kars router listening',
+  );
   return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, stalenessSeconds: () => api?.staleness.stalenessSeconds(), done };
 }
 

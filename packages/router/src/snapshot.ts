@@ -28,7 +28,13 @@ export interface PolicySnapshot {
 }
 
 /** An empty snapshot: no inference rules, no tool rules, no egress. */
-export const EMPTY_SNAPSHOT: PolicySnapshot = Object.freeze({ inference: undefined, tools: [], egress: [], loadedAtMs: 0, refused: {} }) as PolicySnapshot;
+export const EMPTY_SNAPSHOT: PolicySnapshot = Object.freeze({
+  inference: undefined,
+  tools: [],
+  egress: [],
+  loadedAtMs: 0,
+  refused: {},
+}) as PolicySnapshot;
 
 /** Gives handlers the snapshot to use for one request. */
 export type SnapshotSource = () => PolicySnapshot;

@@ -20,7 +20,10 @@ function hb(rv: string, atMs: number): Heartbeat {
 describe('HeartbeatStaleness', () => {
   it('counts from the start until a heartbeat changes; the first one seen is only a baseline', () => {
     let mono = 1000;
-    const s = new HeartbeatStaleness(() => mono, () => 5_000_000);
+    const s = new HeartbeatStaleness(
+      () => mono,
+      () => 5_000_000,
+    );
     mono += 3000;
     s.observe(hb('10', 0)); // written long ago (a dead controller's last heartbeat, from the initial list)
     assert.equal(s.stalenessSeconds(), 3, 'the baseline does not make the view look fresh');
@@ -36,7 +39,10 @@ describe('HeartbeatStaleness', () => {
     it(`is not hidden or inflated by a constant clock skew of ${skewMs / 1000} s, and still sees growing lag`, () => {
       let mono = 0;
       let wall = 1_000_000;
-      const s = new HeartbeatStaleness(() => mono, () => wall + skewMs);
+      const s = new HeartbeatStaleness(
+        () => mono,
+        () => wall + skewMs,
+      );
       let rv = 1;
       const deliver = (transitMs: number): void => {
         const writtenAt = wall;
@@ -59,7 +65,15 @@ describe('HeartbeatStaleness', () => {
 });
 
 const NS = 'hb';
-const cfg: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 60_000, pingIntervalMs: 0, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+const cfg: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 60_000,
+  pingIntervalMs: 0,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 const silent = pino({ level: 'silent' });
 
 describe('router staleness from the controller heartbeat (real apiserver, controller and router)', () => {
@@ -74,14 +88,40 @@ describe('router staleness from the controller heartbeat (real apiserver, contro
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
     for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: {} });
+    await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'sb' },
+      spec: {},
+    });
     // The controller detects the freeze by PING and keeps writing heartbeats; the router has pings
     // off and a long idle deadline, so its frozen watch stays dead: exactly a silently dead watch.
     controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 200, pingTimeoutMs: 200 });
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
-    const controller = new PolicyController({ client: controllerClient, config: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 }, metrics: new RuntimeMetrics(), log: silent, heartbeatIntervalMs: 250, leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'ctl-1' } });
+    const controller = new PolicyController({
+      client: controllerClient,
+      config: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 },
+      metrics: new RuntimeMetrics(),
+      log: silent,
+      heartbeatIntervalMs: 250,
+      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'ctl-1' },
+    });
     controllerRun = controller.run(ac.signal);
-    router = await startRouter({ sandbox: 'sb', namespace: NS, listen: '127.0.0.1:0', adminListen: '127.0.0.1:0', adminToken: 'tok', upstream: new URL('http://127.0.0.1:9'), source: { kind: 'api', client: routerClient, config: cfg }, instance: 'r1', metrics: new RuntimeMetrics(), log: silent }, ac.signal);
+    router = await startRouter(
+      {
+        sandbox: 'sb',
+        namespace: NS,
+        listen: '127.0.0.1:0',
+        adminListen: '127.0.0.1:0',
+        adminToken: 'tok',
+        upstream: new URL('http://127.0.0.1:9'),
+        source: { kind: 'api', client: routerClient, config: cfg },
+        instance: 'r1',
+        metrics: new RuntimeMetrics(),
+        log: silent,
+      },
+      ac.signal,
+    );
   });
 
   after(async () => {

@@ -1,5 +1,15 @@
 import { EchoLedger } from '@kars/policy-compiler';
-import type { EchoState, EgressParts, InferenceRules, LoadOutcome, PolicyStatusEntry, RouterView, ToolLoad, ToolOutcome, ToolRules } from '@kars/policy-compiler';
+import type {
+  EchoState,
+  EgressParts,
+  InferenceRules,
+  LoadOutcome,
+  PolicyStatusEntry,
+  RouterView,
+  ToolLoad,
+  ToolOutcome,
+  ToolRules,
+} from '@kars/policy-compiler';
 import type { PolicySnapshot } from './snapshot.js';
 
 export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler';
@@ -75,7 +85,10 @@ export class PolicyState {
       tools: this.tools ? [this.tools] : [],
       egress: [...this.egress.baseline, ...this.egress.approvals],
       loadedAtMs: this.now(),
-      refused: Object.freeze({ ...(this.inferenceRefused !== undefined ? { inference: this.inferenceRefused } : {}), ...(this.toolsRefused !== undefined ? { tools: this.toolsRefused } : {}) }),
+      refused: Object.freeze({
+        ...(this.inferenceRefused !== undefined ? { inference: this.inferenceRefused } : {}),
+        ...(this.toolsRefused !== undefined ? { tools: this.toolsRefused } : {}),
+      }),
     });
   }
 

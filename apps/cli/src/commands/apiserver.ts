@@ -30,10 +30,32 @@ export function apiserverCommand(): Command {
     .option('--data-dir <dir>', 'state, certificates and token', '.kars/apiserver')
     .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default <data-dir>/kubeconfig)')
     .option('--bookmark-interval <seconds>', 'seconds between watch bookmarks', positiveInt('--bookmark-interval'), 60)
-    .option('--history-window <n>', 'past changes a watch can resume from; older resourceVersions get 410 Expired', positiveInt('--history-window'), 10000)
-    .option('--commit-batch <n>', 'most writes that share one transaction and one fsync (group commit); 1 = one fsync per write', positiveInt('--commit-batch'), DEFAULT_MAX_BATCH)
-    .option('--min-request-timeout <seconds>', 'watch lifetime without timeoutSeconds is random in [t, 2t)', positiveInt('--min-request-timeout'), 1800)
-    .addOption(new Option('--authorization-mode <mode>', 'AlwaysAllow: every authenticated request is allowed; RBAC: Roles and bindings decide (the admin token stays a superuser)').choices(['AlwaysAllow', 'RBAC']).default('AlwaysAllow'))
+    .option(
+      '--history-window <n>',
+      'past changes a watch can resume from; older resourceVersions get 410 Expired',
+      positiveInt('--history-window'),
+      10000,
+    )
+    .option(
+      '--commit-batch <n>',
+      'most writes that share one transaction and one fsync (group commit); 1 = one fsync per write',
+      positiveInt('--commit-batch'),
+      DEFAULT_MAX_BATCH,
+    )
+    .option(
+      '--min-request-timeout <seconds>',
+      'watch lifetime without timeoutSeconds is random in [t, 2t)',
+      positiveInt('--min-request-timeout'),
+      1800,
+    )
+    .addOption(
+      new Option(
+        '--authorization-mode <mode>',
+        'AlwaysAllow: every authenticated request is allowed; RBAC: Roles and bindings decide (the admin token stays a superuser)',
+      )
+        .choices(['AlwaysAllow', 'RBAC'])
+        .default('AlwaysAllow'),
+    )
     .option('--enable-fault-injection', 'TEST ONLY: relay connections and serve POST /debug/faults/{freeze,reset,compact,restart}')
     .action(async (flags: ApiserverFlags) => {
       const logger = pino({ name: 'kars-apiserver' }, pino.destination(2));
@@ -50,7 +72,15 @@ export function apiserverCommand(): Command {
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
       });
       process.stdout.write(`kubeconfig: ${server.kubeconfigPath}\nlistening: ${server.url}\n`);
-      logger.info({ url: server.url, dataDir: server.dataDir, faultInjection: flags.enableFaultInjection === true, authorizationMode: flags.authorizationMode }, 'kars apiserver ready');
+      logger.info(
+        {
+          url: server.url,
+          dataDir: server.dataDir,
+          faultInjection: flags.enableFaultInjection === true,
+          authorizationMode: flags.authorizationMode,
+        },
+        'kars apiserver ready',
+      );
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {
           logger.info({ signal }, 'shutting down');

@@ -91,7 +91,10 @@ describe('kars compile', () => {
     const r = await run(['-f', good]);
     assert.equal(r.stderr, '');
     assert.equal(r.exitCode, undefined);
-    const out = JSON.parse(r.stdout) as { configMaps: Array<{ metadata: { name: string } }>; digests: Array<{ kind: string; compiledDigest: string | null }> };
+    const out = JSON.parse(r.stdout) as {
+      configMaps: Array<{ metadata: { name: string } }>;
+      digests: Array<{ kind: string; compiledDigest: string | null }>;
+    };
     assert.deepEqual(Object.keys(out), ['configMaps', 'digests']);
     assert.deepEqual(
       out.configMaps.map((c) => c.metadata.name),
@@ -119,7 +122,10 @@ describe('kars compile', () => {
     const r = await run(['-f', bad]);
     assert.equal(r.exitCode, 1);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} doc 2: InferencePolicy team-a/broken: spec\\.contentSafety\\.hate:`));
+    assert.match(
+      r.stderr,
+      new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} doc 2: InferencePolicy team-a/broken: spec\\.contentSafety\\.hate:`),
+    );
     assert.doesNotMatch(r.stderr, /doc 1/);
   });
 
@@ -144,11 +150,17 @@ describe('kars compile', () => {
       t.skip('main.ts does not register compileCommand yet; the in-process tests above cover the command');
       return;
     }
-    const ok = spawnSync(process.execPath, ['apps/cli/bin/kars.js', 'compile', '-f', good, '--now', NOW], { cwd: repoRoot, encoding: 'utf8' });
+    const ok = spawnSync(process.execPath, ['apps/cli/bin/kars.js', 'compile', '-f', good, '--now', NOW], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
     assert.equal(ok.status, 0, ok.stderr);
     assert.equal(ok.stderr, '');
     assert.deepEqual(Object.keys(JSON.parse(ok.stdout) as object), ['configMaps', 'digests']);
-    const fail = spawnSync(process.execPath, ['apps/cli/bin/kars.js', 'compile', '-f', bad, '--now', NOW], { cwd: repoRoot, encoding: 'utf8' });
+    const fail = spawnSync(process.execPath, ['apps/cli/bin/kars.js', 'compile', '-f', bad, '--now', NOW], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
     assert.equal(fail.status, 1);
     assert.equal(fail.stdout, '');
     assert.match(fail.stderr, /InferencePolicy team-a\/broken: spec\.contentSafety\.hate/);

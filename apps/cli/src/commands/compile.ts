@@ -68,7 +68,11 @@ function describeError(e: CompileError, sources: readonly Source[]): string {
 export function compileCommand(io: CompileIo = processIo): Command {
   return new Command('compile')
     .description('compile kars policies offline into the ConfigMaps and digests the controller would write (JSON on stdout)')
-    .requiredOption('-f, --filename <file>', 'YAML file with one or more documents; "-" reads stdin; repeatable', (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .requiredOption(
+      '-f, --filename <file>',
+      'YAML file with one or more documents; "-" reads stdin; repeatable',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .option('-n, --namespace <namespace>', 'namespace of documents that do not set metadata.namespace', 'default')
     .option('--now <rfc3339>', 'compile as of this time (EgressApproval effectiveAt and expiry); default: the current time')
     .addHelpText(
@@ -94,7 +98,9 @@ export function compileCommand(io: CompileIo = processIo): Command {
           const err = d.errors[0];
           if (err !== undefined) {
             const pos = err.linePos?.[0];
-            problems.push(`error: ${where(source)}: invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${err.message.split('\n')[0] ?? err.code}`);
+            problems.push(
+              `error: ${where(source)}: invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${err.message.split('\n')[0] ?? err.code}`,
+            );
             return;
           }
           let value: unknown;
@@ -111,7 +117,8 @@ export function compileCommand(io: CompileIo = processIo): Command {
 
       const result = compileDocuments(docs, { now: flags.now ?? io.now(), env: io.env(), namespace: flags.namespace });
       for (const e of result.errors) problems.push(describeError(e, sources));
-      for (const w of result.warnings) io.stderr(`warning: ${where(sources[w.index])}: ${w.kind || 'document'} ${w.namespace}/${w.name || '(unnamed)'}: ${w.message}\n`);
+      for (const w of result.warnings)
+        io.stderr(`warning: ${where(sources[w.index])}: ${w.kind || 'document'} ${w.namespace}/${w.name || '(unnamed)'}: ${w.message}\n`);
       if (problems.length > 0) {
         io.stderr(problems.join('\n') + '\n');
         io.setExitCode(1);

@@ -48,11 +48,17 @@ void describe('kars controller liveness (process)', () => {
     const port = await freePort();
     const apiPort = await freePort(); // nothing listens: the controller keeps retrying, health still answers
     const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n`);
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:${apiPort}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n`,
+    );
     const stall = join(dir, 'stall.mjs');
     const flag = join(dir, 'stall-now');
     // Busy-wait 3 s once the test creates the flag file: a wedged loop, as a stuck synchronous task would be.
-    writeFileSync(stall, `import { existsSync } from 'node:fs';\nconst t = setInterval(() => { if (existsSync(${JSON.stringify(flag)})) { clearInterval(t); const end = Date.now() + 3000; while (Date.now() < end) {} } }, 100);\nt.unref();\n`);
+    writeFileSync(
+      stall,
+      `import { existsSync } from 'node:fs';\nconst t = setInterval(() => { if (existsSync(${JSON.stringify(flag)})) { clearInterval(t); const end = Date.now() + 3000; while (Date.now() < end) {} } }, 100);\nt.unref();\n`,
+    );
     child = spawn(process.execPath, ['--import', stall, KARS, 'controller', '--kubeconfig', kubeconfig, '--liveness-max-loop-delay', '1'], {
       env: { ...process.env, LEADER_ELECTION_ENABLED: 'false', CONTROLLER_METRICS_ADDR: `127.0.0.1:${port}` },
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -37,7 +37,11 @@ function envSeconds(env: string, fallback: number): number {
  * clusters): LEADER_ELECTION_LEASE_DURATION_SECS (15), LEADER_ELECTION_RENEW_DEADLINE_SECS (10),
  * LEADER_ELECTION_RETRY_PERIOD_SECS (2). Unset or invalid values keep the defaults.
  */
-export function leaderTimingFromEnv(env: Record<string, string | undefined>): { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number } {
+export function leaderTimingFromEnv(env: Record<string, string | undefined>): {
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+} {
   const ms = (name: string): number | undefined => {
     const v = env[name];
     const n = v === undefined || v.trim() === '' ? NaN : Number(v);
@@ -65,12 +69,30 @@ export function controllerCommand(): Command {
     .description('run the kars policy controller (InferencePolicy, ToolPolicy, EgressApproval, KarsSandbox)')
     .option('--kubeconfig <file>', 'kubeconfig to use (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
     .option('--namespace <ns>', 'watch one namespace only (default: all namespaces)')
-    .option('--metrics-addr <host:port|disabled>', 'serve /metrics, /healthz and /readyz here (env CONTROLLER_METRICS_ADDR)', process.env['CONTROLLER_METRICS_ADDR'] ?? '0.0.0.0:8080')
+    .option(
+      '--metrics-addr <host:port|disabled>',
+      'serve /metrics, /healthz and /readyz here (env CONTROLLER_METRICS_ADDR)',
+      process.env['CONTROLLER_METRICS_ADDR'] ?? '0.0.0.0:8080',
+    )
     .option('--lease-namespace <ns>', 'namespace of the leader-election Lease', process.env['POD_NAMESPACE'] ?? 'default')
     .option('--lease-name <name>', 'name of the leader-election Lease', process.env['LEADER_ELECTION_LEASE_NAME'] ?? 'kars-controller')
-    .addOption(new Option('--log-level <level>', 'log level; debug adds every watch change and every compiled digest (env KARS_LOG_LEVEL)').choices(LOG_LEVELS).default(LOG_LEVELS.includes(process.env['KARS_LOG_LEVEL'] ?? '') ? process.env['KARS_LOG_LEVEL'] : 'info'))
-    .option('--liveness-max-loop-delay <seconds>', '/healthz fails while the event loop has stalled this long within the last 10 s (env KARS_LIVENESS_MAX_LOOP_DELAY_SECS)', positiveSeconds('--liveness-max-loop-delay'), envSeconds('KARS_LIVENESS_MAX_LOOP_DELAY_SECS', 5))
-    .option('--liveness-reconcile-stall <seconds>', '/healthz fails when the leader has keys queued and no reconcile started or finished for this long (env KARS_LIVENESS_RECONCILE_STALL_SECS)', positiveSeconds('--liveness-reconcile-stall'), envSeconds('KARS_LIVENESS_RECONCILE_STALL_SECS', 300))
+    .addOption(
+      new Option('--log-level <level>', 'log level; debug adds every watch change and every compiled digest (env KARS_LOG_LEVEL)')
+        .choices(LOG_LEVELS)
+        .default(LOG_LEVELS.includes(process.env['KARS_LOG_LEVEL'] ?? '') ? process.env['KARS_LOG_LEVEL'] : 'info'),
+    )
+    .option(
+      '--liveness-max-loop-delay <seconds>',
+      '/healthz fails while the event loop has stalled this long within the last 10 s (env KARS_LIVENESS_MAX_LOOP_DELAY_SECS)',
+      positiveSeconds('--liveness-max-loop-delay'),
+      envSeconds('KARS_LIVENESS_MAX_LOOP_DELAY_SECS', 5),
+    )
+    .option(
+      '--liveness-reconcile-stall <seconds>',
+      '/healthz fails when the leader has keys queued and no reconcile started or finished for this long (env KARS_LIVENESS_RECONCILE_STALL_SECS)',
+      positiveSeconds('--liveness-reconcile-stall'),
+      envSeconds('KARS_LIVENESS_RECONCILE_STALL_SECS', 300),
+    )
     .action(async (flags: ControllerFlags) => {
       const log = pino({ name: 'kars-controller', level: flags.logLevel }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
@@ -89,15 +111,40 @@ export function controllerCommand(): Command {
         log,
         env: process.env,
         ...(flags.namespace ? { namespace: flags.namespace } : {}),
-        leaderElection: { enabled: leaderElectionEnabled(process.env), namespace: flags.leaseNamespace, name: flags.leaseName, identity, ...leaderTimingFromEnv(process.env) },
+        leaderElection: {
+          enabled: leaderElectionEnabled(process.env),
+          namespace: flags.leaseNamespace,
+          name: flags.leaseName,
+          identity,
+          ...leaderTimingFromEnv(process.env),
+        },
       });
       const ac = abortOnSignals(log);
       if (flags.metricsAddr !== 'disabled') {
-        const liveness = [eventLoopWatchdog({ maxDelayMs: flags.livenessMaxLoopDelay * 1000, signal: ac.signal }), ...controller.liveness(flags.livenessReconcileStall * 1000)];
-        const health = await startHealthServer({ listen: flags.metricsAddr, registry: metrics.registry, readiness: controller.readiness(), liveness, signal: ac.signal });
+        const liveness = [
+          eventLoopWatchdog({ maxDelayMs: flags.livenessMaxLoopDelay * 1000, signal: ac.signal }),
+          ...controller.liveness(flags.livenessReconcileStall * 1000),
+        ];
+        const health = await startHealthServer({
+          listen: flags.metricsAddr,
+          registry: metrics.registry,
+          readiness: controller.readiness(),
+          liveness,
+          signal: ac.signal,
+        });
         log.info({ url: health.url }, 'serving /metrics, /healthz, /readyz');
       }
-      log.info({ identity, config, namespace: flags.namespace ?? '(all)', logLevel: flags.logLevel, livenessMaxLoopDelaySeconds: flags.livenessMaxLoopDelay, livenessReconcileStallSeconds: flags.livenessReconcileStall }, 'kars controller starting');
+      log.info(
+        {
+          identity,
+          config,
+          namespace: flags.namespace ?? '(all)',
+          logLevel: flags.logLevel,
+          livenessMaxLoopDelaySeconds: flags.livenessMaxLoopDelay,
+          livenessReconcileStallSeconds: flags.livenessReconcileStall,
+        },
+        'kars controller starting',
+      );
       await controller.run(ac.signal);
       client.close();
     });

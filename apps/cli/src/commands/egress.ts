@@ -28,7 +28,7 @@ export function defaultApprovalName(sandbox: string, now = new Date()): string {
 
 /** `kars egress allow-extra|approvals|revoke`: temporary egress widenings (EgressApproval), straight against the API. */
 export function egressCommand(): Command {
-  const cmd = new Command('egress').description('temporarily widen a sandbox\'s egress allowlist (EgressApproval)');
+  const cmd = new Command('egress').description("temporarily widen a sandbox's egress allowlist (EgressApproval)");
 
   addKubeOptions(
     cmd
@@ -36,16 +36,20 @@ export function egressCommand(): Command {
       .argument('<sandbox>', 'the KarsSandbox to widen')
       .description('create an EgressApproval: the sandbox may reach these hosts until the TTL runs out')
       .option('--host <host[:port]>', 'host to allow, port 443 when omitted (repeatable, 1 to 16; URLs are refused)', collect)
-      .option('--ttl <duration>', 'ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H (at most the controller ceiling, default 24 h, hard 7 d)')
+      .option(
+        '--ttl <duration>',
+        'ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H (at most the controller ceiling, default 24 h, hard 7 d)',
+      )
       .option('--reason <text>', 'why (1 to 512 bytes, no control characters)')
       .option('--ticket <id>', 'ticket or incident id (at most 128 characters)')
       .option('--name <name>', 'approval name (default: <sandbox>-extra-<yyyymmdd-hhmmss>z)')
       .option('-f, --from-file <file>', 'YAML or JSON file with an EgressApproval; flags override its fields')
-      .option('--wait', 'return once the sandbox\'s router enforces the widened allowlist (router echo)')
+      .option('--wait', "return once the sandbox's router enforces the widened allowlist (router echo)")
       .option('--timeout <seconds>', 'with --wait: give up after this long (exit code 2)', parseTimeout, 60),
   ).action(async (sandbox: string, f: AllowFlags) => {
     const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, 'EgressApproval') as unknown as EgressApproval) : undefined;
-    if (file && file.spec?.sandbox && file.spec.sandbox !== sandbox) throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${f.fromFile ?? ''}`);
+    if (file && file.spec?.sandbox && file.spec.sandbox !== sandbox)
+      throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${f.fromFile ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
     const hosts = (f.host ?? []).map((h) => {
       const r = parseHostArg(h);
@@ -57,8 +61,15 @@ export function egressCommand(): Command {
     if (f.ttl !== undefined) spec.ttl = f.ttl;
     if (f.reason !== undefined) spec.reason = f.reason;
     if (f.ticket !== undefined) spec.ticket = f.ticket;
-    const missing = [spec.hosts === undefined ? '--host' : '', spec.ttl === undefined ? '--ttl' : '', spec.reason === undefined ? '--reason' : ''].filter((x) => x !== '');
-    if (missing.length > 0) throw new CliError(`missing ${missing.join(', ')}: e.g. kars egress allow-extra ${sandbox} --host example.com --ttl PT1H --reason "why"`);
+    const missing = [
+      spec.hosts === undefined ? '--host' : '',
+      spec.ttl === undefined ? '--ttl' : '',
+      spec.reason === undefined ? '--reason' : '',
+    ].filter((x) => x !== '');
+    if (missing.length > 0)
+      throw new CliError(
+        `missing ${missing.join(', ')}: e.g. kars egress allow-extra ${sandbox} --host example.com --ttl PT1H --reason "why"`,
+      );
     const name = f.name ?? file?.metadata?.name ?? defaultApprovalName(sandbox);
     await withKube(f, async (ctx) => {
       const r = await upsert<EgressApproval>(ctx, EGRESS_APPROVAL, name, () => ({ spec }));
@@ -70,7 +81,7 @@ export function egressCommand(): Command {
   addKubeOptions(
     cmd
       .command('approvals')
-      .argument('[sandbox]', 'only this sandbox\'s approvals')
+      .argument('[sandbox]', "only this sandbox's approvals")
       .description('list EgressApprovals')
       .option('-o, --output <format>', 'table, yaml or json', 'table'),
   ).action(async (sandbox: string | undefined, f: KubeFlags & { output: string }) => {
@@ -79,16 +90,30 @@ export function egressCommand(): Command {
       const list = await ctx.client.list<EgressApproval & KubeObject>(EGRESS_APPROVAL, { namespace: ctx.namespace });
       const items = list.items.filter((a) => sandbox === undefined || a.spec.sandbox === sandbox);
       if (format !== 'table') return void process.stdout.write(render({ ...list, items }, format));
-      if (items.length === 0) return void process.stderr.write(`No EgressApprovals${sandbox ? ` for sandbox ${sandbox}` : ''} found in ${ctx.namespace} namespace.\n`);
-      const rows = items.map((a) => [a.metadata.name ?? '', a.spec.hosts.map((h) => `${h.host}:${h.port ?? 443}`).join(','), a.spec.ttl, a.status?.expiresAt ?? '-', a.status?.phase ?? 'Pending', age(a.metadata.creationTimestamp)]);
+      if (items.length === 0)
+        return void process.stderr.write(
+          `No EgressApprovals${sandbox ? ` for sandbox ${sandbox}` : ''} found in ${ctx.namespace} namespace.\n`,
+        );
+      const rows = items.map((a) => [
+        a.metadata.name ?? '',
+        a.spec.hosts.map((h) => `${h.host}:${h.port ?? 443}`).join(','),
+        a.spec.ttl,
+        a.status?.expiresAt ?? '-',
+        a.status?.phase ?? 'Pending',
+        age(a.metadata.creationTimestamp),
+      ]);
       process.stdout.write(table(['NAME', 'HOSTS', 'TTL', 'EXPIRES', 'PHASE', 'AGE'], rows));
     });
   });
 
-  addKubeOptions(cmd.command('revoke').argument('<name>', 'the EgressApproval to delete').description('revoke an EgressApproval (the router drops the hosts as soon as the controller removes them)').option('--no-prompt', 'do not ask for confirmation on a terminal')).action(
-    async (name: string, f: KubeFlags & { prompt: boolean }) => {
-      await withKube(f, (ctx) => deleteObject(ctx, EGRESS_APPROVAL, name, !f.prompt));
-    },
-  );
+  addKubeOptions(
+    cmd
+      .command('revoke')
+      .argument('<name>', 'the EgressApproval to delete')
+      .description('revoke an EgressApproval (the router drops the hosts as soon as the controller removes them)')
+      .option('--no-prompt', 'do not ask for confirmation on a terminal'),
+  ).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
+    await withKube(f, (ctx) => deleteObject(ctx, EGRESS_APPROVAL, name, !f.prompt));
+  });
   return cmd;
 }

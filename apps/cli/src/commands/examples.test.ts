@@ -12,7 +12,9 @@ import type { KarsObject } from '@kars/policy-api';
 import { REPO_ROOT, runKars } from '../testing/stack.js';
 
 const DIR = join(REPO_ROOT, 'examples');
-const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort();
+const files = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 
 /** The CLI command that applies an example of each kind. */
 function cliApply(obj: KarsObject, file: string): string[] {
@@ -33,7 +35,8 @@ describe('every file in examples/ applies through kars apiserver and through the
   before(async () => {
     ts = await startTestServer();
     for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-    for (const ns of ['via-api', 'via-cli', 'via-kubectl']) await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of ['via-api', 'via-cli', 'via-kubectl'])
+      await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   });
   after(() => ts.close());
 
@@ -76,10 +79,21 @@ describe('every file in examples/ applies through kars apiserver and through the
     }
     if (!ok) return t.skip('kubectl not on PATH');
     // The examples hold two versions of demo-budget and demo-tools (edits of the same object); kubectl applies them in order.
-    const { stdout } = await promisify(execFile)('kubectl', ['--kubeconfig', ts.server.kubeconfigPath, '-n', 'via-kubectl', 'apply', '-f', DIR]);
+    const { stdout } = await promisify(execFile)('kubectl', [
+      '--kubeconfig',
+      ts.server.kubeconfigPath,
+      '-n',
+      'via-kubectl',
+      'apply',
+      '-f',
+      DIR,
+    ]);
     for (const f of files) {
       const obj = parseAllDocuments(readFileSync(join(DIR, f), 'utf8'))[0]?.toJS() as KarsObject;
-      assert.match(stdout, new RegExp(`${obj.kind.toLowerCase()}\\.kars\\.azure\\.com/${obj.metadata.name ?? ''} (created|configured|unchanged)`));
+      assert.match(
+        stdout,
+        new RegExp(`${obj.kind.toLowerCase()}\\.kars\\.azure\\.com/${obj.metadata.name ?? ''} (created|configured|unchanged)`),
+      );
     }
   });
 });

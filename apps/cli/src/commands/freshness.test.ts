@@ -16,7 +16,10 @@ interface Run {
 function probe(stack: LocalStack, args: string[], opts: { interruptAfterSecondEdit?: boolean } = {}): Promise<Run> {
   let interrupt = opts.interruptAfterSecondEdit === true;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [kars, 'freshness', 'probe', '--kubeconfig', stack.kubeconfig, ...args], { env: { ...process.env, KARS_HTTP2_PING_INTERVAL_SECS: '1', KARS_HTTP2_PING_TIMEOUT_SECS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [kars, 'freshness', 'probe', '--kubeconfig', stack.kubeconfig, ...args], {
+      env: { ...process.env, KARS_HTTP2_PING_INTERVAL_SECS: '1', KARS_HTTP2_PING_TIMEOUT_SECS: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -52,7 +55,19 @@ describe('kars freshness probe (process, against the local stack)', () => {
   it('makes 20 edits, prints p50/p99/max as JSON, passes its SLO and cleans up', async (t) => {
     const run = await probe(stack, ['--iterations', '20', '--slo', '2', '-o', 'json']);
     assert.equal(run.code, 0, run.stderr);
-    const report = JSON.parse(run.stdout) as { pass: boolean; edits: Array<{ generation: number; observedGeneration: number; compiledDigest: string; configMapResourceVersion: string; toConfigMapMs: number; toEchoMs: number; toReadyMs: number }>; summary: { echo: { p50: number; p99: number; max: number; count: number } } };
+    const report = JSON.parse(run.stdout) as {
+      pass: boolean;
+      edits: Array<{
+        generation: number;
+        observedGeneration: number;
+        compiledDigest: string;
+        configMapResourceVersion: string;
+        toConfigMapMs: number;
+        toEchoMs: number;
+        toReadyMs: number;
+      }>;
+      summary: { echo: { p50: number; p99: number; max: number; count: number } };
+    };
     assert.equal(report.pass, true);
     assert.equal(report.edits.length, 20);
     for (const e of report.edits) {
@@ -63,7 +78,9 @@ describe('kars freshness probe (process, against the local stack)', () => {
     }
     assert.equal(new Set(report.edits.map((e) => e.compiledDigest)).size, 20, 'every edit compiled to a new digest');
     assert.equal(report.summary.echo.count, 20);
-    t.diagnostic(`edit → echo p50 ${Math.round(report.summary.echo.p50)} ms, p99 ${Math.round(report.summary.echo.p99)} ms, max ${Math.round(report.summary.echo.max)} ms`);
+    t.diagnostic(
+      `edit → echo p50 ${Math.round(report.summary.echo.p50)} ms, p99 ${Math.round(report.summary.echo.p99)} ms, max ${Math.round(report.summary.echo.max)} ms`,
+    );
     assert.deepEqual(await leftovers(stack), { policies: [], sandbox: false }, 'the throwaway policy and sandbox are gone');
   });
 
@@ -92,15 +109,24 @@ describe('kars freshness probe (process, against the local stack)', () => {
   });
 
   it('refuses to re-point a sandbox that enforces a real policy, unless --force', async () => {
-    await stack.client.create(KARS_SANDBOX, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'prod', namespace: 'default' }, spec: { inferenceRef: { name: 'prod-budget' } } } as never);
+    await stack.client.create(KARS_SANDBOX, {
+      apiVersion: 'kars.azure.com/v1alpha1',
+      kind: 'KarsSandbox',
+      metadata: { name: 'prod', namespace: 'default' },
+      spec: { inferenceRef: { name: 'prod-budget' } },
+    } as never);
     const run = await probe(stack, ['--sandbox', 'prod', '--router-timeout', '3']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /enforces InferencePolicy "prod-budget"; the probe would replace it/);
-    const sb = await stack.client.get<{ metadata: object; spec: { inferenceRef: { name: string } } } & import('@kars/kube-core').KubeObject>(KARS_SANDBOX, 'default', 'prod');
+    const sb = await stack.client.get<
+      { metadata: object; spec: { inferenceRef: { name: string } } } & import('@kars/kube-core').KubeObject
+    >(KARS_SANDBOX, 'default', 'prod');
     assert.equal(sb.spec.inferenceRef.name, 'prod-budget', 'untouched');
     const forced = await probe(stack, ['--sandbox', 'prod', '--router-timeout', '2', '--force']);
     assert.equal(forced.code, 2, 'no router serves it here, so the probe stops at setup');
-    const after = await stack.client.get<{ metadata: object; spec: { inferenceRef: { name: string } } } & import('@kars/kube-core').KubeObject>(KARS_SANDBOX, 'default', 'prod');
+    const after = await stack.client.get<
+      { metadata: object; spec: { inferenceRef: { name: string } } } & import('@kars/kube-core').KubeObject
+    >(KARS_SANDBOX, 'default', 'prod');
     assert.equal(after.spec.inferenceRef.name, 'prod-budget', 'the previous binding is restored after the probe');
   });
 

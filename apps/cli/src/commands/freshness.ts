@@ -19,7 +19,8 @@ interface ProbeFlags extends KubeFlags {
 function positive(name: string, integer = false): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new InvalidArgumentError(`${name} must be a positive ${integer ? 'integer' : 'number'}, got "${v}"`);
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n)))
+      throw new InvalidArgumentError(`${name} must be a positive ${integer ? 'integer' : 'number'}, got "${v}"`);
     return n;
   };
 }
@@ -38,10 +39,22 @@ export function freshnessCommand(): Command {
     .option('--iterations <n>', 'edits to make, one after another', positive('--iterations', true), 20)
     .option('--slo <seconds>', 'edit → every router echoing must take at most this long', positive('--slo'), 1)
     .option('-o, --output <format>', 'table or json', 'table')
-    .option('--sandbox <name>', 'dedicated sandbox whose router echoes (created and deleted when absent; a router must serve it)', DEFAULT_PROBE_SANDBOX)
-    .option('--force', 'allow re-pointing an existing sandbox that enforces a non-probe policy (changes its enforcement while the probe runs)')
+    .option(
+      '--sandbox <name>',
+      'dedicated sandbox whose router echoes (created and deleted when absent; a router must serve it)',
+      DEFAULT_PROBE_SANDBOX,
+    )
+    .option(
+      '--force',
+      'allow re-pointing an existing sandbox that enforces a non-probe policy (changes its enforcement while the probe runs)',
+    )
     .option('--timeout <seconds>', 'per edit: give up waiting after this long', positive('--timeout'), 30)
-    .option('--router-timeout <seconds>', 'wait this long for a router to echo the probe policy before the first edit', positive('--router-timeout'), 30)
+    .option(
+      '--router-timeout <seconds>',
+      'wait this long for a router to echo the probe policy before the first edit',
+      positive('--router-timeout'),
+      30,
+    )
     .action(async (flags: ProbeFlags) => {
       const format = outputFormat(flags.output, ['table', 'json'] as const, 'table');
       const config = watchConfigFromEnv(process.env);
@@ -57,7 +70,10 @@ export function freshnessCommand(): Command {
       process.once('SIGTERM', stop);
       try {
         const onEdit = (e: EditResult): void => {
-          if (format === 'table') process.stderr.write(`edit ${e.edit}: ${e.toEchoMs === null ? `no echo (${e.error ?? ''})` : `echoed in ${Math.round(e.toEchoMs)} ms`}\n`);
+          if (format === 'table')
+            process.stderr.write(
+              `edit ${e.edit}: ${e.toEchoMs === null ? `no echo (${e.error ?? ''})` : `echoed in ${Math.round(e.toEchoMs)} ms`}\n`,
+            );
         };
         const report = await runProbe({
           client: ctx.client,

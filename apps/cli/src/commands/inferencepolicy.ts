@@ -5,7 +5,17 @@ import type { KubeObject } from '@kars/kube-core';
 import { collect, labels, wholeNumber } from '../lib/flags.js';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
-import { parseTimeout, printEnforced, readObjectFile, refOf, upsert, waitEnforced, deleteObject, getRequired, condition } from '../lib/objects.js';
+import {
+  parseTimeout,
+  printEnforced,
+  readObjectFile,
+  refOf,
+  upsert,
+  waitEnforced,
+  deleteObject,
+  getRequired,
+  condition,
+} from '../lib/objects.js';
 import { age, CliError, outputFormat, render, table } from '../lib/output.js';
 
 interface ApplyFlags extends KubeFlags {
@@ -26,7 +36,16 @@ interface ApplyFlags extends KubeFlags {
   timeout: number;
 }
 
-const CONTENT_FLAGS = ['tokenBudget', 'monthlyTokens', 'perRequestTokens', 'model', 'contentSafetySeverity', 'requirePromptShields', 'fallback', 'provider'] as const;
+const CONTENT_FLAGS = [
+  'tokenBudget',
+  'monthlyTokens',
+  'perRequestTokens',
+  'model',
+  'contentSafetySeverity',
+  'requirePromptShields',
+  'fallback',
+  'provider',
+] as const;
 
 function parseModelRef(v: string, flag: string): ModelRef {
   const i = v.indexOf(':');
@@ -84,7 +103,9 @@ function statusOf(obj: { status?: { phase?: string; conditions?: Condition[] } }
 
 /** `kars inferencepolicy|ip apply|get|list|delete`, straight against the API (no kubectl). */
 export function inferencePolicyCommand(): Command {
-  const cmd = new Command('inferencepolicy').alias('ip').description('manage InferencePolicies (token budgets, content safety, model routing)');
+  const cmd = new Command('inferencepolicy')
+    .alias('ip')
+    .description('manage InferencePolicies (token budgets, content safety, model routing)');
 
   addKubeOptions(
     cmd
@@ -99,9 +120,23 @@ export function inferencePolicyCommand(): Command {
       .option('--monthly-tokens <n>', 'tokenBudget.monthlyTokens', wholeNumber)
       .option('--per-request-tokens <n>', 'tokenBudget.perRequestTokens', wholeNumber)
       .option('--model <deployment>', 'modelPreference.primary.deployment')
-      .addOption(new Option('--provider <tag>', 'provider (and the primary model provider)').choices(['azure-openai', 'anthropic', 'ollama', 'bedrock']))
+      .addOption(
+        new Option('--provider <tag>', 'provider (and the primary model provider)').choices([
+          'azure-openai',
+          'anthropic',
+          'ollama',
+          'bedrock',
+        ]),
+      )
       .option('--fallback <provider:deployment>', 'modelPreference.fallback (repeatable, in order)', collect)
-      .addOption(new Option('--content-safety-severity <level>', 'maximum tolerated severity for all four categories').choices(['Safe', 'Low', 'Medium', 'High']))
+      .addOption(
+        new Option('--content-safety-severity <level>', 'maximum tolerated severity for all four categories').choices([
+          'Safe',
+          'Low',
+          'Medium',
+          'High',
+        ]),
+      )
       .option('--require-prompt-shields', 'contentSafety.requirePromptShields: true')
       .option('--display-name <text>', 'displayName')
       .option('--wait', 'return once every router of every referencing sandbox enforces the edit (router echo), and print the time it took')
@@ -110,14 +145,28 @@ export function inferencePolicyCommand(): Command {
     const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, 'InferencePolicy') as unknown as InferencePolicy) : undefined;
     const name = nameArg ?? file?.metadata?.name;
     if (!name) throw new CliError('a name is required: kars ip apply NAME [flags] (or a file with metadata.name)');
-    if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg) throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${f.fromFile ?? ''}`);
+    if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg)
+      throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${f.fromFile ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
-    const anyFlag = f.sandbox !== undefined || f.action !== undefined || f.sandboxLabel !== undefined || f.displayName !== undefined || CONTENT_FLAGS.some((k) => f[k] !== undefined);
+    const anyFlag =
+      f.sandbox !== undefined ||
+      f.action !== undefined ||
+      f.sandboxLabel !== undefined ||
+      f.displayName !== undefined ||
+      CONTENT_FLAGS.some((k) => f[k] !== undefined);
     await withKube(f, async (ctx) => {
       const r = await upsert<InferencePolicy>(ctx, INFERENCE_POLICY, name, (existing) => {
-        if (!file && !existing && !CONTENT_FLAGS.some((k) => f[k] !== undefined)) throw new CliError(`InferencePolicy ${ctx.namespace}/${name} does not exist: to create it, pass --from-file or at least one of --model, --token-budget, --monthly-tokens, --per-request-tokens, --content-safety-severity, --require-prompt-shields`);
-        if (!file && existing && !anyFlag) throw new CliError('nothing to change: pass --from-file or at least one field flag (see kars ip apply --help)');
-        return { spec: inferenceSpecFrom(file ? file.spec : existing?.spec, f), ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}), ...(file?.metadata?.annotations ? { annotations: file.metadata.annotations } : {}) };
+        if (!file && !existing && !CONTENT_FLAGS.some((k) => f[k] !== undefined))
+          throw new CliError(
+            `InferencePolicy ${ctx.namespace}/${name} does not exist: to create it, pass --from-file or at least one of --model, --token-budget, --monthly-tokens, --per-request-tokens, --content-safety-severity, --require-prompt-shields`,
+          );
+        if (!file && existing && !anyFlag)
+          throw new CliError('nothing to change: pass --from-file or at least one field flag (see kars ip apply --help)');
+        return {
+          spec: inferenceSpecFrom(file ? file.spec : existing?.spec, f),
+          ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}),
+          ...(file?.metadata?.annotations ? { annotations: file.metadata.annotations } : {}),
+        };
       });
       process.stdout.write(`${refOf(INFERENCE_POLICY, name)} ${r.action}\n`);
       if (f.wait) printEnforced(INFERENCE_POLICY, await waitEnforced(ctx, INFERENCE_POLICY, r.obj, f.timeout * 1000), r.writtenAtMs);
@@ -156,18 +205,33 @@ export function inferencePolicyCommand(): Command {
     });
   });
 
-  addKubeOptions(cmd.command('list').description('list InferencePolicies').option('-o, --output <format>', 'table, yaml or json', 'table')).action(async (f: KubeFlags & { output: string }) => {
+  addKubeOptions(
+    cmd.command('list').description('list InferencePolicies').option('-o, --output <format>', 'table, yaml or json', 'table'),
+  ).action(async (f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['table', 'yaml', 'json'] as const, 'table');
     await withKube(f, async (ctx) => {
       const list = await ctx.client.list<InferencePolicy & KubeObject>(INFERENCE_POLICY, { namespace: ctx.namespace });
       if (format !== 'table') return void process.stdout.write(render(list, format));
       if (list.items.length === 0) return void process.stderr.write(`No InferencePolicies found in ${ctx.namespace} namespace.\n`);
-      const rows = list.items.map((ip) => [ip.metadata.name ?? '', ip.spec.appliesTo.sandboxName || '*', modelOf(ip), String(ip.spec.tokenBudget?.dailyTokens ?? '-'), age(ip.metadata.creationTimestamp), statusOf(ip)]);
+      const rows = list.items.map((ip) => [
+        ip.metadata.name ?? '',
+        ip.spec.appliesTo.sandboxName || '*',
+        modelOf(ip),
+        String(ip.spec.tokenBudget?.dailyTokens ?? '-'),
+        age(ip.metadata.creationTimestamp),
+        statusOf(ip),
+      ]);
       process.stdout.write(table(['NAME', 'SANDBOX', 'MODEL', 'DAILY', 'AGE', 'STATUS'], rows));
     });
   });
 
-  addKubeOptions(cmd.command('delete').argument('<name>').description('delete an InferencePolicy').option('--no-prompt', 'do not ask for confirmation on a terminal')).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
+  addKubeOptions(
+    cmd
+      .command('delete')
+      .argument('<name>')
+      .description('delete an InferencePolicy')
+      .option('--no-prompt', 'do not ask for confirmation on a terminal'),
+  ).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
     await withKube(f, (ctx) => deleteObject(ctx, INFERENCE_POLICY, name, !f.prompt));
   });
   return cmd;

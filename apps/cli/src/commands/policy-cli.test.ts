@@ -28,7 +28,10 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     const r = await runKars(['ip', 'apply', '-f', 'examples/inference-policy.yaml', '--wait', '--timeout', '30', ...kc]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^inferencepolicy\.kars\.azure\.com\/demo-budget created\n/);
-    assert.match(r.stdout, /inferencepolicy\.kars\.azure\.com\/demo-budget enforced: generation 1, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms; controller: edit → every router \d+ ms\n$/);
+    assert.match(
+      r.stdout,
+      /inferencepolicy\.kars\.azure\.com\/demo-budget enforced: generation 1, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms; controller: edit → every router \d+ ms\n$/,
+    );
     // Enforced means enforced: no polling needed, the very next request sees the policy.
     assert.equal((await chat(routerUrl, 2000)).status, 429);
     assert.equal((await chat(routerUrl, 500)).status, 200);
@@ -48,10 +51,24 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     assert.equal((await chat(routerUrl, 2000)).status, 200);
   });
 
-  it('refuses an invalid policy client-side with the controller\'s message, exit 1, nothing written', async () => {
-    const r = await runKars(['ip', 'apply', 'bad-budget', '--sandbox', 'demo-agent', '--token-budget', '10', '--monthly-tokens', '5', ...kc]);
+  it("refuses an invalid policy client-side with the controller's message, exit 1, nothing written", async () => {
+    const r = await runKars([
+      'ip',
+      'apply',
+      'bad-budget',
+      '--sandbox',
+      'demo-agent',
+      '--token-budget',
+      '10',
+      '--monthly-tokens',
+      '5',
+      ...kc,
+    ]);
     assert.equal(r.code, 1);
-    const causes = validateInferencePolicySpec({ appliesTo: { sandboxName: 'demo-agent' }, tokenBudget: { dailyTokens: 10, monthlyTokens: 5 } });
+    const causes = validateInferencePolicySpec({
+      appliesTo: { sandboxName: 'demo-agent' },
+      tokenBudget: { dailyTokens: 10, monthlyTokens: 5 },
+    });
     const head = causes.map((c) => `${c.field}: ${c.message}`).join('; ');
     assert.equal(r.stderr, `error: InferencePolicy default/bad-budget is invalid: ${head}\n`);
     assert.equal((await stack.ts.client.get(`${IP}/bad-budget`)).status, 404);
@@ -65,7 +82,17 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     assert.ok(m, t.stderr);
     const TP = '/apis/kars.azure.com/v1alpha1/namespaces/default/toolpolicies';
     assert.equal((await stack.ts.client.get(`${TP}/bad-tools`)).status, 404);
-    assert.equal((await stack.ts.client.post(TP, { apiVersion: 'kars.azure.com/v1alpha1', kind: 'ToolPolicy', metadata: { name: 'bad-tools' }, spec: { appliesTo: { tool: 'x' }, agtProfile: { inline: 'rules: [\n' } } })).status, 201);
+    assert.equal(
+      (
+        await stack.ts.client.post(TP, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'ToolPolicy',
+          metadata: { name: 'bad-tools' },
+          spec: { appliesTo: { tool: 'x' }, agtProfile: { inline: 'rules: [\n' } },
+        })
+      ).status,
+      201,
+    );
     const degraded = await until('Degraded', async () => {
       const o = await stack.ts.client.get(`${TP}/bad-tools`);
       return o.body.status?.conditions?.find((c: any) => c.type === 'Degraded' && c.status === 'True');
@@ -125,17 +152,47 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     const tlist = await runKars(['tp', 'list', ...kc]);
     assert.match(tlist.stdout, /^NAME\s+TOOL\s+DAILYCAP\s+AGE\s+STATUS\ndemo-tools\s+\*\s+-\s+\S+\s+Ready\n$/);
 
-    const url = await runKars(['egress', 'allow-extra', 'demo-agent', '--host', 'https://example.com/x', '--ttl', 'PT1H', '--reason', 'r', ...kc]);
+    const url = await runKars([
+      'egress',
+      'allow-extra',
+      'demo-agent',
+      '--host',
+      'https://example.com/x',
+      '--ttl',
+      'PT1H',
+      '--reason',
+      'r',
+      ...kc,
+    ]);
     assert.equal(url.code, 1);
     assert.match(url.stderr, /host must be a host name, not a URL/);
     const ttl = await runKars(['egress', 'allow-extra', 'demo-agent', '--host', 'example.com', '--ttl', 'P30D', '--reason', 'r', ...kc]);
     assert.equal(ttl.code, 1);
     assert.match(ttl.stderr, /spec\.ttl: P30D exceeds the ceiling of P1D \(86400s\)/);
-    const ok = await runKars(['egress', 'allow-extra', 'demo-agent', '--host', 'example.com', '--host', 'api.example.org:8443', '--ttl', 'PT1H', '--reason', 'docs', '--name', 'demo-docs', '--wait', ...kc]);
+    const ok = await runKars([
+      'egress',
+      'allow-extra',
+      'demo-agent',
+      '--host',
+      'example.com',
+      '--host',
+      'api.example.org:8443',
+      '--ttl',
+      'PT1H',
+      '--reason',
+      'docs',
+      '--name',
+      'demo-docs',
+      '--wait',
+      ...kc,
+    ]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /egressapproval\.kars\.azure\.com\/demo-docs created\n.*demo-docs enforced: generation 1, digest sha256:/s);
     const approvals = await runKars(['egress', 'approvals', 'demo-agent', ...kc]);
-    assert.match(approvals.stdout, /^NAME\s+HOSTS\s+TTL\s+EXPIRES\s+PHASE\s+AGE\ndemo-docs\s+example\.com:443,api\.example\.org:8443\s+PT1H\s+\S+\s+Active\s+\S+\n$/);
+    assert.match(
+      approvals.stdout,
+      /^NAME\s+HOSTS\s+TTL\s+EXPIRES\s+PHASE\s+AGE\ndemo-docs\s+example\.com:443,api\.example\.org:8443\s+PT1H\s+\S+\s+Active\s+\S+\n$/,
+    );
     const revoke = await runKars(['egress', 'revoke', 'demo-docs', ...kc]);
     assert.equal(revoke.code, 0, revoke.stderr);
     assert.equal(revoke.stdout, 'egressapproval.kars.azure.com/demo-docs deleted\n');
@@ -143,9 +200,15 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     assert.equal(none.stdout, '');
 
     const sblist = await runKars(['sandbox', 'list', ...kc]);
-    assert.match(sblist.stdout, /^NAME\s+PHASE\s+INFERENCE\s+TOOLPOLICY\s+ROUTERS\s+AGE\ndemo-agent\s+Running\s+demo-budget\s+demo-tools\s+1\s+\S+\n$/);
+    assert.match(
+      sblist.stdout,
+      /^NAME\s+PHASE\s+INFERENCE\s+TOOLPOLICY\s+ROUTERS\s+AGE\ndemo-agent\s+Running\s+demo-budget\s+demo-tools\s+1\s+\S+\n$/,
+    );
     const file = join(mkdtempSync(join(tmpdir(), 'kars-sb-')), 'sb.json');
-    writeFileSync(file, JSON.stringify({ apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'scratch' }, spec: {} }));
+    writeFileSync(
+      file,
+      JSON.stringify({ apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'scratch' }, spec: {} }),
+    );
     assert.equal((await runKars(['sandbox', 'create', '-f', file, '--inference', 'demo-budget', '--allow', 'pypi.org', ...kc])).code, 0);
     const sbget = await runKars(['sandbox', 'get', 'scratch', '-o', 'yaml', ...kc]);
     assert.match(sbget.stdout, /inferenceRef:\n\s+name: demo-budget/);

@@ -13,15 +13,31 @@ import type { TestStack } from '../testing/stack.js';
 
 const D1 = `sha256:${'1'.repeat(64)}`;
 const D2 = `sha256:${'2'.repeat(64)}`;
-const echo = (over: Partial<RouterEcho> = {}): RouterEcho => ({ sandbox: 'sb', instance: 'r1', digests: { InferencePolicy: D1 }, errors: {}, renewedAtMs: 100_000, leaseDurationSeconds: 15, ...over });
+const echo = (over: Partial<RouterEcho> = {}): RouterEcho => ({
+  sandbox: 'sb',
+  instance: 'r1',
+  digests: { InferencePolicy: D1 },
+  errors: {},
+  renewedAtMs: 100_000,
+  leaseDurationSeconds: 15,
+  ...over,
+});
 
 describe('routerState: one router against one compiled digest', () => {
   it('SYNCED only when live, loaded == compiled and no error', () => {
     assert.equal(routerState(echo(), 'InferencePolicy', D1, 90_000, 101_000).state, 'SYNCED');
   });
   it('STALE with the age since the compile when it enforces another digest or none', () => {
-    assert.deepEqual(routerState(echo(), 'InferencePolicy', D2, 90_000, 101_000), { state: 'STALE', ageSeconds: 11, detail: 'enforces an older digest', loadedDigest: D1 });
-    assert.equal(routerState(echo({ digests: { InferencePolicy: null } }), 'InferencePolicy', D2, 90_000, 101_000).detail, 'has not loaded the policy');
+    assert.deepEqual(routerState(echo(), 'InferencePolicy', D2, 90_000, 101_000), {
+      state: 'STALE',
+      ageSeconds: 11,
+      detail: 'enforces an older digest',
+      loadedDigest: D1,
+    });
+    assert.equal(
+      routerState(echo({ digests: { InferencePolicy: null } }), 'InferencePolicy', D2, 90_000, 101_000).detail,
+      'has not loaded the policy',
+    );
   });
   it('STALE with the age since the last renewal once the lease expired, even if the digest matched', () => {
     const s = routerState(echo(), 'InferencePolicy', D1, 90_000, 100_000 + 15_000 + 30_000);
@@ -30,7 +46,12 @@ describe('routerState: one router against one compiled digest', () => {
     assert.match(s.detail ?? '', /lease not renewed for 45s/);
   });
   it('NACK with the router error, whatever it loaded', () => {
-    assert.deepEqual(routerState(echo({ errors: { InferencePolicy: 'bad json' } }), 'InferencePolicy', D2, 90_000, 101_000), { state: 'NACK', ageSeconds: null, detail: 'bad json', loadedDigest: D1 });
+    assert.deepEqual(routerState(echo({ errors: { InferencePolicy: 'bad json' } }), 'InferencePolicy', D2, 90_000, 101_000), {
+      state: 'NACK',
+      ageSeconds: null,
+      detail: 'bad json',
+      loadedDigest: D1,
+    });
   });
   it('looks only at its own kind', () => {
     assert.equal(routerState(echo({ errors: { AgtProfile: 'x' } }), 'InferencePolicy', D1, 90_000, 101_000).state, 'SYNCED');
@@ -45,7 +66,11 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
   before(async () => {
     stack = await startTestStack();
     kc = ['--kubeconfig', stack.kubeconfig];
-    for (const args of [['sandbox', 'create', '-f', 'examples/sandbox.yaml'], ['ip', 'apply', '-f', 'examples/inference-policy.yaml'], ['tp', 'apply', '-f', 'examples/tool-policy.yaml']]) {
+    for (const args of [
+      ['sandbox', 'create', '-f', 'examples/sandbox.yaml'],
+      ['ip', 'apply', '-f', 'examples/inference-policy.yaml'],
+      ['tp', 'apply', '-f', 'examples/tool-policy.yaml'],
+    ]) {
       const r = await runKars([...args, ...kc]);
       assert.equal(r.code, 0, r.stderr);
     }
@@ -59,8 +84,14 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     const r = await runKars(['policy', 'status', ...kc]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
-    assert.match(lines[0] ?? '', /^POLICY\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL$/);
-    assert.match(r.stdout, /\nip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s \(\d+s ago\)\n/);
+    assert.match(
+      lines[0] ?? '',
+      /^POLICY\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL$/,
+    );
+    assert.match(
+      r.stdout,
+      /\nip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s \(\d+s ago\)\n/,
+    );
     assert.match(r.stdout, /\ntp\/demo-tools\s+demo-agent\s+test-1\s+SYNCED\s/);
     const json = JSON.parse((await runKars(['policy', 'status', 'demo-budget', '-o', 'json', ...kc])).stdout);
     assert.equal(json.length, 1);
@@ -100,7 +131,7 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     assert.match(stdout, new RegExp(`InferencePolicy: ${ip.status.compiledDigest as string}`));
   });
 
-  it('NACK with the router\'s error when it refuses a policy the controller compiled', async () => {
+  it("NACK with the router's error when it refuses a policy the controller compiled", async () => {
     // The controller accepts any YAML; the router's AGT subset refuses a rule with an unknown key and keeps the last good one.
     const agt = join(mkdtempSync(join(tmpdir(), 'kars-agt-')), 'agt.yaml');
     writeFileSync(agt, 'rules:\n  - allow: "x"\n    when: always\n');
@@ -117,11 +148,34 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
 
   it('STALE with an age for a router enforcing an older digest and for one whose lease expired', async () => {
     const now = Date.now();
-    await stack.ts.client.post('/apis/coordination.k8s.io/v1/namespaces/default/leases', echoLease('default', { sandbox: 'demo-agent', instance: 'old-router', digests: { InferencePolicy: D1 }, errors: {}, renewedAtMs: now, leaseDurationSeconds: 3600 }));
-    await stack.ts.client.post('/apis/coordination.k8s.io/v1/namespaces/default/leases', echoLease('default', { sandbox: 'demo-agent', instance: 'gone-router', digests: { InferencePolicy: D1 }, errors: {}, renewedAtMs: now - 120_000, leaseDurationSeconds: ROUTER_LEASE_SECONDS }));
+    await stack.ts.client.post(
+      '/apis/coordination.k8s.io/v1/namespaces/default/leases',
+      echoLease('default', {
+        sandbox: 'demo-agent',
+        instance: 'old-router',
+        digests: { InferencePolicy: D1 },
+        errors: {},
+        renewedAtMs: now,
+        leaseDurationSeconds: 3600,
+      }),
+    );
+    await stack.ts.client.post(
+      '/apis/coordination.k8s.io/v1/namespaces/default/leases',
+      echoLease('default', {
+        sandbox: 'demo-agent',
+        instance: 'gone-router',
+        digests: { InferencePolicy: D1 },
+        errors: {},
+        renewedAtMs: now - 120_000,
+        leaseDurationSeconds: ROUTER_LEASE_SECONDS,
+      }),
+    );
     const r = await runKars(['policy', 'status', 'demo-budget', ...kc]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+old-router\s+STALE \(\d+s\)\s+sha256:[0-9a-f]{12}\s+sha256:111111111111\s.*enforces an older digest/);
+    assert.match(
+      r.stdout,
+      /ip\/demo-budget\s+demo-agent\s+old-router\s+STALE \(\d+s\)\s+sha256:[0-9a-f]{12}\s+sha256:111111111111\s.*enforces an older digest/,
+    );
     assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+gone-router\s+STALE \((2m|1[2-9]\ds)\)\s.*lease not renewed/);
     assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED/);
   });

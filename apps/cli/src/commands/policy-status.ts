@@ -8,7 +8,16 @@
 import { Command } from 'commander';
 import { Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
-import { INFERENCE_POLICY, isLive, readEcho, readHeartbeatSeen, ROUTER_LABEL, TOOL_POLICY, KARS_SANDBOX, toolPolicyNameOf } from '@kars/policy-api';
+import {
+  INFERENCE_POLICY,
+  isLive,
+  readEcho,
+  readHeartbeatSeen,
+  ROUTER_LABEL,
+  TOOL_POLICY,
+  KARS_SANDBOX,
+  toolPolicyNameOf,
+} from '@kars/policy-api';
 import type { EchoKind, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
@@ -61,19 +70,42 @@ const ECHO: Record<PolicyStatusRow['kind'], EchoKind> = { InferencePolicy: 'Infe
  * - NACK: it reports a load error for the kind (it keeps enforcing the previous digest).
  * - STALE: its lease expired (age since the last renewal), or it has loaded another digest (age since the compile).
  */
-export function routerState(echo: RouterEcho, kind: EchoKind, compiledDigest: string | null, compiledAtMs: number | null, nowMs: number): Pick<RouterRow, 'state' | 'ageSeconds' | 'detail' | 'loadedDigest'> {
+export function routerState(
+  echo: RouterEcho,
+  kind: EchoKind,
+  compiledDigest: string | null,
+  compiledAtMs: number | null,
+  nowMs: number,
+): Pick<RouterRow, 'state' | 'ageSeconds' | 'detail' | 'loadedDigest'> {
   const loaded = echo.digests[kind] ?? null;
-  if (!isLive(echo, nowMs)) return { state: 'STALE', ageSeconds: Math.max(0, Math.floor((nowMs - echo.renewedAtMs) / 1000)), detail: `lease not renewed for ${shortDuration(nowMs - echo.renewedAtMs)} (router gone, or its API path stalled)`, loadedDigest: loaded };
-  if (compiledDigest === null) return { state: 'NOT-APPLICABLE', ageSeconds: null, detail: 'nothing to echo (no AGT profile)', loadedDigest: loaded };
+  if (!isLive(echo, nowMs))
+    return {
+      state: 'STALE',
+      ageSeconds: Math.max(0, Math.floor((nowMs - echo.renewedAtMs) / 1000)),
+      detail: `lease not renewed for ${shortDuration(nowMs - echo.renewedAtMs)} (router gone, or its API path stalled)`,
+      loadedDigest: loaded,
+    };
+  if (compiledDigest === null)
+    return { state: 'NOT-APPLICABLE', ageSeconds: null, detail: 'nothing to echo (no AGT profile)', loadedDigest: loaded };
   const error = echo.errors[kind];
   if (error !== undefined) return { state: 'NACK', ageSeconds: null, detail: error, loadedDigest: loaded };
   if (loaded === compiledDigest) return { state: 'SYNCED', ageSeconds: null, detail: null, loadedDigest: loaded };
   const age = compiledAtMs === null ? null : Math.max(0, Math.floor((nowMs - compiledAtMs) / 1000));
-  return { state: 'STALE', ageSeconds: age, detail: loaded === null ? 'has not loaded the policy' : 'enforces an older digest', loadedDigest: loaded };
+  return {
+    state: 'STALE',
+    ageSeconds: age,
+    detail: loaded === null ? 'has not loaded the policy' : 'enforces an older digest',
+    loadedDigest: loaded,
+  };
 }
 
 /** Gather the rows for a namespace (optionally one policy name). */
-export async function collectPolicyStatus(client: import('@kars/kube-client').KubeClient, namespace: string, name: string | undefined, nowMs = Date.now()): Promise<PolicyStatusRow[]> {
+export async function collectPolicyStatus(
+  client: import('@kars/kube-client').KubeClient,
+  namespace: string,
+  name: string | undefined,
+  nowMs = Date.now(),
+): Promise<PolicyStatusRow[]> {
   const [ips, tps, sbs, leases] = await Promise.all([
     client.list<Policy>(INFERENCE_POLICY, { namespace }),
     client.list<Policy>(TOOL_POLICY, { namespace }),
@@ -90,25 +122,79 @@ export async function collectPolicyStatus(client: import('@kars/kube-client').Ku
     if (hb) staleness.set(e, { reported: hb.stalenessSeconds, ageSeconds: Math.max(0, Math.floor((nowMs - e.renewedAtMs) / 1000)) });
   }
   const rows: PolicyStatusRow[] = [];
-  const policies: Array<{ kind: PolicyStatusRow['kind']; obj: Policy }> = [...ips.items.map((obj) => ({ kind: 'InferencePolicy' as const, obj })), ...tps.items.map((obj) => ({ kind: 'ToolPolicy' as const, obj }))];
+  const policies: Array<{ kind: PolicyStatusRow['kind']; obj: Policy }> = [
+    ...ips.items.map((obj) => ({ kind: 'InferencePolicy' as const, obj })),
+    ...tps.items.map((obj) => ({ kind: 'ToolPolicy' as const, obj })),
+  ];
   for (const { kind, obj } of policies) {
     const pname = obj.metadata.name ?? '';
     if (name !== undefined && pname !== name) continue;
-    const status = (obj.status ?? {}) as { observedGeneration?: number; phase?: string; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: { lastMs?: number; maxMs?: number } };
+    const status = (obj.status ?? {}) as {
+      observedGeneration?: number;
+      phase?: string;
+      compiledDigest?: string | null;
+      lastCompiledAt?: string;
+      propagation?: { lastMs?: number; maxMs?: number };
+    };
     const compiled = status.compiledDigest ?? null;
     const compiledAt = status.lastCompiledAt ? Date.parse(status.lastCompiledAt) : NaN;
-    const referrers = sbs.items.filter((s) => (kind === 'InferencePolicy' ? s.spec?.inferenceRef?.name === pname : toolPolicyNameOf(s) === pname));
+    const referrers = sbs.items.filter((s) =>
+      kind === 'InferencePolicy' ? s.spec?.inferenceRef?.name === pname : toolPolicyNameOf(s) === pname,
+    );
     const routers: RouterRow[] = [];
     for (const sb of referrers) {
       const sbName = sb.metadata.name ?? '';
       const mine = (echoes.get(sbName) ?? []).sort((a, b) => a.instance.localeCompare(b.instance));
-      if (mine.length === 0) routers.push({ sandbox: sbName, instance: null, state: 'NO-ROUTER', ageSeconds: null, detail: 'no router has published an echo Lease for this sandbox', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null, stalenessReportAgeSeconds: null });
+      if (mine.length === 0)
+        routers.push({
+          sandbox: sbName,
+          instance: null,
+          state: 'NO-ROUTER',
+          ageSeconds: null,
+          detail: 'no router has published an echo Lease for this sandbox',
+          loadedDigest: null,
+          leaseRenewedAt: null,
+          live: null,
+          stalenessSeconds: null,
+          stalenessReportAgeSeconds: null,
+        });
       for (const e of mine) {
-        routers.push({ sandbox: sbName, instance: e.instance, ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs), leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null, live: isLive(e, nowMs), stalenessSeconds: staleness.get(e)?.reported ?? null, stalenessReportAgeSeconds: staleness.get(e)?.ageSeconds ?? null });
+        routers.push({
+          sandbox: sbName,
+          instance: e.instance,
+          ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs),
+          leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null,
+          live: isLive(e, nowMs),
+          stalenessSeconds: staleness.get(e)?.reported ?? null,
+          stalenessReportAgeSeconds: staleness.get(e)?.ageSeconds ?? null,
+        });
       }
     }
-    if (referrers.length === 0) routers.push({ sandbox: null, instance: null, state: 'NO-SANDBOX', ageSeconds: null, detail: 'no KarsSandbox references this policy', loadedDigest: null, leaseRenewedAt: null, live: null, stalenessSeconds: null, stalenessReportAgeSeconds: null });
-    rows.push({ kind, namespace, name: pname, generation: obj.metadata.generation ?? 1, observedGeneration: status.observedGeneration ?? null, phase: status.phase ?? null, compiledDigest: compiled, lastMs: status.propagation?.lastMs ?? null, maxMs: status.propagation?.maxMs ?? null, routers });
+    if (referrers.length === 0)
+      routers.push({
+        sandbox: null,
+        instance: null,
+        state: 'NO-SANDBOX',
+        ageSeconds: null,
+        detail: 'no KarsSandbox references this policy',
+        loadedDigest: null,
+        leaseRenewedAt: null,
+        live: null,
+        stalenessSeconds: null,
+        stalenessReportAgeSeconds: null,
+      });
+    rows.push({
+      kind,
+      namespace,
+      name: pname,
+      generation: obj.metadata.generation ?? 1,
+      observedGeneration: status.observedGeneration ?? null,
+      phase: status.phase ?? null,
+      compiledDigest: compiled,
+      lastMs: status.propagation?.lastMs ?? null,
+      maxMs: status.propagation?.maxMs ?? null,
+      routers,
+    });
   }
   return rows;
 }
@@ -123,10 +209,28 @@ export function statusTable(rows: PolicyStatusRow[]): string {
   for (const p of rows) {
     for (const r of p.routers) {
       const state = r.state === 'STALE' && r.ageSeconds !== null ? `STALE (${shortDuration(r.ageSeconds * 1000)})` : r.state;
-      out.push([`${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`, r.sandbox ?? '-', r.instance ?? '-', state, shortDigest(p.compiledDigest), shortDigest(r.loadedDigest), String(p.generation), p.observedGeneration === null ? '-' : String(p.observedGeneration), ms(p.lastMs), ms(p.maxMs), r.stalenessSeconds === null ? '-' : `${Math.round(r.stalenessSeconds * 10) / 10}s (${shortDuration((r.stalenessReportAgeSeconds ?? 0) * 1000)} ago)`, r.state === 'SYNCED' ? '' : (r.detail ?? '')]);
+      out.push([
+        `${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`,
+        r.sandbox ?? '-',
+        r.instance ?? '-',
+        state,
+        shortDigest(p.compiledDigest),
+        shortDigest(r.loadedDigest),
+        String(p.generation),
+        p.observedGeneration === null ? '-' : String(p.observedGeneration),
+        ms(p.lastMs),
+        ms(p.maxMs),
+        r.stalenessSeconds === null
+          ? '-'
+          : `${Math.round(r.stalenessSeconds * 10) / 10}s (${shortDuration((r.stalenessReportAgeSeconds ?? 0) * 1000)} ago)`,
+        r.state === 'SYNCED' ? '' : (r.detail ?? ''),
+      ]);
     }
   }
-  return table(['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'], out);
+  return table(
+    ['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'],
+    out,
+  );
 }
 
 /** `kars policy status`. */
@@ -136,13 +240,16 @@ export function policyCommand(): Command {
     cmd
       .command('status')
       .argument('[name]', 'only this policy (InferencePolicy or ToolPolicy name)')
-      .description('per policy and per router: SYNCED, STALE (with age) or NACK (with the router\'s error); compiled and loaded digests; generations; edit → enforced times')
+      .description(
+        "per policy and per router: SYNCED, STALE (with age) or NACK (with the router's error); compiled and loaded digests; generations; edit → enforced times",
+      )
       .option('-o, --output <format>', 'table or json', 'table'),
   ).action(async (name: string | undefined, f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['table', 'json'] as const, 'table');
     await withKube(f, async (ctx) => {
       const rows = await collectPolicyStatus(ctx.client, ctx.namespace, name);
-      if (name !== undefined && rows.length === 0) throw new CliError(`no InferencePolicy or ToolPolicy named "${name}" in namespace "${ctx.namespace}"`);
+      if (name !== undefined && rows.length === 0)
+        throw new CliError(`no InferencePolicy or ToolPolicy named "${name}" in namespace "${ctx.namespace}"`);
       if (format === 'json') return void process.stdout.write(render(rows, 'json'));
       if (rows.length === 0) return void process.stderr.write(`No policies found in ${ctx.namespace} namespace.\n`);
       process.stdout.write(statusTable(rows));

@@ -53,7 +53,8 @@ function commandsNamedInRouterSources(): string[][] {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')) {
-        for (const m of readFileSync(p, 'utf8').matchAll(/[`'"][^`'"\n]*\bkars ([a-z][a-z-]*) ([a-z][a-z-]*)/g)) found.set(`${m[1]} ${m[2]}`, [m[1] ?? '', m[2] ?? '']);
+        for (const m of readFileSync(p, 'utf8').matchAll(/[`'"][^`'"\n]*\bkars ([a-z][a-z-]*) ([a-z][a-z-]*)/g))
+          found.set(`${m[1]} ${m[2]}`, [m[1] ?? '', m[2] ?? '']);
       }
     }
   };
@@ -61,7 +62,7 @@ function commandsNamedInRouterSources(): string[][] {
   return [...found.values()];
 }
 
-describe('every command the router\'s errors name exists and works exactly as printed', () => {
+describe("every command the router's errors name exists and works exactly as printed", () => {
   let stack: TestStack;
   let env: Record<string, string>;
   let target: Server;
@@ -76,8 +77,15 @@ describe('every command the router\'s errors name exists and works exactly as pr
     // The target is on loopback: an approval may open it only because the baseline lists that address
     // (issue 9 item 5), so the demo sandbox gets 127.0.0.1 (another port) in its baseline here.
     const sandboxFile = join(mkdtempSync(join(tmpdir(), 'kars-rerr-')), 'sandbox.yaml');
-    writeFileSync(sandboxFile, `${readFileSync(join(REPO_ROOT, 'examples/sandbox.yaml'), 'utf8').trimEnd()}\n      - {host: 127.0.0.1, port: 1}\n`);
-    for (const args of [['sandbox', 'create', '-f', sandboxFile], ['ip', 'apply', '-f', 'examples/inference-policy.yaml'], ['tp', 'apply', '-f', 'examples/tool-policy-approval.yaml']]) {
+    writeFileSync(
+      sandboxFile,
+      `${readFileSync(join(REPO_ROOT, 'examples/sandbox.yaml'), 'utf8').trimEnd()}\n      - {host: 127.0.0.1, port: 1}\n`,
+    );
+    for (const args of [
+      ['sandbox', 'create', '-f', sandboxFile],
+      ['ip', 'apply', '-f', 'examples/inference-policy.yaml'],
+      ['tp', 'apply', '-f', 'examples/tool-policy-approval.yaml'],
+    ]) {
       const r = await runKars(args, { env });
       assert.equal(r.code, 0, r.stderr);
     }
@@ -95,7 +103,10 @@ describe('every command the router\'s errors name exists and works exactly as pr
     assert.ok(checked.length >= 2, `expected the egress and toolpolicy commands at least, found ${JSON.stringify(named)}`);
     for (const [g, sub] of checked) {
       const group = program.commands.find((c) => c.name() === g || c.aliases().includes(g ?? ''));
-      assert.ok(group?.commands.some((c) => c.name() === sub || c.aliases().includes(sub ?? '')), `router names "kars ${g ?? ''} ${sub ?? ''}", which the CLI does not have`);
+      assert.ok(
+        group?.commands.some((c) => c.name() === sub || c.aliases().includes(sub ?? '')),
+        `router names "kars ${g ?? ''} ${sub ?? ''}", which the CLI does not have`,
+      );
     }
   });
 
@@ -105,7 +116,16 @@ describe('every command the router\'s errors name exists and works exactly as pr
     const viaProxy = async (): Promise<{ status: number; text: string }> => {
       // An absolute-URI request to the forward proxy, as curl -x sends it.
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        const r = request({ host: proxy.hostname, port: proxy.port, method: 'GET', path: `http://127.0.0.1:${targetPort}/`, headers: { host: `127.0.0.1:${targetPort}` } }, resolve);
+        const r = request(
+          {
+            host: proxy.hostname,
+            port: proxy.port,
+            method: 'GET',
+            path: `http://127.0.0.1:${targetPort}/`,
+            headers: { host: `127.0.0.1:${targetPort}` },
+          },
+          resolve,
+        );
         r.on('error', reject);
         r.end();
       });

@@ -12,11 +12,33 @@ import { CAPABILITIES_ANNOTATION } from '@kars/policy-api';
 const kars = fileURLToPath(new URL('../../bin/kars.js', import.meta.url));
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
 
-function startRouter(ts: TestServer, extraArgs: string[], env: Record<string, string> = {}): { child: ChildProcess; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [kars, 'router', '--sandbox', 'sb', '--namespace', 'default', '--upstream', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0', '--kubeconfig', ts.server.kubeconfigPath, ...extraArgs], {
-    env: { ...process.env, POD_NAME: '', KARS_HTTP2_PING_INTERVAL_SECS: '1', KARS_HTTP2_PING_TIMEOUT_SECS: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function startRouter(
+  ts: TestServer,
+  extraArgs: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; exited: Promise<number | null> } {
+  const child = spawn(
+    process.execPath,
+    [
+      kars,
+      'router',
+      '--sandbox',
+      'sb',
+      '--namespace',
+      'default',
+      '--upstream',
+      'http://127.0.0.1:9',
+      '--listen',
+      '127.0.0.1:0',
+      '--kubeconfig',
+      ts.server.kubeconfigPath,
+      ...extraArgs,
+    ],
+    {
+      env: { ...process.env, POD_NAME: '', KARS_HTTP2_PING_INTERVAL_SECS: '1', KARS_HTTP2_PING_TIMEOUT_SECS: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout?.resume();
   child.stderr?.resume();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -60,9 +82,23 @@ describe('kars router echo lease lifecycle (process)', () => {
   after(async () => ts.close());
 
   it('with --mcp-upstream NAME=URL (repeatable) beside the unnamed form, advertises exactly the named servers it fronts', async () => {
-    const r = startRouter(ts, ['--instance', 'caps', '--mcp-upstream', 'github=http://127.0.0.1:9/mcp', '--mcp-upstream', 'http://127.0.0.1:9/mcp', '--mcp-upstream', 'docs=http://127.0.0.1:9/mcp']);
+    const r = startRouter(ts, [
+      '--instance',
+      'caps',
+      '--mcp-upstream',
+      'github=http://127.0.0.1:9/mcp',
+      '--mcp-upstream',
+      'http://127.0.0.1:9/mcp',
+      '--mcp-upstream',
+      'docs=http://127.0.0.1:9/mcp',
+    ]);
     try {
-      const lease = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-caps') as { metadata: { annotations: Record<string, string> } } | undefined, 15_000);
+      const lease = await eventually(
+        async () =>
+          (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-caps') as
+            { metadata: { annotations: Record<string, string> } } | undefined,
+        15_000,
+      );
       assert.deepEqual(JSON.parse(lease.metadata.annotations[CAPABILITIES_ANNOTATION] ?? ''), ['mcp-server:docs', 'mcp-server:github']);
     } finally {
       r.child.kill('SIGTERM');
@@ -84,7 +120,11 @@ describe('kars router echo lease lifecycle (process)', () => {
       await eventually(async () => (await routerLeases(ts)).some((l) => l.metadata.name === 'kars-router-sb-pod-a'), 15_000);
       r.child.kill('SIGTERM');
       assert.equal(await r.exited, 0, 'a graceful stop exits 0');
-      assert.deepEqual((await routerLeases(ts)).map((l) => l.metadata.name), [], 'no echo lingers after a graceful stop');
+      assert.deepEqual(
+        (await routerLeases(ts)).map((l) => l.metadata.name),
+        [],
+        'no echo lingers after a graceful stop',
+      );
     } finally {
       r.child.kill('SIGKILL');
     }
@@ -94,14 +134,25 @@ describe('kars router echo lease lifecycle (process)', () => {
     const first = startRouter(ts, [], { POD_NAME: 'router-0' });
     let second: ReturnType<typeof startRouter> | undefined;
     try {
-      const lease = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'), 15_000);
+      const lease = await eventually(
+        async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'),
+        15_000,
+      );
       first.child.kill('SIGKILL');
       await first.exited;
       assert.equal((await routerLeases(ts)).length, 1, 'a crash leaves the lease (it cannot withdraw)');
       second = startRouter(ts, [], { POD_NAME: 'router-0' });
-      const renewed = await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.renewTime !== lease.spec.renewTime), 15_000);
+      const renewed = await eventually(
+        async () =>
+          (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.renewTime !== lease.spec.renewTime),
+        15_000,
+      );
       assert.ok(renewed, 'the restarted router renewed the same lease');
-      assert.deepEqual((await routerLeases(ts)).map((l) => l.metadata.name), ['kars-router-sb-router-0'], 'one lease per pod, no orphan echo');
+      assert.deepEqual(
+        (await routerLeases(ts)).map((l) => l.metadata.name),
+        ['kars-router-sb-router-0'],
+        'one lease per pod, no orphan echo',
+      );
       second.child.kill('SIGTERM');
       assert.equal(await second.exited, 0);
       assert.equal((await routerLeases(ts)).length, 0);

@@ -35,7 +35,8 @@ function guardrailBackend(url: string, env: NodeJS.ProcessEnv): { url: URL; apiK
 function positiveInt(name: string): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got "${v}"`);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1)
+      throw new InvalidArgumentError(`${name} must be a positive integer, got "${v}"`);
     return n;
   };
 }
@@ -47,7 +48,10 @@ function positiveInt(name: string): (v: string) => number {
  */
 export function routerInstance(flag: string | undefined, env: Record<string, string | undefined>, host: string = hostname()): string {
   const pick = [flag, env['POD_NAME'], host].find((v) => v !== undefined && v.trim() !== '');
-  return (pick ?? 'router').trim().toLowerCase().replace(/[^a-z0-9.-]/g, '-');
+  return (pick ?? 'router')
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-');
 }
 
 /** One `--mcp-upstream` value: `URL` (the unnamed server at /mcp) or `NAME=URL` (server NAME at /mcp/NAME). */
@@ -65,7 +69,10 @@ export function parseMcpUpstream(v: string): McpUpstreamFlag {
   const eq = v.indexOf('=');
   const head = eq > 0 ? v.slice(0, eq) : '';
   if (eq > 0 && !head.includes(':') && !head.includes('/')) {
-    if (!MCP_SERVER_NAME.test(head)) throw new InvalidArgumentError(`--mcp-upstream NAME=URL: NAME must be a lower-case DNS label (letters, digits, '.', '_', '-'), got "${head}"`);
+    if (!MCP_SERVER_NAME.test(head))
+      throw new InvalidArgumentError(
+        `--mcp-upstream NAME=URL: NAME must be a lower-case DNS label (letters, digits, '.', '_', '-'), got "${head}"`,
+      );
     try {
       return { name: head, url: new URL(v.slice(eq + 1)) };
     } catch {
@@ -82,7 +89,12 @@ export function parseMcpUpstream(v: string): McpUpstreamFlag {
 /** Collect repeated `--mcp-upstream` values, refusing a name given twice or two unnamed servers. */
 function collectMcpUpstream(v: string, prev: McpUpstreamFlag[]): McpUpstreamFlag[] {
   const next = parseMcpUpstream(v);
-  if (prev.some((p) => p.name === next.name)) throw new InvalidArgumentError(next.name === undefined ? '--mcp-upstream URL (the unnamed server) is given twice; name them with NAME=URL' : `--mcp-upstream ${next.name}= is given twice`);
+  if (prev.some((p) => p.name === next.name))
+    throw new InvalidArgumentError(
+      next.name === undefined
+        ? '--mcp-upstream URL (the unnamed server) is given twice; name them with NAME=URL'
+        : `--mcp-upstream ${next.name}= is given twice`,
+    );
   return [...prev, next];
 }
 
@@ -110,35 +122,69 @@ export function routerCommand(): Command {
     .option('--namespace <ns>', 'namespace of the sandbox and its compiled ConfigMaps', 'default')
     .option('--listen <host:port>', 'agent traffic, /healthz, /readyz, /metrics', '127.0.0.1:8088')
     .requiredOption('--upstream <url>', 'OpenAI-compatible inference upstream', url('--upstream'))
-    .option('--mcp-upstream <[name=]url>', 'MCP-over-HTTP server behind the tool gateway, repeatable: NAME=URL serves it at /mcp/NAME and lets ToolPolicies scoped to appliesTo.mcpServer: NAME be enforced there; a bare URL is the unnamed server at /mcp', collectMcpUpstream, [] as McpUpstreamFlag[])
+    .option(
+      '--mcp-upstream <[name=]url>',
+      'MCP-over-HTTP server behind the tool gateway, repeatable: NAME=URL serves it at /mcp/NAME and lets ToolPolicies scoped to appliesTo.mcpServer: NAME be enforced there; a bare URL is the unnamed server at /mcp',
+      collectMcpUpstream,
+      [] as McpUpstreamFlag[],
+    )
     .option('--egress-listen <host:port>', 'HTTP forward proxy (CONNECT and absolute-URI HTTP) for egress')
     .option('--admin-listen <host:port>', 'serve GET /internal/policy-status (bearer token)')
     .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
     .option('--kubeconfig <file>', 'kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
     .option('--instance <name>', 'instance name in the echo lease (default: POD_NAME, then the hostname); keep it stable across restarts')
     .option('--policy-dir <dir>', 'read policy from a mounted ConfigMap directory instead of watching the API')
-    .option('--max-staleness <seconds>', 'refuse traffic when the policy view cannot be confirmed fresh within this bound (off by default)', (v) => {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--max-staleness must be a positive number of seconds, got "${v}"`);
-      return n;
-    })
-    .option('--on-stale <mode>', 'closed (503 policy_stale) or open (allow and log) when stale', (v) => {
-      if (v !== 'closed' && v !== 'open') throw new InvalidArgumentError(`--on-stale must be closed or open, got "${v}"`);
-      return v;
-    }, 'closed')
-    .option('--guardrail-url <url>', 'OpenAI-compatible moderation backend for InferencePolicy guardrails stages (openai-moderation): POST <url>/v1/moderations, key from OPENAI_MODERATION_API_KEY or OPENAI_API_KEY; without it a policy with guardrails is refused (not Ready) and such requests get 503 guardrail_misconfigured', url('--guardrail-url'))
-    .option('--max-inflight-body-bytes <bytes>', 'bound on request body bytes held by agent requests in flight; above it new requests get 503 router_busy (default 33554432 = 32 MiB, at least the 10 MiB per-request limit)', positiveInt('--max-inflight-body-bytes'))
-    .option('--max-concurrent-requests <n>', 'bound on agent requests in flight; above it new requests get 503 router_busy (default 256)', positiveInt('--max-concurrent-requests'))
+    .option(
+      '--max-staleness <seconds>',
+      'refuse traffic when the policy view cannot be confirmed fresh within this bound (off by default)',
+      (v) => {
+        const n = Number(v);
+        if (!Number.isFinite(n) || n <= 0)
+          throw new InvalidArgumentError(`--max-staleness must be a positive number of seconds, got "${v}"`);
+        return n;
+      },
+    )
+    .option(
+      '--on-stale <mode>',
+      'closed (503 policy_stale) or open (allow and log) when stale',
+      (v) => {
+        if (v !== 'closed' && v !== 'open') throw new InvalidArgumentError(`--on-stale must be closed or open, got "${v}"`);
+        return v;
+      },
+      'closed',
+    )
+    .option(
+      '--guardrail-url <url>',
+      'OpenAI-compatible moderation backend for InferencePolicy guardrails stages (openai-moderation): POST <url>/v1/moderations, key from OPENAI_MODERATION_API_KEY or OPENAI_API_KEY; without it a policy with guardrails is refused (not Ready) and such requests get 503 guardrail_misconfigured',
+      url('--guardrail-url'),
+    )
+    .option(
+      '--max-inflight-body-bytes <bytes>',
+      'bound on request body bytes held by agent requests in flight; above it new requests get 503 router_busy (default 33554432 = 32 MiB, at least the 10 MiB per-request limit)',
+      positiveInt('--max-inflight-body-bytes'),
+    )
+    .option(
+      '--max-concurrent-requests <n>',
+      'bound on agent requests in flight; above it new requests get 503 router_busy (default 256)',
+      positiveInt('--max-concurrent-requests'),
+    )
     .action(async (flags: RouterFlags) => {
       const log = pino({ name: 'kars-router', base: { sandbox: flags.sandbox } }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
       const wantsApi = flags.policyDir === undefined;
       let client: KubeClient | undefined;
       try {
-        client = KubeClient.fromKubeconfig({ ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}), pingIntervalMs: config.pingIntervalMs, pingTimeoutMs: config.pingTimeoutMs });
+        client = KubeClient.fromKubeconfig({
+          ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
+          pingIntervalMs: config.pingIntervalMs,
+          pingTimeoutMs: config.pingTimeoutMs,
+        });
       } catch (err) {
         if (wantsApi) throw err;
-        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'no API access: serving from --policy-dir without an echo lease');
+        log.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'no API access: serving from --policy-dir without an echo lease',
+        );
       }
       const adminToken = flags.adminTokenFile ? readFileSync(flags.adminTokenFile, 'utf8').trim() : process.env['KARS_ROUTER_ADMIN_TOKEN'];
       const ac = abortOnSignals(log);
@@ -152,7 +198,10 @@ export function routerCommand(): Command {
           ...(flags.egressListen ? { egressListen: flags.egressListen } : {}),
           ...(flags.adminListen ? { adminListen: flags.adminListen } : {}),
           ...(adminToken ? { adminToken } : {}),
-          source: wantsApi && client ? { kind: 'api', client, config } : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
+          source:
+            wantsApi && client
+              ? { kind: 'api', client, config }
+              : { kind: 'dir', dir: flags.policyDir ?? '.', ...(client ? { client } : {}) },
           ...(flags.maxStaleness !== undefined ? { maxStalenessMs: flags.maxStaleness * 1000 } : {}),
           onStale: flags.onStale,
           ...(flags.guardrailUrl !== undefined ? { guardrail: guardrailBackend(flags.guardrailUrl, process.env) } : {}),
@@ -165,7 +214,9 @@ export function routerCommand(): Command {
         },
         ac.signal,
       );
-      process.stdout.write(`listening: ${router.url}\n${router.adminUrl ? `admin: ${router.adminUrl}\n` : ''}${router.egressUrl ? `egress: ${router.egressUrl}\n` : ''}`);
+      process.stdout.write(
+        `listening: ${router.url}\n${router.adminUrl ? `admin: ${router.adminUrl}\n` : ''}${router.egressUrl ? `egress: ${router.egressUrl}\n` : ''}`,
+      );
       await router.done;
       client?.close();
     });

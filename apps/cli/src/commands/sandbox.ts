@@ -17,7 +17,9 @@ interface CreateFlags extends KubeFlags {
 
 /** `kars sandbox create|get|list|delete`: KarsSandboxes, the binding between policies and a router. */
 export function sandboxCommand(): Command {
-  const cmd = new Command('sandbox').alias('ksb').description('manage KarsSandboxes (which policies a sandbox\'s router enforces, baseline egress)');
+  const cmd = new Command('sandbox')
+    .alias('ksb')
+    .description("manage KarsSandboxes (which policies a sandbox's router enforces, baseline egress)");
 
   addKubeOptions(
     cmd
@@ -42,7 +44,8 @@ export function sandboxCommand(): Command {
       const r = await upsert<KarsSandbox>(ctx, KARS_SANDBOX, name, (existing) => {
         const spec: KarsSandboxSpec = structuredClone(file?.spec ?? existing?.spec ?? {});
         if (f.inference !== undefined) spec.inferenceRef = { name: f.inference };
-        if (f.toolPolicy !== undefined) spec.governance = { ...(spec.governance ?? {}), enabled: true, toolPolicyRef: { name: f.toolPolicy } };
+        if (f.toolPolicy !== undefined)
+          spec.governance = { ...(spec.governance ?? {}), enabled: true, toolPolicyRef: { name: f.toolPolicy } };
         if (allow !== undefined) spec.networkPolicy = { ...(spec.networkPolicy ?? {}), allowedEndpoints: allow };
         return { spec, ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}) };
       });
@@ -50,7 +53,13 @@ export function sandboxCommand(): Command {
     });
   });
 
-  addKubeOptions(cmd.command('get').argument('<name>').description('show one KarsSandbox and its routers').option('-o, --output <format>', 'pretty, yaml or json', 'pretty')).action(async (name: string, f: KubeFlags & { output: string }) => {
+  addKubeOptions(
+    cmd
+      .command('get')
+      .argument('<name>')
+      .description('show one KarsSandbox and its routers')
+      .option('-o, --output <format>', 'pretty, yaml or json', 'pretty'),
+  ).action(async (name: string, f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['pretty', 'yaml', 'json'] as const, 'pretty');
     await withKube(f, async (ctx) => {
       const sb = await getRequired<KarsSandbox & KubeObject>(ctx, KARS_SANDBOX, name);
@@ -66,24 +75,43 @@ export function sandboxCommand(): Command {
       ];
       for (const r of sb.status?.routers ?? []) {
         const loaded = (r as { loaded?: Record<string, string | null> }).loaded ?? {};
-        lines.push(`  ${r.instance}  last seen ${r.lastSeen}  ${Object.entries(loaded).map(([k, d]) => `${k} ${shortDigest(d)}`).join(', ')}`);
+        lines.push(
+          `  ${r.instance}  last seen ${r.lastSeen}  ${Object.entries(loaded)
+            .map(([k, d]) => `${k} ${shortDigest(d)}`)
+            .join(', ')}`,
+        );
       }
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   });
 
-  addKubeOptions(cmd.command('list').description('list KarsSandboxes').option('-o, --output <format>', 'table, yaml or json', 'table')).action(async (f: KubeFlags & { output: string }) => {
+  addKubeOptions(
+    cmd.command('list').description('list KarsSandboxes').option('-o, --output <format>', 'table, yaml or json', 'table'),
+  ).action(async (f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['table', 'yaml', 'json'] as const, 'table');
     await withKube(f, async (ctx) => {
       const list = await ctx.client.list<KarsSandbox & KubeObject>(KARS_SANDBOX, { namespace: ctx.namespace });
       if (format !== 'table') return void process.stdout.write(render(list, format));
       if (list.items.length === 0) return void process.stderr.write(`No KarsSandboxes found in ${ctx.namespace} namespace.\n`);
-      const rows = list.items.map((sb) => [sb.metadata.name ?? '', sb.status?.phase ?? 'Pending', sb.spec.inferenceRef?.name ?? '-', toolPolicyNameOf(sb) ?? '-', String((sb.status?.routers ?? []).length), age(sb.metadata.creationTimestamp)]);
+      const rows = list.items.map((sb) => [
+        sb.metadata.name ?? '',
+        sb.status?.phase ?? 'Pending',
+        sb.spec.inferenceRef?.name ?? '-',
+        toolPolicyNameOf(sb) ?? '-',
+        String((sb.status?.routers ?? []).length),
+        age(sb.metadata.creationTimestamp),
+      ]);
       process.stdout.write(table(['NAME', 'PHASE', 'INFERENCE', 'TOOLPOLICY', 'ROUTERS', 'AGE'], rows));
     });
   });
 
-  addKubeOptions(cmd.command('delete').argument('<name>').description('delete a KarsSandbox').option('--no-prompt', 'do not ask for confirmation on a terminal')).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
+  addKubeOptions(
+    cmd
+      .command('delete')
+      .argument('<name>')
+      .description('delete a KarsSandbox')
+      .option('--no-prompt', 'do not ask for confirmation on a terminal'),
+  ).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
     await withKube(f, (ctx) => deleteObject(ctx, KARS_SANDBOX, name, !f.prompt));
   });
   return cmd;

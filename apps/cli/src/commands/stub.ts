@@ -23,7 +23,11 @@ export function stubCommand(): Command {
     .command('mcp')
     .description('an MCP-over-HTTP server (JSON-RPC tools/list and tools/call) at /mcp')
     .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9001')
-    .option('--tool <name[=description]>', 'a tool to list and answer (repeatable; default: echo)', (v: string, prev: string[] | undefined) => [...(prev ?? []), v])
+    .option(
+      '--tool <name[=description]>',
+      'a tool to list and answer (repeatable; default: echo)',
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .action(async (flags: { listen: string; tool?: string[] }) => {
       const tools = flags.tool?.map((t) => {
         const i = t.indexOf('=');

@@ -6,7 +6,17 @@ import type { Condition, ToolPolicy, ToolPolicySpec } from '@kars/policy-api';
 import { collect, labels, wholeNumber } from '../lib/flags.js';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
-import { condition, deleteObject, getRequired, parseTimeout, printEnforced, readObjectFile, refOf, upsert, waitEnforced } from '../lib/objects.js';
+import {
+  condition,
+  deleteObject,
+  getRequired,
+  parseTimeout,
+  printEnforced,
+  readObjectFile,
+  refOf,
+  upsert,
+  waitEnforced,
+} from '../lib/objects.js';
 import { age, CliError, outputFormat, render, table } from '../lib/output.js';
 
 interface ApplyFlags extends KubeFlags {
@@ -30,7 +40,23 @@ interface ApplyFlags extends KubeFlags {
   timeout: number;
 }
 
-const FIELD_FLAGS = ['tool', 'mcpServer', 'sandboxLabel', 'rps', 'burst', 'window', 'dailyCap', 'monthlyCap', 'perTransferCap', 'counterparty', 'approvalMode', 'approvalThreshold', 'approvalChannel', 'displayName', 'agtFile'] as const;
+const FIELD_FLAGS = [
+  'tool',
+  'mcpServer',
+  'sandboxLabel',
+  'rps',
+  'burst',
+  'window',
+  'dailyCap',
+  'monthlyCap',
+  'perTransferCap',
+  'counterparty',
+  'approvalMode',
+  'approvalThreshold',
+  'approvalChannel',
+  'displayName',
+  'agtFile',
+] as const;
 
 /** The spec `apply` writes: the file's spec (or the existing one, or empty), with every given flag laid over it. */
 export function toolSpecFrom(base: ToolPolicySpec | undefined, f: ApplyFlags): ToolPolicySpec {
@@ -83,7 +109,9 @@ function statusOf(obj: { status?: { phase?: string; conditions?: Condition[] } }
 
 /** `kars toolpolicy|tp apply|get|list|delete`, straight against the API (no kubectl). */
 export function toolPolicyCommand(): Command {
-  const cmd = new Command('toolpolicy').alias('tp').description('manage ToolPolicies (which tools an agent may call, rate limits, approvals, AGT profile)');
+  const cmd = new Command('toolpolicy')
+    .alias('tp')
+    .description('manage ToolPolicies (which tools an agent may call, rate limits, approvals, AGT profile)');
 
   addKubeOptions(
     cmd
@@ -112,20 +140,32 @@ export function toolPolicyCommand(): Command {
     const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, 'ToolPolicy') as unknown as ToolPolicy) : undefined;
     const name = nameArg ?? file?.metadata?.name;
     if (!name) throw new CliError('a name is required: kars tp apply NAME [flags] (or a file with metadata.name)');
-    if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg) throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${f.fromFile ?? ''}`);
+    if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg)
+      throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${f.fromFile ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
     const anyFlag = FIELD_FLAGS.some((k) => f[k] !== undefined);
     await withKube(f, async (ctx) => {
       const r = await upsert<ToolPolicy>(ctx, TOOL_POLICY, name, (existing) => {
-        if (!file && existing && !anyFlag) throw new CliError('nothing to change: pass --from-file or at least one field flag (see kars tp apply --help)');
-        return { spec: toolSpecFrom(file ? file.spec : existing?.spec, f), ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}), ...(file?.metadata?.annotations ? { annotations: file.metadata.annotations } : {}) };
+        if (!file && existing && !anyFlag)
+          throw new CliError('nothing to change: pass --from-file or at least one field flag (see kars tp apply --help)');
+        return {
+          spec: toolSpecFrom(file ? file.spec : existing?.spec, f),
+          ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}),
+          ...(file?.metadata?.annotations ? { annotations: file.metadata.annotations } : {}),
+        };
       });
       process.stdout.write(`${refOf(TOOL_POLICY, name)} ${r.action}\n`);
       if (f.wait) printEnforced(TOOL_POLICY, await waitEnforced(ctx, TOOL_POLICY, r.obj, f.timeout * 1000), r.writtenAtMs);
     });
   });
 
-  addKubeOptions(cmd.command('get').argument('<name>').description('show one ToolPolicy').option('-o, --output <format>', 'pretty, yaml or json', 'pretty')).action(async (name: string, f: KubeFlags & { output: string }) => {
+  addKubeOptions(
+    cmd
+      .command('get')
+      .argument('<name>')
+      .description('show one ToolPolicy')
+      .option('-o, --output <format>', 'pretty, yaml or json', 'pretty'),
+  ).action(async (name: string, f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['pretty', 'yaml', 'json'] as const, 'pretty');
     await withKube(f, async (ctx) => {
       const tp = await getRequired<ToolPolicy & KubeObject>(ctx, TOOL_POLICY, name);
@@ -149,18 +189,32 @@ export function toolPolicyCommand(): Command {
     });
   });
 
-  addKubeOptions(cmd.command('list').description('list ToolPolicies').option('-o, --output <format>', 'table, yaml or json', 'table')).action(async (f: KubeFlags & { output: string }) => {
+  addKubeOptions(
+    cmd.command('list').description('list ToolPolicies').option('-o, --output <format>', 'table, yaml or json', 'table'),
+  ).action(async (f: KubeFlags & { output: string }) => {
     const format = outputFormat(f.output, ['table', 'yaml', 'json'] as const, 'table');
     await withKube(f, async (ctx) => {
       const list = await ctx.client.list<ToolPolicy & KubeObject>(TOOL_POLICY, { namespace: ctx.namespace });
       if (format !== 'table') return void process.stdout.write(render(list, format));
       if (list.items.length === 0) return void process.stderr.write(`No ToolPolicies found in ${ctx.namespace} namespace.\n`);
-      const rows = list.items.map((tp) => [tp.metadata.name ?? '', tp.spec.appliesTo.tool ?? '*', tp.spec.commerce?.dailyCap ?? '-', age(tp.metadata.creationTimestamp), statusOf(tp)]);
+      const rows = list.items.map((tp) => [
+        tp.metadata.name ?? '',
+        tp.spec.appliesTo.tool ?? '*',
+        tp.spec.commerce?.dailyCap ?? '-',
+        age(tp.metadata.creationTimestamp),
+        statusOf(tp),
+      ]);
       process.stdout.write(table(['NAME', 'TOOL', 'DAILYCAP', 'AGE', 'STATUS'], rows));
     });
   });
 
-  addKubeOptions(cmd.command('delete').argument('<name>').description('delete a ToolPolicy').option('--no-prompt', 'do not ask for confirmation on a terminal')).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
+  addKubeOptions(
+    cmd
+      .command('delete')
+      .argument('<name>')
+      .description('delete a ToolPolicy')
+      .option('--no-prompt', 'do not ask for confirmation on a terminal'),
+  ).action(async (name: string, f: KubeFlags & { prompt: boolean }) => {
     await withKube(f, (ctx) => deleteObject(ctx, TOOL_POLICY, name, !f.prompt));
   });
   return cmd;

@@ -38,7 +38,10 @@ interface Up {
 }
 
 function startUp(dataDir: string, ports: number[]): Up {
-  const proc = spawn(process.execPath, [KARS_BIN, 'up', '--data-dir', dataDir, ...portFlags(ports)], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [KARS_BIN, 'up', '--data-dir', dataDir, ...portFlags(ports)], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -76,7 +79,10 @@ function alive(pid: number): boolean {
 /** The pasteable lines `kars up` printed (commands only, no comments), in order. */
 function printedCommands(out: string): string[] {
   const block = out.slice(out.indexOf('Try it'));
-  return block.split('\n').map((l) => l.trim()).filter((l) => /^(curl|kubectl|npx kars|export|cd) /.test(l));
+  return block
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^(curl|kubectl|npx kars|export|cd) /.test(l));
 }
 
 describe('kars up', { timeout: 600_000 }, () => {
@@ -86,7 +92,16 @@ describe('kars up', { timeout: 600_000 }, () => {
     const up = startUp(dataDir, ports);
     try {
       await waitFor(up, 'kars is up', 240_000);
-      for (const step of ['starting kars apiserver', 'installing the CRDs', 'starting the controller', 'starting the OpenAI and MCP stubs', 'creating the demo sandbox', "starting sandbox demo-agent's router", "starting the freshness probe's router", 'waiting until the router enforces']) {
+      for (const step of [
+        'starting kars apiserver',
+        'installing the CRDs',
+        'starting the controller',
+        'starting the OpenAI and MCP stubs',
+        'creating the demo sandbox',
+        "starting sandbox demo-agent's router",
+        "starting the freshness probe's router",
+        'waiting until the router enforces',
+      ]) {
         assert.match(up.out(), new RegExp(`${step}.* done \\(\\d+\\.\\d s\\)`), step);
       }
       const lines = printedCommands(up.out());
@@ -94,7 +109,8 @@ describe('kars up', { timeout: 600_000 }, () => {
       assert.equal(cd, `cd ${REPO_ROOT}`);
       const kubeconfig = /^export KUBECONFIG=(.+)$/m.exec(lines.join('\n'))?.[1] ?? '';
       assert.equal(kubeconfig, join(dataDir, 'apiserver', 'kubeconfig'));
-      const run = async (line: string): Promise<string> => (await sh('sh', ['-c', line], { cwd: REPO_ROOT, env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 120_000 })).stdout;
+      const run = async (line: string): Promise<string> =>
+        (await sh('sh', ['-c', line], { cwd: REPO_ROOT, env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 120_000 })).stdout;
       const [pass, block, tool, egress, kubectl, wait, status, probe, admin] = lines.filter((l) => !/^(cd|export) /.test(l));
       assert.ok(pass && block && tool && egress && kubectl && wait && status && probe && admin, lines.join('\n'));
       assert.match(await run(pass), /"object":"chat.completion"/);
@@ -109,7 +125,10 @@ describe('kars up', { timeout: 600_000 }, () => {
         hasKubectl = false;
       }
       if (hasKubectl) assert.match(await run(kubectl), /karssandbox\.kars\.azure\.com\/demo-agent\s+Running/);
-      assert.match(await run(wait), /demo-budget configured\n.*enforced: generation 2, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms/s);
+      assert.match(
+        await run(wait),
+        /demo-budget configured\n.*enforced: generation 2, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms/s,
+      );
       assert.match(await run(pass), /perRequestTokens=100.*"code":"per_request_tokens_exceeded"/, 'request 1 is blocked after the edit');
       assert.match(await run(status), /ip\/demo-budget\s+demo-agent\s+\S+\s+SYNCED/);
       // The freshness probe works against kars up as printed: kars up runs a router for its sandbox.
@@ -131,7 +150,10 @@ describe('kars up', { timeout: 600_000 }, () => {
       const busy = await runKars(['up', '--data-dir', dataDir, ...portFlags(ports)]);
       holder.close();
       assert.equal(busy.code, 1);
-      assert.equal(busy.stderr, `error: port ${ports[1] ?? 0} (the demo router) is already in use on 127.0.0.1: stop what holds it (a kars up already running?) or pass --router-port PORT\n`);
+      assert.equal(
+        busy.stderr,
+        `error: port ${ports[1] ?? 0} (the demo router) is already in use on 127.0.0.1: stop what holds it (a kars up already running?) or pass --router-port PORT\n`,
+      );
 
       // Resume: the data (and the stricter edit) is kept.
       const again = startUp(dataDir, ports);

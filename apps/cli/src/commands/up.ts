@@ -59,11 +59,11 @@ interface UpFlags {
 const PORTS = [
   { key: 'apiserverPort', flag: '--apiserver-port', what: 'kars apiserver', def: 6443 },
   { key: 'routerPort', flag: '--router-port', what: 'the demo router', def: 8088 },
-  { key: 'egressPort', flag: '--egress-port', what: 'the demo router\'s egress proxy', def: 8089 },
-  { key: 'adminPort', flag: '--admin-port', what: 'the demo router\'s admin endpoint', def: 8090 },
+  { key: 'egressPort', flag: '--egress-port', what: "the demo router's egress proxy", def: 8089 },
+  { key: 'adminPort', flag: '--admin-port', what: "the demo router's admin endpoint", def: 8090 },
   { key: 'openaiPort', flag: '--openai-port', what: 'the OpenAI stub', def: 9000 },
   { key: 'mcpPort', flag: '--mcp-port', what: 'the MCP stub', def: 9001 },
-  { key: 'metricsPort', flag: '--metrics-port', what: 'the controller\'s /metrics and /healthz', def: 8080 },
+  { key: 'metricsPort', flag: '--metrics-port', what: "the controller's /metrics and /healthz", def: 8080 },
 ] as const;
 
 function port(flag: string): (v: string) => number {
@@ -97,7 +97,12 @@ interface Child {
 
 function tail(file: string, lines = 15): string {
   try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
+    return readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-lines)
+      .map((l) => `    ${l}`)
+      .join('\n');
   } catch {
     return '    (no log)';
   }
@@ -122,9 +127,19 @@ async function step<T>(out: NodeJS.WriteStream, label: string, fn: () => Promise
 }
 
 /** The instructions `kars up` prints once the stack is ready. Every line runs as written from the repository root. */
-export function nextSteps(o: { repo: string; kubeconfig: string; host: string; routerPort: number; egressPort: number; adminPort: number; adminTokenFile: string; logs: string }): string {
+export function nextSteps(o: {
+  repo: string;
+  kubeconfig: string;
+  host: string;
+  routerPort: number;
+  egressPort: number;
+  adminPort: number;
+  adminTokenFile: string;
+  logs: string;
+}): string {
   const r = `http://${o.host}:${o.routerPort}`;
-  const chat = (n: number): string => `curl -s ${r}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"gpt-4o","max_tokens":${n},"messages":[{"role":"user","content":"hi"}]}'`;
+  const chat = (n: number): string =>
+    `curl -s ${r}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"gpt-4o","max_tokens":${n},"messages":[{"role":"user","content":"hi"}]}'`;
   return `
 kars is up: apiserver, controller, OpenAI and MCP stubs, and sandbox demo-agent's router.
 Logs: ${o.logs}/   Stop: Ctrl-C (data stays in ${dirname(o.logs)}/; kars up again resumes).
@@ -170,11 +185,16 @@ export function upCommand(): Command {
     .description('run the whole local stack (apiserver, CRDs, controller, stubs, a demo sandbox with its router and policies) until Ctrl-C')
     .option('--data-dir <dir>', 'where state and logs live (kept across runs)', '.kars')
     .option('--host <addr>', 'address every component listens on', '127.0.0.1')
-    .option('--timeout <seconds>', 'give up when a step takes longer', (v) => {
-      const n = Number(v);
-      if (!(n > 0)) throw new InvalidArgumentError(`--timeout must be a positive number of seconds, got "${v}"`);
-      return n;
-    }, 90);
+    .option(
+      '--timeout <seconds>',
+      'give up when a step takes longer',
+      (v) => {
+        const n = Number(v);
+        if (!(n > 0)) throw new InvalidArgumentError(`--timeout must be a positive number of seconds, got "${v}"`);
+        return n;
+      },
+      90,
+    );
   for (const p of PORTS) cmd.option(`${p.flag} <port>`, `port of ${p.what}`, port(p.flag), p.def);
   return cmd.action(async (flags: UpFlags) => {
     const out = process.stdout;
@@ -188,8 +208,13 @@ export function upCommand(): Command {
         await probePort(host, flags[p.key]);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EADDRINUSE') throw new CliError(`port ${flags[p.key]} (${p.what}) is already in use on ${host}: stop what holds it (a kars up already running?) or pass ${p.flag} PORT`);
-        throw new CliError(`cannot listen on ${host}:${flags[p.key]} (${p.what}): ${err instanceof Error ? err.message : String(err)}; pass ${p.flag} PORT`);
+        if (code === 'EADDRINUSE')
+          throw new CliError(
+            `port ${flags[p.key]} (${p.what}) is already in use on ${host}: stop what holds it (a kars up already running?) or pass ${p.flag} PORT`,
+          );
+        throw new CliError(
+          `cannot listen on ${host}:${flags[p.key]} (${p.what}): ${err instanceof Error ? err.message : String(err)}; pass ${p.flag} PORT`,
+        );
       }
     }
 
@@ -204,10 +229,17 @@ export function upCommand(): Command {
       const fd = openSync(log, 'a');
       const proc = spawn(process.execPath, [KARS_BIN, ...args], { stdio: ['ignore', 'pipe', fd], env: { ...process.env, ...env } });
       closeSync(fd);
-      const child: Child = { name, proc, log, stopping: false, exited: new Promise((res) => proc.once('exit', (code, signal) => res(code ?? (signal ? 128 : null)))) };
+      const child: Child = {
+        name,
+        proc,
+        log,
+        stopping: false,
+        exited: new Promise((res) => proc.once('exit', (code, signal) => res(code ?? (signal ? 128 : null)))),
+      };
       children.push(child);
       void child.exited.then((code) => {
-        if (!child.stopping && !shuttingDown) failure?.(new CliError(`${name} exited unexpectedly (code ${code ?? 'none'}); last lines of ${log}:\n${tail(log)}`));
+        if (!child.stopping && !shuttingDown)
+          failure?.(new CliError(`${name} exited unexpectedly (code ${code ?? 'none'}); last lines of ${log}:\n${tail(log)}`));
       });
       return child;
     };
@@ -226,14 +258,21 @@ export function upCommand(): Command {
           }
         };
         child.proc.stdout?.on('data', onData);
-        void child.exited.then(() => rej(new CliError(`${child.name} exited before it was ready; last lines of ${child.log}:\n${tail(child.log)}`)));
+        void child.exited.then(() =>
+          rej(new CliError(`${child.name} exited before it was ready; last lines of ${child.log}:\n${tail(child.log)}`)),
+        );
       });
     const withDeadline = <T>(what: string, p: Promise<T>): Promise<T> =>
       Promise.race([
         p,
         failed,
         interrupted,
-        new Promise<never>((_, rej) => setTimeout(() => rej(new CliError(`${what} did not finish within ${flags.timeout} s (see ${logs}/)`)), flags.timeout * 1000).unref()),
+        new Promise<never>((_, rej) =>
+          setTimeout(
+            () => rej(new CliError(`${what} did not finish within ${flags.timeout} s (see ${logs}/)`)),
+            flags.timeout * 1000,
+          ).unref(),
+        ),
       ]);
 
     /** Stop every child: SIGTERM in reverse start order, SIGKILL after 10 s. */
@@ -260,80 +299,160 @@ export function upCommand(): Command {
 
     let ctx: KubeContext | undefined;
     try {
-      out.write(`kars up: data in ${dataDir}${existsSync(join(dataDir, 'apiserver', 'db')) ? ' (resuming: kept from the last run)' : ''}\n`);
+      out.write(
+        `kars up: data in ${dataDir}${existsSync(join(dataDir, 'apiserver', 'db')) ? ' (resuming: kept from the last run)' : ''}\n`,
+      );
       const apiserverDir = join(dataDir, 'apiserver');
       const api = start('apiserver', ['apiserver', '--listen', `${host}:${flags.apiserverPort}`, '--data-dir', apiserverDir]);
-      const kubeconfig = resolve(await step(out, `starting kars apiserver on https://${host}:${flags.apiserverPort}`, () => withDeadline('kars apiserver', line(api, 'kubeconfig:'))));
+      const kubeconfig = resolve(
+        await step(out, `starting kars apiserver on https://${host}:${flags.apiserverPort}`, () =>
+          withDeadline('kars apiserver', line(api, 'kubeconfig:')),
+        ),
+      );
 
       ctx = connect({ kubeconfig, namespace: DEMO.namespace });
       const c = ctx;
       await step(out, 'installing the CRDs', () =>
-        withDeadline('installing the CRDs', (async () => {
-          for (const crd of allCrds()) await c.client.apply(Resources.customresourcedefinitions, crd as unknown as Record<string, unknown> & { metadata: { name: string } }, 'kars-up', { force: true });
-        })()),
+        withDeadline(
+          'installing the CRDs',
+          (async () => {
+            for (const crd of allCrds())
+              await c.client.apply(
+                Resources.customresourcedefinitions,
+                crd as unknown as Record<string, unknown> & { metadata: { name: string } },
+                'kars-up',
+                { force: true },
+              );
+          })(),
+        ),
       );
 
       const watchEnv = { LEADER_ELECTION_ENABLED: 'false' };
       start('controller', ['controller', '--kubeconfig', kubeconfig, '--metrics-addr', `${host}:${flags.metricsPort}`], watchEnv);
       await step(out, `starting the controller (/metrics on http://${host}:${flags.metricsPort})`, () =>
-        withDeadline('the controller', (async () => {
-          for (;;) {
-            try {
-              if ((await fetch(`http://${host}:${flags.metricsPort}/healthz`)).ok) return;
-            } catch {
-              // not listening yet
+        withDeadline(
+          'the controller',
+          (async () => {
+            for (;;) {
+              try {
+                if ((await fetch(`http://${host}:${flags.metricsPort}/healthz`)).ok) return;
+              } catch {
+                // not listening yet
+              }
+              await new Promise((r) => setTimeout(r, 100));
             }
-            await new Promise((r) => setTimeout(r, 100));
-          }
-        })()),
+          })(),
+        ),
       );
 
       const openai = start('stub-openai', ['stub', 'openai', '--listen', `${host}:${flags.openaiPort}`]);
       const mcp = start('stub-mcp', ['stub', 'mcp', '--listen', `${host}:${flags.mcpPort}`, ...DEMO.tools.flatMap((t) => ['--tool', t])]);
-      const [openaiUrl, mcpUrl] = await step(out, `starting the OpenAI and MCP stubs (tools: ${DEMO.tools.map((t) => t.split('=')[0]).join(', ')})`, () => withDeadline('the stubs', Promise.all([line(openai, 'listening:'), line(mcp, 'listening:')])));
+      const [openaiUrl, mcpUrl] = await step(
+        out,
+        `starting the OpenAI and MCP stubs (tools: ${DEMO.tools.map((t) => t.split('=')[0]).join(', ')})`,
+        () => withDeadline('the stubs', Promise.all([line(openai, 'listening:'), line(mcp, 'listening:')])),
+      );
 
       const created = await step(out, `creating the demo sandbox and policies from examples/ (when absent)`, () =>
-        withDeadline('creating the demo objects', (async () => {
-          const made: string[] = [];
-          for (const o of DEMO.objects) {
-            const obj = readObjectFile(join(EXAMPLES_DIR, o.file), o.res.kind) as unknown as KubeObject;
-            const name = obj.metadata.name ?? '';
-            if (await c.client.getOrUndefined(o.res, c.namespace, name)) continue;
-            await c.client.create(o.res, { ...obj, metadata: { ...obj.metadata, namespace: c.namespace } }, { fieldManager: 'kars-up' });
-            made.push(`${o.res.kind} ${name}`);
-          }
-          return made;
-        })()),
+        withDeadline(
+          'creating the demo objects',
+          (async () => {
+            const made: string[] = [];
+            for (const o of DEMO.objects) {
+              const obj = readObjectFile(join(EXAMPLES_DIR, o.file), o.res.kind) as unknown as KubeObject;
+              const name = obj.metadata.name ?? '';
+              if (await c.client.getOrUndefined(o.res, c.namespace, name)) continue;
+              await c.client.create(o.res, { ...obj, metadata: { ...obj.metadata, namespace: c.namespace } }, { fieldManager: 'kars-up' });
+              made.push(`${o.res.kind} ${name}`);
+            }
+            return made;
+          })(),
+        ),
       );
-      if (created.length < DEMO.objects.length) out.write(`    kept what exists (created: ${created.length > 0 ? created.join(', ') : 'nothing'})\n`);
+      if (created.length < DEMO.objects.length)
+        out.write(`    kept what exists (created: ${created.length > 0 ? created.join(', ') : 'nothing'})\n`);
 
       const adminTokenFile = join(dataDir, 'router-admin-token');
       if (!existsSync(adminTokenFile)) writeFileSync(adminTokenFile, randomBytes(24).toString('hex'), { mode: 0o600 });
-      const router = start('router', ['router', '--sandbox', DEMO.sandbox, '--namespace', DEMO.namespace, '--kubeconfig', kubeconfig, '--listen', `${host}:${flags.routerPort}`, '--egress-listen', `${host}:${flags.egressPort}`, '--admin-listen', `${host}:${flags.adminPort}`, '--admin-token-file', adminTokenFile, '--upstream', openaiUrl, '--mcp-upstream', mcpUrl]);
-      await step(out, `starting sandbox ${DEMO.sandbox}'s router on http://${host}:${flags.routerPort}`, () => withDeadline('the router', line(router, 'listening:')));
+      const router = start('router', [
+        'router',
+        '--sandbox',
+        DEMO.sandbox,
+        '--namespace',
+        DEMO.namespace,
+        '--kubeconfig',
+        kubeconfig,
+        '--listen',
+        `${host}:${flags.routerPort}`,
+        '--egress-listen',
+        `${host}:${flags.egressPort}`,
+        '--admin-listen',
+        `${host}:${flags.adminPort}`,
+        '--admin-token-file',
+        adminTokenFile,
+        '--upstream',
+        openaiUrl,
+        '--mcp-upstream',
+        mcpUrl,
+      ]);
+      await step(out, `starting sandbox ${DEMO.sandbox}'s router on http://${host}:${flags.routerPort}`, () =>
+        withDeadline('the router', line(router, 'listening:')),
+      );
       // A router for the freshness probe's dedicated sandbox (the probe creates and deletes the
       // sandbox and its throwaway policy), so `kars freshness probe` works against kars up as is.
-      const probeRouter = start('router-probe', ['router', '--sandbox', DEFAULT_PROBE_SANDBOX, '--instance', `${DEFAULT_PROBE_SANDBOX}-0`, '--namespace', DEMO.namespace, '--kubeconfig', kubeconfig, '--listen', `${host}:0`, '--upstream', openaiUrl]);
-      await step(out, `starting the freshness probe's router (sandbox ${DEFAULT_PROBE_SANDBOX})`, () => withDeadline('the probe router', line(probeRouter, 'listening:')));
+      const probeRouter = start('router-probe', [
+        'router',
+        '--sandbox',
+        DEFAULT_PROBE_SANDBOX,
+        '--instance',
+        `${DEFAULT_PROBE_SANDBOX}-0`,
+        '--namespace',
+        DEMO.namespace,
+        '--kubeconfig',
+        kubeconfig,
+        '--listen',
+        `${host}:0`,
+        '--upstream',
+        openaiUrl,
+      ]);
+      await step(out, `starting the freshness probe's router (sandbox ${DEFAULT_PROBE_SANDBOX})`, () =>
+        withDeadline('the probe router', line(probeRouter, 'listening:')),
+      );
 
       await step(out, 'waiting until the router enforces the demo policies (router echo)', () =>
-        withDeadline('router enforcement', (async () => {
-          for (const res of [INFERENCE_POLICY, TOOL_POLICY]) {
-            const name = res === INFERENCE_POLICY ? 'demo-budget' : 'demo-tools';
-            const obj = await c.client.getOrUndefined<KubeObject>(res, c.namespace, name);
-            if (obj) await waitEnforced(c, res, obj, flags.timeout * 1000);
-          }
-        })()),
+        withDeadline(
+          'router enforcement',
+          (async () => {
+            for (const res of [INFERENCE_POLICY, TOOL_POLICY]) {
+              const name = res === INFERENCE_POLICY ? 'demo-budget' : 'demo-tools';
+              const obj = await c.client.getOrUndefined<KubeObject>(res, c.namespace, name);
+              if (obj) await waitEnforced(c, res, obj, flags.timeout * 1000);
+            }
+          })(),
+        ),
       );
       ctx.close();
       ctx = undefined;
 
-      out.write(nextSteps({ repo: resolve(EXAMPLES_DIR, '..'), kubeconfig, host, routerPort: flags.routerPort, egressPort: flags.egressPort, adminPort: flags.adminPort, adminTokenFile, logs }));
+      out.write(
+        nextSteps({
+          repo: resolve(EXAMPLES_DIR, '..'),
+          kubeconfig,
+          host,
+          routerPort: flags.routerPort,
+          egressPort: flags.egressPort,
+          adminPort: flags.adminPort,
+          adminTokenFile,
+          logs,
+        }),
+      );
       await Promise.race([stopped, failed]);
       out.write('\nkars up: stopping …\n');
     } catch (err) {
       const wasInterrupted = err instanceof Interrupted;
-      process.stderr.write(wasInterrupted ? '\nkars up: interrupted, stopping …\n' : `kars up: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(
+        wasInterrupted ? '\nkars up: interrupted, stopping …\n' : `kars up: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
       await stopAll();
       ctx?.close();
       process.off('SIGINT', onSignal);

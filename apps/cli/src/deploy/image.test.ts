@@ -17,10 +17,15 @@ function run(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   return new Promise((res, rej) => {
     const env = { ...process.env };
     delete env['NODE_PATH'];
-    execFile(process.execPath, [join(TREE, 'apps/cli/bin/kars.js'), ...args], { cwd: TREE, env, timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return rej(err);
-      res({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(TREE, 'apps/cli/bin/kars.js'), ...args],
+      { cwd: TREE, env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') return rej(err);
+        res({ code: err ? (err.code as number) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -36,7 +41,10 @@ function files(dir: string, out: string[] = []): string[] {
 
 void describe('the production image tree', () => {
   before(() => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts/image-tree.mjs'), '--out', TREE, '--reuse-native'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });
+    execFileSync(process.execPath, [join(ROOT, 'scripts/image-tree.mjs'), '--out', TREE, '--reuse-native'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      timeout: 600_000,
+    });
   });
 
   it('has no dev dependencies, no tests, and the Dockerfile builds it with the same script', () => {
@@ -45,12 +53,22 @@ void describe('the production image tree', () => {
     // Dev-only per the lockfile (a dev dependency that a runtime package also needs, e.g. @types/node for client-node, stays).
     const devOnly = Object.keys(root.devDependencies).filter((d) => lock.packages[`node_modules/${d}`]?.dev === true);
     assert.ok(devOnly.includes('typescript') && devOnly.includes('eslint') && devOnly.includes('fast-check'), devOnly.join(','));
-    for (const d of devOnly) assert.equal(existsSync(join(TREE, 'node_modules', d)), false, `dev dependency ${d} is in the production tree`);
-    const installed = readdirSync(join(TREE, 'node_modules')).flatMap((n) => (n.startsWith('@') ? readdirSync(join(TREE, 'node_modules', n)).map((m) => `${n}/${m}`) : [n])).filter((n) => !n.startsWith('.'));
-    assert.deepEqual(installed.filter((n) => lock.packages[`node_modules/${n}`]?.dev === true), [], 'packages the lockfile marks dev-only');
+    for (const d of devOnly)
+      assert.equal(existsSync(join(TREE, 'node_modules', d)), false, `dev dependency ${d} is in the production tree`);
+    const installed = readdirSync(join(TREE, 'node_modules'))
+      .flatMap((n) => (n.startsWith('@') ? readdirSync(join(TREE, 'node_modules', n)).map((m) => `${n}/${m}`) : [n]))
+      .filter((n) => !n.startsWith('.'));
+    assert.deepEqual(
+      installed.filter((n) => lock.packages[`node_modules/${n}`]?.dev === true),
+      [],
+      'packages the lockfile marks dev-only',
+    );
     assert.ok(existsSync(join(TREE, 'node_modules/better-sqlite3')), 'runtime dependency better-sqlite3 present');
     const all = files(TREE);
-    assert.deepEqual(all.filter((f) => /\.test\.js$|\.ts$|\.map$/.test(f)), []);
+    assert.deepEqual(
+      all.filter((f) => /\.test\.js$|\.ts$|\.map$/.test(f)),
+      [],
+    );
     assert.ok(all.some((f) => f.endsWith('packages/apiserver/dist/server.js')));
     const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
     assert.match(dockerfile, /^FROM node:20-[a-z]+-slim AS build$/m);
@@ -71,7 +89,11 @@ void describe('the production image tree', () => {
   }
 
   it('loads the native SQLite addon from the tree (kars apiserver storage)', () => {
-    const out = execFileSync(process.execPath, ['-e', "const D=require('better-sqlite3');console.log(new D(':memory:').prepare('select 41+1 as x').get().x)"], { cwd: TREE, encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['-e', "const D=require('better-sqlite3');console.log(new D(':memory:').prepare('select 41+1 as x').get().x)"],
+      { cwd: TREE, encoding: 'utf8' },
+    );
     assert.equal(out.trim(), '42');
   });
 });

@@ -19,16 +19,18 @@ function sources(): Array<{ path: string; text: string }> {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts')) out.push({ path: p, text: readFileSync(p, 'utf8') });
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts'))
+        out.push({ path: p, text: readFileSync(p, 'utf8') });
     }
   };
-  for (const base of ['packages', 'apps']) for (const w of readdirSync(join(ROOT, base))) {
-    try {
-      walk(join(ROOT, base, w, 'src'));
-    } catch {
-      // a workspace without src/
+  for (const base of ['packages', 'apps'])
+    for (const w of readdirSync(join(ROOT, base))) {
+      try {
+        walk(join(ROOT, base, w, 'src'));
+      } catch {
+        // a workspace without src/
+      }
     }
-  }
   return out;
 }
 
@@ -38,8 +40,14 @@ function sources(): Array<{ path: string; text: string }> {
  */
 function envReads(): Map<string, string> {
   const found = new Map<string, string>();
-  const patterns = [/\b(?:process\.env|env)\[['"]([A-Z][A-Z0-9_]+)['"]\]/g, /\b(?:env[A-Za-z]*|ms|seconds|secs)\(\s*['"]([A-Z][A-Z0-9_]+)['"]\s*[,)]/g, /\b[A-Z_]+_ENV\s*=\s*['"]([A-Z][A-Z0-9_]+)['"]/g];
-  for (const { path, text } of sources()) for (const re of patterns) for (const m of text.matchAll(re)) if (m[1] && !found.has(m[1])) found.set(m[1], path.slice(ROOT.length + 1));
+  const patterns = [
+    /\b(?:process\.env|env)\[['"]([A-Z][A-Z0-9_]+)['"]\]/g,
+    /\b(?:env[A-Za-z]*|ms|seconds|secs)\(\s*['"]([A-Z][A-Z0-9_]+)['"]\s*[,)]/g,
+    /\b[A-Z_]+_ENV\s*=\s*['"]([A-Z][A-Z0-9_]+)['"]/g,
+  ];
+  for (const { path, text } of sources())
+    for (const re of patterns)
+      for (const m of text.matchAll(re)) if (m[1] && !found.has(m[1])) found.set(m[1], path.slice(ROOT.length + 1));
   for (const generic of ['PATH', 'HOME']) found.delete(generic);
   return found;
 }
@@ -53,7 +61,11 @@ void describe('docs/operating.md', () => {
       const a = DOC.indexOf(BEGIN);
       const b = DOC.indexOf(END);
       assert.ok(a >= 0 && b > a, 'the generated-section markers are present');
-      assert.equal(DOC.slice(a + BEGIN.length, b), `\n\n${flagReference(buildProgram())}\n`, 'stale: run `npm run build && node scripts/gen-operating-flags.mjs`');
+      assert.equal(
+        DOC.slice(a + BEGIN.length, b),
+        `\n\n${flagReference(buildProgram())}\n`,
+        'stale: run `npm run build && node scripts/gen-operating-flags.mjs`',
+      );
       for (const cmd of ['controller', 'router', 'apiserver', 'freshness probe']) assert.match(DOC, new RegExp(`#### \`kars ${cmd}\``));
       assert.match(DOC, /\| `--authorization-mode <mode>` \| `AlwaysAllow` \|/);
       assert.match(DOC, /\| `--metrics-addr <host:port\\\|disabled>` \| `0\.0\.0\.0:8080` \|/);
@@ -70,7 +82,11 @@ void describe('docs/operating.md', () => {
     const missing = [...read.entries()].filter(([k]) => !documented.has(k)).map(([k, where]) => `${k} (read in ${where})`);
     assert.deepEqual(missing, [], 'read by the code but not in the doc');
     const libraryOnly = new Set(['KUBECONFIG']); // read by @kubernetes/client-node, not by our code
-    assert.deepEqual([...documented].filter((k) => !read.has(k) && !libraryOnly.has(k)), [], 'in the doc but read nowhere');
+    assert.deepEqual(
+      [...documented].filter((k) => !read.has(k) && !libraryOnly.has(k)),
+      [],
+      'in the doc but read nowhere',
+    );
   });
 
   it('is linked from the README as the install path', () => {

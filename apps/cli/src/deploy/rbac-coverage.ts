@@ -39,17 +39,26 @@ export type Call = Pick<RequestAttributes, 'verb' | 'apiGroup' | 'resource' | 's
 /** The elements `manifests` grant to ServiceAccount `namespace/name` (through bindings to it). */
 export function grantedElements(manifests: Manifest[], sa: { namespace: string; name: string }): Element[] {
   const out: Element[] = [];
-  const find = (kind: string, name: string, ns: string | undefined): Manifest | undefined => manifests.find((m) => m.kind === kind && m.metadata?.name === name && (kind === 'ClusterRole' || m.metadata?.namespace === ns));
+  const find = (kind: string, name: string, ns: string | undefined): Manifest | undefined =>
+    manifests.find((m) => m.kind === kind && m.metadata?.name === name && (kind === 'ClusterRole' || m.metadata?.namespace === ns));
   for (const b of manifests) {
     if (b.kind !== 'RoleBinding' && b.kind !== 'ClusterRoleBinding') continue;
     const bns = b.kind === 'RoleBinding' ? (b.metadata?.namespace ?? '') : '';
-    const binds = (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa.name && (s.namespace ?? bns) === sa.namespace);
+    const binds = (b.subjects ?? []).some(
+      (s) => s.kind === 'ServiceAccount' && s.name === sa.name && (s.namespace ?? bns) === sa.namespace,
+    );
     if (!binds || !b.roleRef?.name || !b.roleRef.kind) continue;
     const role = find(b.roleRef.kind, b.roleRef.name, bns);
     if (!role) continue;
-    const id = role.kind === 'ClusterRole' ? `ClusterRole/${role.metadata?.name ?? ''}` : `Role/${role.metadata?.namespace ?? ''}/${role.metadata?.name ?? ''}`;
+    const id =
+      role.kind === 'ClusterRole'
+        ? `ClusterRole/${role.metadata?.name ?? ''}`
+        : `Role/${role.metadata?.namespace ?? ''}/${role.metadata?.name ?? ''}`;
     (role.rules ?? []).forEach((r, i) => {
-      for (const verb of r.verbs ?? []) for (const apiGroup of r.apiGroups ?? []) for (const resource of r.resources ?? []) out.push({ rule: `${id}#${i}`, verb, apiGroup, resource, resourceNames: r.resourceNames ?? [], scope: bns });
+      for (const verb of r.verbs ?? [])
+        for (const apiGroup of r.apiGroups ?? [])
+          for (const resource of r.resources ?? [])
+            out.push({ rule: `${id}#${i}`, verb, apiGroup, resource, resourceNames: r.resourceNames ?? [], scope: bns });
     });
   }
   return out;
@@ -59,7 +68,12 @@ export function grantedElements(manifests: Manifest[], sa: { namespace: string; 
 export function elementAllows(e: Element, c: Call): boolean {
   if (e.scope !== '' && e.scope !== c.namespace) return false;
   const attrs: RequestAttributes = { ...c, resourceRequest: true, apiVersion: '', path: '' };
-  return ruleAllows(attrs, { verbs: [e.verb], apiGroups: [e.apiGroup], resources: [e.resource], ...(e.resourceNames.length ? { resourceNames: e.resourceNames } : {}) });
+  return ruleAllows(attrs, {
+    verbs: [e.verb],
+    apiGroups: [e.apiGroup],
+    resources: [e.resource],
+    ...(e.resourceNames.length ? { resourceNames: e.resourceNames } : {}),
+  });
 }
 
 /** Calls no element covers, and elements no call uses. */

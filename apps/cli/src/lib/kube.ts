@@ -39,7 +39,9 @@ export function namespaceOf(credentials: Credentials, flag: string | undefined):
  */
 export function connect(flags: KubeFlags, opts: { pingIntervalMs?: number; pingTimeoutMs?: number } = {}): KubeContext {
   const credentials = Credentials.load(flags.kubeconfig);
-  const client = new KubeClient(new Http2Transport({ credentials, pingIntervalMs: opts.pingIntervalMs ?? 0, pingTimeoutMs: opts.pingTimeoutMs ?? 5_000 }));
+  const client = new KubeClient(
+    new Http2Transport({ credentials, pingIntervalMs: opts.pingIntervalMs ?? 0, pingTimeoutMs: opts.pingTimeoutMs ?? 5_000 }),
+  );
   return { client, namespace: namespaceOf(credentials, flags.namespace), close: () => client.close() };
 }
 

@@ -48,7 +48,9 @@ export function readObjectFile(path: string, kind: string): Record<string, unkno
 export function assertValidObject(obj: KarsObject): void {
   const causes = validateObject(obj, { clientSide: true, env: process.env });
   if (causes.length === 0) return;
-  throw new CliError(`${obj.kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''} is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join('; ')}`);
+  throw new CliError(
+    `${obj.kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''} is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join('; ')}`,
+  );
 }
 
 /** Get an object, or undefined when it does not exist. */
@@ -84,17 +86,31 @@ export async function upsert<T extends KarsObject>(
     const existing = await getOrUndefined<T & KubeObject>(ctx, res, name);
     const next = build(existing);
     const metadata = existing
-      ? { ...existing.metadata, labels: { ...(existing.metadata.labels ?? {}), ...(next.labels ?? {}) }, annotations: { ...(existing.metadata.annotations ?? {}), ...(next.annotations ?? {}) } }
-      : { name, namespace: ctx.namespace, ...(next.labels ? { labels: next.labels } : {}), ...(next.annotations ? { annotations: next.annotations } : {}) };
+      ? {
+          ...existing.metadata,
+          labels: { ...(existing.metadata.labels ?? {}), ...(next.labels ?? {}) },
+          annotations: { ...(existing.metadata.annotations ?? {}), ...(next.annotations ?? {}) },
+        }
+      : {
+          name,
+          namespace: ctx.namespace,
+          ...(next.labels ? { labels: next.labels } : {}),
+          ...(next.annotations ? { annotations: next.annotations } : {}),
+        };
     if (existing && Object.keys(metadata.labels ?? {}).length === 0) delete metadata.labels;
     if (existing && Object.keys(metadata.annotations ?? {}).length === 0) delete metadata.annotations;
     const obj = { apiVersion: API_VERSION, kind: res.kind, metadata, spec: next.spec } as unknown as T & KubeObject;
     assertValidObject(obj);
     const writtenAtMs = Date.now();
     try {
-      if (!existing) return { obj: await ctx.client.create<T & KubeObject>(res, obj, { fieldManager: 'kars-cli' }), action: 'created', writtenAtMs };
+      if (!existing)
+        return { obj: await ctx.client.create<T & KubeObject>(res, obj, { fieldManager: 'kars-cli' }), action: 'created', writtenAtMs };
       const written = await ctx.client.replace<T & KubeObject>(res, obj, { fieldManager: 'kars-cli' });
-      return { obj: written, action: written.metadata.resourceVersion === existing.metadata.resourceVersion ? 'unchanged' : 'configured', writtenAtMs };
+      return {
+        obj: written,
+        action: written.metadata.resourceVersion === existing.metadata.resourceVersion ? 'unchanged' : 'configured',
+        writtenAtMs,
+      };
     } catch (err) {
       const retriable = err instanceof ApiError && err.code === 409 && attempt < 4;
       if (!retriable) throw err;
@@ -113,7 +129,8 @@ export async function deleteObject(ctx: KubeContext, res: KarsResource, name: st
   try {
     await ctx.client.delete(res, ctx.namespace, name);
   } catch (err) {
-    if (err instanceof ApiError && err.code === 404) throw new CliError(`${res.resource}.${res.group} "${name}" not found in namespace "${ctx.namespace}"`);
+    if (err instanceof ApiError && err.code === 404)
+      throw new CliError(`${res.resource}.${res.group} "${name}" not found in namespace "${ctx.namespace}"`);
     throw err;
   }
   process.stdout.write(`${refOf(res, name)} deleted\n`);
@@ -132,13 +149,28 @@ export type WaitVerdict = { done: true; ok: true } | { done: true; ok: false; me
  * and (for kinds a router echoes) the loaded digest equals the compiled one. Degraded at that generation fails.
  */
 export function enforcementVerdict(obj: KubeObject, generation: number): WaitVerdict {
-  const status = (obj['status'] ?? {}) as { observedGeneration?: number; phase?: string; compiledDigest?: string | null; loadedDigest?: string | null; mergedDigest?: string; conditions?: Condition[] };
+  const status = (obj['status'] ?? {}) as {
+    observedGeneration?: number;
+    phase?: string;
+    compiledDigest?: string | null;
+    loadedDigest?: string | null;
+    mergedDigest?: string;
+    conditions?: Condition[];
+  };
   const observed = status.observedGeneration ?? 0;
-  if (observed < generation) return { done: false, message: `the controller has not observed generation ${generation} yet (observedGeneration ${observed})` };
+  if (observed < generation)
+    return { done: false, message: `the controller has not observed generation ${generation} yet (observedGeneration ${observed})` };
   const degraded = condition({ status }, ConditionType.Degraded);
-  if (degraded?.status === 'True' && (degraded.observedGeneration ?? observed) >= generation) return { done: true, ok: false, message: `Degraded (${degraded.reason}): ${degraded.message}` };
+  if (degraded?.status === 'True' && (degraded.observedGeneration ?? observed) >= generation)
+    return { done: true, ok: false, message: `Degraded (${degraded.reason}): ${degraded.message}` };
   if (obj.kind === 'EgressApproval') {
-    if (status.phase === 'Active' && status.loadedDigest !== undefined && status.loadedDigest !== null && status.loadedDigest === status.mergedDigest) return { done: true, ok: true };
+    if (
+      status.phase === 'Active' &&
+      status.loadedDigest !== undefined &&
+      status.loadedDigest !== null &&
+      status.loadedDigest === status.mergedDigest
+    )
+      return { done: true, ok: true };
     if (status.phase === 'Expired') return { done: true, ok: false, message: 'the approval has expired' };
     const ready = condition({ status }, ConditionType.Ready);
     return { done: false, message: `phase ${status.phase ?? '(none)'}${ready ? `, ${ready.reason}: ${ready.message}` : ''}` };
@@ -177,7 +209,15 @@ export async function waitEnforced<T extends KubeObject>(ctx: KubeContext, res: 
     while (!ac.signal.aborted) {
       try {
         const left = Math.max(1, deadline - Date.now());
-        for await (const ev of ctx.client.watch<T>(res, { namespace: ctx.namespace, fieldSelector: `metadata.name=${name}`, resourceVersion: rv, timeoutSeconds: Math.ceil(left / 1000) + 1, allowWatchBookmarks: true, idleTimeoutMs: left + 5_000, signal: ac.signal })) {
+        for await (const ev of ctx.client.watch<T>(res, {
+          namespace: ctx.namespace,
+          fieldSelector: `metadata.name=${name}`,
+          resourceVersion: rv,
+          timeoutSeconds: Math.ceil(left / 1000) + 1,
+          allowWatchBookmarks: true,
+          idleTimeoutMs: left + 5_000,
+          signal: ac.signal,
+        })) {
           if (ev.type === 'ERROR') break;
           const obj = ev.object as T;
           rv = obj.metadata.resourceVersion ?? rv;
@@ -204,7 +244,10 @@ export async function waitEnforced<T extends KubeObject>(ctx: KubeContext, res: 
     ac.abort();
   }
   const v = enforcementVerdict(last, generation);
-  throw new CliError(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${refOf(res, name)} generation ${generation} to be enforced: ${v.done ? '' : v.message}`, 2);
+  throw new CliError(
+    `timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${refOf(res, name)} generation ${generation} to be enforced: ${v.done ? '' : v.message}`,
+    2,
+  );
 }
 
 /** Parse `--timeout S` (seconds, > 0). */
@@ -220,5 +263,7 @@ export function printEnforced(res: KarsResource, obj: KubeObject, writtenAtMs: n
   const ms = Date.now() - writtenAtMs;
   const digest = status.compiledDigest ?? status.mergedDigest ?? null;
   const ctrl = status.propagation?.lastMs !== undefined ? `; controller: edit → every router ${status.propagation.lastMs} ms` : '';
-  process.stdout.write(`${refOf(res, obj.metadata.name ?? '')} enforced: generation ${obj.metadata.generation ?? 1}${digest ? `, digest ${digest}` : ''}, edit → enforced ${ms} ms${ctrl}\n`);
+  process.stdout.write(
+    `${refOf(res, obj.metadata.name ?? '')} enforced: generation ${obj.metadata.generation ?? 1}${digest ? `, digest ${digest}` : ''}, edit → enforced ${ms} ms${ctrl}\n`,
+  );
 }

@@ -30,11 +30,18 @@ export interface RunResult {
 }
 
 /** Run `kars <args>` as a process; `env` is added to a copy of this process's env (KUBECONFIG removed unless given). */
-export function runKars(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
+export function runKars(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; input?: string } = {},
+): Promise<RunResult> {
   const env: Record<string, string | undefined> = { ...process.env, KUBECONFIG: undefined, ...opts.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [KARS_BIN, ...args], { cwd: opts.cwd ?? REPO_ROOT, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [KARS_BIN, ...args], {
+      cwd: opts.cwd ?? REPO_ROOT,
+      env: env as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -50,7 +57,15 @@ export function runKars(args: string[], opts: { env?: Record<string, string | un
 }
 
 /** Watch knobs short enough for tests. */
-export const TEST_WATCH_CONFIG: WatchConfig = { ...DEFAULT_WATCH_CONFIG, idleTimeoutMs: 3000, pingIntervalMs: 500, pingTimeoutMs: 500, backoffInitialMs: 100, backoffMaxMs: 1000, relistIntervalMs: 0 };
+export const TEST_WATCH_CONFIG: WatchConfig = {
+  ...DEFAULT_WATCH_CONFIG,
+  idleTimeoutMs: 3000,
+  pingIntervalMs: 500,
+  pingTimeoutMs: 500,
+  backoffInitialMs: 100,
+  backoffMaxMs: 1000,
+  relistIntervalMs: 0,
+};
 
 export interface TestStack {
   ts: TestServer;
@@ -67,7 +82,8 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
   const log = pino({ level: 'silent' });
   const ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
   for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-  for (const ns of opts.namespaces ?? []) await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  for (const ns of opts.namespaces ?? [])
+    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   const ac = new AbortController();
   const clients: KubeClient[] = [];
   const newClient = (): KubeClient => {
@@ -75,7 +91,13 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
     clients.push(c);
     return c;
   };
-  const controller = new PolicyController({ client: newClient(), config: TEST_WATCH_CONFIG, metrics: new RuntimeMetrics(), log, leaderElection: { enabled: false, namespace: 'default', name: 'c', identity: 'c' } });
+  const controller = new PolicyController({
+    client: newClient(),
+    config: TEST_WATCH_CONFIG,
+    metrics: new RuntimeMetrics(),
+    log,
+    leaderElection: { enabled: false, namespace: 'default', name: 'c', identity: 'c' },
+  });
   const runs: Array<Promise<void>> = [controller.run(ac.signal)];
   const openai = await startOpenAIStub();
   const mcp = await startMcpStub({ tools: [{ name: 'echo' }, { name: 'read_file' }, { name: 'delete_file' }] });
@@ -87,7 +109,18 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
     mcp,
     async router(sandbox, namespace = 'default') {
       const r = await startRouter(
-        { sandbox, namespace, listen: '127.0.0.1:0', egressListen: '127.0.0.1:0', upstream: openai.url, mcpUpstream: mcp.url, source: { kind: 'api', client: newClient(), config: TEST_WATCH_CONFIG }, instance: `test-${++n}`, metrics: new RuntimeMetrics(), log },
+        {
+          sandbox,
+          namespace,
+          listen: '127.0.0.1:0',
+          egressListen: '127.0.0.1:0',
+          upstream: openai.url,
+          mcpUpstream: mcp.url,
+          source: { kind: 'api', client: newClient(), config: TEST_WATCH_CONFIG },
+          instance: `test-${++n}`,
+          metrics: new RuntimeMetrics(),
+          log,
+        },
         ac.signal,
       );
       runs.push(r.done);
@@ -117,12 +150,20 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
 
 /** POST a chat completion asking for `maxTokens` to a router. */
 export async function chat(routerUrl: string, maxTokens: number): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${routerUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }) });
+  const res = await fetch(`${routerUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }),
+  });
   return { status: res.status, body: (await res.json()) as unknown };
 }
 
 /** Call a tool through a router's MCP gateway; returns the JSON-RPC response. */
 export async function callTool(routerUrl: string, tool: string): Promise<any> {
-  const res = await fetch(`${routerUrl}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: { path: '/tmp/x' } } }) });
+  const res = await fetch(`${routerUrl}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: { path: '/tmp/x' } } }),
+  });
   return (await res.json()) as unknown;
 }

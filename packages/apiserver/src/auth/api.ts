@@ -23,13 +23,23 @@ function str(v: unknown): string {
  * SelfSubjectRulesReview (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`).
  * Returns undefined for every other route. The request has already been authorized.
  */
-export async function serveAuthApi(auth: Auth, user: UserInfo, route: Route, method: string, readJson: () => Promise<unknown>): Promise<AuthApiResponse | undefined> {
+export async function serveAuthApi(
+  auth: Auth,
+  user: UserInfo,
+  route: Route,
+  method: string,
+  readJson: () => Promise<unknown>,
+): Promise<AuthApiResponse | undefined> {
   if (route.kind !== 'object') return undefined;
   const key = `${route.group}/${route.resource}`;
   const isToken = key === '/serviceaccounts' && route.subresource === 'token';
-  const isReview = key === 'authorization.k8s.io/selfsubjectaccessreviews' || key === 'authorization.k8s.io/selfsubjectrulesreviews' || key === 'authentication.k8s.io/selfsubjectreviews';
+  const isReview =
+    key === 'authorization.k8s.io/selfsubjectaccessreviews' ||
+    key === 'authorization.k8s.io/selfsubjectrulesreviews' ||
+    key === 'authentication.k8s.io/selfsubjectreviews';
   if (!isToken && !isReview) return undefined;
-  if (method !== 'POST' || (isReview && route.name !== undefined)) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  if (method !== 'POST' || (isReview && route.name !== undefined))
+    throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
   const body = await readJson();
   if (!isObject(body)) throw badRequest('the request body must be a JSON object');
   const spec = isObject(body['spec']) ? body['spec'] : {};
@@ -40,10 +50,27 @@ export async function serveAuthApi(auth: Auth, user: UserInfo, route: Route, met
     case 'selfsubjectrulesreviews': {
       const ns = str(spec['namespace']);
       const r = auth.rules(user, ns);
-      return { code: 201, body: { kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec: { namespace: ns }, status: r } };
+      return {
+        code: 201,
+        body: {
+          kind: 'SelfSubjectRulesReview',
+          apiVersion: 'authorization.k8s.io/v1',
+          metadata: { creationTimestamp: null },
+          spec: { namespace: ns },
+          status: r,
+        },
+      };
     }
     default:
-      return { code: 201, body: { kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, status: { userInfo: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } } } };
+      return {
+        code: 201,
+        body: {
+          kind: 'SelfSubjectReview',
+          apiVersion: 'authentication.k8s.io/v1',
+          metadata: { creationTimestamp: null },
+          status: { userInfo: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } },
+        },
+      };
   }
 }
 
@@ -53,8 +80,22 @@ async function tokenRequest(auth: Auth, namespace: string, name: string, spec: R
   const exp = spec['expirationSeconds'];
   let seconds = DEFAULT_TOKEN_SECONDS;
   if (exp !== undefined && exp !== null) {
-    if (typeof exp !== 'number' || !Number.isInteger(exp)) throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [{ reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${JSON.stringify(exp)}: must be an integer` }]);
-    if (exp < MIN_TOKEN_SECONDS) throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [{ reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${exp}: may not specify a duration less than 10 minutes` }]);
+    if (typeof exp !== 'number' || !Number.isInteger(exp))
+      throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'spec.expirationSeconds',
+          message: `Invalid value: ${JSON.stringify(exp)}: must be an integer`,
+        },
+      ]);
+    if (exp < MIN_TOKEN_SECONDS)
+      throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'spec.expirationSeconds',
+          message: `Invalid value: ${exp}: may not specify a duration less than 10 minutes`,
+        },
+      ]);
     seconds = Math.min(exp, MAX_TOKEN_SECONDS);
   }
   const rawAud = spec['audiences'];
@@ -75,14 +116,47 @@ async function tokenRequest(auth: Auth, namespace: string, name: string, spec: R
 function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>): AuthApiResponse {
   const ra = isObject(spec['resourceAttributes']) ? spec['resourceAttributes'] : undefined;
   const nra = isObject(spec['nonResourceAttributes']) ? spec['nonResourceAttributes'] : undefined;
-  if (!ra && !nra) throw invalid({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', name: '' }, [{ reason: 'FieldValueRequired', field: 'spec.resourceAttributes', message: 'Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified' }]);
+  if (!ra && !nra)
+    throw invalid({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', name: '' }, [
+      {
+        reason: 'FieldValueRequired',
+        field: 'spec.resourceAttributes',
+        message: 'Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified',
+      },
+    ]);
   const a: RequestAttributes = ra
-    ? { verb: str(ra['verb']), resourceRequest: true, apiGroup: str(ra['group']), apiVersion: str(ra['version']), resource: str(ra['resource']), subresource: str(ra['subresource']), namespace: str(ra['namespace']), name: str(ra['name']), path: '' }
-    : { verb: str(nra?.['verb']), resourceRequest: false, apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '', path: str(nra?.['path']) };
+    ? {
+        verb: str(ra['verb']),
+        resourceRequest: true,
+        apiGroup: str(ra['group']),
+        apiVersion: str(ra['version']),
+        resource: str(ra['resource']),
+        subresource: str(ra['subresource']),
+        namespace: str(ra['namespace']),
+        name: str(ra['name']),
+        path: '',
+      }
+    : {
+        verb: str(nra?.['verb']),
+        resourceRequest: false,
+        apiGroup: '',
+        apiVersion: '',
+        resource: '',
+        subresource: '',
+        namespace: '',
+        name: '',
+        path: str(nra?.['path']),
+      };
   const allowed = auth.decide(user, a);
   return {
     code: 201,
-    body: { kind: 'SelfSubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status: { allowed, ...(allowed ? {} : { reason: '' }) } },
+    body: {
+      kind: 'SelfSubjectAccessReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec,
+      status: { allowed, ...(allowed ? {} : { reason: '' }) },
+    },
   };
 }
 
@@ -99,7 +173,27 @@ export async function bootstrapPolicy(service: ObjectService, registry: Registry
   const labels = { 'kubernetes.io/bootstrapping': 'rbac-defaults' };
   const annotations = { 'rbac.authorization.kubernetes.io/autoupdate': 'true' };
   const roles: Array<[string, unknown[]]> = [
-    ['system:discovery', [{ verbs: ['get'], nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/'] }]],
+    [
+      'system:discovery',
+      [
+        {
+          verbs: ['get'],
+          nonResourceURLs: [
+            '/api',
+            '/api/*',
+            '/apis',
+            '/apis/*',
+            '/healthz',
+            '/livez',
+            '/openapi',
+            '/openapi/*',
+            '/readyz',
+            '/version',
+            '/version/',
+          ],
+        },
+      ],
+    ],
     [
       'system:basic-user',
       [
@@ -119,11 +213,22 @@ export async function bootstrapPolicy(service: ObjectService, registry: Registry
         return false;
       }
     };
-    if (!exists(crRi)) await service.create({ ri: crRi, version: 'v1', ns: '', name }, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels, annotations }, rules }, opts);
+    if (!exists(crRi))
+      await service.create(
+        { ri: crRi, version: 'v1', ns: '', name },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels, annotations }, rules },
+        opts,
+      );
     if (!exists(crbRi))
       await service.create(
         { ri: crbRi, version: 'v1', ns: '', name },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name, labels, annotations }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }] },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name, labels, annotations },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
+        },
         opts,
       );
   }

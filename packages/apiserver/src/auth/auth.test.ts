@@ -7,7 +7,11 @@ import type { TestServer } from '../testing/harness.js';
 import type { AuditRecord } from './authorizer.js';
 
 async function mintToken(c: TestClient, ns: string, sa: string, spec: Record<string, unknown> = {}): Promise<string> {
-  const r = await c.post(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec });
+  const r = await c.post(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec,
+  });
   assert.equal(r.status, 201, r.text);
   assert.equal(r.body.kind, 'TokenRequest');
   assert.match(r.body.status.expirationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
@@ -37,7 +41,8 @@ void describe('kars apiserver with --authorization-mode=RBAC', () => {
       kind: 'Status',
       metadata: {},
       status: 'Failure',
-      message: 'configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in API group "" in the namespace "default"',
+      message:
+        'configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in API group "" in the namespace "default"',
       reason: 'Forbidden',
       details: { name: '', group: '', kind: 'configmaps' },
       code: 403,
@@ -49,34 +54,62 @@ void describe('kars apiserver with --authorization-mode=RBAC', () => {
 
   it('lets every authenticated user do discovery and the self-reviews (bootstrap policy)', async () => {
     for (const p of ['/api', '/apis', '/api/v1', '/version']) assert.equal((await bot.get(p)).status, 200, p);
-    const who = await bot.post('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const who = await bot.post('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'SelfSubjectReview',
+    });
     assert.equal(who.status, 201);
     assert.equal(who.body.status.userInfo.username, 'system:serviceaccount:default:bot');
     assert.deepEqual(who.body.status.userInfo.groups, ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated']);
     assert.equal((await ts.client.get('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews')).status, 405);
-    assert.equal((await bot.get('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews')).status, 403, 'authorization comes first, as in kube');
+    assert.equal(
+      (await bot.get('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews')).status,
+      403,
+      'authorization comes first, as in kube',
+    );
   });
 
   it('grants exactly what a Role says: verbs, resourceNames, and a field-selected watch of one name', async () => {
     await ts.client.post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'mine' } });
     await ts.client.post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'theirs' } });
-    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', { metadata: { name: 'one-cm' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: ['mine'] }] });
-    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', { metadata: { name: 'one-cm' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'one-cm' }, subjects: [{ kind: 'ServiceAccount', name: 'bot', namespace: 'default' }] });
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {
+      metadata: { name: 'one-cm' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: ['mine'] }],
+    });
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      metadata: { name: 'one-cm' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'one-cm' },
+      subjects: [{ kind: 'ServiceAccount', name: 'bot', namespace: 'default' }],
+    });
     assert.equal((await bot.get('/api/v1/namespaces/default/configmaps/mine')).status, 200);
     const theirs = await bot.get('/api/v1/namespaces/default/configmaps/theirs');
     assert.equal(theirs.status, 403);
-    assert.match(theirs.body.message, /^configmaps "theirs" is forbidden: User "system:serviceaccount:default:bot" cannot get resource "configmaps"/);
-    assert.equal((await bot.get('/api/v1/namespaces/default/configmaps')).status, 403, 'a list names nothing, so resourceNames cannot allow it');
+    assert.match(
+      theirs.body.message,
+      /^configmaps "theirs" is forbidden: User "system:serviceaccount:default:bot" cannot get resource "configmaps"/,
+    );
+    assert.equal(
+      (await bot.get('/api/v1/namespaces/default/configmaps')).status,
+      403,
+      'a list names nothing, so resourceNames cannot allow it',
+    );
     assert.equal((await bot.get('/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dmine')).status, 200);
     assert.equal((await bot.get('/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dtheirs')).status, 403);
     const w = await bot.watch('/api/v1/namespaces/default/configmaps?watch=true&fieldSelector=metadata.name%3Dmine');
     assert.equal(w.status, 200);
     w.stop();
-    assert.equal((await bot.put('/api/v1/namespaces/default/configmaps/mine', { metadata: { name: 'mine' }, data: { a: 'b' } })).status, 403);
-    const ssar = await bot.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { spec: { resourceAttributes: { namespace: 'default', verb: 'get', resource: 'configmaps', name: 'mine' } } });
+    assert.equal(
+      (await bot.put('/api/v1/namespaces/default/configmaps/mine', { metadata: { name: 'mine' }, data: { a: 'b' } })).status,
+      403,
+    );
+    const ssar = await bot.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+      spec: { resourceAttributes: { namespace: 'default', verb: 'get', resource: 'configmaps', name: 'mine' } },
+    });
     assert.equal(ssar.status, 201);
     assert.equal(ssar.body.status.allowed, true);
-    const no = await bot.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { spec: { resourceAttributes: { namespace: 'default', verb: 'delete', resource: 'configmaps', name: 'mine' } } });
+    const no = await bot.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+      spec: { resourceAttributes: { namespace: 'default', verb: 'delete', resource: 'configmaps', name: 'mine' } },
+    });
     assert.equal(no.body.status.allowed, false);
   });
 
@@ -122,7 +155,10 @@ void describe('kars apiserver with --authorization-mode=RBAC', () => {
   it('a ServiceAccount may mint tokens only when a rule grants create on serviceaccounts/token', async () => {
     const r = await bot.post('/api/v1/namespaces/default/serviceaccounts/bot/token', { spec: {} });
     assert.equal(r.status, 403);
-    assert.equal(r.body.message, 'serviceaccounts "bot" is forbidden: User "system:serviceaccount:default:bot" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"');
+    assert.equal(
+      r.body.message,
+      'serviceaccounts "bot" is forbidden: User "system:serviceaccount:default:bot" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"',
+    );
   });
 });
 

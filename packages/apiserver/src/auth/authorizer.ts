@@ -104,7 +104,8 @@ export class Auth {
   ) {
     this.index = new RbacIndex(service, registry);
     const from = service.currentRv();
-    for (const r of ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings']) this.stops.push(cache.subscribe({ gr: `${RBAC}/${r}` }, from, () => this.index.invalidate()));
+    for (const r of ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'])
+      this.stops.push(cache.subscribe({ gr: `${RBAC}/${r}` }, from, () => this.index.invalidate()));
     this.stops.push(cache.subscribe({ gr: '/serviceaccounts' }, from, () => this.tokenCache.clear()));
   }
 
@@ -167,12 +168,25 @@ export class Auth {
   /** The rules that apply to `user` in `namespace` (SelfSubjectRulesReview). */
   rules(user: UserInfo, namespace: string): { resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[]; incomplete: boolean } {
     if (user.groups.includes(MASTERS_GROUP) || this.mode === 'AlwaysAllow') {
-      return { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }], incomplete: false };
+      return {
+        resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }],
+        nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+        incomplete: false,
+      };
     }
     const all = rulesFor(user, namespace, this.index);
     return {
-      resourceRules: all.filter((r) => (r.resources ?? []).length > 0).map((r) => ({ verbs: r.verbs ?? [], apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], ...(r.resourceNames?.length ? { resourceNames: r.resourceNames } : {}) })),
-      nonResourceRules: all.filter((r) => (r.nonResourceURLs ?? []).length > 0).map((r) => ({ verbs: r.verbs ?? [], nonResourceURLs: r.nonResourceURLs ?? [] })),
+      resourceRules: all
+        .filter((r) => (r.resources ?? []).length > 0)
+        .map((r) => ({
+          verbs: r.verbs ?? [],
+          apiGroups: r.apiGroups ?? [],
+          resources: r.resources ?? [],
+          ...(r.resourceNames?.length ? { resourceNames: r.resourceNames } : {}),
+        })),
+      nonResourceRules: all
+        .filter((r) => (r.nonResourceURLs ?? []).length > 0)
+        .map((r) => ({ verbs: r.verbs ?? [], nonResourceURLs: r.nonResourceURLs ?? [] })),
       incomplete: false,
     };
   }

@@ -19,12 +19,24 @@ export interface Access {
  * metav1.Status when no valid token), authorize (403 Forbidden with kube-apiserver's message), and
  * answer the auth module's own endpoints. Throws ApiError; the handler maps it to a Status.
  */
-export async function checkAccess(auth: Auth, authorization: string | string[] | undefined, route: Route, method: string, url: URL, readJson: () => Promise<unknown>): Promise<Access> {
+export async function checkAccess(
+  auth: Auth,
+  authorization: string | string[] | undefined,
+  route: Route,
+  method: string,
+  url: URL,
+  readJson: () => Promise<unknown>,
+): Promise<Access> {
   const user = await auth.authenticate(typeof authorization === 'string' ? authorization : undefined);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
   if (!auth.authorize(user, attrs)) {
-    throw new ApiError(403, 'Forbidden', forbiddenMessage(user, attrs), attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {});
+    throw new ApiError(
+      403,
+      'Forbidden',
+      forbiddenMessage(user, attrs),
+      attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {},
+    );
   }
   const answer = await serveAuthApi(auth, user, route, method, readJson);
   return answer ? { user, answer } : { user };

@@ -34,7 +34,10 @@ void describe('kubectl create token and kubectl auth can-i (RBAC)', { skip: KUBE
     assert.equal(no.code, 1);
     const denied = await run('get', 'configmaps', '--token', token);
     assert.notEqual(denied.code, 0);
-    assert.match(denied.stderr, /Error from server \(Forbidden\): configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in API group "" in the namespace "default"/);
+    assert.match(
+      denied.stderr,
+      /Error from server \(Forbidden\): configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in API group "" in the namespace "default"/,
+    );
     assert.equal((await run('create', 'role', 'cm', '--verb=get,list', '--resource=configmaps')).code, 0);
     assert.equal((await run('create', 'rolebinding', 'cm', '--role=cm', '--serviceaccount=default:bot')).code, 0);
     const yes = await run('auth', 'can-i', 'list', 'configmaps', '--token', token);

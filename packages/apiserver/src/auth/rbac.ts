@@ -61,7 +61,12 @@ export interface RoleRef {
 export interface RoleLike {
   metadata: { name?: string; namespace?: string; labels?: Record<string, string> };
   rules?: PolicyRule[] | null;
-  aggregationRule?: { clusterRoleSelectors?: Array<{ matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> }> } | null;
+  aggregationRule?: {
+    clusterRoleSelectors?: Array<{
+      matchLabels?: Record<string, string>;
+      matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+    }>;
+  } | null;
 }
 
 /** A RoleBinding or ClusterRoleBinding, reduced to what evaluation reads. */
@@ -115,7 +120,12 @@ export function nonResourceURLMatches(rule: PolicyRule, path: string): boolean {
 export function ruleAllows(a: RequestAttributes, rule: PolicyRule): boolean {
   if (a.resourceRequest) {
     const combined = a.subresource === '' ? a.resource : `${a.resource}/${a.subresource}`;
-    return verbMatches(rule, a.verb) && apiGroupMatches(rule, a.apiGroup) && resourceMatches(rule, combined, a.subresource) && resourceNameMatches(rule, a.name);
+    return (
+      verbMatches(rule, a.verb) &&
+      apiGroupMatches(rule, a.apiGroup) &&
+      resourceMatches(rule, combined, a.subresource) &&
+      resourceNameMatches(rule, a.name)
+    );
   }
   return verbMatches(rule, a.verb) && nonResourceURLMatches(rule, a.path);
 }
@@ -142,7 +152,10 @@ export function subjectMatches(user: UserInfo, s: Subject, bindingNamespace: str
   }
 }
 
-function selectorMatches(sel: NonNullable<NonNullable<RoleLike['aggregationRule']>['clusterRoleSelectors']>[number], labels: Record<string, string>): boolean {
+function selectorMatches(
+  sel: NonNullable<NonNullable<RoleLike['aggregationRule']>['clusterRoleSelectors']>[number],
+  labels: Record<string, string>,
+): boolean {
   for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of sel.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(labels, e.key);
@@ -209,8 +222,11 @@ export function rbacAllows(user: UserInfo, a: RequestAttributes, src: RbacSource
 /** The rules that apply to a user in a namespace (for SelfSubjectRulesReview). */
 export function rulesFor(user: UserInfo, namespace: string, src: RbacSource): PolicyRule[] {
   const out: PolicyRule[] = [];
-  for (const b of src.clusterRoleBindings()) if ((b.subjects ?? []).some((s) => subjectMatches(user, s, ''))) out.push(...rulesOf(b.roleRef, '', src));
-  if (namespace !== '') for (const b of src.roleBindings(namespace)) if ((b.subjects ?? []).some((s) => subjectMatches(user, s, namespace))) out.push(...rulesOf(b.roleRef, namespace, src));
+  for (const b of src.clusterRoleBindings())
+    if ((b.subjects ?? []).some((s) => subjectMatches(user, s, ''))) out.push(...rulesOf(b.roleRef, '', src));
+  if (namespace !== '')
+    for (const b of src.roleBindings(namespace))
+      if ((b.subjects ?? []).some((s) => subjectMatches(user, s, namespace))) out.push(...rulesOf(b.roleRef, namespace, src));
   return out;
 }
 

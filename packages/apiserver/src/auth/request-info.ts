@@ -12,7 +12,17 @@ import type { RequestAttributes } from './rbac.js';
  */
 export function requestAttributes(route: Route, method: string, path: string, q: URLSearchParams): RequestAttributes {
   const m = method.toUpperCase();
-  const base: RequestAttributes = { verb: m.toLowerCase(), resourceRequest: false, apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '', path };
+  const base: RequestAttributes = {
+    verb: m.toLowerCase(),
+    resourceRequest: false,
+    apiGroup: '',
+    apiVersion: '',
+    resource: '',
+    subresource: '',
+    namespace: '',
+    name: '',
+    path,
+  };
   if (route.kind !== 'object') {
     // A namespace-less "/api/v1/namespaces" style path is an object route; discovery is not.
     return base;
@@ -52,7 +62,8 @@ export function requestAttributes(route: Route, method: string, path: string, q:
   }
   // `/api/v1/namespaces/NAME` is the namespace object itself: cluster-scoped resource "namespaces",
   // whose namespace attribute is its own name (as in kube).
-  const namespace = route.namespace ?? (route.resource === 'namespaces' && route.group === '' && route.name !== undefined ? route.name : '');
+  const namespace =
+    route.namespace ?? (route.resource === 'namespaces' && route.group === '' && route.name !== undefined ? route.name : '');
   return {
     verb,
     resourceRequest: true,

@@ -48,7 +48,12 @@ export class ServiceAccountTokens {
   }
 
   /** Sign a token for a ServiceAccount. */
-  async issue(sa: { namespace: string; name: string; uid: string }, audiences: string[], expirationSeconds: number, nowMs = Date.now()): Promise<{ token: string; expiresAtMs: number }> {
+  async issue(
+    sa: { namespace: string; name: string; uid: string },
+    audiences: string[],
+    expirationSeconds: number,
+    nowMs = Date.now(),
+  ): Promise<{ token: string; expiresAtMs: number }> {
     const iat = Math.floor(nowMs / 1000);
     const exp = iat + expirationSeconds;
     const token = await new SignJWT({ 'kubernetes.io': { namespace: sa.namespace, serviceaccount: { name: sa.name, uid: sa.uid } } })
@@ -67,12 +72,18 @@ export class ServiceAccountTokens {
   async verify(token: string): Promise<TokenClaims | undefined> {
     if (token.split('.').length !== 3) return undefined;
     try {
-      const { payload } = await jwtVerify(token, this.pub, { algorithms: ['RS256'], issuer: TOKEN_ISSUER, audience: TOKEN_ISSUER, clockTolerance: 60 });
+      const { payload } = await jwtVerify(token, this.pub, {
+        algorithms: ['RS256'],
+        issuer: TOKEN_ISSUER,
+        audience: TOKEN_ISSUER,
+        clockTolerance: 60,
+      });
       const k = payload['kubernetes.io'] as { namespace?: unknown; serviceaccount?: { name?: unknown; uid?: unknown } } | undefined;
       const namespace = k?.namespace;
       const name = k?.serviceaccount?.name;
       const uid = k?.serviceaccount?.uid;
-      if (typeof namespace !== 'string' || typeof name !== 'string' || typeof uid !== 'string' || payload.exp === undefined) return undefined;
+      if (typeof namespace !== 'string' || typeof name !== 'string' || typeof uid !== 'string' || payload.exp === undefined)
+        return undefined;
       if (payload.sub !== `system:serviceaccount:${namespace}:${name}`) return undefined;
       const aud = payload.aud;
       return { namespace, name, uid, audiences: Array.isArray(aud) ? aud : aud ? [aud] : [], expiresAtMs: payload.exp * 1000 };

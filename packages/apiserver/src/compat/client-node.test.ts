@@ -1,7 +1,18 @@
 // Compatibility: the real @kubernetes/client-node 1.x, over HTTPS, against an in-process server.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiException, ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, Watch, loadYaml, makeInformer, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  Watch,
+  loadYaml,
+  makeInformer,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { eventually, startTestServer, widgetCrd } from '../testing/harness.js';
 import type { TestServer } from '../testing/harness.js';
@@ -40,11 +51,20 @@ interface Seen {
 }
 
 /** Start a client-node Watch that records its events; `stop()` aborts it. */
-async function recordWatch(kc: KubeConfig, path: string, query: Record<string, string | number | boolean>): Promise<{ seen: Seen[]; stop: () => void; done: Promise<unknown> }> {
+async function recordWatch(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string | number | boolean>,
+): Promise<{ seen: Seen[]; stop: () => void; done: Promise<unknown> }> {
   const seen: Seen[] = [];
   let finish!: (err: unknown) => void;
   const done = new Promise<unknown>((resolve) => (finish = resolve));
-  const controller = await new Watch(kc).watch(path, query, (type, obj) => seen.push({ type, obj }), (err) => finish(err));
+  const controller = await new Watch(kc).watch(
+    path,
+    query,
+    (type, obj) => seen.push({ type, obj }),
+    (err) => finish(err),
+  );
   return { seen, stop: () => controller.abort(), done };
 }
 
@@ -85,7 +105,11 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
 
     void it('replaces a ConfigMap and bumps its resourceVersion', async () => {
       const cur = await core.readNamespacedConfigMap({ name: 'cn-crud', namespace: NS });
-      const replaced = await core.replaceNamespacedConfigMap({ name: 'cn-crud', namespace: NS, body: { ...cur, data: { a: '2', b: 'x' } } });
+      const replaced = await core.replaceNamespacedConfigMap({
+        name: 'cn-crud',
+        namespace: NS,
+        body: { ...cur, data: { a: '2', b: 'x' } },
+      });
       assert.deepEqual(replaced.data, { a: '2', b: 'x' });
       assert.ok(Number(replaced.metadata?.resourceVersion) > Number(cur.metadata?.resourceVersion));
       assert.deepEqual((await core.readNamespacedConfigMap({ name: 'cn-crud', namespace: NS })).data, { a: '2', b: 'x' });
@@ -100,7 +124,11 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
     });
 
     void it('JSON-patches a ConfigMap with the default patch Content-Type', async () => {
-      const patched = await core.patchNamespacedConfigMap({ name: 'cn-crud', namespace: NS, body: [{ op: 'replace', path: '/data/a', value: '3' }] });
+      const patched = await core.patchNamespacedConfigMap({
+        name: 'cn-crud',
+        namespace: NS,
+        body: [{ op: 'replace', path: '/data/a', value: '3' }],
+      });
       assert.deepEqual(patched.data, { a: '3', c: 'new' });
     });
 
@@ -130,7 +158,9 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
     void it('rejects a replace carrying a stale resourceVersion with 409 Conflict', async () => {
       const cur = await core.readNamespacedConfigMap({ name: 'cn-crud', namespace: NS });
       await core.replaceNamespacedConfigMap({ name: 'cn-crud', namespace: NS, body: { ...cur, data: { fresh: 'yes' } } });
-      const e = await apiError(() => core.replaceNamespacedConfigMap({ name: 'cn-crud', namespace: NS, body: { ...cur, data: { stale: 'yes' } } }));
+      const e = await apiError(() =>
+        core.replaceNamespacedConfigMap({ name: 'cn-crud', namespace: NS, body: { ...cur, data: { stale: 'yes' } } }),
+      );
       assert.equal(e.code, 409);
       assert.equal(statusOf(e).reason, 'Conflict');
       assert.deepEqual((await core.readNamespacedConfigMap({ name: 'cn-crud', namespace: NS })).data, { fresh: 'yes' });
@@ -147,7 +177,9 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
     void it('lets exactly one of 20 concurrent replaces with the same resourceVersion win, and keeps its data', async () => {
       const base = await core.createNamespacedConfigMap({ namespace: NS, body: configMap('cn-race', { writer: 'none' }) });
       const results = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => core.replaceNamespacedConfigMap({ name: 'cn-race', namespace: NS, body: { ...base, data: { writer: `w${i}` } } })),
+        Array.from({ length: 20 }, (_, i) =>
+          core.replaceNamespacedConfigMap({ name: 'cn-race', namespace: NS, body: { ...base, data: { writer: `w${i}` } } }),
+        ),
       );
       const won = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       const lost = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
@@ -191,7 +223,10 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
       const spec = crd.spec.versions[0]?.schema?.openAPIV3Schema?.properties?.['spec'];
       assert.equal(spec?.properties?.['max']?._default, 10);
       assert.deepEqual(spec?.properties?.['color']?._enum, ['red', 'blue']);
-      assert.deepEqual(spec?.x_kubernetes_validations?.map((v) => v.rule), ['self.size <= self.max']);
+      assert.deepEqual(
+        spec?.x_kubernetes_validations?.map((v) => v.rule),
+        ['self.size <= self.max'],
+      );
     });
 
     void it('creates a Widget with its default applied, and gets it back', async () => {
@@ -200,13 +235,24 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
         version: VERSION,
         namespace: NS,
         plural: PLURAL,
-        body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', labels: { tier: 'a' } }, spec: { size: 3, color: 'red' } },
+        body: {
+          apiVersion: 'example.com/v1',
+          kind: 'Widget',
+          metadata: { name: 'w1', labels: { tier: 'a' } },
+          spec: { size: 3, color: 'red' },
+        },
       });
       assert.equal(created.metadata.name, 'w1');
       assert.deepEqual(created.spec, { size: 3, color: 'red', max: 10 });
       assert.equal(created.metadata.generation, 1);
 
-      const got: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w1' });
+      const got: any = await custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NS,
+        plural: PLURAL,
+        name: 'w1',
+      });
       assert.deepEqual(got.spec, { size: 3, color: 'red', max: 10 });
       assert.equal(got.metadata.uid, created.metadata.uid);
     });
@@ -222,7 +268,13 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
       const all: any = await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL });
       assert.equal(all.kind, 'WidgetList');
       assert.deepEqual(all.items.map((w: any) => w.metadata.name).sort(), ['w1', 'w2']);
-      const some: any = await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, labelSelector: 'tier=b' });
+      const some: any = await custom.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NS,
+        plural: PLURAL,
+        labelSelector: 'tier=b',
+      });
       assert.deepEqual(
         some.items.map((w: any) => w.metadata.name),
         ['w2'],
@@ -239,7 +291,13 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
     });
 
     void it('writes status through replaceNamespacedCustomObjectStatus without bumping generation', async () => {
-      const cur: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w1' });
+      const cur: any = await custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NS,
+        plural: PLURAL,
+        name: 'w1',
+      });
       const gen = cur.metadata.generation as number;
       // A spec change sent to /status is ignored; only status is written.
       const updated: any = await custom.replaceNamespacedCustomObjectStatus({
@@ -287,14 +345,18 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
         (status.details?.causes ?? []).some((c: any) => String(c.message).includes('size must not exceed max')),
         `a cause names the rule message: ${JSON.stringify(status.details)}`,
       );
-      const missing = await apiError(() => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'too-big' }));
+      const missing = await apiError(() =>
+        custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'too-big' }),
+      );
       assert.equal(missing.code, 404);
     });
 
     void it('deletes Widgets, after which getting one is a 404', async () => {
       await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w1' });
       await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w2' });
-      const e = await apiError(() => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w1' }));
+      const e = await apiError(() =>
+        custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name: 'w1' }),
+      );
       assert.equal(e.code, 404);
       const list: any = await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL });
       assert.equal(list.items.length, 0);
@@ -302,42 +364,51 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
   });
 
   void describe('Watch', () => {
-    void it('delivers ADDED, MODIFIED and DELETED for a ConfigMap in order with increasing resourceVersions', { timeout: WATCH_TEST_TIMEOUT_MS }, async () => {
-      const start = await core.listNamespacedConfigMap({ namespace: NS });
-      const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, { resourceVersion: start.metadata!.resourceVersion!, fieldSelector: 'metadata.name=cn-watched' });
-      try {
-        await core.createNamespacedConfigMap({ namespace: NS, body: configMap('cn-watched', { v: '1' }) });
-        await core.patchNamespacedConfigMap({ name: 'cn-watched', namespace: NS, body: { data: { v: '2' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-        await core.deleteNamespacedConfigMap({ name: 'cn-watched', namespace: NS });
-        await eventually(() => w.seen.length >= 3);
-        assert.deepEqual(
-          w.seen.map((e) => e.type),
-          ['ADDED', 'MODIFIED', 'DELETED'],
-        );
-        assert.deepEqual(
-          w.seen.map((e) => e.obj.data.v),
-          ['1', '2', '2'],
-        );
-        const rvs = w.seen.map((e) => Number(e.obj.metadata.resourceVersion));
-        assert.ok(rvs[0]! > Number(start.metadata!.resourceVersion), 'the first event is newer than the list it resumes from');
-        assert.ok(rvs[0]! < rvs[1]! && rvs[1]! < rvs[2]!, `resourceVersions increase: ${rvs.join(', ')}`);
-      } finally {
-        w.stop();
-      }
-    });
+    void it(
+      'delivers ADDED, MODIFIED and DELETED for a ConfigMap in order with increasing resourceVersions',
+      { timeout: WATCH_TEST_TIMEOUT_MS },
+      async () => {
+        const start = await core.listNamespacedConfigMap({ namespace: NS });
+        const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, {
+          resourceVersion: start.metadata!.resourceVersion!,
+          fieldSelector: 'metadata.name=cn-watched',
+        });
+        try {
+          await core.createNamespacedConfigMap({ namespace: NS, body: configMap('cn-watched', { v: '1' }) });
+          await core.patchNamespacedConfigMap(
+            { name: 'cn-watched', namespace: NS, body: { data: { v: '2' } } },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          );
+          await core.deleteNamespacedConfigMap({ name: 'cn-watched', namespace: NS });
+          await eventually(() => w.seen.length >= 3);
+          assert.deepEqual(
+            w.seen.map((e) => e.type),
+            ['ADDED', 'MODIFIED', 'DELETED'],
+          );
+          assert.deepEqual(
+            w.seen.map((e) => e.obj.data.v),
+            ['1', '2', '2'],
+          );
+          const rvs = w.seen.map((e) => Number(e.obj.metadata.resourceVersion));
+          assert.ok(rvs[0]! > Number(start.metadata!.resourceVersion), 'the first event is newer than the list it resumes from');
+          assert.ok(rvs[0]! < rvs[1]! && rvs[1]! < rvs[2]!, `resourceVersions increase: ${rvs.join(', ')}`);
+        } finally {
+          w.stop();
+        }
+      },
+    );
 
     void it('sends a BOOKMARK within about 3 s when allowWatchBookmarks is set', { timeout: WATCH_TEST_TIMEOUT_MS }, async () => {
       const start = await core.listNamespacedConfigMap({ namespace: NS });
-      const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, { resourceVersion: start.metadata!.resourceVersion!, allowWatchBookmarks: true });
+      const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, {
+        resourceVersion: start.metadata!.resourceVersion!,
+        allowWatchBookmarks: true,
+      });
       try {
         const bm = await eventually(() => w.seen.find((e) => e.type === 'BOOKMARK'), 3000);
         assert.equal(bm.obj.kind, 'ConfigMap');
         assert.ok(Number(bm.obj.metadata.resourceVersion) >= Number(start.metadata!.resourceVersion));
-        assert.equal(
-          w.seen.filter((e) => e.type !== 'BOOKMARK').length,
-          0,
-          'nothing but bookmarks while idle',
-        );
+        assert.equal(w.seen.filter((e) => e.type !== 'BOOKMARK').length, 0, 'nothing but bookmarks while idle');
       } finally {
         w.stop();
       }
@@ -345,7 +416,10 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
 
     void it('ends the watch with done() when the server ends it at timeoutSeconds', { timeout: WATCH_TEST_TIMEOUT_MS }, async () => {
       const start = await core.listNamespacedConfigMap({ namespace: NS });
-      const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, { resourceVersion: start.metadata!.resourceVersion!, timeoutSeconds: 1 });
+      const w = await recordWatch(kc, `/api/v1/namespaces/${NS}/configmaps`, {
+        resourceVersion: start.metadata!.resourceVersion!,
+        timeoutSeconds: 1,
+      });
       const t0 = Date.now();
       const err = await w.done;
       assert.equal(err, null);
@@ -355,7 +429,12 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
 
   void describe('informer', () => {
     void it('fires add, update and delete for ConfigMaps and keeps its list in step', { timeout: WATCH_TEST_TIMEOUT_MS }, async () => {
-      const informer = makeInformer<V1ConfigMap & KubernetesObject>(kc, `/api/v1/namespaces/${NS}/configmaps`, () => core.listNamespacedConfigMap({ namespace: NS }), 'informed=yes');
+      const informer = makeInformer<V1ConfigMap & KubernetesObject>(
+        kc,
+        `/api/v1/namespaces/${NS}/configmaps`,
+        () => core.listNamespacedConfigMap({ namespace: NS }),
+        'informed=yes',
+      );
       const events: Array<[string, string, string | undefined]> = [];
       informer.on('add', (o) => events.push(['add', o.metadata!.name!, o.data?.['v']]));
       informer.on('update', (o) => events.push(['update', o.metadata!.name!, o.data?.['v']]));
@@ -375,10 +454,19 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
         await core.createNamespacedConfigMap({ namespace: NS, body: configMap('inf-a', { v: '1' }, { informed: 'yes' }) });
         await core.createNamespacedConfigMap({ namespace: NS, body: configMap('inf-skip', { v: '1' }, { informed: 'no' }) });
         await eventually(() => events.some((e) => e[0] === 'add' && e[1] === 'inf-a'));
-        assert.deepEqual(informer.list(NS).map((o) => o.metadata!.name).sort(), ['inf-a', 'inf-pre']);
+        assert.deepEqual(
+          informer
+            .list(NS)
+            .map((o) => o.metadata!.name)
+            .sort(),
+          ['inf-a', 'inf-pre'],
+        );
         assert.equal(informer.get('inf-a', NS)?.data?.['v'], '1');
 
-        await core.patchNamespacedConfigMap({ name: 'inf-a', namespace: NS, body: { data: { v: '2' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+        await core.patchNamespacedConfigMap(
+          { name: 'inf-a', namespace: NS, body: { data: { v: '2' } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
         await eventually(() => events.some((e) => e[0] === 'update' && e[1] === 'inf-a' && e[2] === '2'));
         assert.equal(informer.get('inf-a', NS)?.data?.['v'], '2');
 
@@ -408,14 +496,20 @@ void describe('@kubernetes/client-node 1.x against kars apiserver', () => {
   void describe('server-side apply', () => {
     void it('applies a ConfigMap through patch with the apply Content-Type and records the field manager', async () => {
       const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cn-ssa' }, data: { k: 'v' } };
-      const applied = await core.patchNamespacedConfigMap({ name: 'cn-ssa', namespace: NS, body, fieldManager: 'cn-test' }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply));
+      const applied = await core.patchNamespacedConfigMap(
+        { name: 'cn-ssa', namespace: NS, body, fieldManager: 'cn-test' },
+        setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+      );
       assert.deepEqual(applied.data, { k: 'v' });
       const mf = applied.metadata?.managedFields ?? [];
       assert.deepEqual(
         mf.map((m) => [m.manager, m.operation]),
         [['cn-test', 'Apply']],
       );
-      const again = await core.patchNamespacedConfigMap({ name: 'cn-ssa', namespace: NS, body, fieldManager: 'cn-test' }, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply));
+      const again = await core.patchNamespacedConfigMap(
+        { name: 'cn-ssa', namespace: NS, body, fieldManager: 'cn-test' },
+        setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+      );
       assert.equal(again.metadata?.resourceVersion, applied.metadata?.resourceVersion, 'a no-op apply does not write');
       await core.deleteNamespacedConfigMap({ name: 'cn-ssa', namespace: NS });
     });

@@ -40,22 +40,26 @@ function findKubectls(): Kubectl[] {
     if (dir === '' || !executable(join(dir, 'kubectl'))) continue;
     const real = realpathSync(join(dir, 'kubectl'));
     candidates.push({ name: 'kubectl', path: real });
-    for (const f of readdirSync(dirname(real)).sort()) if (/^kubectl\.1\.\d+$/.test(f) && executable(join(dirname(real), f))) candidates.push({ name: f, path: join(dirname(real), f) });
+    for (const f of readdirSync(dirname(real)).sort())
+      if (/^kubectl\.1\.\d+$/.test(f) && executable(join(dirname(real), f))) candidates.push({ name: f, path: join(dirname(real), f) });
     break;
   }
   const seen = new Set<string>();
-  return candidates.filter((c) => {
-    const real = realpathSync(c.path);
-    if (seen.has(real)) return false;
-    seen.add(real);
-    return true;
-  }).map((c) => ({ ...c, version: '' }));
+  return candidates
+    .filter((c) => {
+      const real = realpathSync(c.path);
+      if (seen.has(real)) return false;
+      seen.add(real);
+      return true;
+    })
+    .map((c) => ({ ...c, version: '' }));
 }
 
 function run(bin: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     execFile(bin, args, { env, cwd, timeout: CALL_TIMEOUT_MS, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return reject(new Error(`${basename(bin)} ${args.join(' ')} did not finish: ${err.message}\n${stderr}`));
+      if (err && typeof err.code !== 'number')
+        return reject(new Error(`${basename(bin)} ${args.join(' ')} did not finish: ${err.message}\n${stderr}`));
       resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
     });
   });
@@ -150,7 +154,10 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
 
       void it('creates every built-in kind kubectl has a create subcommand for', async () => {
         assert.equal((await ok('create', 'namespace', ns)).trim(), `namespace/${ns} created`);
-        assert.equal((await ok('create', 'configmap', 'cm', '-n', ns, '--from-literal=a=b', '--from-literal=empty=')).trim(), 'configmap/cm created');
+        assert.equal(
+          (await ok('create', 'configmap', 'cm', '-n', ns, '--from-literal=a=b', '--from-literal=empty=')).trim(),
+          'configmap/cm created',
+        );
         assert.deepEqual((await getJson('configmap', 'cm')).data, { a: 'b', empty: '' });
         const sec = await okJson('create', 'secret', 'generic', 'sec', '-n', ns, '--from-literal=password=hunter2');
         assert.equal(Buffer.from(sec.data.password, 'base64').toString(), 'hunter2');
@@ -158,34 +165,83 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
         assert.equal((await ok('create', 'serviceaccount', 'sa', '-n', ns)).trim(), 'serviceaccount/sa created');
         const d = await okJson('create', 'deployment', 'web', '-n', ns, '--image=nginx:1.27', '--replicas=2', '--port=8080');
         assert.equal(d.spec.replicas, 2);
-        assert.deepEqual(d.spec.template.spec.containers.map((c: any) => [c.name, c.image, c.ports[0].containerPort]), [['nginx', 'nginx:1.27', 8080]]);
-        assert.deepEqual((await okJson('create', 'service', 'clusterip', 'svc', '-n', ns, '--tcp=80:8080')).spec.ports, [{ name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 }]);
-        assert.equal((await ok('create', 'role', 'reader', '-n', ns, '--verb=get,list', '--resource=configmaps')).trim(), 'role.rbac.authorization.k8s.io/reader created');
+        assert.deepEqual(
+          d.spec.template.spec.containers.map((c: any) => [c.name, c.image, c.ports[0].containerPort]),
+          [['nginx', 'nginx:1.27', 8080]],
+        );
+        assert.deepEqual((await okJson('create', 'service', 'clusterip', 'svc', '-n', ns, '--tcp=80:8080')).spec.ports, [
+          { name: '80-8080', port: 80, protocol: 'TCP', targetPort: 8080 },
+        ]);
+        assert.equal(
+          (await ok('create', 'role', 'reader', '-n', ns, '--verb=get,list', '--resource=configmaps')).trim(),
+          'role.rbac.authorization.k8s.io/reader created',
+        );
         const rb = await okJson('create', 'rolebinding', 'reader', '-n', ns, '--role=reader', '--user=bob', `--serviceaccount=${ns}:sa`);
         assert.deepEqual(rb.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' });
         assert.equal(rb.subjects.length, 2);
-        assert.equal((await ok('create', 'clusterrole', `reader-${tag}`, '--verb=get', '--resource=configmaps')).trim(), `clusterrole.rbac.authorization.k8s.io/reader-${tag} created`);
+        assert.equal(
+          (await ok('create', 'clusterrole', `reader-${tag}`, '--verb=get', '--resource=configmaps')).trim(),
+          `clusterrole.rbac.authorization.k8s.io/reader-${tag} created`,
+        );
         // Server-side field validation: kubectl asks for Strict, and the server refuses unknown fields.
-        const bad = await kubectl('apply', '-f', file('bad-cm.yaml', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bad', namespace: ns }, data: { a: 'b' }, dataa: { c: 'd' } }));
+        const bad = await kubectl(
+          'apply',
+          '-f',
+          file('bad-cm.yaml', {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'bad', namespace: ns },
+            data: { a: 'b' },
+            dataa: { c: 'd' },
+          }),
+        );
         assert.notEqual(bad.code, 0);
         assert.match(bad.stderr, /strict decoding error: unknown field "dataa"/);
-        assert.equal((await ok('create', 'clusterrolebinding', `reader-${tag}`, `--clusterrole=reader-${tag}`, '--user=bob')).trim(), `clusterrolebinding.rbac.authorization.k8s.io/reader-${tag} created`);
+        assert.equal(
+          (await ok('create', 'clusterrolebinding', `reader-${tag}`, `--clusterrole=reader-${tag}`, '--user=bob')).trim(),
+          `clusterrolebinding.rbac.authorization.k8s.io/reader-${tag} created`,
+        );
       });
 
       void it('applies a CRD client-side, then again server-side', async () => {
-        assert.equal((await ok('apply', '-f', file('crd.yaml', gadgetCrd(group, 'How big.')))).trim(), `customresourcedefinition.apiextensions.k8s.io/gadgets.${group} created`);
+        assert.equal(
+          (await ok('apply', '-f', file('crd.yaml', gadgetCrd(group, 'How big.')))).trim(),
+          `customresourcedefinition.apiextensions.k8s.io/gadgets.${group} created`,
+        );
         await ok('wait', '--for=condition=Established', `crd/gadgets.${group}`, '--timeout=20s');
-        const out = await ok('apply', '--server-side', '--force-conflicts', '-f', file('crd2.yaml', gadgetCrd(group, 'How big the gadget is, in parts.')));
+        const out = await ok(
+          'apply',
+          '--server-side',
+          '--force-conflicts',
+          '-f',
+          file('crd2.yaml', gadgetCrd(group, 'How big the gadget is, in parts.')),
+        );
         assert.equal(out.trim(), `customresourcedefinition.apiextensions.k8s.io/gadgets.${group} serverside-applied`);
       });
 
       void it('applies a custom resource client-side and server-side, and diff shows a change', async () => {
-        const gadget = (spec: Record<string, unknown>): Record<string, unknown> => ({ apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g1', namespace: ns }, spec });
+        const gadget = (spec: Record<string, unknown>): Record<string, unknown> => ({
+          apiVersion: `${group}/v1`,
+          kind: 'Gadget',
+          metadata: { name: 'g1', namespace: ns },
+          spec,
+        });
         assert.equal((await ok('apply', '-f', file('g1.yaml', gadget({ size: 1, color: 'red' })))).trim(), `gadget.${group}/g1 created`);
         assert.equal((await ok('apply', '-f', join(dir, 'g1.yaml'))).trim(), `gadget.${group}/g1 unchanged`);
         // kubectl first moves the client-side apply's field ownership to the new manager, so the
         // server-side manifest is the whole desired state.
-        assert.equal((await ok('apply', '--server-side', '--field-manager=matrix', '-f', file('g1-ssa.yaml', gadget({ size: 1, color: 'red', parts: ['a'] })))).trim(), `gadget.${group}/g1 serverside-applied`);
+        assert.equal(
+          (
+            await ok(
+              'apply',
+              '--server-side',
+              '--field-manager=matrix',
+              '-f',
+              file('g1-ssa.yaml', gadget({ size: 1, color: 'red', parts: ['a'] })),
+            )
+          ).trim(),
+          `gadget.${group}/g1 serverside-applied`,
+        );
         const g = await getJson(`gadgets.${group}`, 'g1', '--show-managed-fields');
         assert.deepEqual(g.spec, { size: 1, color: 'red', parts: ['a'] });
         const matrix = g.metadata.managedFields.find((m: any) => m.manager === 'matrix');
@@ -231,9 +287,23 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
         const cm = await okJson('patch', 'configmap', 'cm', '-n', ns, '--type=strategic', '-p', '{"data":{"s":"3"}}');
         assert.deepEqual(cm.data, { a: 'b', empty: '', m: '1', j: '2', s: '3' });
         // Strategic merge on a list merged by key: the container named nginx changes, none is added.
-        const d = await okJson('patch', 'deployment', 'web', '-n', ns, '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}');
-        assert.deepEqual(d.spec.template.spec.containers.map((c: any) => [c.name, c.image]), [['nginx', 'nginx:1.28']]);
-        assert.equal((await okJson('patch', `gadgets.${group}`, 'g1', '-n', ns, '--type=merge', '-p', '{"spec":{"color":"blue"}}')).spec.color, 'blue');
+        const d = await okJson(
+          'patch',
+          'deployment',
+          'web',
+          '-n',
+          ns,
+          '-p',
+          '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}',
+        );
+        assert.deepEqual(
+          d.spec.template.spec.containers.map((c: any) => [c.name, c.image]),
+          [['nginx', 'nginx:1.28']],
+        );
+        assert.equal(
+          (await okJson('patch', `gadgets.${group}`, 'g1', '-n', ns, '--type=merge', '-p', '{"spec":{"color":"blue"}}')).spec.color,
+          'blue',
+        );
         const smp = await kubectl('patch', `gadgets.${group}`, 'g1', '-n', ns, '--type=strategic', '-p', '{"spec":{"color":"green"}}');
         assert.notEqual(smp.code, 0, 'strategic merge patch is refused for custom resources, as kube-apiserver does');
         assert.match(smp.stderr, /UnsupportedMediaType|unsupported|not supported|415/i);
@@ -246,14 +316,27 @@ void describe('kubectl matrix', { skip: KUBECTLS.length === 0 ? 'no kubectl foun
         const r = await kubectl('replace', '-f', stale);
         assert.notEqual(r.code, 0);
         assert.match(r.stderr, /the object has been modified; please apply your changes to the latest version and try again/);
-        assert.equal((await getJson('configmap', 'cm')).metadata.resourceVersion, newer.metadata.resourceVersion, 'the stale replace changed nothing');
+        assert.equal(
+          (await getJson('configmap', 'cm')).metadata.resourceVersion,
+          newer.metadata.resourceVersion,
+          'the stale replace changed nothing',
+        );
         cm.metadata.resourceVersion = newer.metadata.resourceVersion;
         cm.data = { fresh: 'yes' };
         assert.equal((await ok('replace', '-f', file('fresh.yaml', cm))).trim(), 'configmap/cm replaced');
       });
 
       void it('deletes an object with a finalizer only once the finalizer is removed', async () => {
-        await ok('apply', '-f', file('fin.yaml', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'fin', namespace: ns, finalizers: ['example.com/hold'] }, data: { a: 'b' } }));
+        await ok(
+          'apply',
+          '-f',
+          file('fin.yaml', {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'fin', namespace: ns, finalizers: ['example.com/hold'] },
+            data: { a: 'b' },
+          }),
+        );
         await ok('delete', 'configmap', 'fin', '-n', ns, '--wait=false');
         const held = await getJson('configmap', 'fin');
         assert.ok(held.metadata.deletionTimestamp, 'deletionTimestamp is set');

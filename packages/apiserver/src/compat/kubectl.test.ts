@@ -103,7 +103,12 @@ void describe('kubectl against kars apiserver', { skip: KUBECTL ? false : 'kubec
     });
 
     void it('applies a Widget with kubectl apply -f, and a second identical apply is unchanged', async () => {
-      const file = fixture('w1.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3, color: 'red' } });
+      const file = fixture('w1.yaml', {
+        apiVersion: 'example.com/v1',
+        kind: 'Widget',
+        metadata: { name: 'w1' },
+        spec: { size: 3, color: 'red' },
+      });
       assert.equal((await ok('apply', '-f', file)).trim(), 'widget.example.com/w1 created');
       assert.equal((await ok('apply', '-f', file)).trim(), 'widget.example.com/w1 unchanged');
     });
@@ -146,7 +151,10 @@ void describe('kubectl against kars apiserver', { skip: KUBECTL ? false : 'kubec
     });
 
     void it('changes a value with kubectl patch --type=json', async () => {
-      assert.equal((await ok('patch', 'wd', 'w1', '--type=json', '-p', '[{"op":"replace","path":"/spec/size","value":5}]')).trim(), 'widget.example.com/w1 patched');
+      assert.equal(
+        (await ok('patch', 'wd', 'w1', '--type=json', '-p', '[{"op":"replace","path":"/spec/size","value":5}]')).trim(),
+        'widget.example.com/w1 patched',
+      );
       assert.equal((await getJson('wd', 'w1')).spec.size, 5);
     });
 
@@ -189,7 +197,11 @@ void describe('kubectl against kars apiserver', { skip: KUBECTL ? false : 'kubec
         await eventually(() => lines().some((r) => r[0] === 'w1'), 10_000);
         assert.deepEqual(lines()[0], ['NAME', 'SIZE', 'PHASE']);
 
-        await ok('apply', '-f', fixture('w-watched.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w-watched' }, spec: { size: 2 } }));
+        await ok(
+          'apply',
+          '-f',
+          fixture('w-watched.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w-watched' }, spec: { size: 2 } }),
+        );
         await eventually(() => lines().some((r) => r[0] === 'w-watched' && r[1] === '2'), 10_000);
 
         // status is a subresource, so the status part of this patch is dropped: PHASE stays <none>.
@@ -213,10 +225,7 @@ void describe('kubectl against kars apiserver', { skip: KUBECTL ? false : 'kubec
       const r = await kubectl('get', 'wd', 'w1');
       assert.equal(r.code, 1);
       assert.match(r.stderr, /NotFound/);
-      assert.deepEqual(
-        rows(await ok('get', 'wd', '-o', 'name')),
-        [['widget.example.com/w-watched']],
-      );
+      assert.deepEqual(rows(await ok('get', 'wd', '-o', 'name')), [['widget.example.com/w-watched']]);
     });
   });
 
@@ -236,7 +245,9 @@ void describe('kubectl against kars apiserver', { skip: KUBECTL ? false : 'kubec
       await ok('apply', '--server-side', '--field-manager=bob', '-f', fixture('bob.yaml', configMap('shared', { two: '2' })));
       const cm = await getJson('configmap', 'shared', '--show-managed-fields');
       assert.deepEqual(cm.data, { one: '1', two: '2' });
-      const owned = Object.fromEntries(cm.metadata.managedFields.map((m: any) => [m.manager, [m.operation, Object.keys(m.fieldsV1['f:data'])]]));
+      const owned = Object.fromEntries(
+        cm.metadata.managedFields.map((m: any) => [m.manager, [m.operation, Object.keys(m.fieldsV1['f:data'])]]),
+      );
       assert.deepEqual(owned, { alice: ['Apply', ['f:one']], bob: ['Apply', ['f:two']] });
 
       // Re-applying alice's manifest keeps bob's key.

@@ -41,7 +41,12 @@ export async function decodeBody(raw: Buffer, contentType: string | undefined): 
       throw badRequest(`error decoding YAML: ${err instanceof Error ? err.message : String(err)}`, err);
     }
   }
-  if (ct.includes('protobuf')) throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+  if (ct.includes('protobuf'))
+    throw new ApiError(
+      415,
+      'UnsupportedMediaType',
+      'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
+    );
   checkJsonDepth(text);
   try {
     return JSON.parse(text) as unknown;

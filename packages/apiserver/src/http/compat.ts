@@ -13,6 +13,11 @@ export function sendJson(res: Res, code: number, body: unknown, headers: Record<
     res.end();
     return;
   }
-  res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(code, {
+    'content-type': 'application/json',
+    'cache-control': 'no-cache, private',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }

@@ -35,8 +35,24 @@ function resourceEntries(ri: ResourceInfo): Record<string, unknown>[] {
   if (ri.shortNames.length > 0) main['shortNames'] = ri.shortNames;
   if (ri.categories.length > 0) main['categories'] = ri.categories;
   const out = [main];
-  if (ri.hasStatus) out.push({ name: `${ri.resource}/status`, singularName: '', namespaced: ri.namespaced, kind: ri.kind, verbs: ['get', 'patch', 'update'] });
-  for (const s of ri.subresources ?? []) out.push({ name: `${ri.resource}/${s.name}`, singularName: '', namespaced: ri.namespaced, group: s.group, version: s.version, kind: s.kind, verbs: s.verbs });
+  if (ri.hasStatus)
+    out.push({
+      name: `${ri.resource}/status`,
+      singularName: '',
+      namespaced: ri.namespaced,
+      kind: ri.kind,
+      verbs: ['get', 'patch', 'update'],
+    });
+  for (const s of ri.subresources ?? [])
+    out.push({
+      name: `${ri.resource}/${s.name}`,
+      singularName: '',
+      namespaced: ri.namespaced,
+      group: s.group,
+      version: s.version,
+      kind: s.kind,
+      verbs: s.verbs,
+    });
   return out;
 }
 
@@ -51,7 +67,10 @@ function groupEntry(name: string, versions: string[]): Record<string, unknown> {
 }
 
 export function groupList(reg: Registry): Record<string, unknown> {
-  const groups = [...reg.groups().entries()].filter(([g]) => g !== '').sort(([a], [b]) => a.localeCompare(b)).map(([g, vs]) => groupEntry(g, vs));
+  const groups = [...reg.groups().entries()]
+    .filter(([g]) => g !== '')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([g, vs]) => groupEntry(g, vs));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 

@@ -80,7 +80,11 @@ function patchType(contentType: string | undefined): PatchType {
     case 'application/apply-patch+cbor':
       return 'apply';
     default:
-      throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
+      );
   }
 }
 
@@ -106,7 +110,8 @@ export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void
   return (req, res) => {
     handle(ctx, openapi, req, res).catch((err: unknown) => {
       const e = toApiError(err);
-      if (e.code >= 500) ctx.log('error', 'request failed', { method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause.stack : e.message });
+      if (e.code >= 500)
+        ctx.log('error', 'request failed', { method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause.stack : e.message });
       try {
         sendJson(res, e.code, e.toStatus());
       } catch {
@@ -130,7 +135,9 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
     route = { kind: 'unknown' };
   }
   const method = (req.method ?? 'GET').toUpperCase();
-  const access = PUBLIC.has(route.kind) ? undefined : await checkAccess(ctx.auth, req.headers['authorization'], route, method, url, () => readJson(req));
+  const access = PUBLIC.has(route.kind)
+    ? undefined
+    : await checkAccess(ctx.auth, req.headers['authorization'], route, method, url, () => readJson(req));
   if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {
@@ -167,14 +174,28 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
   }
 }
 
-async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extract<Route, { kind: 'object' }>, method: string, q: URLSearchParams): Promise<void> {
+async function handleObject(
+  ctx: HandlerContext,
+  req: Req,
+  res: Res,
+  route: Extract<Route, { kind: 'object' }>,
+  method: string,
+  q: URLSearchParams,
+): Promise<void> {
   const ri = ctx.registry.lookup(route.group, route.version, route.resource);
-  if (!ri) throw new ApiError(404, 'NotFound', `the server could not find the requested resource`, { group: route.group, kind: route.resource });
-  if (route.namespace !== undefined && !ri.namespaced) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-  if (route.subresource !== undefined && !(route.subresource === 'status' && ri.hasStatus) && !(ri.resource === 'namespaces' && route.subresource === 'finalize')) {
+  if (!ri)
+    throw new ApiError(404, 'NotFound', `the server could not find the requested resource`, { group: route.group, kind: route.resource });
+  if (route.namespace !== undefined && !ri.namespaced)
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  if (
+    route.subresource !== undefined &&
+    !(route.subresource === 'status' && ri.hasStatus) &&
+    !(ri.resource === 'namespaces' && route.subresource === 'finalize')
+  ) {
     throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   }
-  if (ri.namespaced && route.namespace === undefined && route.name !== undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  if (ri.namespaced && route.namespace === undefined && route.name !== undefined)
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   const ns = ri.namespaced ? route.namespace : undefined;
   const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
   if (route.subresource === 'status') t.subresource = 'status';
@@ -185,14 +206,16 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
   if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, ri, route.version, ns, route.name, q);
   if (method === 'GET' && route.name !== undefined) {
     const obj = ctx.service.get(t);
-    if (wantsTable(req.headers['accept'])) return sendJson(res, 200, toTable(ri, route.version, [obj], { resourceVersion: obj.metadata.resourceVersion }, includeObject(q)));
+    if (wantsTable(req.headers['accept']))
+      return sendJson(res, 200, toTable(ri, route.version, [obj], { resourceVersion: obj.metadata.resourceVersion }, includeObject(q)));
     return sendJson(res, 200, obj);
   }
   if (method === 'GET') return serveList(ctx, req, res, ri, route.version, ns, q);
 
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
-    if (ri.namespaced && ns === undefined) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    if (ri.namespaced && ns === undefined)
+      throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
@@ -215,8 +238,14 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
     const opts = await decodeDeleteOptions(raw, req.headers['content-type']);
     const pre = (opts['preconditions'] ?? {}) as Record<string, unknown>;
     const dr = dryRun || (Array.isArray(opts['dryRun']) && opts['dryRun'].includes('All'));
-    const propagationPolicy = (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
-    const delOpts = { dryRun: dr, ...(typeof pre['uid'] === 'string' ? { preconditionUid: pre['uid'] } : {}), ...(typeof pre['resourceVersion'] === 'string' ? { preconditionRv: pre['resourceVersion'] } : {}), ...(propagationPolicy ? { propagationPolicy } : {}) };
+    const propagationPolicy =
+      (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
+    const delOpts = {
+      dryRun: dr,
+      ...(typeof pre['uid'] === 'string' ? { preconditionUid: pre['uid'] } : {}),
+      ...(typeof pre['resourceVersion'] === 'string' ? { preconditionRv: pre['resourceVersion'] } : {}),
+      ...(propagationPolicy ? { propagationPolicy } : {}),
+    };
     if (route.name === undefined) {
       const list = ctx.service.list(ri, route.version, ns, listOptions(q));
       const deleted: KubeObject[] = [];
@@ -224,11 +253,28 @@ async function handleObject(ctx: HandlerContext, req: Req, res: Res, route: Extr
         const o = JSON.parse(body) as KubeObject;
         deleted.push((await ctx.service.delete({ ...t, ns: o.metadata.namespace ?? '', name: o.metadata.name ?? '' }, delOpts)).object);
       }
-      return sendJson(res, 200, { apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`, kind: ri.listKind, metadata: {}, items: deleted });
+      return sendJson(res, 200, {
+        apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`,
+        kind: ri.listKind,
+        metadata: {},
+        items: deleted,
+      });
     }
     const r = await ctx.service.delete(t, delOpts);
     if (r.gone && !ri.deleteReturnsObject) {
-      const status: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', details: { name: t.name, kind: ri.resource, ...(ri.group ? { group: ri.group } : {}), ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}) }, code: 200 };
+      const status: Status = {
+        apiVersion: 'v1',
+        kind: 'Status',
+        metadata: {},
+        status: 'Success',
+        details: {
+          name: t.name,
+          kind: ri.resource,
+          ...(ri.group ? { group: ri.group } : {}),
+          ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}),
+        },
+        code: 200,
+      };
       return sendJson(res, 200, status);
     }
     return sendJson(res, 200, r.object);
@@ -263,21 +309,48 @@ function listOptions(q: URLSearchParams): ListOptions {
   return o;
 }
 
-function serveList(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, version: string, ns: string | undefined, q: URLSearchParams): void {
+function serveList(
+  ctx: HandlerContext,
+  req: Req,
+  res: Res,
+  ri: ResourceInfo,
+  version: string,
+  ns: string | undefined,
+  q: URLSearchParams,
+): void {
   const opts = listOptions(q);
   const r = ctx.service.list(ri, version, ns, opts);
   const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
   if (r.continue) meta['continue'] = r.continue;
   if (r.remainingItemCount !== undefined) meta['remainingItemCount'] = r.remainingItemCount;
   if (wantsTable(req.headers['accept'])) {
-    return sendJson(res, 200, toTable(ri, version, r.items.map((b) => JSON.parse(b) as KubeObject), meta, includeObject(q)));
+    return sendJson(
+      res,
+      200,
+      toTable(
+        ri,
+        version,
+        r.items.map((b) => JSON.parse(b) as KubeObject),
+        meta,
+        includeObject(q),
+      ),
+    );
   }
   const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
   const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${r.items.join(',')}]}`;
   sendJson(res, 200, text);
 }
 
-function serveWatch(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, version: string, ns: string | undefined, name: string | undefined, q: URLSearchParams): void {
+function serveWatch(
+  ctx: HandlerContext,
+  req: Req,
+  res: Res,
+  ri: ResourceInfo,
+  version: string,
+  ns: string | undefined,
+  name: string | undefined,
+  q: URLSearchParams,
+): void {
   const filter: WatchFilter = { gr: grKey(ri.group, ri.resource) };
   if (ns !== undefined) filter.ns = ns;
   const opts = listOptions(q);
@@ -301,7 +374,9 @@ function serveWatch(ctx: HandlerContext, req: Req, res: Res, ri: ResourceInfo, v
     maxBufferedBytes: DEFAULT_WATCH_BUFFER_BYTES,
     render: (d) => {
       const body = ctx.service.render(ri, version, d.body);
-      return table ? JSON.stringify(toTable(ri, version, [JSON.parse(body) as KubeObject], { resourceVersion: String(d.rv) }, include)) : body;
+      return table
+        ? JSON.stringify(toTable(ri, version, [JSON.parse(body) as KubeObject], { resourceVersion: String(d.rv) }, include))
+        : body;
     },
   });
   ctx.onWatch(stream, req);

@@ -78,7 +78,9 @@ function checkAliasExpansion(doc: Document.Parsed): void {
   const size = new Map<unknown, number>();
   const open = new Set<unknown>();
   const refuse = (n: number): never => {
-    throw badRequest(`error decoding YAML: its aliases expand it to more than ${n} bytes; objects are limited to ${MAX_OBJECT_BYTES} bytes`);
+    throw badRequest(
+      `error decoding YAML: its aliases expand it to more than ${n} bytes; objects are limited to ${MAX_OBJECT_BYTES} bytes`,
+    );
   };
   const measure = (node: unknown): number => {
     if (node === null || node === undefined) return 4;

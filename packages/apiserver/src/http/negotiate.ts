@@ -13,7 +13,8 @@ import { decodeBody } from './body.js';
  */
 
 /** The message kube-apiserver's custom-resource handler gives for a body it cannot decode. */
-const CR_UNSUPPORTED = 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml';
+const CR_UNSUPPORTED =
+  'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml';
 
 /** Decode a create/update body for a resource, by its Content-Type. */
 export async function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: string | undefined): Promise<unknown> {
@@ -47,9 +48,15 @@ export function requireJsonAcceptable(accept: string | string[] | undefined): vo
     .map((r) => (r.split(';')[0] ?? '').trim().toLowerCase())
     .filter((r) => r !== '');
   if (ranges.length === 0) return;
-  const json = ranges.some((r) => r === 'application/json' || r === 'application/*' || r === '*/*' || r === 'application/yaml' || r.endsWith('+json'));
+  const json = ranges.some(
+    (r) => r === 'application/json' || r === 'application/*' || r === '*/*' || r === 'application/yaml' || r.endsWith('+json'),
+  );
   if (json) return;
   if (ranges.includes(PROTOBUF_MEDIA_TYPE)) {
-    throw new ApiError(406, 'NotAcceptable', `only the following media types are accepted: application/json (kars apiserver does not encode ${PROTOBUF_MEDIA_TYPE} responses; add application/json to the Accept header)`);
+    throw new ApiError(
+      406,
+      'NotAcceptable',
+      `only the following media types are accepted: application/json (kars apiserver does not encode ${PROTOBUF_MEDIA_TYPE} responses; add application/json to the Accept header)`,
+    );
   }
 }

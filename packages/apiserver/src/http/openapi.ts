@@ -35,7 +35,12 @@ export function serveOpenApi(docs: OpenApiDocuments, req: Req, res: Res, path: s
       return;
     }
     if (wantsProtobuf(req.headers['accept'])) {
-      res.writeHead(200, { 'content-type': OPENAPI_V2_PROTOBUF_RESPONSE, etag: cur.etag, 'cache-control': 'no-cache, private', 'content-length': String(cur.proto.length) });
+      res.writeHead(200, {
+        'content-type': OPENAPI_V2_PROTOBUF_RESPONSE,
+        etag: cur.etag,
+        'cache-control': 'no-cache, private',
+        'content-length': String(cur.proto.length),
+      });
       res.end(cur.proto);
       return;
     }

@@ -8,7 +8,16 @@ export type Route =
   | { kind: 'resourceList'; group: string; version: string }
   | { kind: 'openapi'; path: string }
   | { kind: 'faults'; action: string }
-  | { kind: 'object'; group: string; version: string; namespace?: string; resource: string; name?: string; subresource?: string; watchPath: boolean }
+  | {
+      kind: 'object';
+      group: string;
+      version: string;
+      namespace?: string;
+      resource: string;
+      name?: string;
+      subresource?: string;
+      watchPath: boolean;
+    }
   | { kind: 'unknown' };
 
 /**
@@ -17,7 +26,10 @@ export type Route =
  * `namespaces/<ns>/<resource>` for namespaced collections, and the legacy `watch/` prefix.
  */
 export function parseRoute(pathname: string): Route {
-  const parts = pathname.split('/').filter((p) => p !== '').map((p) => decodeURIComponent(p));
+  const parts = pathname
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => decodeURIComponent(p));
   const [first, ...rest] = parts;
   if (first === undefined) return { kind: 'unknown' };
   if (parts.length === 1 && (first === 'healthz' || first === 'livez' || first === 'readyz')) return { kind: 'health', check: first };
@@ -48,7 +60,11 @@ export function parseRoute(pathname: string): Route {
     tail = tail.slice(1);
   }
   const base = { kind: 'object' as const, group, version, watchPath };
-  if (tail[0] === 'namespaces' && tail.length >= 3 && !(group === '' && tail.length === 3 && (tail[2] === 'status' || tail[2] === 'finalize'))) {
+  if (
+    tail[0] === 'namespaces' &&
+    tail.length >= 3 &&
+    !(group === '' && tail.length === 3 && (tail[2] === 'status' || tail[2] === 'finalize'))
+  ) {
     const [, namespace = '', resource = '', name, subresource, ...extra] = tail;
     if (extra.length > 0) return { kind: 'unknown' };
     return { ...base, namespace, resource, ...(name !== undefined ? { name } : {}), ...(subresource !== undefined ? { subresource } : {}) };

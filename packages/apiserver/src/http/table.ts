@@ -4,7 +4,11 @@ import type { PrinterColumn, ResourceInfo } from '../registry/resource.js';
 
 /** Evaluate the subset of JSONPath that printer columns use: `.a.b`, `.a[0]`, `.a[?(@.k=="v")].b`. */
 export function evalJsonPath(obj: unknown, path: string): unknown {
-  const tokens = path.replace(/^\{?\s*/, '').replace(/\s*\}?$/, '').match(/\.[^.[]+|\[[^\]]*\]/g) ?? [];
+  const tokens =
+    path
+      .replace(/^\{?\s*/, '')
+      .replace(/\s*\}?$/, '')
+      .match(/\.[^.[]+|\[[^\]]*\]/g) ?? [];
   let cur: unknown = obj;
   for (const tok of tokens) {
     if (cur === undefined || cur === null) return undefined;
@@ -40,7 +44,11 @@ export function humanAge(from: string, now = Date.now()): string {
 
 function cell(obj: KubeObject, col: PrinterColumn, ri: ResourceInfo): unknown {
   const v = evalJsonPath(obj, col.jsonPath);
-  if (ri.builtin && col.name === 'Data') return (isObject(obj['data']) ? Object.keys(obj['data']).length : 0) + (isObject(obj['binaryData']) ? Object.keys(obj['binaryData']).length : 0);
+  if (ri.builtin && col.name === 'Data')
+    return (
+      (isObject(obj['data']) ? Object.keys(obj['data']).length : 0) +
+      (isObject(obj['binaryData']) ? Object.keys(obj['binaryData']).length : 0)
+    );
   if (v === undefined || v === null) return col.type === 'integer' || col.type === 'number' ? null : '<none>';
   if (col.type === 'date' && typeof v === 'string') return humanAge(v);
   if (typeof v === 'object') return JSON.stringify(v);
@@ -50,13 +58,26 @@ function cell(obj: KubeObject, col: PrinterColumn, ri: ResourceInfo): unknown {
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
 /** A meta.k8s.io/v1 Table of the given objects, as `kubectl get` asks for it. */
-export function toTable(ri: ResourceInfo, version: string, objects: KubeObject[], listMeta: Record<string, unknown>, include: IncludeObject): Record<string, unknown> {
+export function toTable(
+  ri: ResourceInfo,
+  version: string,
+  objects: KubeObject[],
+  listMeta: Record<string, unknown>,
+  include: IncludeObject,
+): Record<string, unknown> {
   const v = ri.versions.find((x) => x.name === version);
   const declared = v?.printerColumns ?? [];
-  const columns: PrinterColumn[] = declared.length > 0 ? declared : [{ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }];
+  const columns: PrinterColumn[] =
+    declared.length > 0 ? declared : [{ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }];
   const columnDefinitions = [
     { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-    ...columns.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description ?? '', priority: c.priority ?? 0 })),
+    ...columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.description ?? '',
+      priority: c.priority ?? 0,
+    })),
   ];
   const rows = objects.map((o) => {
     const row: Record<string, unknown> = { cells: [o.metadata.name ?? '', ...columns.map((c) => cell(o, c, ri))] };

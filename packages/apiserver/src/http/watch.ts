@@ -77,7 +77,11 @@ export class WatchStream {
   /** A BOOKMARK at the current revision; `initialEventsEnd` marks the end of sendInitialEvents. */
   bookmark(initialEventsEnd = false): void {
     if (!this.opts.bookmarks) return;
-    const obj: KubeObject = { apiVersion: this.opts.apiVersion, kind: this.opts.kind, metadata: { resourceVersion: String(this.opts.currentRv()) } };
+    const obj: KubeObject = {
+      apiVersion: this.opts.apiVersion,
+      kind: this.opts.kind,
+      metadata: { resourceVersion: String(this.opts.currentRv()) },
+    };
     if (initialEventsEnd) obj.metadata.annotations = { 'k8s.io/initial-events-end': 'true' };
     this.line(`{"type":"BOOKMARK","object":${JSON.stringify(obj)}}\n`);
   }
@@ -125,7 +129,8 @@ export class WatchStream {
     this.buffered = [];
     this.bufferedBytes = 0;
     const r = this.res as { destroy?: (err?: Error) => void; stream?: { close?: (code?: number) => void } };
-    if (r.stream?.close) r.stream.close(0x8); // HTTP/2 CANCEL
+    if (r.stream?.close)
+      r.stream.close(0x8); // HTTP/2 CANCEL
     else r.destroy?.();
     this.close();
   }

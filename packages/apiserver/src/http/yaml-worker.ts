@@ -10,7 +10,12 @@ parentPort?.on('message', (m: YamlRequest) => {
   try {
     reply = { id: m.id, ok: true, value: parseYamlBounded(m.text) };
   } catch (err) {
-    reply = { id: m.id, ok: false, status: err instanceof ApiError ? err.code : 400, message: err instanceof Error ? err.message : String(err) };
+    reply = {
+      id: m.id,
+      ok: false,
+      status: err instanceof ApiError ? err.code : 400,
+      message: err instanceof Error ? err.message : String(err),
+    };
   }
   parentPort?.postMessage(reply);
 });

@@ -25,7 +25,10 @@ void describe('built-in kinds: unknown fields and defaults', () => {
   void it('fails a Strict create naming every unknown field, and stores nothing', async () => {
     const r = await ts.client.post('/api/v1/namespaces/default/services?fieldValidation=Strict', svc('strict'));
     assert.equal(r.status, 400, r.text);
-    assert.equal(r.body.message, 'strict decoding error: unknown field "metadata.bogusMeta", unknown field "spec.ports[0].bogus", unknown field "extra"');
+    assert.equal(
+      r.body.message,
+      'strict decoding error: unknown field "metadata.bogusMeta", unknown field "spec.ports[0].bogus", unknown field "extra"',
+    );
     assert.equal((await ts.client.get('/api/v1/namespaces/default/services/strict')).status, 404);
   });
 
@@ -49,7 +52,12 @@ void describe('built-in kinds: unknown fields and defaults', () => {
       metadata: { name: 'd' },
       spec: {
         selector: { matchLabels: { a: 'b' } },
-        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } }, imagePullPolicyy: 'Always' }] } },
+        template: {
+          metadata: { labels: { a: 'b' } },
+          spec: {
+            containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } }, imagePullPolicyy: 'Always' }],
+          },
+        },
       },
     };
     const strict = await ts.client.post('/apis/apps/v1/namespaces/default/deployments?fieldValidation=Strict', dep);
@@ -58,14 +66,27 @@ void describe('built-in kinds: unknown fields and defaults', () => {
     const r = await ts.client.post('/apis/apps/v1/namespaces/default/deployments?fieldValidation=Ignore', dep);
     assert.equal(r.status, 201, r.text);
     assert.equal(r.headers['warning'], undefined);
-    assert.deepEqual(r.body.spec.template.spec.containers, [{ name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } } }]);
+    assert.deepEqual(r.body.spec.template.spec.containers, [
+      { name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } } },
+    ]);
   });
 
   void it('defaults a Secret without a type to Opaque, as kube-apiserver does', async () => {
-    const r = await ts.client.post('/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'Yg==' } });
+    const r = await ts.client.post('/api/v1/namespaces/default/secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's' },
+      data: { a: 'Yg==' },
+    });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.type, 'Opaque');
-    const typed = await ts.client.post('/api/v1/namespaces/default/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 't' }, type: 'kubernetes.io/tls', data: {} });
+    const typed = await ts.client.post('/api/v1/namespaces/default/secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 't' },
+      type: 'kubernetes.io/tls',
+      data: {},
+    });
     assert.equal(typed.body.type, 'kubernetes.io/tls');
   });
 });

@@ -17,7 +17,12 @@ type Schema = Record<string, unknown>;
 function resolve(s: Schema): Schema {
   let cur = s;
   for (let i = 0; i < 16; i++) {
-    const ref = typeof cur['$ref'] === 'string' ? cur['$ref'] : Array.isArray(cur['allOf']) && isObject(cur['allOf'][0]) && typeof cur['allOf'][0]['$ref'] === 'string' ? cur['allOf'][0]['$ref'] : undefined;
+    const ref =
+      typeof cur['$ref'] === 'string'
+        ? cur['$ref']
+        : Array.isArray(cur['allOf']) && isObject(cur['allOf'][0]) && typeof cur['allOf'][0]['$ref'] === 'string'
+          ? cur['allOf'][0]['$ref']
+          : undefined;
     if (ref === undefined) return cur;
     const next = DEFINITIONS[ref.replace('#/definitions/', '')];
     if (!next) return {};

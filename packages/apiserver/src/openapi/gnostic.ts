@@ -91,11 +91,30 @@ function extensions(obj: Record<string, unknown>): Msg[] {
 }
 
 const NUMBERS: Record<string, string> = {
-  multipleOf: 'multiple_of', maximum: 'maximum', minimum: 'minimum', maxLength: 'max_length', minLength: 'min_length',
-  maxItems: 'max_items', minItems: 'min_items', maxProperties: 'max_properties', minProperties: 'min_properties',
+  multipleOf: 'multiple_of',
+  maximum: 'maximum',
+  minimum: 'minimum',
+  maxLength: 'max_length',
+  minLength: 'min_length',
+  maxItems: 'max_items',
+  minItems: 'min_items',
+  maxProperties: 'max_properties',
+  minProperties: 'min_properties',
 };
-const STRINGS: Record<string, string> = { $ref: '_ref', format: 'format', title: 'title', description: 'description', pattern: 'pattern', discriminator: 'discriminator' };
-const BOOLS: Record<string, string> = { exclusiveMaximum: 'exclusive_maximum', exclusiveMinimum: 'exclusive_minimum', uniqueItems: 'unique_items', readOnly: 'read_only' };
+const STRINGS: Record<string, string> = {
+  $ref: '_ref',
+  format: 'format',
+  title: 'title',
+  description: 'description',
+  pattern: 'pattern',
+  discriminator: 'discriminator',
+};
+const BOOLS: Record<string, string> = {
+  exclusiveMaximum: 'exclusive_maximum',
+  exclusiveMinimum: 'exclusive_minimum',
+  uniqueItems: 'unique_items',
+  readOnly: 'read_only',
+};
 
 /** A JSON schema (Swagger 2.0) as a gnostic Schema message. */
 export function schemaMessage(s: unknown): Msg {
@@ -115,7 +134,8 @@ export function schemaMessage(s: unknown): Msg {
   if (Array.isArray(s['items'])) m['items'] = { schema: s['items'].map(schemaMessage) };
   else if (isObject(s['items'])) m['items'] = { schema: [schemaMessage(s['items'])] };
   if (Array.isArray(s['allOf'])) m['all_of'] = s['allOf'].map(schemaMessage);
-  if (isObject(s['properties'])) m['properties'] = { additional_properties: Object.entries(s['properties']).map(([name, v]) => ({ name, value: schemaMessage(v) })) };
+  if (isObject(s['properties']))
+    m['properties'] = { additional_properties: Object.entries(s['properties']).map(([name, v]) => ({ name, value: schemaMessage(v) })) };
   if (typeof s['additionalProperties'] === 'boolean') m['additional_properties'] = { boolean: s['additionalProperties'] };
   else if (isObject(s['additionalProperties'])) m['additional_properties'] = { schema: schemaMessage(s['additionalProperties']) };
   const ext = extensions(s);
@@ -126,7 +146,17 @@ export function schemaMessage(s: unknown): Msg {
 function parameterMessage(p: unknown): Msg {
   if (!isObject(p)) return {};
   if (p['in'] === 'body') {
-    return { parameter: { body_parameter: { name: p['name'], in: 'body', required: p['required'] === true, ...(p['description'] ? { description: p['description'] } : {}), schema: schemaMessage(p['schema']) } } };
+    return {
+      parameter: {
+        body_parameter: {
+          name: p['name'],
+          in: 'body',
+          required: p['required'] === true,
+          ...(p['description'] ? { description: p['description'] } : {}),
+          schema: schemaMessage(p['schema']),
+        },
+      },
+    };
   }
   const q: Msg = { name: p['name'], in: p['in'] };
   if (typeof p['type'] === 'string') q['type'] = p['type'];
@@ -147,7 +177,15 @@ export function operationMessage(op: unknown): Msg {
     m['responses'] = {
       response_code: Object.entries(op['responses']).map(([code, r]) => {
         const rr = isObject(r) ? r : {};
-        return { name: code, value: { response: { description: typeof rr['description'] === 'string' ? rr['description'] : '', ...(rr['schema'] ? { schema: { schema: schemaMessage(rr['schema']) } } : {}) } } };
+        return {
+          name: code,
+          value: {
+            response: {
+              description: typeof rr['description'] === 'string' ? rr['description'] : '',
+              ...(rr['schema'] ? { schema: { schema: schemaMessage(rr['schema']) } } : {}),
+            },
+          },
+        };
       }),
     };
   }
@@ -168,7 +206,8 @@ export function encodeGnosticDocument(doc: Record<string, unknown>): Buffer {
       path: Object.entries(paths).map(([name, item]) => {
         const it = isObject(item) ? item : {};
         const value: Msg = {};
-        for (const verb of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch']) if (it[verb] !== undefined) value[verb] = operationMessage(it[verb]);
+        for (const verb of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'])
+          if (it[verb] !== undefined) value[verb] = operationMessage(it[verb]);
         return { name, value };
       }),
     },

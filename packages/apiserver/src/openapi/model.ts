@@ -27,7 +27,8 @@ const API_VERSION_DOC =
   'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources';
 const KIND_DOC =
   'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds';
-const METADATA_DOC = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const METADATA_DOC =
+  "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /** The definition name kube-apiserver gives a custom resource: reversed group, version, kind. */
 export function crdDefinitionName(group: string, version: string, kind: string): string {
@@ -41,7 +42,8 @@ export function servedKinds(reg: Registry): ServedKind[] {
     for (const v of ri.versions) {
       if (!v.served) continue;
       let definition: string | undefined;
-      if (ri.builtin) definition = BUILTIN_KINDS.find((k) => k.group === ri.group && k.version === v.name && k.kind === ri.kind)?.definition;
+      if (ri.builtin)
+        definition = BUILTIN_KINDS.find((k) => k.group === ri.group && k.version === v.name && k.kind === ri.kind)?.definition;
       else if (v.openAPIV3Schema !== undefined) definition = crdDefinitionName(ri.group, v.name, ri.kind);
       if (definition === undefined) continue;
       out.push({ ri, group: ri.group, version: v.name, kind: ri.kind, definition });

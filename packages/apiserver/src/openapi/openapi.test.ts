@@ -34,12 +34,18 @@ void describe('OpenAPI documents', () => {
 
   function raw(path: string, accept: string): Promise<{ status: number; type: string; body: Buffer }> {
     return new Promise((resolve, reject) => {
-      const req = https.request(new URL(path, ts.client.url), { headers: { accept, authorization: `Bearer ${ts.client.token}` }, agent: ts.client.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-      });
+      const req = https.request(
+        new URL(path, ts.client.url),
+        { headers: { accept, authorization: `Bearer ${ts.client.token}` }, agent: ts.client.agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body: Buffer.concat(chunks) }),
+          );
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -55,7 +61,9 @@ void describe('OpenAPI documents', () => {
     assert.ok(item, 'configmap object path');
     const gvk = item.value.patch.vendor_extension.find((e: any) => e.name === 'x-kubernetes-group-version-kind');
     assert.deepEqual(parseYaml(gvk.value.yaml), { group: '', version: 'v1', kind: 'ConfigMap' });
-    const names = item.value.patch.parameters.map((p: any) => p.parameter.non_body_parameter?.query_parameter_sub_schema?.name ?? p.parameter.body_parameter?.name);
+    const names = item.value.patch.parameters.map(
+      (p: any) => p.parameter.non_body_parameter?.query_parameter_sub_schema?.name ?? p.parameter.body_parameter?.name,
+    );
     assert.ok(names.includes('fieldValidation'), JSON.stringify(names));
     const def = doc.definitions.additional_properties.find((d: any) => d.name === 'io.k8s.api.apps.v1.Deployment');
     const defGvk = def.value.vendor_extension.find((e: any) => e.name === 'x-kubernetes-group-version-kind');
@@ -78,7 +86,8 @@ void describe('OpenAPI documents', () => {
     const root = await ts.client.get('/openapi/v3');
     assert.equal(root.status, 200);
     const keys = Object.keys(root.body.paths);
-    for (const k of ['api/v1', 'apis/apps/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/coordination.k8s.io/v1']) assert.ok(keys.includes(k), k);
+    for (const k of ['api/v1', 'apis/apps/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/coordination.k8s.io/v1'])
+      assert.ok(keys.includes(k), k);
     for (const k of keys) {
       const url: string = root.body.paths[k].serverRelativeURL;
       assert.match(url, /\?hash=[0-9A-F]{128}$/);
@@ -94,7 +103,8 @@ void describe('OpenAPI documents', () => {
 
   void it('publishes a CRD schema in v2 and v3 once the CRD exists, changes the v3 hash when it changes, and drops it when deleted', async () => {
     assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgetCrd())).status, 201);
-    const hashOf = async (): Promise<string | undefined> => (await ts.client.get('/openapi/v3')).body.paths['apis/example.com/v1']?.serverRelativeURL;
+    const hashOf = async (): Promise<string | undefined> =>
+      (await ts.client.get('/openapi/v3')).body.paths['apis/example.com/v1']?.serverRelativeURL;
     const first = await eventually(hashOf, 5000);
     const doc = (await ts.client.get(first)).body;
     const w = doc.components.schemas['com.example.v1.Widget'];
@@ -107,7 +117,10 @@ void describe('OpenAPI documents', () => {
     crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.color.description = 'The colour.';
     assert.equal((await ts.client.put('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com', crd)).status, 200);
     const second = await eventually(async () => ((await hashOf()) !== first ? hashOf() : undefined), 5000);
-    assert.equal((await ts.client.get(second as string)).body.components.schemas['com.example.v1.Widget'].properties.spec.properties.color.description, 'The colour.');
+    assert.equal(
+      (await ts.client.get(second as string)).body.components.schemas['com.example.v1.Widget'].properties.spec.properties.color.description,
+      'The colour.',
+    );
 
     assert.equal((await ts.client.delete('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com')).status, 200);
     await eventually(async () => (await hashOf()) === undefined, 5000);

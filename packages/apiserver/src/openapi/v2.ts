@@ -27,7 +27,8 @@ export class OpenApiV2 {
   current(): { json: string; proto: Buffer; etag: string } {
     const kinds = servedKinds(this.reg);
     const hit = this.cached;
-    if (hit && hit.kinds.length === kinds.length && hit.kinds.every((k, i) => k.ri === kinds[i]?.ri && k.version === kinds[i]?.version)) return hit;
+    if (hit && hit.kinds.length === kinds.length && hit.kinds.every((k, i) => k.ri === kinds[i]?.ri && k.version === kinds[i]?.version))
+      return hit;
     const doc = document(kinds);
     const json = JSON.stringify(doc);
     const proto = encodeGnosticDocument(doc);
@@ -51,12 +52,30 @@ function document(kinds: ServedKind[]): Record<string, unknown> {
     const body = { name: 'body', in: 'body', required: true, schema: ref };
     const { collection, object } = objectPaths(k);
     paths[collection] = {
-      post: { operationId: `create${k.kind}`, 'x-kubernetes-action': 'post', 'x-kubernetes-group-version-kind': gvk, parameters: [body, ...params], responses: ok },
+      post: {
+        operationId: `create${k.kind}`,
+        'x-kubernetes-action': 'post',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: [body, ...params],
+        responses: ok,
+      },
     };
     paths[object] = {
       get: { operationId: `read${k.kind}`, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk, responses: ok },
-      put: { operationId: `replace${k.kind}`, 'x-kubernetes-action': 'put', 'x-kubernetes-group-version-kind': gvk, parameters: [body, ...params], responses: ok },
-      patch: { operationId: `patch${k.kind}`, 'x-kubernetes-action': 'patch', 'x-kubernetes-group-version-kind': gvk, parameters: [{ name: 'body', in: 'body', required: true, schema: { type: 'object' } }, ...params], responses: ok },
+      put: {
+        operationId: `replace${k.kind}`,
+        'x-kubernetes-action': 'put',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: [body, ...params],
+        responses: ok,
+      },
+      patch: {
+        operationId: `patch${k.kind}`,
+        'x-kubernetes-action': 'patch',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: [{ name: 'body', in: 'body', required: true, schema: { type: 'object' } }, ...params],
+        responses: ok,
+      },
     };
   }
   const definitions: Record<string, unknown> = {};
@@ -65,9 +84,34 @@ function document(kinds: ServedKind[]): Record<string, unknown> {
 }
 
 const V2_KEYS = new Set([
-  '$ref', 'format', 'title', 'description', 'default', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum',
-  'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'uniqueItems', 'maxProperties', 'minProperties', 'required', 'enum',
-  'additionalProperties', 'type', 'items', 'allOf', 'properties', 'discriminator', 'readOnly', 'example',
+  '$ref',
+  'format',
+  'title',
+  'description',
+  'default',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'enum',
+  'additionalProperties',
+  'type',
+  'items',
+  'allOf',
+  'properties',
+  'discriminator',
+  'readOnly',
+  'example',
 ]);
 
 /** Keep what a Swagger 2.0 schema can say, and the x- extensions. */

@@ -28,7 +28,8 @@ export class OpenApiV3 {
     const byGv = this.groupVersions();
     if (rel === '') {
       const paths: Record<string, unknown> = {};
-      for (const key of [...byGv.keys()].sort()) paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${this.doc(key, byGv.get(key) ?? []).hash}` };
+      for (const key of [...byGv.keys()].sort())
+        paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${this.doc(key, byGv.get(key) ?? []).hash}` };
       return JSON.stringify({ paths });
     }
     const kinds = byGv.get(rel);
@@ -48,7 +49,8 @@ export class OpenApiV3 {
 
   private doc(key: string, kinds: ServedKind[]): { text: string; hash: string } {
     const hit = this.cache.get(key);
-    if (hit && hit.kinds.length === kinds.length && hit.kinds.every((k, i) => k.ri === kinds[i]?.ri && k.version === kinds[i]?.version)) return hit;
+    if (hit && hit.kinds.length === kinds.length && hit.kinds.every((k, i) => k.ri === kinds[i]?.ri && k.version === kinds[i]?.version))
+      return hit;
     const doc = gvDocument(kinds);
     const text = JSON.stringify(doc);
     const entry = { kinds, doc, text, hash: createHash('sha512').update(text).digest('hex').toUpperCase() };
@@ -61,17 +63,41 @@ function gvDocument(kinds: ServedKind[]): unknown {
   const paths: Record<string, unknown> = {};
   for (const k of kinds) {
     const gvk = { group: k.group, version: k.version, kind: k.kind };
-    const params = WRITE_PARAMS.map((name) => ({ name, in: 'query', schema: { type: name === 'force' ? 'boolean' : 'string', uniqueItems: true } }));
+    const params = WRITE_PARAMS.map((name) => ({
+      name,
+      in: 'query',
+      schema: { type: name === 'force' ? 'boolean' : 'string', uniqueItems: true },
+    }));
     const ref = { $ref: `#/components/schemas/${k.definition}` };
     const ok = { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } };
     const { collection, object } = objectPaths(k);
     paths[collection] = {
-      post: { operationId: `create${k.kind}`, 'x-kubernetes-action': 'post', 'x-kubernetes-group-version-kind': gvk, parameters: params, requestBody: { content: { '*/*': { schema: ref } }, required: true }, responses: ok },
+      post: {
+        operationId: `create${k.kind}`,
+        'x-kubernetes-action': 'post',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: params,
+        requestBody: { content: { '*/*': { schema: ref } }, required: true },
+        responses: ok,
+      },
     };
     paths[object] = {
       get: { operationId: `read${k.kind}`, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk, responses: ok },
-      put: { operationId: `replace${k.kind}`, 'x-kubernetes-action': 'put', 'x-kubernetes-group-version-kind': gvk, parameters: params, requestBody: { content: { '*/*': { schema: ref } }, required: true }, responses: ok },
-      patch: { operationId: `patch${k.kind}`, 'x-kubernetes-action': 'patch', 'x-kubernetes-group-version-kind': gvk, parameters: params, responses: ok },
+      put: {
+        operationId: `replace${k.kind}`,
+        'x-kubernetes-action': 'put',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: params,
+        requestBody: { content: { '*/*': { schema: ref } }, required: true },
+        responses: ok,
+      },
+      patch: {
+        operationId: `patch${k.kind}`,
+        'x-kubernetes-action': 'patch',
+        'x-kubernetes-group-version-kind': gvk,
+        parameters: params,
+        responses: ok,
+      },
     };
   }
   const schemas: Record<string, unknown> = {};

@@ -22,7 +22,12 @@ const names = readdirSync(TESTDATA)
 /** Go's JSON null means "absent" (creationTimestamp: null); the decoded form leaves such fields out. */
 function withoutNulls(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(withoutNulls);
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null).map(([k, x]) => [k, withoutNulls(x)]));
+  if (v !== null && typeof v === 'object')
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([, x]) => x !== null)
+        .map(([k, x]) => [k, withoutNulls(x)]),
+    );
   return v;
 }
 
@@ -46,7 +51,21 @@ function envelope(apiVersion: string, kind: string, message: string, value: Reco
 
 void describe('protobuf request bodies', () => {
   void it('has fixtures for every kind kubectl create makes', () => {
-    assert.deepEqual(names.sort(), ['clusterrole', 'clusterrole-aggregated', 'clusterrolebinding', 'configmap', 'deployment', 'namespace', 'role', 'rolebinding', 'secret-docker-registry', 'secret-generic', 'service-clusterip', 'service-nodeport', 'serviceaccount']);
+    assert.deepEqual(names.sort(), [
+      'clusterrole',
+      'clusterrole-aggregated',
+      'clusterrolebinding',
+      'configmap',
+      'deployment',
+      'namespace',
+      'role',
+      'rolebinding',
+      'secret-docker-registry',
+      'secret-generic',
+      'service-clusterip',
+      'service-nodeport',
+      'serviceaccount',
+    ]);
   });
 
   for (const name of names) {
@@ -95,13 +114,21 @@ void describe('protobuf request bodies', () => {
   });
 
   void it('decodes a Lease with MicroTimes and pointer ints', () => {
-    const l = decodeProtobuf(envelope('coordination.k8s.io/v1', 'Lease', 'k8s.io.api.coordination.v1.Lease', { metadata: { name: 'l' }, spec: { holderIdentity: '', leaseDurationSeconds: 0, renewTime: { seconds: 1, nanos: 1000 } } })) as any;
+    const l = decodeProtobuf(
+      envelope('coordination.k8s.io/v1', 'Lease', 'k8s.io.api.coordination.v1.Lease', {
+        metadata: { name: 'l' },
+        spec: { holderIdentity: '', leaseDurationSeconds: 0, renewTime: { seconds: 1, nanos: 1000 } },
+      }),
+    ) as any;
     assert.deepEqual(l.spec, { holderIdentity: '', leaseDurationSeconds: 0, renewTime: '1970-01-01T00:00:01.000001Z' });
   });
 
   void it('refuses a kind it has no definition for with 415', () => {
     const u = envelope('example.com/v1', 'Widget', 'k8s.io.api.core.v1.ConfigMap', {});
-    assert.throws(() => decodeProtobuf(u), (e: unknown) => e instanceof ApiError && e.code === 415);
+    assert.throws(
+      () => decodeProtobuf(u),
+      (e: unknown) => e instanceof ApiError && e.code === 415,
+    );
   });
 
   void it('answers 400, never another exception, for every truncation of every fixture', () => {
@@ -186,21 +213,28 @@ void describe('protobuf bodies over HTTP', () => {
     assert.equal((await ts.client.get('/api/v1/namespaces/default')).status, 200);
   });
 
-  void it('refuses a protobuf body for a custom resource with kube-apiserver\'s 415', async () => {
+  void it("refuses a protobuf body for a custom resource with kube-apiserver's 415", async () => {
     assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgetCrd())).status, 201);
     await new Promise((r) => setTimeout(r, 200));
     const r = await ts.client.request('POST', '/apis/example.com/v1/namespaces/default/widgets', fixture('configmap', '1.33'), PB);
     assert.equal(r.status, 415, r.text);
     assert.equal(r.body.reason, 'UnsupportedMediaType');
-    assert.equal(r.body.message, 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+    assert.equal(
+      r.body.message,
+      'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml',
+    );
   });
 
   void it('answers 406 when the client accepts protobuf responses only', async () => {
-    const r = await ts.client.request('GET', '/api/v1/namespaces/default/configmaps', undefined, { accept: 'application/vnd.kubernetes.protobuf' });
+    const r = await ts.client.request('GET', '/api/v1/namespaces/default/configmaps', undefined, {
+      accept: 'application/vnd.kubernetes.protobuf',
+    });
     assert.equal(r.status, 406, r.text);
     assert.equal(r.body.reason, 'NotAcceptable');
     assert.match(r.body.message, /only the following media types are accepted: application\/json/);
-    const ok = await ts.client.request('GET', '/api/v1/namespaces/default/configmaps', undefined, { accept: 'application/vnd.kubernetes.protobuf, */*' });
+    const ok = await ts.client.request('GET', '/api/v1/namespaces/default/configmaps', undefined, {
+      accept: 'application/vnd.kubernetes.protobuf, */*',
+    });
     assert.equal(ok.status, 200);
   });
 });

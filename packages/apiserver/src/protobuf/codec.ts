@@ -93,13 +93,20 @@ export function decodeProtobuf(body: Uint8Array): Record<string, unknown> {
   } catch (err) {
     throw badRequest(`error decoding the protobuf envelope: ${errText(err)}`, err);
   }
-  const env = envelope as unknown as { typeMeta?: { apiVersion?: string; kind?: string }; raw?: Uint8Array; contentEncoding?: string; contentType?: string };
+  const env = envelope as unknown as {
+    typeMeta?: { apiVersion?: string; kind?: string };
+    raw?: Uint8Array;
+    contentEncoding?: string;
+    contentType?: string;
+  };
   const apiVersion = env.typeMeta?.apiVersion ?? '';
   const kind = env.typeMeta?.kind ?? '';
   if (env.contentEncoding) throw badRequest(`unsupported protobuf content encoding "${env.contentEncoding}"`);
   if (kind === '') throw badRequest('the protobuf envelope does not name a kind');
   const { group, version } = splitApiVersion(apiVersion);
-  const type = kinds.get(gvkKey(group, version, kind)) ?? (kind === 'DeleteOptions' ? r.lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions') : undefined);
+  const type =
+    kinds.get(gvkKey(group, version, kind)) ??
+    (kind === 'DeleteOptions' ? r.lookupType('k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions') : undefined);
   if (!type) throw unsupported(apiVersion, kind);
   let msg: protobuf.Message;
   try {
@@ -112,7 +119,11 @@ export function decodeProtobuf(body: Uint8Array): Record<string, unknown> {
 
 /** The 415 answer for a protobuf body of a kind kars has no definition for. */
 export function unsupported(apiVersion: string, kind: string): ApiError {
-  return new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (no protobuf definition for ${apiVersion ? apiVersion + ', ' : ''}Kind=${kind})`);
+  return new ApiError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (no protobuf definition for ${apiVersion ? apiVersion + ', ' : ''}Kind=${kind})`,
+  );
 }
 
 function errText(err: unknown): string {
@@ -168,7 +179,10 @@ function value(field: protobuf.Field, v: unknown): Json | undefined {
   if (t instanceof protobuf.Type) {
     const sub = v as Record<string, unknown>;
     // A Go named slice (ExtraValue): the JSON is the bare array.
-    if (t.options?.['(kars.items)'] === true) return Array.isArray(sub['items']) ? (sub['items'] as unknown[]).map((x) => value(t.fields['items'] as protobuf.Field, x) ?? null) : [];
+    if (t.options?.['(kars.items)'] === true)
+      return Array.isArray(sub['items'])
+        ? (sub['items'] as unknown[]).map((x) => value(t.fields['items'] as protobuf.Field, x) ?? null)
+        : [];
     const special = SPECIAL[t.fullName.replace(/^\./, '')];
     switch (special) {
       case 'time':

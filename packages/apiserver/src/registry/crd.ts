@@ -35,32 +35,48 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
   const plural = str(names['plural']) ?? '';
   const kind = str(names['kind']) ?? '';
   const scope = str(spec['scope']);
-  if (group === '' || !group.includes('.')) causes.push({ reason: 'FieldValueInvalid', field: 'spec.group', message: 'should be a domain with at least one dot' });
-  if (!DNS_LABEL.test(plural)) causes.push({ reason: 'FieldValueInvalid', field: 'spec.names.plural', message: 'must be a lowercase DNS label' });
+  if (group === '' || !group.includes('.'))
+    causes.push({ reason: 'FieldValueInvalid', field: 'spec.group', message: 'should be a domain with at least one dot' });
+  if (!DNS_LABEL.test(plural))
+    causes.push({ reason: 'FieldValueInvalid', field: 'spec.names.plural', message: 'must be a lowercase DNS label' });
   if (kind === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
-  if (scope !== 'Namespaced' && scope !== 'Cluster') causes.push({ reason: 'FieldValueNotSupported', field: 'spec.scope', message: 'Unsupported value: supported values: "Cluster", "Namespaced"' });
+  if (scope !== 'Namespaced' && scope !== 'Cluster')
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'spec.scope',
+      message: 'Unsupported value: supported values: "Cluster", "Namespaced"',
+    });
   const expectedName = `${plural}.${group}`;
-  if (crd.metadata.name !== expectedName) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `must be spec.names.plural+"."+spec.group ("${expectedName}")` });
+  if (crd.metadata.name !== expectedName)
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'metadata.name',
+      message: `must be spec.names.plural+"."+spec.group ("${expectedName}")`,
+    });
   const rawVersions = Array.isArray(spec['versions']) ? spec['versions'] : [];
-  if (rawVersions.length === 0) causes.push({ reason: 'FieldValueRequired', field: 'spec.versions', message: 'must have at least one version' });
+  if (rawVersions.length === 0)
+    causes.push({ reason: 'FieldValueRequired', field: 'spec.versions', message: 'must have at least one version' });
   const versions: VersionInfo[] = [];
   let hasStatus = false;
   rawVersions.forEach((rv: unknown, i: number) => {
     const v = isObject(rv) ? rv : {};
     const name = str(v['name']) ?? '';
-    if (!DNS_LABEL.test(name)) causes.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].name`, message: 'must be a DNS label' });
+    if (!DNS_LABEL.test(name))
+      causes.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].name`, message: 'must be a DNS label' });
     const subres = isObject(v['subresources']) ? v['subresources'] : {};
     if (isObject(subres['status'])) hasStatus = true;
     const schemaHolder = isObject(v['schema']) ? v['schema'] : {};
-    const columns: PrinterColumn[] = (Array.isArray(v['additionalPrinterColumns']) ? v['additionalPrinterColumns'] : []).filter(isObject).map((c) => {
-      const col: PrinterColumn = { name: str(c['name']) ?? '', type: str(c['type']) ?? 'string', jsonPath: str(c['jsonPath']) ?? '' };
-      const format = str(c['format']);
-      const description = str(c['description']);
-      if (format !== undefined) col.format = format;
-      if (description !== undefined) col.description = description;
-      if (typeof c['priority'] === 'number') col.priority = c['priority'];
-      return col;
-    });
+    const columns: PrinterColumn[] = (Array.isArray(v['additionalPrinterColumns']) ? v['additionalPrinterColumns'] : [])
+      .filter(isObject)
+      .map((c) => {
+        const col: PrinterColumn = { name: str(c['name']) ?? '', type: str(c['type']) ?? 'string', jsonPath: str(c['jsonPath']) ?? '' };
+        const format = str(c['format']);
+        const description = str(c['description']);
+        if (format !== undefined) col.format = format;
+        if (description !== undefined) col.description = description;
+        if (typeof c['priority'] === 'number') col.priority = c['priority'];
+        return col;
+      });
     const vi: VersionInfo = { name, served: v['served'] !== false, storage: v['storage'] === true, printerColumns: columns };
     const openapi = schemaHolder['openAPIV3Schema'];
     if (openapi === undefined) {
@@ -74,16 +90,30 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
         vi.listKeys = listKeys;
       } catch (err) {
         if (err instanceof SchemaError) {
-          for (const c of err.causes as SchemaCause[]) causes.push({ reason: c.reason, field: `spec.versions[${i}].schema.openAPIV3Schema${c.field ? '.' + c.field : ''}`, message: c.message });
+          for (const c of err.causes as SchemaCause[])
+            causes.push({
+              reason: c.reason,
+              field: `spec.versions[${i}].schema.openAPIV3Schema${c.field ? '.' + c.field : ''}`,
+              message: c.message,
+            });
         } else {
-          causes.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].schema.openAPIV3Schema`, message: err instanceof Error ? err.message : String(err) });
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field: `spec.versions[${i}].schema.openAPIV3Schema`,
+            message: err instanceof Error ? err.message : String(err),
+          });
         }
       }
     }
     versions.push(vi);
   });
   const storageCount = versions.filter((v) => v.storage).length;
-  if (versions.length > 0 && storageCount !== 1) causes.push({ reason: 'FieldValueInvalid', field: 'spec.versions', message: 'must have exactly one version marked as storage version' });
+  if (versions.length > 0 && storageCount !== 1)
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'spec.versions',
+      message: 'must have exactly one version marked as storage version',
+    });
   if (causes.length > 0) return { causes };
   return {
     causes,

@@ -12,7 +12,10 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function open(opts: Partial<StoreOptions> = {}, dir = mkdtempSync(join(tmpdir(), 'kars-store-'))): { store: Store; dir: string; commits: number[]; published: ChangeRecord[][] } {
+function open(
+  opts: Partial<StoreOptions> = {},
+  dir = mkdtempSync(join(tmpdir(), 'kars-store-')),
+): { store: Store; dir: string; commits: number[]; published: ChangeRecord[][] } {
   dirs.push(dir);
   const commits: number[] = [];
   const store = new Store(dir, {
@@ -55,9 +58,17 @@ describe('Store group commit', () => {
     assert.equal(store.currentRv(), 0, 'the committed revision has not moved');
     const rvs = await Promise.all(writes);
     assert.equal(commits.length, 1, 'one COMMIT (one fsync) for 50 writes');
-    assert.deepEqual(rvs, Array.from({ length: 50 }, (_, i) => i + 1), 'revisions follow issue order with no gaps');
+    assert.deepEqual(
+      rvs,
+      Array.from({ length: 50 }, (_, i) => i + 1),
+      'revisions follow issue order with no gaps',
+    );
     assert.equal(published.length, 1);
-    assert.deepEqual(published[0]?.map((c) => c.rv), rvs, 'onCommit sees the batch in revision order');
+    assert.deepEqual(
+      published[0]?.map((c) => c.rv),
+      rvs,
+      'onCommit sees the batch in revision order',
+    );
     assert.equal(store.currentRv(), 50);
     assert.equal(store.get(GR, 'ns', 'o49')?.rv, 50);
     store.close();
@@ -85,7 +96,10 @@ describe('Store group commit', () => {
     await assert.rejects(bad, /admission said no/);
     assert.deepEqual([await a, await c], [1, 2], 'the failed write gave its revision back');
     assert.equal(store.get(GR, 'ns', 'half'), undefined, 'nothing of the failed write is stored');
-    assert.deepEqual(published.flat().map((x) => x.name), ['a', 'c']);
+    assert.deepEqual(
+      published.flat().map((x) => x.name),
+      ['a', 'c'],
+    );
     store.close();
   });
 
@@ -104,7 +118,10 @@ describe('Store group commit', () => {
     const doomed = await Promise.allSettled([create(store, 'd1'), create(store, 'd2'), create(store, 'before')]);
     for (const r of doomed) {
       assert.equal(r.status, 'rejected');
-      assert.ok(r.status === 'rejected' && r.reason instanceof CommitError, 'every write of the batch, the would-be 409 too, gets the commit error');
+      assert.ok(
+        r.status === 'rejected' && r.reason instanceof CommitError,
+        'every write of the batch, the would-be 409 too, gets the commit error',
+      );
     }
     assert.equal(published.length, 1, 'onCommit never saw the failed batch');
     assert.equal(store.get(GR, 'ns', 'd1'), undefined);
@@ -115,7 +132,11 @@ describe('Store group commit', () => {
     assert.equal(again.get(GR, 'ns', 'd1'), undefined, 'the failed batch is not on disk');
     assert.equal(again.get(GR, 'ns', 'after')?.rv, 2);
     assert.equal(again.currentRv(), 2);
-    assert.deepEqual(again.changesAfter(0).map((c) => c.name), ['before', 'after'], 'the change log holds committed changes only');
+    assert.deepEqual(
+      again.changesAfter(0).map((c) => c.name),
+      ['before', 'after'],
+      'the change log holds committed changes only',
+    );
     again.close();
   });
 

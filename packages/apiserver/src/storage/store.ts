@@ -45,7 +45,11 @@ export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 
 /** 413, as kube-apiserver answers when etcd refuses a write for its size. */
 export function objectTooLarge(bytes: number, what: string): ApiError {
-  return new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: ${what} is ${bytes} bytes once encoded; objects are limited to ${MAX_OBJECT_BYTES} bytes`);
+  return new ApiError(
+    413,
+    'RequestEntityTooLarge',
+    `Request entity too large: ${what} is ${bytes} bytes once encoded; objects are limited to ${MAX_OBJECT_BYTES} bytes`,
+  );
 }
 
 /** Options of a {@link Store}. */
@@ -192,7 +196,8 @@ export class Store {
     `);
     this.reader = new Database(file, { readonly: true });
     this.reader.pragma('busy_timeout = 5000');
-    const meta = (k: string): string | undefined => (this.db.prepare('SELECT v FROM meta WHERE k = ?').get(k) as { v: string } | undefined)?.v;
+    const meta = (k: string): string | undefined =>
+      (this.db.prepare('SELECT v FROM meta WHERE k = ?').get(k) as { v: string } | undefined)?.v;
     this.rv = Number(meta('rv') ?? '0');
     this.committedRv = this.rv;
     this.compactedRv = Number(meta('compactedRv') ?? '0');

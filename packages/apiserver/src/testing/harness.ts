@@ -72,7 +72,12 @@ export class TestClient {
     return this.request('PUT', path, body);
   }
   patch(path: string, body: unknown, type: 'merge' | 'json' | 'strategic' | 'apply', query = ''): Promise<TestResponse> {
-    const ct = { merge: 'application/merge-patch+json', json: 'application/json-patch+json', strategic: 'application/strategic-merge-patch+json', apply: 'application/apply-patch+yaml' }[type];
+    const ct = {
+      merge: 'application/merge-patch+json',
+      json: 'application/json-patch+json',
+      strategic: 'application/strategic-merge-patch+json',
+      apply: 'application/apply-patch+yaml',
+    }[type];
     return this.request('PATCH', path + query, body, { 'content-type': ct });
   }
   delete(path: string, body?: unknown): Promise<TestResponse> {
@@ -247,7 +252,11 @@ export function widgetCrd(): Record<string, unknown> {
 }
 
 /** Poll `fn` until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000, everyMs = 20): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 5000,
+  everyMs = 20,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -311,7 +320,9 @@ const KARS_BIN = resolvePath(dirname(fileURLToPath(import.meta.url)), '../../../
  */
 export function startApiserverProcess(dataDir: string, listen = '127.0.0.1:0', extraArgs: string[] = []): Promise<ApiserverProcess> {
   return new Promise((resolveProc, reject) => {
-    const child = spawn(process.execPath, [KARS_BIN, 'apiserver', '--listen', listen, '--data-dir', dataDir, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [KARS_BIN, 'apiserver', '--listen', listen, '--data-dir', dataDir, ...extraArgs], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stderr?.resume();
     let out = '';
     // Generous: on a loaded 2-core machine, key generation at first start alone can take many seconds.
@@ -319,7 +330,10 @@ export function startApiserverProcess(dataDir: string, listen = '127.0.0.1:0', e
       child.kill('SIGKILL');
       reject(new Error(`apiserver did not start within 60 s: ${out}`));
     }, 60_000);
-    const exited = (): Promise<number | null> => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
+    const exited = (): Promise<number | null> =>
+      new Promise((r) =>
+        child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code)),
+      );
     child.stdout?.on('data', (c: Buffer) => {
       out += c.toString();
       const kc = out.match(/^kubeconfig: (.+)$/m);

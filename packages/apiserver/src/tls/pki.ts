@@ -13,7 +13,10 @@ export interface Pki {
 
 function newKey(): { pub: string; priv: string } {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { pub: publicKey.export({ type: 'spki', format: 'pem' }).toString(), priv: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  return {
+    pub: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    priv: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 function serial(): string {
@@ -22,7 +25,15 @@ function serial(): string {
   return b.toString('hex');
 }
 
-function buildCert(opts: { subjectCN: string; pub: string; issuer?: { cert: forge.pki.Certificate; key: string }; selfKey: string; ca: boolean; hosts: string[]; years: number }): string {
+function buildCert(opts: {
+  subjectCN: string;
+  pub: string;
+  issuer?: { cert: forge.pki.Certificate; key: string };
+  selfKey: string;
+  ca: boolean;
+  hosts: string[];
+  years: number;
+}): string {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(opts.pub);
   cert.serialNumber = serial();
@@ -71,7 +82,15 @@ export function ensurePki(dir: string, hosts: string[]): Pki {
   const want = [...new Set(['localhost', '127.0.0.1', '::1', ...hosts])];
   if (!existsSync(p('server.crt')) || !existsSync(p('server.key')) || !covers(readFileSync(p('server.crt'), 'utf8'), want)) {
     const k = newKey();
-    const cert = buildCert({ subjectCN: 'kars-apiserver', pub: k.pub, selfKey: k.priv, issuer: { cert: forge.pki.certificateFromPem(caCert), key: caKey }, ca: false, hosts: want, years: 2 });
+    const cert = buildCert({
+      subjectCN: 'kars-apiserver',
+      pub: k.pub,
+      selfKey: k.priv,
+      issuer: { cert: forge.pki.certificateFromPem(caCert), key: caKey },
+      ca: false,
+      hosts: want,
+      years: 2,
+    });
     writeFileSync(p('server.key'), k.priv, { mode: 0o600 });
     writeFileSync(p('server.crt'), cert);
   }

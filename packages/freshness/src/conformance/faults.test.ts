@@ -30,7 +30,14 @@ describe('freshness conformance: edit → router echo under each fault', () => {
       client = stack.client;
     }
     try {
-      session = await ProbeSession.open({ client, namespace: process.env['KARS_CONFORMANCE_NAMESPACE'] ?? 'default', sandbox: process.env['KARS_CONFORMANCE_SANDBOX'] ?? 'kars-probe', config: suiteWatchConfig(), routerTimeoutMs: 60_000, editTimeoutMs: 20_000 });
+      session = await ProbeSession.open({
+        client,
+        namespace: process.env['KARS_CONFORMANCE_NAMESPACE'] ?? 'default',
+        sandbox: process.env['KARS_CONFORMANCE_SANDBOX'] ?? 'kars-probe',
+        config: suiteWatchConfig(),
+        routerTimeoutMs: 60_000,
+        editTimeoutMs: 20_000,
+      });
     } catch (err) {
       const logs = stack?.logs() ?? '';
       await stack?.stop();
@@ -46,7 +53,9 @@ describe('freshness conformance: edit → router echo under each fault', () => {
 
   it('without a fault: an edit is compiled, echoed and Ready well within a second', async (t) => {
     const r = await session.edit();
-    t.diagnostic(`edit → ConfigMap ${Math.round(r.toConfigMapMs ?? -1)} ms, → echo ${Math.round(r.toEchoMs ?? -1)} ms, → Ready ${Math.round(r.toReadyMs ?? -1)} ms`);
+    t.diagnostic(
+      `edit → ConfigMap ${Math.round(r.toConfigMapMs ?? -1)} ms, → echo ${Math.round(r.toEchoMs ?? -1)} ms, → Ready ${Math.round(r.toReadyMs ?? -1)} ms`,
+    );
     assert.equal(r.error, undefined);
     assert.ok(r.toEchoMs !== null && r.toEchoMs <= 2000, `echo within 2 s: ${r.toEchoMs}`);
   });
@@ -54,16 +63,25 @@ describe('freshness conformance: edit → router echo under each fault', () => {
   for (const fault of FAULTS) {
     // Known open problem: after compact + reset the edit has been echoed in 2.0 s, 5.1 s and 7.5 s on the
     // loaded dev VM (bound 5 s); the cause is not found yet. It runs and reports, but does not fail the suite.
-    const todo = fault === 'compaction' && !foreign ? 'compaction (410) exceeds its bound intermittently under load: 2.0–7.5 s measured, cause open' : undefined;
-    it(`${fault}: edit → router echo within the detection bound + 2 s`, { skip: foreign ? foreignSkipReason(fault) : false, ...(todo ? { todo } : {}) }, async (t) => {
-      assert.ok(stack);
-      await inject(stack, fault);
-      const r = await session.edit();
-      const bound = detectionBound(fault) + 2000;
-      t.diagnostic(`${fault}: edit → ConfigMap ${Math.round(r.toConfigMapMs ?? -1)} ms, → echo ${r.toEchoMs === null ? 'never' : `${Math.round(r.toEchoMs)} ms`} (bound ${bound} ms), → Ready ${r.toReadyMs === null ? 'never' : `${Math.round(r.toReadyMs)} ms`}, generation ${r.generation}, observed ${r.observedGeneration}`);
-      assert.ok(r.toEchoMs !== null, `${fault}: the edit was echoed (${r.error ?? ''})\n${stack.logs()}`);
-      assert.ok(r.toEchoMs <= bound, `${fault}: edit → echo ${Math.round(r.toEchoMs)} ms exceeds the bound ${bound} ms`);
-      assert.equal(r.observedGeneration, r.generation, 'the controller observed the generation written');
-    });
+    const todo =
+      fault === 'compaction' && !foreign
+        ? 'compaction (410) exceeds its bound intermittently under load: 2.0–7.5 s measured, cause open'
+        : undefined;
+    it(
+      `${fault}: edit → router echo within the detection bound + 2 s`,
+      { skip: foreign ? foreignSkipReason(fault) : false, ...(todo ? { todo } : {}) },
+      async (t) => {
+        assert.ok(stack);
+        await inject(stack, fault);
+        const r = await session.edit();
+        const bound = detectionBound(fault) + 2000;
+        t.diagnostic(
+          `${fault}: edit → ConfigMap ${Math.round(r.toConfigMapMs ?? -1)} ms, → echo ${r.toEchoMs === null ? 'never' : `${Math.round(r.toEchoMs)} ms`} (bound ${bound} ms), → Ready ${r.toReadyMs === null ? 'never' : `${Math.round(r.toReadyMs)} ms`}, generation ${r.generation}, observed ${r.observedGeneration}`,
+        );
+        assert.ok(r.toEchoMs !== null, `${fault}: the edit was echoed (${r.error ?? ''})\n${stack.logs()}`);
+        assert.ok(r.toEchoMs <= bound, `${fault}: edit → echo ${Math.round(r.toEchoMs)} ms exceeds the bound ${bound} ms`);
+        assert.equal(r.observedGeneration, r.generation, 'the controller observed the generation written');
+      },
+    );
   }
 });

@@ -5,7 +5,15 @@ import { SUITE_KNOBS, suiteWatchConfig } from './stack.js';
 /** The faults of issue 8, one at a time. */
 export type FaultName = 'freeze' | 'reset' | 'apiserver-restart' | 'compaction' | 'controller-kill' | 'leader-failover' | 'router-restart';
 
-export const FAULTS: readonly FaultName[] = ['freeze', 'reset', 'apiserver-restart', 'compaction', 'controller-kill', 'leader-failover', 'router-restart'];
+export const FAULTS: readonly FaultName[] = [
+  'freeze',
+  'reset',
+  'apiserver-restart',
+  'compaction',
+  'controller-kill',
+  'leader-failover',
+  'router-restart',
+];
 
 const leaseMs = Number(SUITE_KNOBS['LEADER_ELECTION_LEASE_DURATION_SECS']) * 1000;
 

@@ -38,7 +38,10 @@ interface Proc {
 }
 
 function start(args: string[], env: Record<string, string>, onLine?: (line: string) => void, readyLine?: RegExp): Proc {
-  const child = spawn(process.execPath, [KARS_BIN, ...args], { env: { ...process.env, ...SUITE_KNOBS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [KARS_BIN, ...args], {
+    env: { ...process.env, ...SUITE_KNOBS, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stderr: string[] = [];
   let buf = '';
   let markReady: () => void = () => undefined;
@@ -83,38 +86,84 @@ export class LocalStack {
   private router: Proc | undefined;
   private stopped = false;
 
-  constructor(readonly namespace = 'default', readonly sandbox = 'kars-probe') {}
+  constructor(
+    readonly namespace = 'default',
+    readonly sandbox = 'kars-probe',
+  ) {}
 
   async start(): Promise<void> {
     const ready = new Promise<void>((resolve, reject) => {
-      this.apiserver = start(['apiserver', '--listen', '127.0.0.1:0', '--data-dir', join(this.dataDir, 'apiserver'), '--bookmark-interval', '1', '--enable-fault-injection'], {}, (line) => {
-        const m = line.match(/^(kubeconfig|listening): (.*)$/);
-        if (m?.[1] === 'kubeconfig') this.kubeconfig = m[2] ?? '';
-        if (m?.[1] === 'listening') {
-          this.url = m[2] ?? '';
-          resolve();
-        }
-      });
-      void this.apiserver.exited.then((code) => reject(new Error(`kars apiserver exited (${code}) before listening: ${this.apiserver?.stderr.join('').slice(-2000)}`)));
+      this.apiserver = start(
+        [
+          'apiserver',
+          '--listen',
+          '127.0.0.1:0',
+          '--data-dir',
+          join(this.dataDir, 'apiserver'),
+          '--bookmark-interval',
+          '1',
+          '--enable-fault-injection',
+        ],
+        {},
+        (line) => {
+          const m = line.match(/^(kubeconfig|listening): (.*)$/);
+          if (m?.[1] === 'kubeconfig') this.kubeconfig = m[2] ?? '';
+          if (m?.[1] === 'listening') {
+            this.url = m[2] ?? '';
+            resolve();
+          }
+        },
+      );
+      void this.apiserver.exited.then((code) =>
+        reject(new Error(`kars apiserver exited (${code}) before listening: ${this.apiserver?.stderr.join('').slice(-2000)}`)),
+      );
     });
     await ready;
     this.token = readFileSync(join(this.dataDir, 'apiserver', 'token'), 'utf8').trim();
     const cfg = suiteWatchConfig();
-    this.client = KubeClient.fromKubeconfig({ kubeconfig: this.kubeconfig, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
+    this.client = KubeClient.fromKubeconfig({
+      kubeconfig: this.kubeconfig,
+      pingIntervalMs: cfg.pingIntervalMs,
+      pingTimeoutMs: cfg.pingTimeoutMs,
+    });
     for (const crd of allCrds()) await this.client.create(Resources.customresourcedefinitions, crd as never);
     await Promise.all([this.startController('a'), this.startController('b'), this.startRouter()]);
   }
 
   /** Start a controller; resolves once the process is up (its start-up log line), not when it leads. */
   startController(name: string): Promise<void> {
-    const p = start(['controller', '--kubeconfig', this.kubeconfig, '--metrics-addr', 'disabled', '--lease-namespace', 'default', '--log-level', 'info'], { POD_NAME: `ctl-${name}` }, undefined, /kars controller starting/);
+    const p = start(
+      ['controller', '--kubeconfig', this.kubeconfig, '--metrics-addr', 'disabled', '--lease-namespace', 'default', '--log-level', 'info'],
+      { POD_NAME: `ctl-${name}` },
+      undefined,
+      /kars controller starting/,
+    );
     this.controllers.set(name, p);
     return p.ready;
   }
 
   /** Start the probe router; resolves once it listens. */
   startRouter(): Promise<void> {
-    this.router = start(['router', '--sandbox', this.sandbox, '--namespace', this.namespace, '--instance', `${this.sandbox}-0`, '--upstream', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0', '--kubeconfig', this.kubeconfig], {}, undefined, /listening: /);
+    this.router = start(
+      [
+        'router',
+        '--sandbox',
+        this.sandbox,
+        '--namespace',
+        this.namespace,
+        '--instance',
+        `${this.sandbox}-0`,
+        '--upstream',
+        'http://127.0.0.1:9',
+        '--listen',
+        '127.0.0.1:0',
+        '--kubeconfig',
+        this.kubeconfig,
+      ],
+      {},
+      undefined,
+      /listening: /,
+    );
     return this.router.ready;
   }
 
@@ -128,12 +177,22 @@ export class LocalStack {
     const https = await import('node:https');
     const once = (): Promise<void> =>
       new Promise<void>((resolve, reject) => {
-        const req = https.request(new URL(`/debug/faults/${action}`, this.url), { method: 'POST', ca, agent: false, headers: { authorization: `Bearer ${this.token}` } }, (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode && res.statusCode < 300 ? resolve() : reject(new Error(`fault ${action}: HTTP ${res.statusCode}`))));
-          res.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err)));
-        });
-        req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err)));
+        const req = https.request(
+          new URL(`/debug/faults/${action}`, this.url),
+          { method: 'POST', ca, agent: false, headers: { authorization: `Bearer ${this.token}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              res.statusCode && res.statusCode < 300 ? resolve() : reject(new Error(`fault ${action}: HTTP ${res.statusCode}`)),
+            );
+            res.on('error', (err: NodeJS.ErrnoException) =>
+              err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err),
+            );
+          },
+        );
+        req.on('error', (err: NodeJS.ErrnoException) =>
+          err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err),
+        );
         req.end();
       });
     const deadline = Date.now() + 10_000;
@@ -149,7 +208,9 @@ export class LocalStack {
 
   /** The controller that holds the leader Lease now (by identity), or undefined. */
   async leaderIdentity(): Promise<string | undefined> {
-    const lease = await this.client.getOrUndefined<{ metadata: { name: string }; spec?: { holderIdentity?: string } } & import('@kars/kube-core').KubeObject>(Resources.leases, 'default', 'kars-controller');
+    const lease = await this.client.getOrUndefined<
+      { metadata: { name: string }; spec?: { holderIdentity?: string } } & import('@kars/kube-core').KubeObject
+    >(Resources.leases, 'default', 'kars-controller');
     return lease?.spec?.holderIdentity || undefined;
   }
 

@@ -34,7 +34,10 @@ export function policySchema(): Record<string, unknown> {
           },
           tools: { type: 'array', 'x-kubernetes-list-type': 'set', items: { type: 'string' } },
           labels: { type: 'object', additionalProperties: { type: 'string', maxLength: 10 } },
-          limits: { type: 'object', additionalProperties: { type: 'object', properties: { cpu: { type: 'number' }, burst: { type: 'integer', default: 1 } } } },
+          limits: {
+            type: 'object',
+            additionalProperties: { type: 'object', properties: { cpu: { type: 'number' }, burst: { type: 'integer', default: 1 } } },
+          },
           extra: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { known: { type: 'string' } } },
           template: {
             type: 'object',

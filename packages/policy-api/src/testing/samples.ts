@@ -17,7 +17,10 @@ export function sampleInferencePolicy(name = 'chat-default', namespace = 'defaul
       appliesTo: { sandboxName: 'alice', sandboxMatchLabels: { team: 'a' }, action: 'chat' },
       tokenBudget: { perRequestTokens: 4096, dailyTokens: 100000, monthlyTokens: 2000000 },
       contentSafety: { hate: 'Low', selfHarm: 'Safe', sexual: 'Low', violence: 'Medium', requirePromptShields: true },
-      modelPreference: { primary: { provider: 'azure-openai', deployment: 'gpt-4o' }, fallback: [{ provider: 'anthropic', deployment: 'claude' }] },
+      modelPreference: {
+        primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
+        fallback: [{ provider: 'anthropic', deployment: 'claude' }],
+      },
       provider: 'azure-openai',
       guardrails: [{ provider: 'openai-moderation', applyTo: 'both' }],
       displayName: 'Default chat policy',
@@ -31,7 +34,10 @@ export function sampleBundleInferencePolicy(name = 'bundled', namespace = 'defau
     apiVersion: API_VERSION,
     kind: 'InferencePolicy',
     metadata: { name, namespace },
-    spec: { appliesTo: { sandboxName: 'alice' }, bundleRef: { registry: 'example.azurecr.io', repository: 'policies/inference', digest: SAMPLE_DIGEST, tag: 'v1' } },
+    spec: {
+      appliesTo: { sandboxName: 'alice' },
+      bundleRef: { registry: 'example.azurecr.io', repository: 'policies/inference', digest: SAMPLE_DIGEST, tag: 'v1' },
+    },
   };
 }
 
@@ -60,7 +66,13 @@ export function sampleEgressApproval(name = 'alice-extra', namespace = 'default'
     apiVersion: API_VERSION,
     kind: 'EgressApproval',
     metadata: { name, namespace },
-    spec: { sandbox: 'alice', hosts: [{ host: 'example.com' }, { host: 'api.example.org', port: 8443 }], reason: 'Incident 42:\tfetch the\nrunbook', ticket: 'INC-42', ttl: 'PT1H' },
+    spec: {
+      sandbox: 'alice',
+      hosts: [{ host: 'example.com' }, { host: 'api.example.org', port: 8443 }],
+      reason: 'Incident 42:\tfetch the\nrunbook',
+      ticket: 'INC-42',
+      ttl: 'PT1H',
+    },
   };
 }
 

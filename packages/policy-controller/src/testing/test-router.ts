@@ -4,7 +4,15 @@ import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import { echoLease, KARS_SANDBOX, ROUTER_LEASE_SECONDS } from '@kars/policy-api';
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
-import { capabilityNames, EchoLedger, egressApprovalsConfigMapName, GUARDRAIL_PROVIDERS, inferencePolicyConfigMapName, routerView, toolPolicyConfigMapName } from '@kars/policy-compiler';
+import {
+  capabilityNames,
+  EchoLedger,
+  egressApprovalsConfigMapName,
+  GUARDRAIL_PROVIDERS,
+  inferencePolicyConfigMapName,
+  routerView,
+  toolPolicyConfigMapName,
+} from '@kars/policy-compiler';
 import type { EchoState, RouterCapabilities } from '@kars/policy-compiler';
 import { toolPolicyNameOf } from '@kars/policy-api';
 
@@ -50,10 +58,18 @@ export class TestRouter {
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
-    const names = sb ? [sb.spec?.inferenceRef?.name ? inferencePolicyConfigMapName(sb.spec.inferenceRef.name) : undefined, toolPolicyNameOf(sb) ? toolPolicyConfigMapName(toolPolicyNameOf(sb) ?? '') : undefined, egressApprovalsConfigMapName(this.sandbox)] : [];
+    const names = sb
+      ? [
+          sb.spec?.inferenceRef?.name ? inferencePolicyConfigMapName(sb.spec.inferenceRef.name) : undefined,
+          toolPolicyNameOf(sb) ? toolPolicyConfigMapName(toolPolicyNameOf(sb) ?? '') : undefined,
+          egressApprovalsConfigMapName(this.sandbox),
+        ]
+      : [];
     const data = new Map<string, Record<string, string> | undefined>();
     for (const n of names) if (n) data.set(n, await this.data(n));
-    this.ledger.applyView(routerView(sb, (name) => data.get(name), { nowMs, capabilities: this.capabilities, sourcePrefix: `configmap:${this.namespace}/` }));
+    this.ledger.applyView(
+      routerView(sb, (name) => data.get(name), { nowMs, capabilities: this.capabilities, sourcePrefix: `configmap:${this.namespace}/` }),
+    );
     const echo = this.ledger.echo();
     return { ...echo, digests: { ...echo.digests, ...this.override } };
   }
@@ -66,7 +82,19 @@ export class TestRouter {
   /** Publish (renew) this router's echo lease with what it has loaded. */
   async step(opts: { leaseSeconds?: number } = {}): Promise<void> {
     const echo = await this.load();
-    const lease = echoLease(this.namespace, { sandbox: this.sandbox, instance: this.instance, ...echo, capabilities: capabilityNames(this.capabilities), renewedAtMs: Date.now(), leaseDurationSeconds: opts.leaseSeconds ?? ROUTER_LEASE_SECONDS });
-    await this.client.apply(Resources.leases, lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } }, `kars-router/${this.instance}`, { force: true });
+    const lease = echoLease(this.namespace, {
+      sandbox: this.sandbox,
+      instance: this.instance,
+      ...echo,
+      capabilities: capabilityNames(this.capabilities),
+      renewedAtMs: Date.now(),
+      leaseDurationSeconds: opts.leaseSeconds ?? ROUTER_LEASE_SECONDS,
+    });
+    await this.client.apply(
+      Resources.leases,
+      lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } },
+      `kars-router/${this.instance}`,
+      { force: true },
+    );
   }
 }

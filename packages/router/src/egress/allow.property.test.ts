@@ -14,7 +14,20 @@ import { approvalHostProblem } from '@kars/policy-api';
 import type { EgressEntry } from '../snapshot.js';
 import { isAllowed } from './allow.js';
 
-const POOL = ['api.example.com', 'Example.COM', '*.example.com', '*.com', '*', '8.8.8.8', '169.254.169.254', '127.0.0.1', '10.0.0.1', '::1', '2606:4700::1111', 'localhost'];
+const POOL = [
+  'api.example.com',
+  'Example.COM',
+  '*.example.com',
+  '*.com',
+  '*',
+  '8.8.8.8',
+  '169.254.169.254',
+  '127.0.0.1',
+  '10.0.0.1',
+  '::1',
+  '2606:4700::1111',
+  'localhost',
+];
 
 /** Independent spellings: [what the oracle compares, how the target is written]. */
 function spellings(h: string): Array<[string, string]> {
@@ -23,11 +36,29 @@ function spellings(h: string): Array<[string, string]> {
   if (m) {
     const [a, b, c, d] = m.slice(1).map(Number) as [number, number, number, number];
     const v = ((a * 256 + b) * 256 + c) * 256 + d;
-    return [[lower, lower], [lower, String(v)], [lower, `0x${v.toString(16)}`], [lower, `::ffff:${lower}`], [lower, `[::ffff:${lower}]`]];
+    return [
+      [lower, lower],
+      [lower, String(v)],
+      [lower, `0x${v.toString(16)}`],
+      [lower, `::ffff:${lower}`],
+      [lower, `[::ffff:${lower}]`],
+    ];
   }
-  if (lower.includes(':')) return [[lower, lower], [lower, `[${lower}]`], [lower, lower.toUpperCase()]];
-  if (lower.startsWith('*')) return [[`sub.${lower.slice(2)}`, `sub.${lower.slice(2)}`], [`sub.${lower.slice(2)}`, `SUB.${lower.slice(2)}.`]];
-  return [[lower, lower], [lower, `${lower.toUpperCase()}.`]];
+  if (lower.includes(':'))
+    return [
+      [lower, lower],
+      [lower, `[${lower}]`],
+      [lower, lower.toUpperCase()],
+    ];
+  if (lower.startsWith('*'))
+    return [
+      [`sub.${lower.slice(2)}`, `sub.${lower.slice(2)}`],
+      [`sub.${lower.slice(2)}`, `SUB.${lower.slice(2)}.`],
+    ];
+  return [
+    [lower, lower],
+    [lower, `${lower.toUpperCase()}.`],
+  ];
 }
 
 function oracle(entries: readonly EgressEntry[], canonical: string, port: number, now: number): boolean {
@@ -45,30 +76,39 @@ function oracle(entries: readonly EgressEntry[], canonical: string, port: number
   });
 }
 
-const entry: fc.Arbitrary<EgressEntry> = fc.record({
-  host: fc.constantFrom(...POOL),
-  port: fc.constantFrom(80, 443),
-  approval: fc.option(fc.constant('a'), { nil: undefined }),
-  expiresAtMs: fc.option(fc.integer({ min: 0, max: 2000 }), { nil: undefined }),
-}).map((e) => {
-  const out: EgressEntry = { host: e.host, port: e.port };
-  if (e.approval !== undefined) {
-    out.approval = e.approval;
-    out.expiresAtMs = e.expiresAtMs ?? 0;
-  }
-  return out;
-});
+const entry: fc.Arbitrary<EgressEntry> = fc
+  .record({
+    host: fc.constantFrom(...POOL),
+    port: fc.constantFrom(80, 443),
+    approval: fc.option(fc.constant('a'), { nil: undefined }),
+    expiresAtMs: fc.option(fc.integer({ min: 0, max: 2000 }), { nil: undefined }),
+  })
+  .map((e) => {
+    const out: EgressEntry = { host: e.host, port: e.port };
+    if (e.approval !== undefined) {
+      out.approval = e.approval;
+      out.expiresAtMs = e.expiresAtMs ?? 0;
+    }
+    return out;
+  });
 
 describe('isAllowed (property)', () => {
   it('no input admits a host outside baseline ∪ active approvals', () => {
     fc.assert(
-      fc.property(fc.array(entry, { maxLength: 6 }), fc.constantFrom(...POOL), fc.nat(10), fc.constantFrom(80, 443), fc.integer({ min: 0, max: 2000 }), (entries, target, pick, port, now) => {
-        const forms = spellings(target);
-        const [canonical, written] = forms[pick % forms.length]!;
-        if (isAllowed(entries, written, port, now).allowed) {
-          assert.ok(oracle(entries, canonical, port, now), `${written}:${port} admitted at ${now} by ${JSON.stringify(entries)}`);
-        }
-      }),
+      fc.property(
+        fc.array(entry, { maxLength: 6 }),
+        fc.constantFrom(...POOL),
+        fc.nat(10),
+        fc.constantFrom(80, 443),
+        fc.integer({ min: 0, max: 2000 }),
+        (entries, target, pick, port, now) => {
+          const forms = spellings(target);
+          const [canonical, written] = forms[pick % forms.length]!;
+          if (isAllowed(entries, written, port, now).allowed) {
+            assert.ok(oracle(entries, canonical, port, now), `${written}:${port} admitted at ${now} by ${JSON.stringify(entries)}`);
+          }
+        },
+      ),
       { numRuns: 5000 },
     );
   });

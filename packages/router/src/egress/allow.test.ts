@@ -55,7 +55,10 @@ describe('isAllowed', () => {
     const baseline: EgressEntry = { host: 'example.com', port: 443 };
     const approval: EgressEntry = { host: 'example.com', port: 443, approval: 'a1', expiresAtMs: NOW + 1000 };
     assert.deepEqual(isAllowed([baseline, approval], 'example.com', 443, NOW), { allowed: true, entry: baseline });
-    assert.deepEqual(isAllowed([{ ...approval, expiresAtMs: NOW - 1 }, approval], 'example.com', 443, NOW), { allowed: true, entry: approval });
+    assert.deepEqual(isAllowed([{ ...approval, expiresAtMs: NOW - 1 }, approval], 'example.com', 443, NOW), {
+      allowed: true,
+      entry: approval,
+    });
   });
 
   it('matches IPv6 literals with or without brackets', () => {

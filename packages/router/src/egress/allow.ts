@@ -58,7 +58,9 @@ export function effectiveEntries(entries: readonly EgressEntry[]): readonly Egre
   if (hit !== undefined) return hit;
   const baseline = entries.filter((e) => e.approval === undefined).map((e) => e.host);
   // Names go through the proxy's resolve-once check instead (their addresses are what matters).
-  const out = entries.filter((e) => e.approval === undefined || canonicalHost(e.host)?.kind === 'name' || approvalHostProblem(e.host, baseline) === undefined);
+  const out = entries.filter(
+    (e) => e.approval === undefined || canonicalHost(e.host)?.kind === 'name' || approvalHostProblem(e.host, baseline) === undefined,
+  );
   effectiveCache.set(entries, out);
   return out;
 }

@@ -40,7 +40,11 @@ async function echoServer(): Promise<{ port: number; connections: () => number; 
 }
 
 /** An HTTP server that records what it received. */
-async function httpTarget(): Promise<{ port: number; seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }>; close(): Promise<void> }> {
+async function httpTarget(): Promise<{
+  port: number;
+  seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }>;
+  close(): Promise<void>;
+}> {
   const seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = [];
   const sockets = new Set<Socket>();
   const server = createHttpServer((req, res) => {
@@ -61,7 +65,11 @@ async function httpTarget(): Promise<{ port: number; seen: Array<{ method: strin
 }
 
 /** Send a raw CONNECT and read the response head; the socket stays open for tunnelled bytes. */
-function rawConnect(proxyPort: number, target: string, pipelined = ''): Promise<{ socket: Socket; status: number; head: string; rest: Buffer }> {
+function rawConnect(
+  proxyPort: number,
+  target: string,
+  pipelined = '',
+): Promise<{ socket: Socket; status: number; head: string; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const socket = connect(proxyPort, '127.0.0.1');
     let buf = Buffer.alloc(0);
@@ -113,14 +121,28 @@ function readBytes(socket: Socket, n: number, first: Buffer = Buffer.alloc(0)): 
 }
 
 /** GET an absolute URI through the proxy. */
-function proxiedGet(proxyPort: number, absoluteUri: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+function proxiedGet(
+  proxyPort: number,
+  absoluteUri: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: proxyPort, method: 'GET', path: absoluteUri, headers: { host: new URL(absoluteUri).host, ...headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: proxyPort,
+        method: 'GET',
+        path: absoluteUri,
+        headers: { host: new URL(absoluteUri).host, ...headers },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -128,7 +150,9 @@ function proxiedGet(proxyPort: number, absoluteUri: string, headers: Record<stri
 
 function deniedBody(host: string, port: number): string {
   const hp = `${host}:${port}`;
-  return JSON.stringify({ error: `egress to ${hp} is not allowed for sandbox sb1; request a temporary approval with: kars egress allow-extra sb1 --host ${hp} --ttl PT1H --reason "..."` });
+  return JSON.stringify({
+    error: `egress to ${hp} is not allowed for sandbox sb1; request a temporary approval with: kars egress allow-extra sb1 --host ${hp} --ttl PT1H --reason "..."`,
+  });
 }
 
 describe('egress proxy', () => {
@@ -138,7 +162,12 @@ describe('egress proxy', () => {
   let current: PolicySnapshot;
   let reads = 0;
   const decisions: EgressDecision[] = [];
-  const clock = { t: 1_700_000_000_000, now(): number { return this.t; } };
+  const clock = {
+    t: 1_700_000_000_000,
+    now(): number {
+      return this.t;
+    },
+  };
 
   before(async () => {
     echo = await echoServer();
@@ -200,7 +229,10 @@ describe('egress proxy', () => {
   });
 
   it('forwards a plain HTTP absolute-URI GET to an allowed host, with the URI host as Host and no proxy headers', T, async () => {
-    const r = await proxiedGet(proxy.port, `http://localhost:${web.port}/path?q=1`, { 'proxy-authorization': 'Basic secret', 'x-custom': 'kept' });
+    const r = await proxiedGet(proxy.port, `http://localhost:${web.port}/path?q=1`, {
+      'proxy-authorization': 'Basic secret',
+      'x-custom': 'kept',
+    });
     assert.equal(r.status, 200);
     assert.equal(r.body, 'hello from target: GET /path?q=1');
     assert.equal(r.headers['x-target'], 'yes');
@@ -209,7 +241,15 @@ describe('egress proxy', () => {
     assert.equal(seen.headers['host'], `localhost:${web.port}`);
     assert.equal(seen.headers['x-custom'], 'kept');
     assert.equal(seen.headers['proxy-authorization'], undefined);
-    assert.deepEqual(decisions.at(-1), { sandbox: 'sb1', host: 'localhost', port: web.port, via: 'HTTP', allowed: true, decision: 'allowed', approval: 'web-approval' });
+    assert.deepEqual(decisions.at(-1), {
+      sandbox: 'sb1',
+      host: 'localhost',
+      port: web.port,
+      via: 'HTTP',
+      allowed: true,
+      decision: 'allowed',
+      approval: 'web-approval',
+    });
   });
 
   it('answers a plain HTTP GET to a host not in the allowlist with 403 and never contacts it', T, async () => {

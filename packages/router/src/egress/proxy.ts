@@ -24,7 +24,14 @@
  * Caveats: Absolute `https://` URIs (TLS-terminating proxying) and protocol upgrades over plain HTTP are
  * refused with 400/501: use CONNECT. Usage counts live in memory and only count allowed uses.
  */
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { lookup } from 'node:dns/promises';
 import { connect, isIP, isIPv6, type AddressInfo, type Socket } from 'node:net';
 import { specialHostReason } from '@kars/policy-api';
@@ -117,7 +124,17 @@ export function deniedMessage(sandbox: string, host: string, port: number): stri
   return `egress to ${hp} is not allowed for sandbox ${sandbox}; request a temporary approval with: kars egress allow-extra ${sandbox} --host ${hp} --ttl PT1H --reason "..."`;
 }
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
 
 /** Headers minus hop-by-hop ones, including those the Connection header names. */
 function endToEnd(h: IncomingHttpHeaders): OutgoingHttpHeaders {
@@ -135,7 +152,9 @@ function rawResponse(socket: Duplex, status: number, reason: string, error: stri
     return;
   }
   const body = JSON.stringify({ error });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function jsonResponse(res: ServerResponse, status: number, error: string): void {
@@ -189,14 +208,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     } catch (e) {
       return { ok: false, error: `cannot resolve ${host}: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
     }
-    const baseline = new Set(opts.snapshot().egress.filter((e) => e.approval === undefined).map((e) => canonicalSpelling(e.host)));
+    const baseline = new Set(
+      opts
+        .snapshot()
+        .egress.filter((e) => e.approval === undefined)
+        .map((e) => canonicalSpelling(e.host)),
+    );
     const why: string[] = [];
     for (const a of addrs) {
       const special = specialHostReason(a.address);
       if (special === undefined || viaBaseline || baseline.has(canonicalSpelling(a.address))) return { ok: true, address: a.address };
       why.push(special);
     }
-    return { ok: false, error: `${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the address` };
+    return {
+      ok: false,
+      error: `${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the address`,
+    };
   }
 
   function track(s: Duplex): void {
@@ -208,7 +235,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const snapshot = opts.snapshot();
     const v = isAllowed(snapshot.egress, host, port, now());
     const d: EgressDecision = v.allowed
-      ? { sandbox, host, port, via, allowed: true, decision: 'allowed', ...(v.entry.approval === undefined ? {} : { approval: v.entry.approval }) }
+      ? {
+          sandbox,
+          host,
+          port,
+          via,
+          allowed: true,
+          decision: 'allowed',
+          ...(v.entry.approval === undefined ? {} : { approval: v.entry.approval }),
+        }
       : { sandbox, host, port, via, allowed: false, decision: 'denied' };
     if (v.allowed) {
       const key = hostPort(host, port);
@@ -250,15 +285,25 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   function tunnel(client: Duplex, head: Buffer, target: { host: string; port: number }, address: string): void {
     const upstream: Socket = connect({ host: address, port: target.port });
     track(upstream);
-    admit(target.host, target.port, () => {
-      upstream.destroy();
-      client.destroy();
-    }, client);
+    admit(
+      target.host,
+      target.port,
+      () => {
+        upstream.destroy();
+        client.destroy();
+      },
+      client,
+    );
     let established = false;
     upstream.setTimeout(connectTimeoutMs, () => {
       if (!established) {
         upstream.destroy();
-        rawResponse(client, 504, 'Gateway Timeout', `egress to ${hostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`);
+        rawResponse(
+          client,
+          504,
+          'Gateway Timeout',
+          `egress to ${hostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`,
+        );
       }
     });
     upstream.once('connect', () => {
@@ -274,7 +319,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       client.pipe(upstream);
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (!established) rawResponse(client, 502, 'Bad Gateway', `egress to ${hostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
+      if (!established)
+        rawResponse(client, 502, 'Bad Gateway', `egress to ${hostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
       else client.destroy();
     });
     upstream.on('close', (hadError) => {
@@ -290,11 +336,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     try {
       url = new URL(req.url ?? '');
     } catch {
-      jsonResponse(res, 400, `this is the egress forward proxy of sandbox ${sandbox}: send an absolute http:// URI, or CONNECT host:port for anything else`);
+      jsonResponse(
+        res,
+        400,
+        `this is the egress forward proxy of sandbox ${sandbox}: send an absolute http:// URI, or CONNECT host:port for anything else`,
+      );
       return;
     }
     if (url.protocol !== 'http:') {
-      jsonResponse(res, 400, `the egress proxy forwards only absolute http:// URIs; use CONNECT ${url.hostname}:${url.port === '' ? 443 : url.port} for ${url.protocol}`);
+      jsonResponse(
+        res,
+        400,
+        `the egress proxy forwards only absolute http:// URIs; use CONNECT ${url.hostname}:${url.port === '' ? 443 : url.port} for ${url.protocol}`,
+      );
       return;
     }
     const host = validHost(url.hostname);
@@ -324,11 +378,24 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   function forwardHttp(req: IncomingMessage, res: ServerResponse, url: URL, host: string, port: number, address: string): void {
     const headers = endToEnd(req.headers);
     headers['host'] = url.host;
-    const up = httpRequest({ host: address, port, method: req.method, path: `${url.pathname}${url.search}`, headers, agent: false, timeout: connectTimeoutMs });
-    admit(host, port, () => {
-      up.destroy();
-      res.destroy();
-    }, res);
+    const up = httpRequest({
+      host: address,
+      port,
+      method: req.method,
+      path: `${url.pathname}${url.search}`,
+      headers,
+      agent: false,
+      timeout: connectTimeoutMs,
+    });
+    admit(
+      host,
+      port,
+      () => {
+        up.destroy();
+        res.destroy();
+      },
+      res,
+    );
     up.on('socket', (s) => track(s));
     up.on('timeout', () => up.destroy(new Error('ETIMEDOUT')));
     up.on('response', (upRes) => {

@@ -29,7 +29,10 @@ describe('TokenBudgetTracker reserve/settle (property)', () => {
         const check = (): void => {
           const u = t.usage('sb');
           const used = daily ? u.dailyUsed : u.monthlyUsed;
-          assert.ok(used + u.reserved <= cap + largest, `used ${used} + reserved ${u.reserved} > cap ${cap} + largest reservation ${largest}`);
+          assert.ok(
+            used + u.reserved <= cap + largest,
+            `used ${used} + reserved ${u.reserved} > cap ${cap} + largest reservation ${largest}`,
+          );
         };
         for (const o of ops) {
           if (o.kind === 'reserve') {

@@ -103,8 +103,10 @@ export class TokenBudgetTracker {
       return OK;
     }
     this.#roll(e);
-    if (caps.dailyTokens !== null && e.daily + e.reserved >= caps.dailyTokens) return refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
-    if (caps.monthlyTokens !== null && e.monthly + e.reserved >= caps.monthlyTokens) return refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
+    if (caps.dailyTokens !== null && e.daily + e.reserved >= caps.dailyTokens)
+      return refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
+    if (caps.monthlyTokens !== null && e.monthly + e.reserved >= caps.monthlyTokens)
+      return refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
     return OK;
   }
 
@@ -169,7 +171,13 @@ export class TokenBudgetTracker {
     const d = new Date(day * DAY_MS).toISOString();
     const e = this.#entries.get(sandbox);
     if (e !== undefined) this.#roll(e);
-    return { day: d.slice(0, 10), month: d.slice(0, 7), dailyUsed: e?.daily ?? 0, monthlyUsed: e?.monthly ?? 0, reserved: e?.reserved ?? 0 };
+    return {
+      day: d.slice(0, 10),
+      month: d.slice(0, 7),
+      dailyUsed: e?.daily ?? 0,
+      monthlyUsed: e?.monthly ?? 0,
+      reserved: e?.reserved ?? 0,
+    };
   }
 
   #period(): { day: number; month: number } {

@@ -1,6 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { budgetExceeded, decisionHeaders, perRequestTokensExceeded, proxyError, refusalHeaders, refusalJson, sanitizeHeaderValue, streamRefusalFrames } from './errors.js';
+import {
+  budgetExceeded,
+  decisionHeaders,
+  perRequestTokensExceeded,
+  proxyError,
+  refusalHeaders,
+  refusalJson,
+  sanitizeHeaderValue,
+  streamRefusalFrames,
+} from './errors.js';
 
 describe('inference errors', () => {
   it('shapes bodies as the contract writes them, with no code on the 502', () => {
@@ -27,6 +36,9 @@ describe('inference errors', () => {
   });
 
   it('frames a stream refusal as one error event then [DONE]', () => {
-    assert.equal(streamRefusalFrames(proxyError()), 'data: {"error":{"message":"Failed to reach inference backend","type":"proxy_error"}}\n\ndata: [DONE]\n\n');
+    assert.equal(
+      streamRefusalFrames(proxyError()),
+      'data: {"error":{"message":"Failed to reach inference backend","type":"proxy_error"}}\n\ndata: [DONE]\n\n',
+    );
   });
 });

@@ -23,7 +23,8 @@ export const DECISION_REASON_HEADER = 'x-kars-decision-reason';
 export type DecisionByKind = 'InferencePolicy' | 'UpstreamContentFilter';
 
 /** `error.type` values this route emits. */
-export type InferenceErrorType = 'token_budget_exceeded' | 'content_policy_violation' | 'proxy_error' | 'invalid_request_error' | 'api_error';
+export type InferenceErrorType =
+  'token_budget_exceeded' | 'content_policy_violation' | 'proxy_error' | 'invalid_request_error' | 'api_error';
 
 /** `error.code` values this route emits (stable; clients and tests switch on them). */
 export type InferenceErrorCode =
@@ -82,7 +83,13 @@ export function decisionHeaders(byKind: DecisionByKind, reason: string): Record<
   return { [DECISION_HEADER]: 'blocked', [DECISION_BY_KIND_HEADER]: byKind, [DECISION_REASON_HEADER]: sanitizeHeaderValue(reason) };
 }
 
-function refusal(status: number, type: InferenceErrorType, code: InferenceErrorCode | undefined, message: string, decisionBy?: DecisionByKind): InferenceRefusal {
+function refusal(
+  status: number,
+  type: InferenceErrorType,
+  code: InferenceErrorCode | undefined,
+  message: string,
+  decisionBy?: DecisionByKind,
+): InferenceRefusal {
   const body: OpenAIErrorBody = { error: code === undefined ? { message, type } : { message, type, code } };
   return decisionBy === undefined ? { status, body } : { status, body, decisionBy };
 }
@@ -109,26 +116,53 @@ export function duplicateKey(detail: string): InferenceRefusal {
 
 /** 503: the policy declares a guardrail stage whose backend this router does not have (fail closed). */
 export function guardrailMisconfigured(provider: string): InferenceRefusal {
-  return refusal(503, 'api_error', 'guardrail_misconfigured', `InferencePolicy declares a ${provider} guardrail stage, but this router has no backend for it (kars router --guardrail-url); refusing rather than skipping it`, 'InferencePolicy');
+  return refusal(
+    503,
+    'api_error',
+    'guardrail_misconfigured',
+    `InferencePolicy declares a ${provider} guardrail stage, but this router has no backend for it (kars router --guardrail-url); refusing rather than skipping it`,
+    'InferencePolicy',
+  );
 }
 
 /** 503: the guardrail backend could not give an answer (fail closed). */
 export function guardrailUnavailable(detail: string): InferenceRefusal {
-  return refusal(503, 'api_error', 'guardrail_unavailable', `The guardrail backend could not judge this request (${detail}); refusing rather than skipping it`, 'InferencePolicy');
+  return refusal(
+    503,
+    'api_error',
+    'guardrail_unavailable',
+    `The guardrail backend could not judge this request (${detail}); refusing rather than skipping it`,
+    'InferencePolicy',
+  );
 }
 
 /** 403: a guardrail stage flagged the request or the answer. */
 export function guardrailFlagged(where: 'input' | 'output', categories: readonly string[]): InferenceRefusal {
-  return refusal(403, 'content_policy_violation', 'inference_policy_guardrail_flagged', `A guardrail stage (openai-moderation) flagged the ${where === 'input' ? 'request' : 'answer'}${categories.length > 0 ? ` (${categories.join(', ')})` : ''}`, 'InferencePolicy');
+  return refusal(
+    403,
+    'content_policy_violation',
+    'inference_policy_guardrail_flagged',
+    `A guardrail stage (openai-moderation) flagged the ${where === 'input' ? 'request' : 'answer'}${categories.length > 0 ? ` (${categories.join(', ')})` : ''}`,
+    'InferencePolicy',
+  );
 }
 
 /** 403: `x-kars-sandbox` names another sandbox than the one this router serves. */
 export function sandboxMismatch(sandbox: string): InferenceRefusal {
-  return refusal(403, 'invalid_request_error', 'sandbox_mismatch', `This router serves sandbox "${sandbox}" only; x-kars-sandbox may repeat that name but not change it (omit the header)`, 'InferencePolicy');
+  return refusal(
+    403,
+    'invalid_request_error',
+    'sandbox_mismatch',
+    `This router serves sandbox "${sandbox}" only; x-kars-sandbox may repeat that name but not change it (omit the header)`,
+    'InferencePolicy',
+  );
 }
 
 /** 403: the content-safety floor blocked the response (severity above a ceiling, or Prompt Shields missing). */
-export function contentPolicyViolation(code: 'inference_policy_content_safety_exceeded' | 'inference_policy_prompt_shields_required', message: string): InferenceRefusal {
+export function contentPolicyViolation(
+  code: 'inference_policy_content_safety_exceeded' | 'inference_policy_prompt_shields_required',
+  message: string,
+): InferenceRefusal {
   return refusal(403, 'content_policy_violation', code, message, 'InferencePolicy');
 }
 
@@ -139,7 +173,13 @@ export function proxyError(): InferenceRefusal {
 
 /** 501: the policy routes to a provider this router does not implement (`bedrock`). */
 export function providerUnimplemented(provider: string): InferenceRefusal {
-  return refusal(501, 'api_error', 'provider_unimplemented', `InferencePolicy selects provider "${provider}", which this router does not implement; use azure-openai, anthropic or ollama`, 'InferencePolicy');
+  return refusal(
+    501,
+    'api_error',
+    'provider_unimplemented',
+    `InferencePolicy selects provider "${provider}", which this router does not implement; use azure-openai, anthropic or ollama`,
+    'InferencePolicy',
+  );
 }
 
 /** 400: the body is not a JSON object. */

@@ -70,35 +70,48 @@ export function moderate(backend: GuardrailBackend, texts: readonly string[]): P
   const body = Buffer.from(JSON.stringify({ input: texts }));
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve) => {
-    const req = send(target, { method: 'POST', timeout: backend.timeoutMs ?? 10_000, headers: { 'content-type': 'application/json', 'content-length': body.length, ...(backend.apiKey ? { authorization: `Bearer ${backend.apiKey}` } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_ANSWER_BYTES) res.destroy(new Error('moderation answer too large'));
-        else chunks.push(c);
-      });
-      res.on('error', (e) => resolve({ kind: 'unavailable', detail: e.message }));
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        if (status < 200 || status >= 300) return resolve({ kind: 'unavailable', detail: `moderation endpoint answered HTTP ${status}` });
-        let doc: unknown;
-        try {
-          doc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          return resolve({ kind: 'unavailable', detail: 'moderation answer is not JSON' });
-        }
-        const results = isObj(doc) ? doc['results'] : undefined;
-        if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
-          return resolve({ kind: 'unavailable', detail: 'moderation answer has no results[].flagged' });
-        }
-        const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
-        if (flagged.length === 0) return resolve({ kind: 'clean' });
-        const cats = new Set<string>();
-        for (const r of flagged) if (isObj(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
-        resolve({ kind: 'flagged', categories: [...cats].sort() });
-      });
-    });
+    const req = send(
+      target,
+      {
+        method: 'POST',
+        timeout: backend.timeoutMs ?? 10_000,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': body.length,
+          ...(backend.apiKey ? { authorization: `Bearer ${backend.apiKey}` } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_ANSWER_BYTES) res.destroy(new Error('moderation answer too large'));
+          else chunks.push(c);
+        });
+        res.on('error', (e) => resolve({ kind: 'unavailable', detail: e.message }));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) return resolve({ kind: 'unavailable', detail: `moderation endpoint answered HTTP ${status}` });
+          let doc: unknown;
+          try {
+            doc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {
+            return resolve({ kind: 'unavailable', detail: 'moderation answer is not JSON' });
+          }
+          const results = isObj(doc) ? doc['results'] : undefined;
+          if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
+            return resolve({ kind: 'unavailable', detail: 'moderation answer has no results[].flagged' });
+          }
+          const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
+          if (flagged.length === 0) return resolve({ kind: 'clean' });
+          const cats = new Set<string>();
+          for (const r of flagged)
+            if (isObj(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
+          resolve({ kind: 'flagged', categories: [...cats].sort() });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('moderation endpoint timed out')));
     req.on('error', (e: NodeJS.ErrnoException) => resolve({ kind: 'unavailable', detail: e.code ?? e.message }));
     req.end(body);

@@ -23,7 +23,14 @@ function rules(over: Partial<InferenceRules> = {}): InferenceRules {
   return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null, ...over };
 }
 const tokens = (over: Partial<Budget>): Budget => ({ perRequestTokens: null, dailyTokens: null, monthlyTokens: null, ...over });
-const safety = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({ hate: null, selfHarm: null, sexual: null, violence: null, requirePromptShields: null, ...over });
+const safety = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
+  hate: null,
+  selfHarm: null,
+  sexual: null,
+  violence: null,
+  requirePromptShields: null,
+  ...over,
+});
 const prefer = (primary: string, ...fallback: string[]): Pref => ({
   primary: { provider: 'azure-openai', deployment: primary },
   fallback: fallback.map((deployment) => ({ provider: 'azure-openai', deployment })),
@@ -111,7 +118,11 @@ interface Reply {
 
 async function chat(r: Rig | string, body: unknown, headers: Record<string, string> = {}, path = '/v1/chat/completions'): Promise<Reply> {
   const base = typeof r === 'string' ? r : r.url;
-  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   let json: any;
   try {
@@ -131,17 +142,39 @@ function assertDecisionHeaders(h: Headers, reason: string, byKind = 'InferencePo
   assert.equal(h.get('x-kars-decision-reason'), reason);
 }
 
-const errorFrames = (message: string, code: string): string => `data: {"error":{"message":"${message}","type":"content_policy_violation","code":"${code}"}}\n\ndata: [DONE]\n\n`;
+const errorFrames = (message: string, code: string): string =>
+  `data: {"error":{"message":"${message}","type":"content_policy_violation","code":"${code}"}}\n\ndata: [DONE]\n\n`;
 const HATE_HIGH_OVER_LOW = 'Response blocked: hate severity High exceeds InferencePolicy ceiling Low';
-const SHIELDS = 'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations';
+const SHIELDS =
+  'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations';
 
 /** An SSE text in Azure's shape, for byte-exact pass-through checks. */
 function sse(hate: string | undefined, content = ['Hi', ' there'], total = 11): string {
   const f = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
-  let s = hate === undefined ? '' : f({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: hate } } }] });
-  s += f({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
-  for (const c of content) s += f({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: c }, finish_reason: null }] });
-  s += f({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 5, completion_tokens: total - 5, total_tokens: total } });
+  let s =
+    hate === undefined
+      ? ''
+      : f({
+          choices: [],
+          created: 0,
+          id: '',
+          model: '',
+          object: '',
+          prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: hate } } }],
+        });
+  s += f({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+  });
+  for (const c of content)
+    s += f({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: c }, finish_reason: null }] });
+  s += f({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    choices: [],
+    usage: { prompt_tokens: 5, completion_tokens: total - 5, total_tokens: total },
+  });
   return `${s}data: [DONE]\n\n`;
 }
 
@@ -177,7 +210,12 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
 
   it('forwards the Azure path form with its query, and records usage of the answer', async (t) => {
     const r = await rig(t);
-    const res = await chat(r, { messages: [] }, { 'x-stub-usage': '42' }, '/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21');
+    const res = await chat(
+      r,
+      { messages: [] },
+      { 'x-stub-usage': '42' },
+      '/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21',
+    );
     assert.equal(res.status, 200);
     assert.equal(r.stub.requests[0]!.path, '/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21');
     assert.equal(r.stub.requests[0]!.deployment, 'gpt-4o');
@@ -209,18 +247,30 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
     assert.equal(arr.status, 400);
     assert.equal(arr.json.error.message, 'Invalid JSON body: the body must be a JSON object');
     assert.equal(r.stub.requests.length, 0);
-    assert.deepEqual(r.decisions.map((d) => d.code), ['invalid_json', 'invalid_json']);
+    assert.deepEqual(
+      r.decisions.map((d) => d.code),
+      ['invalid_json', 'invalid_json'],
+    );
   });
 
   it('answers 413 for a body over 10 MiB, declared or streamed', async (t) => {
     const r = await rig(t);
     const { port } = new URL(r.url);
     const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json', 'content-length': 10 * 1024 * 1024 + 1 } }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json', 'content-length': 10 * 1024 * 1024 + 1 },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       req.write('{"model":"x","pad":"');
     });
@@ -228,10 +278,13 @@ describe('inference route: paths, request checks and pass-through', { timeout: 3
     assert.equal(JSON.parse(declared.body).error.code, 'request_too_large');
 
     const streamed = await new Promise<number>((resolve) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', () => undefined);
       const mib = Buffer.alloc(1024 * 1024, 0x61);
       for (let i = 0; i < 11; i++) req.write(mib);
@@ -291,7 +344,10 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
   });
 
   it('gives the budget back at the next UTC day, but keeps counting the month', async (t) => {
-    const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 100, monthlyTokens: 250 }) }), now: '2025-03-14T23:59:59.999Z' });
+    const r = await rig(t, {
+      inference: rules({ tokenBudget: tokens({ dailyTokens: 100, monthlyTokens: 250 }) }),
+      now: '2025-03-14T23:59:59.999Z',
+    });
     assert.equal((await chat(r, MSG, { 'x-stub-usage': '100' })).status, 200);
     assert.equal((await chat(r, MSG)).status, 429);
     r.clock.ms = Date.parse('2025-03-15T00:00:00.000Z');
@@ -306,7 +362,7 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     assert.equal((await chat(r, MSG)).status, 200);
   });
 
-  it('keeps one budget for the router\'s sandbox: another x-kars-sandbox does not get a fresh one', async (t) => {
+  it("keeps one budget for the router's sandbox: another x-kars-sandbox does not get a fresh one", async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 10 }) }) });
     await chat(r, MSG, { 'x-stub-usage': '10' });
     assert.equal((await chat(r, MSG)).status, 429);
@@ -319,7 +375,12 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     assert.equal((await chat(r, STREAM, { 'x-stub-usage': '77' })).status, 200);
     assert.equal(r.budget.usage('sb-default').dailyUsed, 77);
     assert.equal((await chat(r, STREAM)).status, 429);
-    assert.equal(r.stub.requests[0]!.body && (r.stub.requests[0]!.body as { stream_options?: { include_usage?: boolean } }).stream_options?.include_usage, true, 'the router asks for usage');
+    assert.equal(
+      r.stub.requests[0]!.body &&
+        (r.stub.requests[0]!.body as { stream_options?: { include_usage?: boolean } }).stream_options?.include_usage,
+      true,
+      'the router asks for usage',
+    );
   });
 
   it('charges a stream without a usage chunk the documented estimate (prompt bytes / 4 + answer bytes / 4)', async (t) => {
@@ -355,7 +416,10 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
   it('judges max_completion_tokens and max_tokens by the larger of the two', async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ perRequestTokens: 100 }) }) });
     assert.equal((await chat(r, { ...MSG, max_completion_tokens: 50, max_tokens: 60 })).status, 200);
-    for (const body of [{ ...MSG, max_completion_tokens: 50, max_tokens: 500 }, { ...MSG, max_completion_tokens: 500, max_tokens: 50 }]) {
+    for (const body of [
+      { ...MSG, max_completion_tokens: 50, max_tokens: 500 },
+      { ...MSG, max_completion_tokens: 500, max_tokens: 50 },
+    ]) {
       const over = await chat(r, body);
       assert.equal(over.status, 429);
       assert.equal(over.json.error.message, 'Requested max_tokens=500 exceeds InferencePolicy tokenBudget.perRequestTokens=100');
@@ -389,14 +453,20 @@ describe('inference route: model preference and providers', { timeout: 30_000 },
     const res = await chat(r, MSG);
     assert.equal(res.status, 200);
     assert.equal(res.json.model, 'good');
-    assert.deepEqual(r.stub.requests.map((q) => q.target), ['broken', 'also-broken', 'good']);
+    assert.deepEqual(
+      r.stub.requests.map((q) => q.target),
+      ['broken', 'also-broken', 'good'],
+    );
   });
 
   it('falls back on 429', async (t) => {
     const r = await rig(t, { inference: rules({ modelPreference: prefer('limited', 'good') }) });
     r.stub.setDeploymentBehaviour('limited', { status: 429 });
     assert.equal((await chat(r, MSG, {}, '/openai/deployments/x/chat/completions')).status, 200);
-    assert.deepEqual(r.stub.requests.map((q) => q.deployment), ['limited', 'good']);
+    assert.deepEqual(
+      r.stub.requests.map((q) => q.deployment),
+      ['limited', 'good'],
+    );
   });
 
   it('falls back for a streamed request before any byte reaches the client', async (t) => {
@@ -405,7 +475,10 @@ describe('inference route: model preference and providers', { timeout: 30_000 },
     const res = await chat(r, STREAM);
     assert.equal(res.status, 200);
     assert.ok(res.text.endsWith('data: [DONE]\n\n'));
-    assert.deepEqual(r.stub.requests.map((q) => q.target), ['broken', 'good']);
+    assert.deepEqual(
+      r.stub.requests.map((q) => q.target),
+      ['broken', 'good'],
+    );
   });
 
   it('returns the last deployment answer as it is when every candidate fails', async (t) => {
@@ -431,7 +504,9 @@ describe('inference route: model preference and providers', { timeout: 30_000 },
     assert.equal(res.status, 501);
     assert.equal(res.json.error.code, 'provider_unimplemented');
     assert.equal(res.headers.get('x-kars-decision'), 'blocked');
-    r.setPolicy(rules({ provider: 'azure-openai', modelPreference: { primary: { provider: 'bedrock', deployment: 'claude' }, fallback: [] } }));
+    r.setPolicy(
+      rules({ provider: 'azure-openai', modelPreference: { primary: { provider: 'bedrock', deployment: 'claude' }, fallback: [] } }),
+    );
     assert.equal((await chat(r, MSG)).status, 501);
     r.setPolicy(rules({ provider: 'bedrock', modelPreference: { primary: { provider: 'Foundry', deployment: 'd' }, fallback: [] } }));
     assert.equal((await chat(r, MSG)).status, 501, 'an unrecognised primary provider does not override');
@@ -447,7 +522,10 @@ describe('inference route: content-safety floor on whole responses', { timeout: 
     const res = await chat(r, MSG, { 'x-stub-filter': '{"hate":"High"}', 'x-stub-usage': '9' });
     assert.equal(res.status, 403);
     const message = 'Response blocked: hate severity High exceeds InferencePolicy ceiling Medium';
-    assert.equal(res.text, JSON.stringify({ error: { message, type: 'content_policy_violation', code: 'inference_policy_content_safety_exceeded' } }));
+    assert.equal(
+      res.text,
+      JSON.stringify({ error: { message, type: 'content_policy_violation', code: 'inference_policy_content_safety_exceeded' } }),
+    );
     assertDecisionHeaders(res.headers, message);
     assert.equal(r.budget.usage('sb-default').dailyUsed, 9, 'the tokens were spent upstream, so they count');
     assert.deepEqual(r.decisions, [{ sandbox: 'sb-default', decision: 'deny', code: 'inference_policy_content_safety_exceeded' }]);
@@ -484,7 +562,10 @@ describe('inference route: content-safety floor on whole responses', { timeout: 
     const r = await rig(t, { inference: rules({ contentSafety: safety({ requirePromptShields: true }) }) });
     const res = await chat(r, MSG, { 'x-stub-no-filter': '1' });
     assert.equal(res.status, 403);
-    assert.equal(res.text, JSON.stringify({ error: { message: SHIELDS, type: 'content_policy_violation', code: 'inference_policy_prompt_shields_required' } }));
+    assert.equal(
+      res.text,
+      JSON.stringify({ error: { message: SHIELDS, type: 'content_policy_violation', code: 'inference_policy_prompt_shields_required' } }),
+    );
     assertDecisionHeaders(res.headers, SHIELDS);
     assert.equal((await chat(r, MSG)).status, 200, 'annotated responses pass');
   });
@@ -580,7 +661,8 @@ describe('inference route: streams', { timeout: 30_000 }, () => {
   it('lets events before the first annotated chunk through, then the error frame, then nothing', async (t) => {
     const r = await rig(t, { inference: rules({ contentSafety: safety({ hate: 'Low' }) }) });
     const role = 'data: {"choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n';
-    const annotated = 'data: {"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"high"}}}]}\n\n';
+    const annotated =
+      'data: {"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"high"}}}]}\n\n';
     const rest = 'data: {"choices":[{"index":0,"delta":{"content":"forbidden"}}]}\n\ndata: [DONE]\n\n';
     r.stub.setBehaviour({ rawBody: role + annotated + rest, contentType: 'text/event-stream', chunkBytes: 16 });
     const res = await chat(r, STREAM);
@@ -629,7 +711,10 @@ describe('inference route: streams', { timeout: 30_000 }, () => {
     await reader.read();
     ac.abort();
     await reader.read().catch(() => undefined);
-    await Promise.race([closedUpstream, new Promise((_, reject) => setTimeout(() => reject(new Error('upstream still open after 2 s')), 2000))]);
+    await Promise.race([
+      closedUpstream,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('upstream still open after 2 s')), 2000)),
+    ]);
   });
 });
 
@@ -665,7 +750,10 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
       flaky.closeAllConnections();
       flaky.close();
     });
-    const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`), inference: rules({ modelPreference: prefer('dead', 'good') }) });
+    const r = await rig(t, {
+      upstream: new URL(`http://127.0.0.1:${port}`),
+      inference: rules({ modelPreference: prefer('dead', 'good') }),
+    });
     assert.equal((await chat(r, MSG, {}, '/openai/deployments/x/chat/completions')).status, 200);
     assert.deepEqual(seen, ['/openai/deployments/dead/chat/completions', '/openai/deployments/good/chat/completions']);
     r.setPolicy(rules({ modelPreference: prefer('dead') }));
@@ -689,14 +777,19 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
           sock.destroy();
           return;
         }
-        sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`);
+        sock.write(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`,
+        );
       });
     });
     const port = await listen(server);
     t.after(() => server.close());
     const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`) });
     // Two at once: two pooled connections, both now stale.
-    assert.deepEqual((await Promise.all([chat(r, MSG), chat(r, MSG)])).map((x) => x.status), [200, 200]);
+    assert.deepEqual(
+      (await Promise.all([chat(r, MSG), chat(r, MSG)])).map((x) => x.status),
+      [200, 200],
+    );
     assert.equal((await chat(r, MSG)).status, 200, 'the dropped reuse was retried on a new connection, not on the other stale one');
     assert.equal(received, 4);
   });

@@ -177,7 +177,8 @@ const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock
 export function routePlan(rules: InferenceRules | undefined): { provider: string; deployments: string[] } {
   const mp = rules?.modelPreference ?? null;
   const primaryProvider = mp?.primary.provider;
-  const provider = primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
+  const provider =
+    primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
   const deployments: string[] = [];
   if (mp !== null) {
     if (mp.primary.deployment !== '') deployments.push(mp.primary.deployment);
@@ -190,7 +191,22 @@ export function routePlan(rules: InferenceRules | undefined): { provider: string
 }
 
 /** Request headers never forwarded upstream (hop-by-hop, recomputed, or internal). */
-const REQUEST_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
+const REQUEST_SKIP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'expect',
+  'accept-encoding',
+  SANDBOX_HEADER,
+]);
 /** Response headers never passed back (hop-by-hop). */
 const RESPONSE_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
@@ -257,7 +273,12 @@ function upstreamFilterReason(parsed: unknown): string | undefined {
   if (!isObj(err)) return undefined;
   const code = typeof err['code'] === 'string' ? err['code'] : '';
   const message = typeof err['message'] === 'string' ? err['message'] : '';
-  if (UPSTREAM_FILTER_CODES.has(code) || code.startsWith('inference_policy_') || message.includes('content management policy') || message.includes('Responsible AI')) {
+  if (
+    UPSTREAM_FILTER_CODES.has(code) ||
+    code.startsWith('inference_policy_') ||
+    message.includes('content management policy') ||
+    message.includes('Responsible AI')
+  ) {
     return message !== '' ? message : code;
   }
   return undefined;
@@ -308,7 +329,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
 export function createInferenceHandler(opts: InferenceHandlerOptions): InferenceHandler {
   const upstream = opts.upstream;
   const secure = upstream.protocol === 'https:';
-  if (!secure && upstream.protocol !== 'http:') throw new TypeError(`inference upstream must be an http: or https: URL, got "${upstream.href}"`);
+  if (!secure && upstream.protocol !== 'http:')
+    throw new TypeError(`inference upstream must be an http: or https: URL, got "${upstream.href}"`);
   const transport = secure ? https : http;
   const agent = secure ? new https.Agent({ keepAlive: true, scheduling: 'lifo' }) : new http.Agent({ keepAlive: true, scheduling: 'lifo' });
   const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
@@ -319,9 +341,22 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   const defaultDaily = opts.defaultDailyTokens ?? null;
 
   /** One upstream attempt; resolves with the response once its headers arrive. `fresh` skips the keep-alive pool. */
-  function send(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void, fresh = false): Promise<IncomingMessage> {
+  function send(
+    path: string,
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+    track: (r: ClientRequest | undefined) => void,
+    fresh = false,
+  ): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const r = transport.request({ host: hostname, port, method: 'POST', path, headers: { ...headers, 'content-length': body.length }, agent: fresh ? false : agent });
+      const r = transport.request({
+        host: hostname,
+        port,
+        method: 'POST',
+        path,
+        headers: { ...headers, 'content-length': body.length },
+        agent: fresh ? false : agent,
+      });
       track(r);
       const timer = setTimeout(() => r.destroy(new UpstreamTimeoutError(timeoutMs, path)), timeoutMs);
       r.once('response', (up) => {
@@ -343,7 +378,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * so the retry cannot duplicate a completion; other pooled sockets may be just as stale, hence
    * the new connection.
    */
-  async function sendRetrying(path: string, headers: OutgoingHttpHeaders, body: Buffer, track: (r: ClientRequest | undefined) => void): Promise<IncomingMessage> {
+  async function sendRetrying(
+    path: string,
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+    track: (r: ClientRequest | undefined) => void,
+  ): Promise<IncomingMessage> {
     let req: ClientRequest | undefined;
     try {
       return await send(path, headers, body, (r) => {
@@ -357,7 +397,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
   }
 
-  async function serve(req: IncomingMessage, res: ServerResponse, route: InferenceRoute, decide: (decision: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: InferenceRoute,
+    decide: (decision: 'allow' | 'deny', code?: string) => void,
+  ): Promise<void> {
     // Step 1: one snapshot for the whole request.
     const rules = opts.snapshot().inference;
 
@@ -433,7 +478,11 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     const guardOutput = opts.guardrail !== undefined && stages.some((g) => g.applyTo !== 'input') ? opts.guardrail : undefined;
 
     // Step 5: reserve the request's maximum against the daily / monthly budget.
-    const reserved = budget.reserve(sandbox, { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null }, reservationFor(norm.request, bodyBytes));
+    const reserved = budget.reserve(
+      sandbox,
+      { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null },
+      reservationFor(norm.request, bodyBytes),
+    );
     if (!reserved.ok) {
       refuse(budgetExceeded(reserved.message));
       return;
@@ -454,13 +503,21 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** The path and the (re-serialised) body of one attempt at `deployment`. */
-  function attemptFor(route: InferenceRoute, body: Record<string, unknown>, text: string, deployment: string | undefined): { path: string; body: Buffer } {
+  function attemptFor(
+    route: InferenceRoute,
+    body: Record<string, unknown>,
+    text: string,
+    deployment: string | undefined,
+  ): { path: string; body: Buffer } {
     if (route.kind === 'azure') {
       const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
       return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: Buffer.from(text) };
     }
     const path = `${basePath}/v1/chat/completions${route.query}`;
-    return { path, body: Buffer.from(deployment === undefined || body['model'] === deployment ? text : JSON.stringify({ ...body, model: deployment })) };
+    return {
+      path,
+      body: Buffer.from(deployment === undefined || body['model'] === deployment ? text : JSON.stringify({ ...body, model: deployment })),
+    };
   }
 
   async function forward(
@@ -549,7 +606,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
-  async function relayPlain(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayPlain(
+    up: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    meter: Meter,
+    decide: (d: 'allow' | 'deny', code?: string) => void,
+  ): Promise<void> {
     decide('allow');
     res.writeHead(status, responseHeaders(up, false));
     const ok = status >= 200 && status < 300;
@@ -578,7 +641,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * The whole upstream body to judge, or undefined once the client is gone or the refusal is sent:
    * an upstream cut short, or too large to judge (already cut upstream), fails closed.
    */
-  async function bufferToJudge(up: IncomingMessage, res: ServerResponse, meter: Meter, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<Buffer | undefined> {
+  async function bufferToJudge(
+    up: IncomingMessage,
+    res: ServerResponse,
+    meter: Meter,
+    decide: (d: 'allow' | 'deny', code?: string) => void,
+  ): Promise<Buffer | undefined> {
     const buffered = await bufferUpstream(up, res, meter);
     if (res.destroyed || res.headersSent) return undefined;
     if (buffered === 'incomplete' || buffered === 'too_large') {
@@ -590,7 +658,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** Buffer the whole body, judge it, and send it (or the refusal). */
-  async function relayJudged(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void, guardOutput?: GuardrailBackend): Promise<void> {
+  async function relayJudged(
+    up: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    meter: Meter,
+    floor: ContentSafetyRules | undefined,
+    decide: (d: 'allow' | 'deny', code?: string) => void,
+    guardOutput?: GuardrailBackend,
+  ): Promise<void> {
     const body = await bufferToJudge(up, res, meter, decide);
     if (body === undefined) return;
     const doc = tryParse(body);
@@ -631,7 +707,14 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   /** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
-  async function relayStream(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayStream(
+    up: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    meter: Meter,
+    floor: ContentSafetyRules | undefined,
+    decide: (d: 'allow' | 'deny', code?: string) => void,
+  ): Promise<void> {
     const gate = new SseGate(floor);
     const headers = responseHeaders(up, true);
     let blocked = false;
@@ -687,7 +770,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * passed through the content-safety gate and sent — or refused with a plain JSON 403/503, since
    * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
    */
-  async function relayStreamGuarded(up: IncomingMessage, res: ServerResponse, status: number, meter: Meter, floor: ContentSafetyRules | undefined, guard: GuardrailBackend, decide: (d: 'allow' | 'deny', code?: string) => void): Promise<void> {
+  async function relayStreamGuarded(
+    up: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    meter: Meter,
+    floor: ContentSafetyRules | undefined,
+    guard: GuardrailBackend,
+    decide: (d: 'allow' | 'deny', code?: string) => void,
+  ): Promise<void> {
     const all = await bufferToJudge(up, res, meter, decide);
     if (all === undefined) return;
     const docs: unknown[] = [];

@@ -1,12 +1,40 @@
-export { createInferenceHandler, matchInferencePath, isDnsLabel, headerAgrees, routePlan, UpstreamTimeoutError, MAX_REQUEST_BODY_BYTES, MAX_BUFFERED_RESPONSE_BYTES, DEFAULT_FETCH_TIMEOUT_MS, SANDBOX_HEADER } from './handler.js';
+export {
+  createInferenceHandler,
+  matchInferencePath,
+  isDnsLabel,
+  headerAgrees,
+  routePlan,
+  UpstreamTimeoutError,
+  MAX_REQUEST_BODY_BYTES,
+  MAX_BUFFERED_RESPONSE_BYTES,
+  DEFAULT_FETCH_TIMEOUT_MS,
+  SANDBOX_HEADER,
+} from './handler.js';
 export type { InferenceDecision, InferenceHandler, InferenceHandlerOptions, InferenceRoute } from './handler.js';
 export { TokenBudgetTracker, PRUNE_THRESHOLD } from './budget.js';
 export type { BudgetCaps, BudgetUsage, BudgetVerdict, Reservation, ReserveResult, TokenBudgetTrackerOptions } from './budget.js';
-export { normalizeRequest, reservationFor, estimateUsage, estimatePromptTokens, MAX_TOKEN_LIMIT, MAX_N, UNBOUNDED_COMPLETION_RESERVE } from './limits.js';
+export {
+  normalizeRequest,
+  reservationFor,
+  estimateUsage,
+  estimatePromptTokens,
+  MAX_TOKEN_LIMIT,
+  MAX_N,
+  UNBOUNDED_COMPLETION_RESERVE,
+} from './limits.js';
 export type { NormalizedRequest, LimitsRefusal, LimitsResult } from './limits.js';
 export { evaluateSafety, extractAnnotations, isFloorActive, severityRank } from './safety.js';
 export type { ContentSafetyRules, FilterAnnotation, SafetyCategory, SafetyVerdict } from './safety.js';
-export { SseEventSplitter, SseGate, eventData, usageFromJsonTail, usageFromSseText, usageTotal, USAGE_TAIL_BYTES, MAX_HELD_BYTES } from './sse.js';
+export {
+  SseEventSplitter,
+  SseGate,
+  eventData,
+  usageFromJsonTail,
+  usageFromSseText,
+  usageTotal,
+  USAGE_TAIL_BYTES,
+  MAX_HELD_BYTES,
+} from './sse.js';
 export type { GateOutput } from './sse.js';
 export {
   DECISION_HEADER,

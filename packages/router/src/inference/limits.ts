@@ -35,7 +35,8 @@ export interface NormalizedRequest {
   maxCompletion: number | undefined;
 }
 
-export type LimitsRefusal = { kind: 'invalid'; field: string; message: string } | { kind: 'over_cap'; requested: number; cap: number; message: string };
+export type LimitsRefusal =
+  { kind: 'invalid'; field: string; message: string } | { kind: 'over_cap'; requested: number; cap: number; message: string };
 
 export type LimitsResult = { ok: true; request: NormalizedRequest } | { ok: false; refusal: LimitsRefusal };
 
@@ -46,7 +47,11 @@ function describe(v: unknown): string {
   return typeof v === 'object' ? (Array.isArray(v) ? 'a list' : 'an object') : `a ${typeof v}`;
 }
 
-function intField(body: Record<string, unknown>, field: string, max: number): { ok: true; value: number | undefined } | { ok: false; refusal: LimitsRefusal } {
+function intField(
+  body: Record<string, unknown>,
+  field: string,
+  max: number,
+): { ok: true; value: number | undefined } | { ok: false; refusal: LimitsRefusal } {
   if (!Object.hasOwn(body, field)) return { ok: true, value: undefined };
   const v = body[field];
   if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) return { ok: true, value: v };
@@ -68,19 +73,39 @@ export function normalizeRequest(body: Record<string, unknown>, cap: number | nu
   if (cap !== null) {
     if (perChoice === undefined) {
       perChoice = Math.floor(cap / n);
-      if (perChoice < 1) return { ok: false, refusal: { kind: 'over_cap', requested: n, cap, message: `n=${n} choices cannot fit InferencePolicy tokenBudget.perRequestTokens=${cap} (at least 1 token each)` } };
+      if (perChoice < 1)
+        return {
+          ok: false,
+          refusal: {
+            kind: 'over_cap',
+            requested: n,
+            cap,
+            message: `n=${n} choices cannot fit InferencePolicy tokenBudget.perRequestTokens=${cap} (at least 1 token each)`,
+          },
+        };
       out['max_tokens'] = perChoice;
     } else if (n * perChoice > cap) {
       const requested = n * perChoice;
       const what = n === 1 ? `max_tokens=${perChoice}` : `n=${n} × max_tokens=${perChoice} = ${requested}`;
-      return { ok: false, refusal: { kind: 'over_cap', requested, cap, message: `Requested ${what} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}` } };
+      return {
+        ok: false,
+        refusal: {
+          kind: 'over_cap',
+          requested,
+          cap,
+          message: `Requested ${what} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}`,
+        },
+      };
     }
   }
 
   if (body['stream'] === true) {
     const so = body['stream_options'];
     if (so !== undefined && so !== null && (typeof so !== 'object' || Array.isArray(so))) {
-      return { ok: false, refusal: { kind: 'invalid', field: 'stream_options', message: `stream_options must be an object, got ${describe(so)}` } };
+      return {
+        ok: false,
+        refusal: { kind: 'invalid', field: 'stream_options', message: `stream_options must be an object, got ${describe(so)}` },
+      };
     }
     out['stream_options'] = { ...(so ?? {}), include_usage: true };
   }

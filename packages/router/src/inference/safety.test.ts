@@ -2,8 +2,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { evaluateSafety, extractAnnotations, isFloorActive, severityRank, type ContentSafetyRules } from './safety.js';
 
-const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({ hate: null, selfHarm: null, sexual: null, violence: null, requirePromptShields: null, ...over });
-const sev = (severities: Record<string, string>): Record<string, unknown> => Object.fromEntries(Object.entries(severities).map(([k, v]) => [k, { filtered: false, severity: v }]));
+const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
+  hate: null,
+  selfHarm: null,
+  sexual: null,
+  violence: null,
+  requirePromptShields: null,
+  ...over,
+});
+const sev = (severities: Record<string, string>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(severities).map(([k, v]) => [k, { filtered: false, severity: v }]));
 
 describe('severityRank', () => {
   it('ranks Safe < Low < Medium < High, case-insensitively, and leaves anything else unknown', () => {
@@ -67,7 +75,8 @@ describe('evaluateSafety', () => {
     assert.deepEqual(evaluateSafety(cs({ requirePromptShields: true }), []), {
       blocked: true,
       code: 'inference_policy_prompt_shields_required',
-      message: 'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations',
+      message:
+        'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations',
     });
     assert.equal(evaluateSafety(cs({ requirePromptShields: true }), [{}]).blocked, false);
   });
@@ -80,12 +89,21 @@ describe('evaluateSafety', () => {
 
 describe('extractAnnotations', () => {
   it('collects prompt_filter_results[*].content_filter_results from a 2xx body', () => {
-    const body = { prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: 1 } }, { prompt_index: 1 }, 'junk', { content_filter_results: { sexual: 2 } }] };
+    const body = {
+      prompt_filter_results: [
+        { prompt_index: 0, content_filter_results: { hate: 1 } },
+        { prompt_index: 1 },
+        'junk',
+        { content_filter_results: { sexual: 2 } },
+      ],
+    };
     assert.deepEqual(extractAnnotations(body, 200), [{ hate: 1 }, { sexual: 2 }]);
   });
 
   it('collects error.innererror.content_filter_result from a 400 body', () => {
-    const body = { error: { code: 'content_filter', innererror: { code: 'ResponsibleAIPolicyViolation', content_filter_result: { hate: 1 } } } };
+    const body = {
+      error: { code: 'content_filter', innererror: { code: 'ResponsibleAIPolicyViolation', content_filter_result: { hate: 1 } } },
+    };
     assert.deepEqual(extractAnnotations(body, 400), [{ hate: 1 }]);
     assert.deepEqual(extractAnnotations(body, 200), []);
   });

@@ -63,7 +63,14 @@ export function severityRank(s: unknown): number | undefined {
 
 /** Whether the floor does anything: a ceiling is set or Prompt Shields are required. */
 export function isFloorActive(rules: ContentSafetyRules | null | undefined): rules is ContentSafetyRules {
-  return rules != null && (rules.hate !== null || rules.selfHarm !== null || rules.sexual !== null || rules.violence !== null || rules.requirePromptShields === true);
+  return (
+    rules != null &&
+    (rules.hate !== null ||
+      rules.selfHarm !== null ||
+      rules.sexual !== null ||
+      rules.violence !== null ||
+      rules.requirePromptShields === true)
+  );
 }
 
 /**
@@ -93,7 +100,8 @@ export function evaluateSafety(rules: ContentSafetyRules | null | undefined, ann
     return {
       blocked: true,
       code: 'inference_policy_prompt_shields_required',
-      message: 'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations',
+      message:
+        'Response blocked: InferencePolicy requires Prompt Shields but the upstream response carried no prompt_filter_results annotations',
     };
   }
   return PASS;

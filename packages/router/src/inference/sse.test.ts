@@ -3,9 +3,20 @@ import assert from 'node:assert/strict';
 import type { ContentSafetyRules } from './safety.js';
 import { SseEventSplitter, SseGate, eventData, usageFromJsonTail, usageFromSseText } from './sse.js';
 
-const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({ hate: null, selfHarm: null, sexual: null, violence: null, requirePromptShields: null, ...over });
+const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
+  hate: null,
+  selfHarm: null,
+  sexual: null,
+  violence: null,
+  requirePromptShields: null,
+  ...over,
+});
 const frame = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
-const pfr = (hate: string): string => frame({ choices: [], prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: hate } } }] });
+const pfr = (hate: string): string =>
+  frame({
+    choices: [],
+    prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: hate } } }],
+  });
 const delta = (content: string): string => frame({ choices: [{ index: 0, delta: { content } }] });
 
 /** Feed `text` in pieces of `size` bytes; returns what the gate let out and the refusal, if any. */
@@ -49,7 +60,11 @@ describe('eventData', () => {
 
 describe('usageFromSseText', () => {
   it('takes total_tokens from the last data line that carries a usage object', () => {
-    const text = frame({ usage: { total_tokens: 5 } }) + frame({ usage: null }) + frame({ choices: [], usage: { total_tokens: 42 } }) + 'data: [DONE]\n\n';
+    const text =
+      frame({ usage: { total_tokens: 5 } }) +
+      frame({ usage: null }) +
+      frame({ choices: [], usage: { total_tokens: 42 } }) +
+      'data: [DONE]\n\n';
     assert.equal(usageFromSseText(text), 42);
     assert.equal(usageFromSseText(frame({ usage: null }) + 'data: [DONE]\n\n'), undefined);
     assert.equal(usageFromSseText('{"usage":{"total_tokens":3}} truncated'), undefined);
@@ -58,13 +73,29 @@ describe('usageFromSseText', () => {
 
 describe('usageFromJsonTail', () => {
   it('reads total_tokens from the usage object of a body without parsing the rest', () => {
-    const body = { choices: [{ message: { content: 'we discuss "usage": {"total_tokens": 999} and } braces {' } }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: { cached_tokens: 0 }, note: 'a } in a string' } };
+    const body = {
+      choices: [{ message: { content: 'we discuss "usage": {"total_tokens": 999} and } braces {' } }],
+      usage: {
+        prompt_tokens: 1,
+        completion_tokens: 2,
+        total_tokens: 3,
+        prompt_tokens_details: { cached_tokens: 0 },
+        note: 'a } in a string',
+      },
+    };
     assert.equal(usageFromJsonTail(Buffer.from(JSON.stringify(body))), 3);
     assert.equal(usageFromJsonTail(Buffer.from(JSON.stringify(body, null, 2))), 3);
   });
 
   it('is undefined for a missing, null, truncated or malformed usage', () => {
-    for (const text of ['{"choices":[]}', '{"usage":null}', '{"usage":{"total_tokens":5', '{"usage":{"total_tokens":"5"}}', '{"usage" 5}', 'not json "usage": {']) {
+    for (const text of [
+      '{"choices":[]}',
+      '{"usage":null}',
+      '{"usage":{"total_tokens":5',
+      '{"usage":{"total_tokens":"5"}}',
+      '{"usage" 5}',
+      'not json "usage": {',
+    ]) {
       assert.equal(usageFromJsonTail(Buffer.from(text)), undefined, text);
     }
   });
@@ -92,7 +123,10 @@ describe('SseGate', () => {
     const role = frame({ choices: [{ index: 0, delta: { role: 'assistant' } }] });
     const text = `: hi\n\n${role}${pfr('high')}${delta('secret')}data: [DONE]\n\n`;
     for (const size of [2, 5, 1000]) {
-      assert.deepEqual(run(new SseGate(cs({ hate: 'Medium' })), text, size), { out: `: hi\n\n${role}`, blockedCode: 'inference_policy_content_safety_exceeded' });
+      assert.deepEqual(run(new SseGate(cs({ hate: 'Medium' })), text, size), {
+        out: `: hi\n\n${role}`,
+        blockedCode: 'inference_policy_content_safety_exceeded',
+      });
     }
   });
 
@@ -103,11 +137,17 @@ describe('SseGate', () => {
 
   it('with Prompt Shields required, blocks when the first data event has no annotations', () => {
     const text = delta('Hello') + pfr('safe') + 'data: [DONE]\n\n';
-    assert.deepEqual(run(new SseGate(cs({ requirePromptShields: true })), text, 6), { out: '', blockedCode: 'inference_policy_prompt_shields_required' });
+    assert.deepEqual(run(new SseGate(cs({ requirePromptShields: true })), text, 6), {
+      out: '',
+      blockedCode: 'inference_policy_prompt_shields_required',
+    });
   });
 
   it('judges an unterminated last event at the end of the stream instead of letting it slip through', () => {
-    assert.deepEqual(run(new SseGate(cs({ hate: 'Low' })), pfr('high').trimEnd(), 8), { out: '', blockedCode: 'inference_policy_content_safety_exceeded' });
+    assert.deepEqual(run(new SseGate(cs({ hate: 'Low' })), pfr('high').trimEnd(), 8), {
+      out: '',
+      blockedCode: 'inference_policy_content_safety_exceeded',
+    });
   });
 
   it('does not crash on garbage and, with Prompt Shields required, blocks it', () => {

@@ -119,7 +119,8 @@ export function usageFromJsonTail(body: Buffer): number | undefined {
   for (; i < n; i++) {
     const c = body[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b) depth++;

@@ -68,7 +68,11 @@ function scan(text: string, maxDepth: number): { code: 'duplicate_key' | 'too_de
         while (k < n && isWs(text.charCodeAt(k))) k++;
         if (text.charCodeAt(k) === 0x3a /* : */) {
           const key = escaped ? (JSON.parse(text.slice(i, end)) as string) : text.slice(i + 1, j);
-          if (top.has(key)) return { code: 'duplicate_key', message: `duplicate key ${JSON.stringify(key)} in an object at depth ${stack.length}; send each key once` };
+          if (top.has(key))
+            return {
+              code: 'duplicate_key',
+              message: `duplicate key ${JSON.stringify(key)} in an object at depth ${stack.length}; send each key once`,
+            };
           top.add(key);
         }
       }

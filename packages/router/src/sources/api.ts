@@ -38,8 +38,20 @@ export class ApiPolicySource {
 
   constructor(private readonly opts: ApiSourceOptions) {
     const common = { client: opts.client, namespace: opts.namespace, config: opts.config, ...(opts.log ? { log: opts.log } : {}) };
-    this.sandboxes = new Reflector({ ...common, name: 'router-sandbox', resource: KARS_SANDBOX, fieldSelector: `metadata.name=${opts.sandbox}`, ...(opts.metrics ? { metrics: opts.metrics.watch('router-sandbox') } : {}) });
-    this.configmaps = new Reflector({ ...common, name: 'router-configmaps', resource: Resources.configmaps, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`, ...(opts.metrics ? { metrics: opts.metrics.watch('router-configmaps') } : {}) });
+    this.sandboxes = new Reflector({
+      ...common,
+      name: 'router-sandbox',
+      resource: KARS_SANDBOX,
+      fieldSelector: `metadata.name=${opts.sandbox}`,
+      ...(opts.metrics ? { metrics: opts.metrics.watch('router-sandbox') } : {}),
+    });
+    this.configmaps = new Reflector({
+      ...common,
+      name: 'router-configmaps',
+      resource: Resources.configmaps,
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`,
+      ...(opts.metrics ? { metrics: opts.metrics.watch('router-configmaps') } : {}),
+    });
   }
 
   /** True once both watches have listed. */
@@ -60,7 +72,13 @@ export class ApiPolicySource {
   private recompute(): void {
     if (!this.isReady()) return;
     const sb = this.sandboxes.store.get(`${this.opts.namespace}/${this.opts.sandbox}`);
-    const next = loadFromConfigMaps(this.opts.state, sb, (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined, `configmap:${this.opts.namespace}/`, this.opts.capabilities);
+    const next = loadFromConfigMaps(
+      this.opts.state,
+      sb,
+      (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined,
+      `configmap:${this.opts.namespace}/`,
+      this.opts.capabilities,
+    );
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
     if (next !== undefined) {
@@ -81,7 +99,10 @@ export class ApiPolicySource {
         this.recompute();
       }),
     ];
-    const both = Promise.all([this.sandboxes.store.ready(signal), this.configmaps.store.ready(signal)]).then(() => this.recompute(), () => undefined);
+    const both = Promise.all([this.sandboxes.store.ready(signal), this.configmaps.store.ready(signal)]).then(
+      () => this.recompute(),
+      () => undefined,
+    );
     try {
       await Promise.all([this.sandboxes.run(signal), this.configmaps.run(signal), both]);
     } finally {

@@ -11,7 +11,14 @@ export type { DataReader } from '@kars/policy-compiler';
  * router uses), and load it into `state`. Returns when the next approval expires (epoch ms), so
  * the caller can recompute then.
  */
-export function loadFromConfigMaps(state: PolicyState, sandbox: KarsSandbox | undefined, read: DataReader, sourcePrefix: string, capabilities: RouterCapabilities, nowMs = Date.now()): number | undefined {
+export function loadFromConfigMaps(
+  state: PolicyState,
+  sandbox: KarsSandbox | undefined,
+  read: DataReader,
+  sourcePrefix: string,
+  capabilities: RouterCapabilities,
+  nowMs = Date.now(),
+): number | undefined {
   const view = routerView(sandbox, read, { nowMs, capabilities, sourcePrefix });
   state.setView(view);
   return view.nextExpiryMs;

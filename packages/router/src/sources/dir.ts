@@ -82,20 +82,36 @@ export class DirPolicySource {
     if (!inf) this.state.setInference({ kind: 'none' });
     else {
       const body = read(inf.path);
-      this.state.setInference(body === undefined ? { kind: 'error', error: `cannot read ${inf.path}`, source: inf.path, rejectedDigest: null } : inferenceOutcome(body, inf.name, inf.path, this.capabilities));
+      this.state.setInference(
+        body === undefined
+          ? { kind: 'error', error: `cannot read ${inf.path}`, source: inf.path, rejectedDigest: null }
+          : inferenceOutcome(body, inf.name, inf.path, this.capabilities),
+      );
     }
     const profile = read(join(this.dir, 'policies', 'profile.json'));
     const agtFiles = this.files('policies', ['.yaml', '.yml']).map((f) => ({ name: f.name, body: read(f.path) ?? '' }));
     if (profile === undefined && agtFiles.length === 0) this.state.setTools({ kind: 'none' });
     else {
       const agt = agtFiles.length > 0 ? agtFiles.map((f) => f.body).join('\n') : undefined;
-      this.state.setTools(toolOutcome('mounted', profile ?? '{"appliesTo":{}}', agt, agtFiles.length > 0 ? directoryDigest(agtFiles) : null, join(this.dir, 'policies'), this.capabilities));
+      this.state.setTools(
+        toolOutcome(
+          'mounted',
+          profile ?? '{"appliesTo":{}}',
+          agt,
+          agtFiles.length > 0 ? directoryDigest(agtFiles) : null,
+          join(this.dir, 'policies'),
+          this.capabilities,
+        ),
+      );
     }
     const baselineText = read(join(this.dir, 'egress', 'allowlist.json'));
     let baseline: Array<{ host: string; port: number }> = [];
     try {
-      const b = baselineText === undefined ? undefined : (JSON.parse(baselineText) as { endpoints?: Array<{ host?: unknown; port?: unknown }> });
-      baseline = (b?.endpoints ?? []).filter((e) => typeof e.host === 'string').map((e) => ({ host: String(e.host), port: typeof e.port === 'number' ? e.port : 443 }));
+      const b =
+        baselineText === undefined ? undefined : (JSON.parse(baselineText) as { endpoints?: Array<{ host?: unknown; port?: unknown }> });
+      baseline = (b?.endpoints ?? [])
+        .filter((e) => typeof e.host === 'string')
+        .map((e) => ({ host: String(e.host), port: typeof e.port === 'number' ? e.port : 443 }));
     } catch {
       baseline = [];
     }

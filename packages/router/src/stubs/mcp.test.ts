@@ -6,7 +6,11 @@ import { McpStubListenError, startMcpStub, type McpStub } from './mcp.js';
 const T = { timeout: 5000 };
 
 async function rpc(url: URL | string, body: unknown): Promise<{ status: number; json: any; headers: Headers }> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await r.text();
   return { status: r.status, json: text === '' ? undefined : JSON.parse(text), headers: r.headers };
 }
@@ -14,13 +18,20 @@ async function rpc(url: URL | string, body: unknown): Promise<{ status: number; 
 describe('MCP stub', () => {
   let stub: McpStub;
   before(async () => {
-    stub = await startMcpStub({ tools: [{ name: 'search', description: 'Find things' }, { name: 'fail' }], toolErrors: { fail: { code: -32010, message: 'nope' } } });
+    stub = await startMcpStub({
+      tools: [{ name: 'search', description: 'Find things' }, { name: 'fail' }],
+      toolErrors: { fail: { code: -32010, message: 'nope' } },
+    });
   });
   after(() => stub.close());
 
   it('lists its tools with a description and an input schema', T, async () => {
     const r = await rpc(stub.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    assert.deepEqual(r.json.result.tools[0], { name: 'search', description: 'Find things', inputSchema: { type: 'object', additionalProperties: true } });
+    assert.deepEqual(r.json.result.tools[0], {
+      name: 'search',
+      description: 'Find things',
+      inputSchema: { type: 'object', additionalProperties: true },
+    });
     assert.equal(r.json.result.tools.length, 2);
   });
 
@@ -31,7 +42,10 @@ describe('MCP stub', () => {
   });
 
   it('answers configured errors and unknown tools with JSON-RPC errors', T, async () => {
-    assert.deepEqual((await rpc(stub.url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'fail' } })).json.error, { code: -32010, message: 'nope' });
+    assert.deepEqual((await rpc(stub.url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'fail' } })).json.error, {
+      code: -32010,
+      message: 'nope',
+    });
     assert.equal((await rpc(stub.url, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'zzz' } })).json.error.code, -32602);
   });
 
@@ -44,7 +58,10 @@ describe('MCP stub', () => {
   });
 
   it('answers a batch with an array and notifications with 202', T, async () => {
-    const r = await rpc(stub.url, [{ jsonrpc: '2.0', id: 6, method: 'ping' }, { jsonrpc: '2.0', method: 'notifications/initialized' }]);
+    const r = await rpc(stub.url, [
+      { jsonrpc: '2.0', id: 6, method: 'ping' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+    ]);
     assert.deepEqual(r.json, [{ jsonrpc: '2.0', id: 6, result: {} }]);
     assert.equal((await rpc(stub.url, { jsonrpc: '2.0', method: 'notifications/initialized' })).status, 202);
   });

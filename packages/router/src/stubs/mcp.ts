@@ -14,7 +14,17 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { classify, rpcError, JSONRPC_INVALID_PARAMS, JSONRPC_INVALID_REQUEST, JSONRPC_METHOD_NOT_FOUND, JSONRPC_PARSE_ERROR, type JsonRpcErrorObject, type JsonRpcId, type JsonRpcResponse } from '../tools/jsonrpc.js';
+import {
+  classify,
+  rpcError,
+  JSONRPC_INVALID_PARAMS,
+  JSONRPC_INVALID_REQUEST,
+  JSONRPC_METHOD_NOT_FOUND,
+  JSONRPC_PARSE_ERROR,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcResponse,
+} from '../tools/jsonrpc.js';
 
 export interface McpStubTool {
   name: string;
@@ -91,7 +101,8 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
     switch (c.msg.method) {
       case 'initialize': {
         setHeader('mcp-session-id', `stub-session-${++sessions}`);
-        const requested = typeof params === 'object' && params !== null ? (params as Record<string, unknown>)['protocolVersion'] : undefined;
+        const requested =
+          typeof params === 'object' && params !== null ? (params as Record<string, unknown>)['protocolVersion'] : undefined;
         return {
           jsonrpc: '2.0',
           id,
@@ -108,7 +119,13 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
         return {
           jsonrpc: '2.0',
           id,
-          result: { tools: tools.map((t) => ({ name: t.name, description: t.description ?? `stub tool ${t.name}`, inputSchema: t.inputSchema ?? { type: 'object', additionalProperties: true } })) },
+          result: {
+            tools: tools.map((t) => ({
+              name: t.name,
+              description: t.description ?? `stub tool ${t.name}`,
+              inputSchema: t.inputSchema ?? { type: 'object', additionalProperties: true },
+            })),
+          },
         };
       case 'tools/call': {
         const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
@@ -120,7 +137,11 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
         const err = toolErrors.get(name);
         if (err !== undefined) return { jsonrpc: '2.0', id, error: err };
         if (!tools.some((t) => t.name === name)) return rpcError(id, JSONRPC_INVALID_PARAMS, `unknown tool: ${name}`);
-        return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: `called ${name} with ${JSON.stringify(args)}` }], isError: false } };
+        return {
+          jsonrpc: '2.0',
+          id,
+          result: { content: [{ type: 'text', text: `called ${name} with ${JSON.stringify(args)}` }], isError: false },
+        };
       }
       default:
         return rpcError(id, JSONRPC_METHOD_NOT_FOUND, `Method not found: ${c.msg.method}`);
@@ -145,7 +166,9 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
       return;
     }
     if (req.method !== 'POST') {
-      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: 'MCP stub accepts POST only' }));
+      res
+        .writeHead(405, { allow: 'POST', 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: 'MCP stub accepts POST only' }));
       return;
     }
     if (failure !== undefined) {

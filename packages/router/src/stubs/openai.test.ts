@@ -2,12 +2,25 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startOpenAIStub, type OpenAIStub } from './openai.js';
 
-async function post(stub: OpenAIStub, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string }> {
-  const r = await fetch(new URL(path, stub.url), { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  stub: OpenAIStub,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const r = await fetch(new URL(path, stub.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, headers: r.headers, text: await r.text() };
 }
 
-const events = (text: string): string[] => text.split('\n\n').filter((e) => e !== '').map((e) => e.slice('data: '.length));
+const events = (text: string): string[] =>
+  text
+    .split('\n\n')
+    .filter((e) => e !== '')
+    .map((e) => e.slice('data: '.length));
 
 describe('OpenAI stub', () => {
   let stub: OpenAIStub;
@@ -55,7 +68,16 @@ describe('OpenAI stub', () => {
   });
 
   it('takes status, filter severities, no-filter and usage from request headers', async () => {
-    const filtered = JSON.parse((await post(stub, '/v1/chat/completions', { model: 'm' }, { 'x-stub-filter': '{"hate":"High","violence":"Medium"}', 'x-stub-usage': '123' })).text);
+    const filtered = JSON.parse(
+      (
+        await post(
+          stub,
+          '/v1/chat/completions',
+          { model: 'm' },
+          { 'x-stub-filter': '{"hate":"High","violence":"Medium"}', 'x-stub-usage': '123' },
+        )
+      ).text,
+    );
     const cfr = filtered.prompt_filter_results[0].content_filter_results;
     assert.deepEqual(cfr.hate, { filtered: false, severity: 'high' });
     assert.deepEqual(cfr.violence, { filtered: false, severity: 'medium' });

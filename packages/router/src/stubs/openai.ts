@@ -221,9 +221,19 @@ function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: 
     };
   }
   if (s === 429) {
-    return { headers: { 'retry-after': '1' }, body: { error: { code: '429', message: 'Rate limit exceeded (kars OpenAI stub); retry after 1 second.', type: 'rate_limit_exceeded' } } };
+    return {
+      headers: { 'retry-after': '1' },
+      body: {
+        error: { code: '429', message: 'Rate limit exceeded (kars OpenAI stub); retry after 1 second.', type: 'rate_limit_exceeded' },
+      },
+    };
   }
-  return { headers: {}, body: { error: { message: `kars OpenAI stub: injected status ${s}`, type: s >= 500 ? 'server_error' : 'invalid_request_error', code: null } } };
+  return {
+    headers: {},
+    body: {
+      error: { message: `kars OpenAI stub: injected status ${s}`, type: s >= 500 ? 'server_error' : 'invalid_request_error', code: null },
+    },
+  };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -288,18 +298,34 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     if (path === '/v1/moderations' && req.method === 'POST') {
       // OpenAI moderation shape: one result per input, flagged when it contains a configured term.
       const input = doc?.['input'];
-      const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : [];
-      if (texts.length === 0) return sendJson(400, { error: { message: 'kars OpenAI stub: input must be a string or a list of strings', type: 'invalid_request_error', code: 'invalid_input' } });
+      const texts =
+        typeof input === 'string' ? [input] : Array.isArray(input) ? input.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : [];
+      if (texts.length === 0)
+        return sendJson(400, {
+          error: {
+            message: 'kars OpenAI stub: input must be a string or a list of strings',
+            type: 'invalid_request_error',
+            code: 'invalid_input',
+          },
+        });
       const terms = behaviour.moderationFlag.map((t) => t.toLowerCase());
       const results = texts.map((t) => {
         const flagged = terms.some((term) => term !== '' && t.toLowerCase().includes(term));
-        return { flagged, categories: { harassment: false, hate: false, 'self-harm': false, sexual: false, violence: flagged }, category_scores: { harassment: 0, hate: 0, 'self-harm': 0, sexual: 0, violence: flagged ? 0.99 : 0 } };
+        return {
+          flagged,
+          categories: { harassment: false, hate: false, 'self-harm': false, sexual: false, violence: flagged },
+          category_scores: { harassment: 0, hate: 0, 'self-harm': 0, sexual: 0, violence: flagged ? 0.99 : 0 },
+        };
       });
       return sendJson(200, { id: `modr-stub-${++seq}`, model: 'omni-moderation-latest', results });
     }
     const known = path === '/v1/chat/completions' || deployment !== undefined;
-    if (!known) return sendJson(404, { error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' } });
-    if (req.method !== 'POST') return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
+    if (!known)
+      return sendJson(404, {
+        error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' },
+      });
+    if (req.method !== 'POST')
+      return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
 
     const override = target === undefined ? undefined : perDeployment.get(target);
     const b: StubBehaviour = { ...behaviour, ...override, ...headerBehaviour(req.headers) };
@@ -318,7 +344,10 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       res.end(b.rawBody);
       return;
     }
-    if (doc === undefined) return sendJson(400, { error: { message: 'kars OpenAI stub: body is not a JSON object', type: 'invalid_request_error', code: 'invalid_json' } });
+    if (doc === undefined)
+      return sendJson(400, {
+        error: { message: 'kars OpenAI stub: body is not a JSON object', type: 'invalid_request_error', code: 'invalid_json' },
+      });
     if (b.status >= 400) {
       const e = errorBody(b);
       return sendJson(b.status, e.body, e.headers);
@@ -336,7 +365,14 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
         object: 'chat.completion',
         created,
         model: name,
-        choices: [{ index: 0, message: { role: 'assistant', content: b.content }, finish_reason: 'stop', ...(choiceFilter ? { content_filter_results: choiceFilter } : {}) }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: b.content },
+            finish_reason: 'stop',
+            ...(choiceFilter ? { content_filter_results: choiceFilter } : {}),
+          },
+        ],
         usage: usageOf(b.usage),
         system_fingerprint: null,
       };
@@ -351,7 +387,14 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       object: 'chat.completion.chunk',
       created,
       model: name,
-      choices: [{ index: 0, delta, finish_reason: finish, ...(choiceFilter && finish === null && delta['content'] !== '' ? { content_filter_results: choiceFilter } : {}) }],
+      choices: [
+        {
+          index: 0,
+          delta,
+          finish_reason: finish,
+          ...(choiceFilter && finish === null && delta['content'] !== '' ? { content_filter_results: choiceFilter } : {}),
+        },
+      ],
     });
     const events: string[] = [];
     if (promptFilter) events.push(frame({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: promptFilter }));
@@ -359,7 +402,8 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     const words = b.content.split(' ');
     for (let i = 0; i < words.length; i++) events.push(frame(chunk({ content: i === 0 ? words[i] : ` ${words[i] ?? ''}` }, null)));
     events.push(frame(chunk({}, 'stop')));
-    if (b.streamUsage) events.push(frame({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(b.usage) }));
+    if (b.streamUsage)
+      events.push(frame({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(b.usage) }));
     events.push('data: [DONE]\n\n');
     if (b.chunkBytes > 0) await write(res, b, events.join(''));
     else for (const e of events) if (!res.destroyed) await write(res, b, e);

@@ -40,7 +40,10 @@ function write(path: string, body: unknown): void {
 }
 
 /** Start a router on a fresh policy directory holding `files`. */
-export async function startDirRouter(files: PolicyDirFiles, opts: Partial<RouterOptions> & Pick<RouterOptions, 'upstream'>): Promise<DirRouter> {
+export async function startDirRouter(
+  files: PolicyDirFiles,
+  opts: Partial<RouterOptions> & Pick<RouterOptions, 'upstream'>,
+): Promise<DirRouter> {
   const dir = mkdtempSync(join(tmpdir(), 'kars-hostile-'));
   for (const sub of ['inference', 'policies', 'egress', 'egress-approvals']) mkdirSync(join(dir, sub));
   if (files.inference !== undefined) write(join(dir, 'inference', 'inference-policy.json'), files.inference);
@@ -60,7 +63,16 @@ export async function startDirRouter(files: PolicyDirFiles, opts: Partial<Router
   for (const [name, a] of Object.entries(files.approvals ?? {})) setApproval(name, a);
   const ac = new AbortController();
   const router = await startRouter(
-    { sandbox: 'sb', namespace: 'ns', listen: '127.0.0.1:0', source: { kind: 'dir', dir }, instance: 'test', metrics: new RuntimeMetrics(), log: pino({ level: 'silent' }), ...opts },
+    {
+      sandbox: 'sb',
+      namespace: 'ns',
+      listen: '127.0.0.1:0',
+      source: { kind: 'dir', dir },
+      instance: 'test',
+      metrics: new RuntimeMetrics(),
+      log: pino({ level: 'silent' }),
+      ...opts,
+    },
     ac.signal,
   );
   return {
@@ -76,10 +88,17 @@ export async function startDirRouter(files: PolicyDirFiles, opts: Partial<Router
 }
 
 /** The compiled InferencePolicy body with only a token budget. */
-export function budgetPolicy(tb: { perRequestTokens?: number | null; dailyTokens?: number | null; monthlyTokens?: number | null }, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function budgetPolicy(
+  tb: { perRequestTokens?: number | null; dailyTokens?: number | null; monthlyTokens?: number | null },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     appliesTo: { sandboxName: 'sb', sandboxMatchLabels: {}, action: null },
-    tokenBudget: { perRequestTokens: tb.perRequestTokens ?? null, dailyTokens: tb.dailyTokens ?? null, monthlyTokens: tb.monthlyTokens ?? null },
+    tokenBudget: {
+      perRequestTokens: tb.perRequestTokens ?? null,
+      dailyTokens: tb.dailyTokens ?? null,
+      monthlyTokens: tb.monthlyTokens ?? null,
+    },
     contentSafety: null,
     modelPreference: null,
     provider: null,

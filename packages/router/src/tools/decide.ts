@@ -36,7 +36,11 @@ function denyReason(verdict: AgtVerdict): string {
 }
 
 /** Whether a `tools/list` entry stays visible: hidden only when AGT denies it (approval and rate limits do not hide). */
-export function isToolListed(tools: readonly ToolRules[], server: string | undefined, tool: string): { listed: true } | { listed: false; policy: ToolRules; reason: string } {
+export function isToolListed(
+  tools: readonly ToolRules[],
+  server: string | undefined,
+  tool: string,
+): { listed: true } | { listed: false; policy: ToolRules; reason: string } {
   const key = toolKey(tool);
   const policy = selectToolPolicy(tools, server, key);
   if (policy === undefined || policy.agt === null) return { listed: true };
@@ -49,7 +53,11 @@ export function isToolListed(tools: readonly ToolRules[], server: string | undef
  * buckets use the lower-cased name, so case variants share one decision. Takes a rate-limit token
  * only when the call is allowed.
  */
-export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: string; server: string | undefined; tool: string }, limiter: ToolRateLimiter): ToolCallDecision {
+export function decideToolCall(
+  tools: readonly ToolRules[],
+  call: { sandbox: string; server: string | undefined; tool: string },
+  limiter: ToolRateLimiter,
+): ToolCallDecision {
   const { sandbox, server, tool } = call;
   const key = toolKey(tool);
   const policy = selectToolPolicy(tools, server, key);
@@ -64,13 +72,22 @@ export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: str
         code: 'tool_denied',
         policy,
         message: `tool_denied: ${tool} is denied by ToolPolicy ${policy.name}: ${reason}`,
-        data: { code: 'tool_denied', policy: policy.name, tool, reason, ...(verdict.rule === undefined ? { rule: null } : { rule: { effect: verdict.rule.effect, pattern: verdict.rule.pattern, index: verdict.index ?? 0 } }) },
+        data: {
+          code: 'tool_denied',
+          policy: policy.name,
+          tool,
+          reason,
+          ...(verdict.rule === undefined
+            ? { rule: null }
+            : { rule: { effect: verdict.rule.effect, pattern: verdict.rule.pattern, index: verdict.index ?? 0 } }),
+        },
       };
     }
   }
 
   if (policy.approval?.mode === 'always') {
-    const how = `a human must approve each call of ${tool} under ToolPolicy ${policy.name} (approval.mode=always), and this gateway has no approval channel to ask; ` +
+    const how =
+      `a human must approve each call of ${tool} under ToolPolicy ${policy.name} (approval.mode=always), and this gateway has no approval channel to ask; ` +
       `to let the sandbox call it, an operator changes the policy, e.g. kars toolpolicy apply ${policy.name} --approval-mode never`;
     return {
       allowed: false,
@@ -90,7 +107,14 @@ export function decideToolCall(tools: readonly ToolRules[], call: { sandbox: str
         code: 'rate_limited',
         policy,
         message: `rate_limited: ${tool} exceeded the rate limit of ToolPolicy ${policy.name} (rps ${policy.rateLimit.rps ?? 'unset'}, burst ${policy.rateLimit.burst ?? 'default'}); ${retry}`,
-        data: { code: 'rate_limited', policy: policy.name, tool, retryAfterMs: taken.retryAfterMs, rps: policy.rateLimit.rps, burst: policy.rateLimit.burst },
+        data: {
+          code: 'rate_limited',
+          policy: policy.name,
+          tool,
+          retryAfterMs: taken.retryAfterMs,
+          rps: policy.rateLimit.rps,
+          burst: policy.rateLimit.burst,
+        },
       };
     }
   }

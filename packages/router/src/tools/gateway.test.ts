@@ -36,12 +36,21 @@ interface Fixture {
   close(): Promise<void>;
 }
 
-async function fixture(tools: ToolRules[], extra: Partial<McpGatewayOptions> = {}, stubOpts: Parameters<typeof startMcpStub>[0] = {}): Promise<Fixture> {
+async function fixture(
+  tools: ToolRules[],
+  extra: Partial<McpGatewayOptions> = {},
+  stubOpts: Parameters<typeof startMcpStub>[0] = {},
+): Promise<Fixture> {
   const stub = await startMcpStub({ tools: TOOLS, ...stubOpts });
   let current = snap(tools);
   let reads = 0;
   const decisions: ToolDecision[] = [];
-  const clock = { t: 0, now(): number { return this.t; } };
+  const clock = {
+    t: 0,
+    now(): number {
+      return this.t;
+    },
+  };
   const gw = createMcpGateway({
     snapshot: () => {
       reads++;
@@ -79,8 +88,16 @@ async function fixture(tools: ToolRules[], extra: Partial<McpGatewayOptions> = {
   };
 }
 
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: any }> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await r.text();
   let json: unknown;
   try {
@@ -100,7 +117,10 @@ const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
 describe('MCP gateway: tools/list', () => {
   let f: Fixture;
   before(async () => {
-    f = await fixture([policy('fs', { agt: agt('rules:\n  - deny: "delete_*"\n    reason: no deleting\n') }), policy('approve', { appliesTo: { tool: 'write_file', mcpServer: null }, approval: { mode: 'always' } })]);
+    f = await fixture([
+      policy('fs', { agt: agt('rules:\n  - deny: "delete_*"\n    reason: no deleting\n') }),
+      policy('approve', { appliesTo: { tool: 'write_file', mcpServer: null }, approval: { mode: 'always' } }),
+    ]);
   });
   after(() => f.close());
 
@@ -108,9 +128,15 @@ describe('MCP gateway: tools/list', () => {
     const r = await post(f.url, LIST);
     assert.equal(r.status, 200);
     assert.equal(r.json.id, 1);
-    assert.deepEqual(r.json.result.tools.map((t: { name: string }) => t.name), ['read_file', 'write_file', 'search']);
+    assert.deepEqual(
+      r.json.result.tools.map((t: { name: string }) => t.name),
+      ['read_file', 'write_file', 'search'],
+    );
     assert.ok(r.json.result.tools.every((t: Record<string, unknown>) => typeof t['inputSchema'] === 'object'));
-    assert.deepEqual(f.decisions.filter((d) => d.kind === 'list').map((d) => [d.tool, d.decision, d.policy]), [['delete_file', 'hidden', 'fs']]);
+    assert.deepEqual(
+      f.decisions.filter((d) => d.kind === 'list').map((d) => [d.tool, d.decision, d.policy]),
+      [['delete_file', 'hidden', 'fs']],
+    );
   });
 
   it('keeps approval-required tools listed (only their calls are refused)', T, async () => {
@@ -126,7 +152,10 @@ describe('MCP gateway: tools/list', () => {
       assert.match(r.headers.get('content-type') ?? '', /^text\/event-stream/);
       const data = r.text.split('\n').find((l) => l.startsWith('data: '));
       const msg = JSON.parse(data!.slice(6));
-      assert.deepEqual(msg.result.tools.map((t: { name: string }) => t.name), ['read_file', 'write_file', 'search']);
+      assert.deepEqual(
+        msg.result.tools.map((t: { name: string }) => t.name),
+        ['read_file', 'write_file', 'search'],
+      );
       assert.match(r.text, /^event: message\n/);
     } finally {
       f.stub.setResponseMode('json');
@@ -140,9 +169,19 @@ describe('MCP gateway: tools/call', () => {
     try {
       const r = await post(f.url, call(7, 'read_file', { path: '/a' }));
       assert.equal(r.status, 200);
-      assert.deepEqual(r.json, { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'called read_file with {"path":"/a"}' }], isError: false } });
-      assert.deepEqual(f.stub.calls.map((c) => [c.tool, c.arguments]), [['read_file', { path: '/a' }]]);
-      assert.deepEqual(f.decisions.map((d) => [d.kind, d.tool, d.decision, d.policy]), [['call', 'read_file', 'allowed', 'fs']]);
+      assert.deepEqual(r.json, {
+        jsonrpc: '2.0',
+        id: 7,
+        result: { content: [{ type: 'text', text: 'called read_file with {"path":"/a"}' }], isError: false },
+      });
+      assert.deepEqual(
+        f.stub.calls.map((c) => [c.tool, c.arguments]),
+        [['read_file', { path: '/a' }]],
+      );
+      assert.deepEqual(
+        f.decisions.map((d) => [d.kind, d.tool, d.decision, d.policy]),
+        [['call', 'read_file', 'allowed', 'fs']],
+      );
     } finally {
       await f.close();
     }
@@ -159,11 +198,20 @@ describe('MCP gateway: tools/call', () => {
         error: {
           code: -32001,
           message: 'tool_denied: delete_file is denied by ToolPolicy fs: deleting is not allowed',
-          data: { code: 'tool_denied', policy: 'fs', tool: 'delete_file', reason: 'deleting is not allowed', rule: { effect: 'deny', pattern: 'delete_*', index: 0 } },
+          data: {
+            code: 'tool_denied',
+            policy: 'fs',
+            tool: 'delete_file',
+            reason: 'deleting is not allowed',
+            rule: { effect: 'deny', pattern: 'delete_*', index: 0 },
+          },
         },
       });
       assert.deepEqual(f.stub.calls, []);
-      assert.deepEqual(f.decisions.map((d) => d.decision), ['tool_denied']);
+      assert.deepEqual(
+        f.decisions.map((d) => d.decision),
+        ['tool_denied'],
+      );
     } finally {
       await f.close();
     }
@@ -177,7 +225,10 @@ describe('MCP gateway: tools/call', () => {
       assert.equal(denied.json.error.code, -32001);
       assert.equal(denied.json.error.message, 'tool_denied: write_file is denied by ToolPolicy fs: rule 1 (deny "*_file")');
       assert.equal((await post(f.url, call(3, 'search'))).json.result.content[0].text, 'called search with {}');
-      assert.deepEqual(f.stub.calls.map((c) => c.tool), ['read_file', 'search']);
+      assert.deepEqual(
+        f.stub.calls.map((c) => c.tool),
+        ['read_file', 'search'],
+      );
     } finally {
       await f.close();
     }
@@ -191,7 +242,10 @@ describe('MCP gateway: tools/call', () => {
       assert.equal(r.json.error.message, 'tool_denied: read_file is denied by ToolPolicy strict: no rule allows it (default: deny)');
       assert.equal(r.json.error.data.rule, null);
       const list = await post(f.url, LIST);
-      assert.deepEqual(list.json.result.tools.map((t: { name: string }) => t.name), ['search']);
+      assert.deepEqual(
+        list.json.result.tools.map((t: { name: string }) => t.name),
+        ['search'],
+      );
     } finally {
       await f.close();
     }
@@ -264,12 +318,18 @@ describe('MCP gateway: tools/call', () => {
   });
 
   it('applies only the most specific policy', T, async () => {
-    const f = await fixture([
-      policy('deny-all', { appliesTo: { tool: '*', mcpServer: null }, agt: agt('default: deny\n') }),
-      policy('search-ok', { appliesTo: { tool: 'search', mcpServer: null }, agt: agt('default: allow\n') }),
-      policy('files-server', { appliesTo: { tool: null, mcpServer: 'files' }, agt: agt('rules:\n  - allow: read_file\ndefault: deny\n') }),
-      policy('files-write', { appliesTo: { tool: 'write_file', mcpServer: 'files' }, approval: { mode: 'always' } }),
-    ], { server: 'files' });
+    const f = await fixture(
+      [
+        policy('deny-all', { appliesTo: { tool: '*', mcpServer: null }, agt: agt('default: deny\n') }),
+        policy('search-ok', { appliesTo: { tool: 'search', mcpServer: null }, agt: agt('default: allow\n') }),
+        policy('files-server', {
+          appliesTo: { tool: null, mcpServer: 'files' },
+          agt: agt('rules:\n  - allow: read_file\ndefault: deny\n'),
+        }),
+        policy('files-write', { appliesTo: { tool: 'write_file', mcpServer: 'files' }, approval: { mode: 'always' } }),
+      ],
+      { server: 'files' },
+    );
     try {
       assert.ok((await post(f.url, call(1, 'search'))).json.result, 'tool exact beats server exact and the wildcard');
       assert.ok((await post(f.url, call(2, 'read_file'))).json.result, 'server exact beats the wildcard');
@@ -333,7 +393,12 @@ describe('MCP gateway: protocol and upstream', () => {
   });
 
   it('forwards other methods and passes response headers such as mcp-session-id through', T, async () => {
-    const r = await post(f.url, { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const r = await post(f.url, {
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     assert.equal(r.json.result.protocolVersion, '2025-03-26');
     assert.match(r.headers.get('mcp-session-id') ?? '', /^stub-session-\d+$/);
     const n = await post(f.url, { jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -380,20 +445,31 @@ describe('MCP gateway: protocol and upstream', () => {
 
   it('decides batch elements one by one with one snapshot, forwards the allowed ones and merges the answers', T, async () => {
     const reads = f.snapshotReads();
-    const r = await post(f.url, [call(1, 'read_file'), call(2, 'delete_file'), { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { jsonrpc: '2.0', method: 'notifications/progress' }]);
+    const r = await post(f.url, [
+      call(1, 'read_file'),
+      call(2, 'delete_file'),
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+      { jsonrpc: '2.0', method: 'notifications/progress' },
+    ]);
     assert.equal(r.status, 200);
     assert.equal(f.snapshotReads() - reads, 1);
     const byId = new Map<number, any>(r.json.map((m: { id: number }) => [m.id, m]));
     assert.equal(r.json.length, 3);
     assert.equal(byId.get(1).result.content[0].text, 'called read_file with {}');
     assert.equal(byId.get(2).error.code, -32001);
-    assert.deepEqual(byId.get(3).result.tools.map((t: { name: string }) => t.name), ['read_file', 'write_file', 'search']);
+    assert.deepEqual(
+      byId.get(3).result.tools.map((t: { name: string }) => t.name),
+      ['read_file', 'write_file', 'search'],
+    );
   });
 
   it('answers a batch of only refused calls without asking the upstream', T, async () => {
     const before = f.stub.methods.length;
     const r = await post(f.url, [call(1, 'delete_file')]);
-    assert.deepEqual(r.json.map((m: any) => m.error.code), [-32001]);
+    assert.deepEqual(
+      r.json.map((m: any) => m.error.code),
+      [-32001],
+    );
     assert.equal(f.stub.methods.length, before);
   });
 });
@@ -435,7 +511,10 @@ describe('MCP gateway: upstream down', () => {
       assert.equal(r.status, 502);
       assert.equal(r.json.id, 1);
       assert.equal(r.json.error.code, -32004);
-      assert.match(r.json.error.message, /^upstream_unavailable: MCP server http:\/\/127\.0\.0\.1:\d+ could not be reached \(ECONNREFUSED\)$/);
+      assert.match(
+        r.json.error.message,
+        /^upstream_unavailable: MCP server http:\/\/127\.0\.0\.1:\d+ could not be reached \(ECONNREFUSED\)$/,
+      );
     } finally {
       await f.close();
     }
@@ -444,7 +523,10 @@ describe('MCP gateway: upstream down', () => {
 
 describe('rewriteSse', () => {
   it('rewrites the JSON of complete events, keeps other lines and a trailing partial event', () => {
-    const out = rewriteSse('event: message\r\nid: 1\r\ndata: {"a":1}\r\n\r\n: comment\n\ndata: not json\n\ndata: {"a":2', (m) => ({ ...(m as object), b: true }));
+    const out = rewriteSse('event: message\r\nid: 1\r\ndata: {"a":1}\r\n\r\n: comment\n\ndata: not json\n\ndata: {"a":2', (m) => ({
+      ...(m as object),
+      b: true,
+    }));
     assert.equal(out, 'event: message\nid: 1\ndata: {"a":1,"b":true}\n\n: comment\n\ndata: not json\n\ndata: {"a":2');
   });
 });

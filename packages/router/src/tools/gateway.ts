@@ -23,14 +23,29 @@
  * and the local refusals in that batch are not. `approval.mode: aboveThreshold` is not enforced here
  * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
  */
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import {
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { finished } from 'node:stream/promises';
 import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
 import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
 import { checkToolName } from './names.js';
-import { classify, isObject, rpcError, JSONRPC_INVALID_PARAMS, JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, type JsonRpcId, type JsonRpcResponse } from './jsonrpc.js';
+import {
+  classify,
+  isObject,
+  rpcError,
+  JSONRPC_INVALID_PARAMS,
+  JSONRPC_INVALID_REQUEST,
+  JSONRPC_PARSE_ERROR,
+  type JsonRpcId,
+  type JsonRpcResponse,
+} from './jsonrpc.js';
 import { ToolRateLimiter, type NowClock } from './ratelimit.js';
 
 /** One decision the gateway made, for logs and metrics. */
@@ -70,7 +85,17 @@ export interface McpGatewayOptions {
 /** Handles one request; resolves `false` when the path is not the gateway's (nothing written). */
 export type McpGatewayHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /** A request body over the limit. */
 class BodyTooLargeError extends Error {
@@ -165,14 +190,22 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       const params = c.msg.params;
       const tool = isObject(params) ? params['name'] : undefined;
       if (typeof tool !== 'string' || tool === '') {
-        if (c.kind === 'request') p.local.push(rpcError(id, JSONRPC_INVALID_PARAMS, 'Invalid params: tools/call needs params.name (a non-empty string)'));
+        if (c.kind === 'request')
+          p.local.push(rpcError(id, JSONRPC_INVALID_PARAMS, 'Invalid params: tools/call needs params.name (a non-empty string)'));
         p.untouched = false;
         continue;
       }
       const named = checkToolName(tool);
       if (!named.ok) {
         emit({ sandbox, server, tool, kind: 'call', allowed: false, decision: 'tool_name_invalid', policy: null, message: named.reason });
-        if (c.kind === 'request') p.local.push(rpcError(id, JSONRPC_INVALID_PARAMS, `Invalid params: ${named.reason}`, { code: 'tool_name_invalid', tool, reason: named.reason }));
+        if (c.kind === 'request')
+          p.local.push(
+            rpcError(id, JSONRPC_INVALID_PARAMS, `Invalid params: ${named.reason}`, {
+              code: 'tool_name_invalid',
+              tool,
+              reason: named.reason,
+            }),
+          );
         p.untouched = false;
         continue;
       }
@@ -205,7 +238,17 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         return false;
       }
       const v = isToolListed(tools, server, t['name']);
-      if (!v.listed) emit({ sandbox, server, tool: t['name'], kind: 'list', allowed: false, decision: 'hidden', policy: v.policy.name, message: v.reason });
+      if (!v.listed)
+        emit({
+          sandbox,
+          server,
+          tool: t['name'],
+          kind: 'list',
+          allowed: false,
+          decision: 'hidden',
+          policy: v.policy.name,
+          message: v.reason,
+        });
       return v.listed;
     });
     return { ...msg, result: { ...result, tools: kept } };
@@ -277,7 +320,9 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     }
     const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
     if (contentType.startsWith('text/event-stream')) {
-      const rewritten = rewriteSse(text, (m) => filterMessage(m, p.listIds, tools)) + p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('');
+      const rewritten =
+        rewriteSse(text, (m) => filterMessage(m, p.listIds, tools)) +
+        p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('');
       res.writeHead(status, up.statusMessage ?? '', { ...outHeaders, 'content-length': Buffer.byteLength(rewritten) });
       res.end(rewritten);
       return;
@@ -292,7 +337,9 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         return;
       }
     }
-    const messages = (parsed === undefined ? [] : Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]).map((m) => filterMessage(m, p.listIds, tools));
+    const messages = (parsed === undefined ? [] : Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]).map((m) =>
+      filterMessage(m, p.listIds, tools),
+    );
     const all = [...messages, ...p.local];
     if (all.length === 0) {
       res.writeHead(status, up.statusMessage ?? '', outHeaders).end();
@@ -300,27 +347,38 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     }
     const payload = JSON.stringify(p.isBatch ? all : all[0]);
     // a batch of notifications answered 202 upstream, plus local refusals, is an answer with a body
-    res.writeHead(status === 202 ? 200 : status, status === 202 ? 'OK' : (up.statusMessage ?? ''), { ...outHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+    res.writeHead(status === 202 ? 200 : status, status === 202 ? 'OK' : (up.statusMessage ?? ''), {
+      ...outHeaders,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+    });
     res.end(payload);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST') {
-      sendJson(res, 405, { error: `method ${req.method ?? ''} is not allowed on ${path}; MCP requests are POSTed JSON-RPC 2.0` }, { allow: 'POST' });
+      sendJson(
+        res,
+        405,
+        { error: `method ${req.method ?? ''} is not allowed on ${path}; MCP requests are POSTed JSON-RPC 2.0` },
+        { allow: 'POST' },
+      );
       return;
     }
     let raw: Buffer;
     try {
       raw = await readBody(req, maxRequest);
     } catch (err: unknown) {
-      if (err instanceof BodyTooLargeError) sendJson(res, 413, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${err.message}`), { connection: 'close' });
+      if (err instanceof BodyTooLargeError)
+        sendJson(res, 413, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${err.message}`), { connection: 'close' });
       else res.destroy();
       return;
     }
     const snapshot = opts.snapshot();
     const strict = parseStrictJson(raw.toString('utf8'));
     if (!strict.ok) {
-      if (strict.code === 'invalid_json') sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
+      if (strict.code === 'invalid_json')
+        sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
       else sendJson(res, 400, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${strict.message}`, { code: strict.code }));
       return;
     }
@@ -338,7 +396,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     try {
       await handle(req, res);
     } catch (err: unknown) {
-      if (!res.headersSent) sendJson(res, 500, rpcError(null, -32603, `Internal error in the MCP gateway: ${err instanceof Error ? err.message : String(err)}`));
+      if (!res.headersSent)
+        sendJson(
+          res,
+          500,
+          rpcError(null, -32603, `Internal error in the MCP gateway: ${err instanceof Error ? err.message : String(err)}`),
+        );
       else res.destroy();
     }
     return true;

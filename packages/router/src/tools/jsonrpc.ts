@@ -18,7 +18,8 @@ export interface JsonRpcRequest {
   params?: unknown;
 }
 
-export type JsonRpcResponse = { jsonrpc: '2.0'; id: JsonRpcId; result: unknown } | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
+export type JsonRpcResponse =
+  { jsonrpc: '2.0'; id: JsonRpcId; result: unknown } | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
 
 /** Standard JSON-RPC codes used here. */
 export const JSONRPC_PARSE_ERROR = -32700;
@@ -59,6 +60,7 @@ export function classify(msg: unknown): Classified {
   if (typeof method !== 'string') return { kind: 'invalid', id: idOf(msg), why: 'method must be a string' };
   if (!('id' in msg)) return { kind: 'notification', msg: msg as unknown as JsonRpcRequest };
   const id = msg['id'];
-  if (typeof id !== 'string' && typeof id !== 'number' && id !== null) return { kind: 'invalid', id: null, why: 'id must be a string, a number or null' };
+  if (typeof id !== 'string' && typeof id !== 'number' && id !== null)
+    return { kind: 'invalid', id: null, why: 'id must be a string, a number or null' };
   return { kind: 'request', msg: msg as unknown as JsonRpcRequest, id };
 }

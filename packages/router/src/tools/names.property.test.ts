@@ -15,7 +15,9 @@ import { globMatch } from './agt.js';
 import { checkToolName } from './names.js';
 
 function reference(pattern: string, text: string): boolean {
-  const src = [...pattern.toLowerCase()].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'))).join('');
+  const src = [...pattern.toLowerCase()]
+    .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')))
+    .join('');
   return new RegExp(`^${src}$`, 'su').test(text.toLowerCase());
 }
 
@@ -36,12 +38,18 @@ describe('globMatch (property)', () => {
 
   it('*X* matches any name containing X, in any case and behind any namespace', () => {
     fc.assert(
-      fc.property(fc.array(nameChar, { maxLength: 10 }), fc.array(nameChar, { minLength: 1, maxLength: 6 }), fc.array(nameChar, { maxLength: 10 }), fc.boolean(), (pre, mid, post, upper) => {
-        const x = mid.join('').replace(/[*?]/g, '');
-        if (x === '') return;
-        const name = `${pre.join('')}${upper ? x.toUpperCase() : x}${post.join('')}`;
-        assert.equal(globMatch(`*${x}*`, name), true, `*${x}* vs ${name}`);
-      }),
+      fc.property(
+        fc.array(nameChar, { maxLength: 10 }),
+        fc.array(nameChar, { minLength: 1, maxLength: 6 }),
+        fc.array(nameChar, { maxLength: 10 }),
+        fc.boolean(),
+        (pre, mid, post, upper) => {
+          const x = mid.join('').replace(/[*?]/g, '');
+          if (x === '') return;
+          const name = `${pre.join('')}${upper ? x.toUpperCase() : x}${post.join('')}`;
+          assert.equal(globMatch(`*${x}*`, name), true, `*${x}* vs ${name}`);
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -65,12 +73,17 @@ describe('checkToolName (property)', () => {
 
   it('refuses every name that differs from an accepted one by inserted whitespace or a zero-width character', () => {
     fc.assert(
-      fc.property(fc.array(nameChar, { minLength: 1, maxLength: 20 }), fc.nat(), fc.constantFrom(' ', '\t', '\n', '\u0000', '\u00a0', '\u200b', '\u200e', '\u2028', '\ufeff'), (chars, at, ws) => {
-        const name = chars.join('');
-        const i = at % (name.length + 1);
-        assert.equal(checkToolName(name).ok, true);
-        assert.equal(checkToolName(name.slice(0, i) + ws + name.slice(i)).ok, false);
-      }),
+      fc.property(
+        fc.array(nameChar, { minLength: 1, maxLength: 20 }),
+        fc.nat(),
+        fc.constantFrom(' ', '\t', '\n', '\u0000', '\u00a0', '\u200b', '\u200e', '\u2028', '\ufeff'),
+        (chars, at, ws) => {
+          const name = chars.join('');
+          const i = at % (name.length + 1);
+          assert.equal(checkToolName(name).ok, true);
+          assert.equal(checkToolName(name.slice(0, i) + ws + name.slice(i)).ok, false);
+        },
+      ),
     );
   });
 });

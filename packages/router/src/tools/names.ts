@@ -31,10 +31,17 @@ export function checkToolName(name: string): ToolNameCheck {
   if (name.length === 0) return { ok: false, reason: 'the tool name is empty' };
   if (name.length > MAX_TOOL_NAME_LENGTH) return { ok: false, reason: `the tool name is longer than ${MAX_TOOL_NAME_LENGTH} characters` };
   const nfkc = name.normalize('NFKC');
-  if (nfkc !== name) return { ok: false, reason: `the tool name changes under Unicode NFKC normalisation (to ${JSON.stringify(nfkc)}); send the normalised name` };
+  if (nfkc !== name)
+    return {
+      ok: false,
+      reason: `the tool name changes under Unicode NFKC normalisation (to ${JSON.stringify(nfkc)}); send the normalised name`,
+    };
   if (!ALLOWED.test(name)) {
     const bad = [...name].find((c) => !ALLOWED.test(c)) ?? '';
-    return { ok: false, reason: `the tool name contains ${show(bad)}; tool names use only A-Z a-z 0-9 _ - . / : (no spaces, control characters or non-ASCII letters)` };
+    return {
+      ok: false,
+      reason: `the tool name contains ${show(bad)}; tool names use only A-Z a-z 0-9 _ - . / : (no spaces, control characters or non-ASCII letters)`,
+    };
   }
   return { ok: true, key: toolKey(name) };
 }

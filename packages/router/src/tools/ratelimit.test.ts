@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { effectiveLimit, ToolRateLimiter } from './ratelimit.js';
 
 function fakeClock(t = 0) {
-  return { t, now(): number { return this.t; } };
+  return {
+    t,
+    now(): number {
+      return this.t;
+    },
+  };
 }
 
 const key = { sandbox: 'sb', policy: 'p', tool: 'search' };
@@ -13,7 +18,10 @@ describe('ToolRateLimiter', () => {
     const clock = fakeClock();
     const l = new ToolRateLimiter({ clock });
     const spec = { rps: 2, burst: 3 };
-    assert.deepEqual([l.take(key, spec), l.take(key, spec), l.take(key, spec)].map((r) => r.ok), [true, true, true]);
+    assert.deepEqual(
+      [l.take(key, spec), l.take(key, spec), l.take(key, spec)].map((r) => r.ok),
+      [true, true, true],
+    );
     assert.deepEqual(l.take(key, spec), { ok: false, retryAfterMs: 500 });
   });
 

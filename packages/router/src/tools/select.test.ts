@@ -16,7 +16,14 @@ describe('selectToolPolicy', () => {
 
   it('prefers tool exact over server exact', () => {
     assert.equal(selectToolPolicy(all, 'web', 'rm')?.name, 'tool');
-    assert.equal(selectToolPolicy(all.filter((x) => x.name !== 'both'), 'fs', 'rm')?.name, 'tool');
+    assert.equal(
+      selectToolPolicy(
+        all.filter((x) => x.name !== 'both'),
+        'fs',
+        'rm',
+      )?.name,
+      'tool',
+    );
   });
 
   it('prefers server exact over wildcards', () => {
