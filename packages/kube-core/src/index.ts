@@ -1,3 +1,6 @@
 export * from './types.js';
 export * from './errors.js';
 export * from './selectors.js';
+export * from './clock.js';
+export * from './logger.js';
+export * from './codes.js';

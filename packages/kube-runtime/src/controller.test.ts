@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { KubeObject } from '@kars/kube-core';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '@kars/kube-core';
 import { Controller, TerminalError } from './controller.js';
 import type { ControllerOptions, ReconcileContext, ReconcileResult, Trigger } from './controller.js';
 import type { ControllerMetrics } from './metrics.js';

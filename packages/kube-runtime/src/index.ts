@@ -1,6 +1,7 @@
 export { Backoff } from './backoff.js';
-export { FakeClock, systemClock } from './clock.js';
-export type { Clock } from './clock.js';
+// The Clock and Logger live in @kars/kube-core (ADR 0016); re-exported for runtime users.
+export { FakeClock, silentLogger, sleep, systemClock } from '@kars/kube-core';
+export type { Clock, Logger, LogFields, LogLevel, Timer, TimerOptions } from '@kars/kube-core';
 export { Controller, TerminalError } from './controller.js';
 export type { ControllerOptions, ReconcileContext, ReconcileResult, Trigger } from './controller.js';
 export { startHealthServer } from './health.js';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '@kars/kube-core';
 import { RuntimeMetrics, WATCH_RESTART_REASONS } from './metrics.js';
 
 /** The value of one sample line, e.g. `kars_x{a="b"}`, or undefined when it is not exported. */

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { systemClock } from './clock.js';
-import type { Clock } from './clock.js';
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 
 /** Why a watch stream was restarted; every reason is exported at zero from the start. */
 export const WATCH_RESTART_REASONS = ['server_timeout', 'idle', 'ping', 'expired', 'error'] as const;

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '@kars/kube-core';
 import { WorkQueue, exponentialRateLimiter } from './queue.js';
 
 const never = new AbortController().signal;

@@ -1,5 +1,5 @@
-import { systemClock } from './clock.js';
-import type { Clock } from './clock.js';
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 
 /** Decides how long a failing key waits before its next retry, per key. */
 export interface RateLimiter {

@@ -1,4 +1,4 @@
-import type { KubeObject } from '@kars/kube-core';
+import type { KubeObject, Logger } from '@kars/kube-core';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
 import type { WatchMetrics } from './metrics.js';
 import { keyOf, Store } from './store.js';
@@ -7,11 +7,8 @@ import type { WatchConfig } from './watch-config.js';
 import { watcher } from './watcher.js';
 import type { WatcherEvent } from './watcher.js';
 
-/** Structured logger subset (pino's `info`/`warn` signature). */
-export interface RuntimeLogger {
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-}
+/** @deprecated The runtime's logger is kube-core's {@link Logger}; this alias remains for old imports. */
+export type RuntimeLogger = Logger;
 
 export interface ReflectorOptions<T extends KubeObject> {
   /** Names this watch in logs and metrics, e.g. "inferencepolicies" or "router-configmaps". */
@@ -24,7 +21,7 @@ export interface ReflectorOptions<T extends KubeObject> {
   config: WatchConfig;
   indexers?: Record<string, IndexFn<T>>;
   metrics?: WatchMetrics;
-  log?: RuntimeLogger;
+  log?: Logger;
 }
 
 /** Whether an incoming copy is older than the cached one (resourceVersions compared as integers when both are). */

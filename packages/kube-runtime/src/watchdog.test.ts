@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import type { KubeObject } from '@kars/kube-core';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '@kars/kube-core';
 import { Controller } from './controller.js';
 import { startHealthServer } from './health.js';
 import { Store } from './store.js';

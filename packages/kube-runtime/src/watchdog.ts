@@ -1,5 +1,5 @@
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
+import type { Clock } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
 import type { ReadinessCheck } from './health.js';
 
 /** A named condition `/healthz` requires (same shape as a readiness check). */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock, systemClock } from './clock.js';
+import { FakeClock, sleep, systemClock } from './clock.js';
 
 describe('FakeClock', () => {
   it('stands still until advanced', () => {
@@ -72,6 +72,64 @@ describe('FakeClock', () => {
   it('rejects a negative advance', () => {
     assert.throws(() => new FakeClock().advance(-1), RangeError);
   });
+
+  it('moves wallNow with now, from the wall start it was given', () => {
+    const c = new FakeClock(500, 1_000_000);
+    assert.equal(c.wallNow(), 1_000_000);
+    c.advance(250);
+    assert.equal(c.now(), 750);
+    assert.equal(c.wallNow(), 1_000_250);
+  });
+
+  it('advanceAsync lets a loop that awaits between sleeps run every iteration inside the window', async () => {
+    const c = new FakeClock();
+    const woke: number[] = [];
+    const ac = new AbortController();
+    const loop = (async () => {
+      while (!ac.signal.aborted) {
+        await sleep(c, 100, ac.signal);
+        await Promise.resolve(); // more work between sleeps, as real loops do
+        woke.push(c.now());
+      }
+    })();
+    await c.advanceAsync(0); // the loop starts its first sleep
+    c.advance(350); // synchronous: the first sleep ends at 100, but the loop runs only after advance returns
+    assert.deepEqual(woke, []);
+    await c.advanceAsync(300); // the loop wakes at 350 (late), then sleeps again: due at 450, 550, 650
+    assert.deepEqual(woke, [350, 450, 550, 650]);
+    ac.abort();
+    await loop;
+  });
+
+  it('reports when its next timer is due', () => {
+    const c = new FakeClock();
+    assert.equal(c.nextTimerInMs(), undefined);
+    c.setTimeout(() => undefined, 40);
+    c.setTimeout(() => undefined, Infinity);
+    c.advance(15);
+    assert.equal(c.nextTimerInMs(), 25);
+  });
+});
+
+describe('sleep', () => {
+  it('resolves after the delay on the given clock, at once on abort, and leaves no timer behind', async () => {
+    const c = new FakeClock();
+    let done = false;
+    const p = sleep(c, 1000).then(() => (done = true));
+    await c.advanceAsync(999);
+    assert.equal(done, false);
+    await c.advanceAsync(1);
+    assert.equal(done, true);
+    await p;
+    const ac = new AbortController();
+    const q = sleep(c, 60_000, ac.signal);
+    assert.equal(c.pending(), 1);
+    ac.abort();
+    await q;
+    assert.equal(c.pending(), 0, 'the aborted sleep cancelled its timer');
+    await sleep(c, 10, ac.signal); // already aborted: resolves without a timer
+    assert.equal(c.pending(), 0);
+  });
 });
 
 describe('systemClock', () => {
@@ -84,10 +142,31 @@ describe('systemClock', () => {
       t.cancel();
       await new Promise<void>((resolve) => systemClock.setTimeout(resolve, 20));
       assert.ok(systemClock.now() - start >= 15, 'now() advances with real time');
+      assert.ok(Math.abs(systemClock.wallNow() - Date.now()) < 5, 'wallNow() is Date.now()');
       assert.equal(cancelledFired, false);
     } finally {
       clearTimeout(guard);
     }
+  });
+
+  it('keeps the process alive only for keepAlive timers', () => {
+    const hasRef = (t: unknown): boolean => (t as { hasRef(): boolean }).hasRef();
+    const seen: unknown[] = [];
+    const orig = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms: number) => {
+      const t = orig(fn, ms);
+      seen.push(t);
+      return t;
+    }) as typeof globalThis.setTimeout;
+    try {
+      systemClock.setTimeout(() => undefined, 10).cancel();
+      systemClock.setTimeout(() => undefined, 10, { keepAlive: true }).cancel();
+    } finally {
+      globalThis.setTimeout = orig;
+    }
+    assert.equal(seen.length, 2);
+    assert.equal(hasRef(seen[0]), false);
+    assert.equal(hasRef(seen[1]), true);
   });
 
   it('does not collapse a delay beyond the 2^31-1 ms Node timer limit to 1 ms', async () => {
