@@ -2,11 +2,14 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestServer, eventually } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
-import { parseMcpUpstream, routerInstance } from './router.js';
+import { parseMcpUpstream, routerInstance, routerUsesApi, SERVICE_ACCOUNT_TOKEN } from './router.js';
 import { CAPABILITIES_ANNOTATION } from '@kars/policy-api';
 
 const kars = fileURLToPath(new URL('../../bin/kars.js', import.meta.url));
@@ -55,6 +58,19 @@ describe('router instance name', () => {
     assert.equal(routerInstance(undefined, { POD_NAME: 'router-7d9f-x2' }, 'host'), 'router-7d9f-x2');
     assert.equal(routerInstance(undefined, { POD_NAME: ' ' }, 'Host.Example'), 'host.example');
     assert.equal(routerInstance(undefined, {}, 'h'), 'h', 'stable: no random part, so a restart reuses the lease');
+  });
+});
+
+describe('API access of a --policy-dir router', () => {
+  it('uses the API when watching it, with an explicit --kubeconfig, or in a pod with a service account; never a stray kubeconfig', () => {
+    const mounted = (p: string): boolean => p === SERVICE_ACCOUNT_TOKEN;
+    const none = (): boolean => false;
+    assert.equal(routerUsesApi({}, {}, none), true, 'watching the API needs it');
+    assert.equal(routerUsesApi({ policyDir: '/p', kubeconfig: '/k' }, {}, none), true);
+    assert.equal(routerUsesApi({ policyDir: '/p' }, { KUBECONFIG: '/home/me/.kube/config' }, none), false);
+    assert.equal(routerUsesApi({ policyDir: '/p' }, { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, mounted), true);
+    assert.equal(routerUsesApi({ policyDir: '/p' }, { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, none), false, 'no token: not a pod');
+    assert.equal(routerUsesApi({ policyDir: '/p' }, { KUBERNETES_SERVICE_HOST: '' }, mounted), false);
   });
 });
 
@@ -112,6 +128,44 @@ describe('kars router echo lease lifecycle (process)', () => {
     r.child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     assert.notEqual(await r.exited, 0);
     assert.match(err, /--mcp-upstream github= is given twice/);
+  });
+
+  it('with --policy-dir, publishes an echo lease only through an explicit --kubeconfig, not the KUBECONFIG it happens to find', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kars-policy-dir-'));
+    const run = (extra: string[], instance: string): { child: ChildProcess; exited: Promise<number | null>; stderr: () => string } => {
+      const child = spawn(
+        process.execPath,
+        [kars, 'router', '--sandbox', 'sb', '--namespace', 'default', '--upstream', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0'].concat(
+          ['--policy-dir', dir, '--instance', instance],
+          extra,
+        ),
+        { env: { ...process.env, KUBECONFIG: ts.server.kubeconfigPath, KUBERNETES_SERVICE_HOST: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let err = '';
+      child.stdout?.resume();
+      child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      return { child, exited, stderr: () => err };
+    };
+    const stray = run([], 'stray');
+    const explicit = run(['--kubeconfig', ts.server.kubeconfigPath], 'explicit');
+    try {
+      // The explicit one proves a lease would have appeared by now; the stray one must have written none.
+      await eventually(async () => (await routerLeases(ts)).some((l) => l.metadata.name === 'kars-router-sb-explicit'), 30_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+      assert.deepEqual(
+        (await routerLeases(ts)).map((l) => l.metadata.name).filter((n) => n !== 'kars-router-sb-explicit'),
+        [],
+        'the router without --kubeconfig echoed through the KUBECONFIG it found',
+      );
+      assert.match(stray.stderr(), /without an echo lease/);
+      assert.doesNotMatch(stray.stderr(), /"level":(50|60)/, 'no error logs from a lease it should not try to write');
+    } finally {
+      stray.child.kill('SIGTERM');
+      explicit.child.kill('SIGTERM');
+      await Promise.all([stray.exited, explicit.exited]);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('withdraws its echo lease at once on SIGTERM', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
@@ -52,6 +52,24 @@ export function routerInstance(flag: string | undefined, env: Record<string, str
     .trim()
     .toLowerCase()
     .replace(/[^a-z0-9.-]/g, '-');
+}
+
+/** Where a pod's service-account token is mounted; with KUBERNETES_SERVICE_HOST it means "running in a cluster". */
+export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/**
+ * Whether `kars router` talks to the API at all. Watching the API (no `--policy-dir`) needs it.
+ * A `--policy-dir` router publishes its echo lease only where API access was asked for: an explicit
+ * `--kubeconfig`, or a pod's in-cluster service account. It never picks up whatever KUBECONFIG or
+ * ~/.kube/config happens to be around, which would echo into an unrelated cluster (or log errors).
+ */
+export function routerUsesApi(
+  flags: Pick<RouterFlags, 'policyDir' | 'kubeconfig'>,
+  env: Record<string, string | undefined>,
+  tokenMounted: (path: string) => boolean = existsSync,
+): boolean {
+  if (flags.policyDir === undefined || flags.kubeconfig !== undefined) return true;
+  return (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' && tokenMounted(SERVICE_ACCOUNT_TOKEN);
 }
 
 /** One `--mcp-upstream` value: `URL` (the unnamed server at /mcp) or `NAME=URL` (server NAME at /mcp/NAME). */
@@ -133,7 +151,10 @@ export function routerCommand(): Command {
     .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
     .option('--kubeconfig <file>', 'kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
     .option('--instance <name>', 'instance name in the echo lease (default: POD_NAME, then the hostname); keep it stable across restarts')
-    .option('--policy-dir <dir>', 'read policy from a mounted ConfigMap directory instead of watching the API')
+    .option(
+      '--policy-dir <dir>',
+      'read policy from a mounted ConfigMap directory instead of watching the API; the echo lease is published only with --kubeconfig or in a pod',
+    )
     .option(
       '--max-staleness <seconds>',
       'refuse traffic when the policy view cannot be confirmed fresh within this bound (off by default)',
@@ -173,18 +194,22 @@ export function routerCommand(): Command {
       const config = watchConfigFromEnv(process.env);
       const wantsApi = flags.policyDir === undefined;
       let client: KubeClient | undefined;
-      try {
-        client = KubeClient.fromKubeconfig({
-          ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
-          pingIntervalMs: config.pingIntervalMs,
-          pingTimeoutMs: config.pingTimeoutMs,
-        });
-      } catch (err) {
-        if (wantsApi) throw err;
-        log.warn(
-          { err: err instanceof Error ? err.message : String(err) },
-          'no API access: serving from --policy-dir without an echo lease',
-        );
+      if (routerUsesApi(flags, process.env)) {
+        try {
+          client = KubeClient.fromKubeconfig({
+            ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
+            pingIntervalMs: config.pingIntervalMs,
+            pingTimeoutMs: config.pingTimeoutMs,
+          });
+        } catch (err) {
+          if (wantsApi) throw err;
+          log.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'no API access: serving from --policy-dir without an echo lease',
+          );
+        }
+      } else {
+        log.info('serving from --policy-dir without an echo lease: pass --kubeconfig (or run in a pod) to publish one');
       }
       const adminToken = flags.adminTokenFile ? readFileSync(flags.adminTokenFile, 'utf8').trim() : process.env['KARS_ROUTER_ADMIN_TOKEN'];
       const ac = abortOnSignals(log);
