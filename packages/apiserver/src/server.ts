@@ -12,6 +12,7 @@ import type { Req } from './http/compat.js';
 import type { WatchStream } from './http/watch.js';
 import { builtinResources } from './registry/builtins.js';
 import { Registry } from './registry/registry.js';
+import { Lifecycle } from './lifecycle.js';
 import { ObjectService } from './service.js';
 import { DEFAULT_MAX_BATCH, Store } from './storage/store.js';
 import { writeKubeconfig } from './tls/kubeconfig.js';
@@ -72,6 +73,7 @@ export interface FaultInjector {
 interface Running {
   store: Store;
   service: ObjectService;
+  lifecycle: Lifecycle;
   cache: WatchCache;
   registry: Registry;
   server: http2.Http2SecureServer;
@@ -151,10 +153,12 @@ export class ApiServer {
     const store = new Store(join(this.opts.dataDir, 'db'), { historyWindow: this.opts.historyWindow, maxBatch: this.opts.maxCommitBatch });
     const cache = new WatchCache(store.changesAfter(store.oldestResumableRv()), store.oldestResumableRv());
     const registry = new Registry(builtinResources());
-    const service = new ObjectService(store, registry, cache, (err, what) =>
-      this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) }),
-    );
+    const onError = (err: unknown, what: string): void =>
+      this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) });
+    const service = new ObjectService(store, registry, cache, onError);
     await service.bootstrap();
+    const lifecycle = new Lifecycle(service, store, registry, onError);
+    lifecycle.start();
     if (this.opts.authorizationMode === 'RBAC') await bootstrapPolicy(service, registry);
     const auth = new Auth(this.opts.authorizationMode, this.token, this.saTokens(), service, registry, cache, this.opts.audit);
     const sockets = new Set<Socket>();
@@ -194,7 +198,7 @@ export class ApiServer {
     } else {
       this.port = await listen(server, this.host, this.port);
     }
-    this.running = { store, service, cache, registry, server, relay, sockets, watches, auth };
+    this.running = { store, service, lifecycle, cache, registry, server, relay, sockets, watches, auth };
   }
 
   /** Stop accepting requests, end watches and connections, close storage. */
@@ -203,7 +207,7 @@ export class ApiServer {
     if (!r) return;
     this.running = undefined;
     r.auth.close();
-    r.service.close();
+    r.lifecycle.close();
     if (r.relay) await r.relay.close();
     for (const w of [...r.watches]) w.stream.end();
     for (const s of r.sockets) s.destroy();

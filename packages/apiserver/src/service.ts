@@ -55,10 +55,15 @@ export interface ListOptions {
   continueToken?: string;
 }
 
-const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
-const NS_GR = grKey('', 'namespaces');
-const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
+/** Storage key of CustomResourceDefinitions. */
+export const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
+/** Storage key of Namespaces. */
+export const NS_GR = grKey('', 'namespaces');
+/** The finalizer a deleted CRD carries until all its instances are gone. */
+export const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+/** Options of the server's own writes (system namespaces, lifecycle controllers). */
+const SYSTEM_OPTS: WriteOptions = { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' };
 
 function target(t: Target): { group: string; resource: string; name: string; kind: string } {
   return { group: t.ri.group, resource: t.ri.resource, name: t.name, kind: t.ri.kind };
@@ -100,10 +105,8 @@ function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
  * cache, the registry and the follow-up controllers see a change only after it is committed.
  */
 export class ObjectService {
-  /** Follow-up work (garbage collection, namespace and CRD cleanup) runs after the write that caused it. */
-  private readonly followUps: Array<() => Promise<void>> = [];
-  private followUpRunning = false;
-  private closed = false;
+  /** Subscribers to committed changes (the lifecycle controllers); see {@link ObjectService.onAfterCommit}. */
+  private readonly afterCommitListeners: Array<(changes: readonly ChangeRecord[]) => void> = [];
 
   constructor(
     private readonly store: Store,
@@ -126,7 +129,6 @@ export class ObjectService {
       const crd = parse(row.body);
       const { info } = resourceFromCrd(crd);
       if (info) this.registry.set(info);
-      if (crd.metadata.deletionTimestamp) this.enqueue(() => this.finishCrdDeletion(crd.metadata.name ?? ''));
     }
     const nsInfo = this.registry.get('', 'namespaces');
     if (!nsInfo) return;
@@ -135,13 +137,9 @@ export class ObjectService {
       await this.create(
         { ri: nsInfo, version: 'v1', ns: '', name },
         { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
-        { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' },
+        SYSTEM_OPTS,
       );
     }
-  }
-
-  close(): void {
-    this.closed = true;
   }
 
   /** The newest committed resourceVersion. */
@@ -641,25 +639,65 @@ export class ObjectService {
     return out;
   }
 
-  // ---- follow-up controllers (GC, namespace and CRD lifecycle) ----
+  /**
+   * Read-modify-write as the server itself (the lifecycle controllers): `change` gets a copy of the
+   * current object and returns the new one. No admission and no managedFields entry; 404 when the
+   * object is gone. Removing the last finalizer of an object marked for deletion removes it.
+   */
+  modify(t: Target, change: (copy: KubeObject) => KubeObject): Promise<WriteResult> {
+    return this.write(t, SYSTEM_OPTS, (old) => {
+      if (!old) throw notFound(target(t));
+      return { obj: change(clone(old)), warnings: [], created: false };
+    });
+  }
+
+  /** Remove an object already marked for deletion (a terminating namespace, once the namespace controller emptied it). */
+  async finishDeletion(t: Target): Promise<void> {
+    const gr = grKey(t.ri.group, t.ri.resource);
+    await this.store.write((stage) => {
+      const cur = this.store.get(gr, t.ns, t.name);
+      if (!cur || !parse(cur.body).metadata.deletionTimestamp) return;
+      stage({
+        gr,
+        ns: t.ns,
+        name: t.name,
+        type: 'DELETED',
+        prev: cur.body,
+        render: (rv) => {
+          const o = parse(cur.body);
+          o.metadata.resourceVersion = String(rv);
+          return JSON.stringify(o);
+        },
+      });
+    });
+  }
+
+  // ---- after a commit ----
+
+  /**
+   * Subscribe to committed changes. `listener` runs synchronously after each group commit, with the
+   * batch's changes in revision order, after the watch cache and the registry have seen them and
+   * before the batch's writes are answered. It must be quick and must not write synchronously;
+   * follow-up writes are queued (see {@link Lifecycle}). Returns the unsubscribe function.
+   */
+  onAfterCommit(listener: (changes: readonly ChangeRecord[]) => void): () => void {
+    this.afterCommitListeners.push(listener);
+    return () => {
+      const i = this.afterCommitListeners.indexOf(listener);
+      if (i >= 0) this.afterCommitListeners.splice(i, 1);
+    };
+  }
 
   private afterCommit(changes: ChangeRecord[]): void {
     if (changes.length === 0) return;
     this.cache.publish(changes);
     this.cache.compact(this.store.oldestResumableRv());
-    for (const c of changes) {
-      if (c.gr === CRD_GR) this.syncCrd(c);
-      const obj = parse(c.body);
-      if (c.type === 'DELETED') {
-        const uid = obj.metadata.uid;
-        if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes('orphan') ?? false));
-        if (c.ns !== '') this.enqueue(() => this.finishNamespace(c.ns));
-        const crdName = `${c.gr.slice(c.gr.indexOf('/') + 1)}.${c.gr.slice(0, c.gr.indexOf('/'))}`;
-        if (c.gr !== CRD_GR && c.gr.includes('.')) this.enqueue(() => this.finishCrdDeletion(crdName));
-      } else if (obj.metadata.deletionTimestamp) {
-        if (c.gr === NS_GR) this.enqueue(() => this.terminateNamespace(c.name));
-        if (c.gr === CRD_GR) this.enqueue(() => this.finishCrdDeletion(c.name));
-        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
+    for (const c of changes) if (c.gr === CRD_GR) this.syncCrd(c);
+    for (const listener of [...this.afterCommitListeners]) {
+      try {
+        listener(changes);
+      } catch (err) {
+        this.onError(err, 'afterCommit listener');
       }
     }
   }
@@ -673,160 +711,6 @@ export class ObjectService {
     }
     if (info) this.registry.set(info);
   }
-
-  /** Run follow-up work one task at a time, in order, after the write that caused it committed. */
-  private enqueue(task: () => Promise<void>): void {
-    this.followUps.push(task);
-    if (this.followUpRunning) return;
-    this.followUpRunning = true;
-    setImmediate(() => void this.drainFollowUps());
-  }
-
-  private async drainFollowUps(): Promise<void> {
-    for (let task = this.followUps.shift(); task && !this.closed; task = this.followUps.shift()) {
-      try {
-        await task();
-      } catch (err) {
-        if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.onError(err, 'follow-up task');
-      }
-    }
-    this.followUpRunning = false;
-  }
-
-  private systemOpts(): WriteOptions {
-    return { dryRun: false, manager: 'kars-apiserver', fieldValidation: 'Ignore' };
-  }
-
-  private async tryDelete(ri: ResourceInfo, ns: string, name: string): Promise<void> {
-    try {
-      await this.delete({ ri, version: storageVersion(ri), ns, name }, { dryRun: false, propagationPolicy: 'Background' });
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
-    }
-  }
-
-  /** Garbage collection: delete dependents whose only owner is gone; drop the dead reference otherwise. */
-  private async collectDependents(ownerUid: string, orphaned: boolean): Promise<void> {
-    if (orphaned) return;
-    const writes: Array<Promise<unknown>> = [];
-    for (const dep of this.store.dependentsOf(ownerUid)) {
-      const ri = this.byGr(dep.gr);
-      const row = this.store.get(dep.gr, dep.ns, dep.name);
-      if (!ri || !row) continue;
-      const obj = parse(row.body);
-      const remaining = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
-      writes.push(remaining.length === 0 ? this.tryDelete(ri, dep.ns, dep.name) : this.removeOwnerRef(ri, obj, ownerUid));
-    }
-    await settleAll(writes);
-  }
-
-  private byGr(gr: string): ResourceInfo | undefined {
-    const slash = gr.indexOf('/');
-    return this.registry.get(gr.slice(0, slash), gr.slice(slash + 1));
-  }
-
-  private async removeOwnerRef(ri: ResourceInfo, obj: KubeObject, ownerUid: string): Promise<void> {
-    const t: Target = { ri, version: storageVersion(ri), ns: obj.metadata.namespace ?? '', name: obj.metadata.name ?? '' };
-    await this.write(t, this.systemOpts(), (old) => {
-      if (!old) throw notFound(target(t));
-      const next = clone(old);
-      next.metadata.ownerReferences = (next.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
-      if (next.metadata.ownerReferences.length === 0) delete next.metadata.ownerReferences;
-      return { obj: next, warnings: [], created: false };
-    });
-  }
-
-  /** Orphan deletion: strip the owner reference from dependents, then drop the orphan finalizer. */
-  private async orphan(owner: KubeObject): Promise<void> {
-    const uid = owner.metadata.uid ?? '';
-    const writes: Array<Promise<unknown>> = [];
-    for (const dep of this.store.dependentsOf(uid)) {
-      const ri = this.byGr(dep.gr);
-      const row = this.store.get(dep.gr, dep.ns, dep.name);
-      if (ri && row) writes.push(this.removeOwnerRef(ri, parse(row.body), uid));
-    }
-    await settleAll(writes);
-    const ri = this.registry.byKind(owner.apiVersion.includes('/') ? (owner.apiVersion.split('/')[0] ?? '') : '', owner.kind);
-    if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
-  }
-
-  private async removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): Promise<void> {
-    const t: Target = { ri, version: storageVersion(ri), ns, name };
-    await this.write(t, this.systemOpts(), (old) => {
-      if (!old) throw notFound(target(t));
-      const next = clone(old);
-      next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
-      return { obj: next, warnings: [], created: false };
-    });
-  }
-
-  /** Namespace controller: delete everything inside a terminating namespace. */
-  private async terminateNamespace(ns: string): Promise<void> {
-    const writes: Array<Promise<unknown>> = [];
-    for (const ri of this.registry.all()) {
-      if (!ri.namespaced) continue;
-      for (const row of [...this.scan(grKey(ri.group, ri.resource), ns)]) {
-        if (!parse(row.body).metadata.deletionTimestamp) writes.push(this.tryDelete(ri, ns, row.name));
-      }
-    }
-    await settleAll(writes);
-    await this.finishNamespace(ns);
-  }
-
-  /** Remove a terminating namespace once it is empty. */
-  private async finishNamespace(ns: string): Promise<void> {
-    const row = this.store.get(NS_GR, '', ns);
-    if (!row || !parse(row.body).metadata.deletionTimestamp) return;
-    for (const ri of this.registry.all()) if (ri.namespaced && this.store.count(grKey(ri.group, ri.resource), ns) > 0) return;
-    const nsRi = this.registry.get('', 'namespaces');
-    if (!nsRi) return;
-    const gr = NS_GR;
-    await this.store.write((stage) => {
-      const cur = this.store.get(gr, '', ns);
-      if (!cur) return;
-      stage({
-        gr,
-        ns: '',
-        name: ns,
-        type: 'DELETED',
-        prev: cur.body,
-        render: (rv) => {
-          const o = parse(cur.body);
-          o.metadata.resourceVersion = String(rv);
-          return JSON.stringify(o);
-        },
-      });
-    });
-  }
-
-  /** CRD cleanup: delete every instance, then drop the cleanup finalizer so the CRD goes. */
-  private async finishCrdDeletion(crdName: string): Promise<void> {
-    const row = this.store.get(CRD_GR, '', crdName);
-    if (!row) return;
-    const crd = parse(row.body);
-    if (!crd.metadata.deletionTimestamp) return;
-    const { info } = resourceFromCrd(crd);
-    if (info) {
-      const gr = grKey(info.group, info.resource);
-      const writes: Array<Promise<unknown>> = [];
-      for (const r of [...this.scan(gr, undefined)]) {
-        if (!parse(r.body).metadata.deletionTimestamp) writes.push(this.tryDelete(info, r.ns, r.name));
-      }
-      await settleAll(writes);
-      if (this.store.count(gr, undefined) > 0) return;
-    }
-    const ri = this.registry.get('apiextensions.k8s.io', 'customresourcedefinitions');
-    if (ri && (crd.metadata.finalizers ?? []).includes(CRD_CLEANUP)) await this.removeFinalizer(ri, '', crdName, CRD_CLEANUP);
-  }
-}
-
-/**
- * Wait for writes started together (so they share a group commit), then throw the first failure,
- * as the sequential loop they replace did.
- */
-async function settleAll(writes: Array<Promise<unknown>>): Promise<void> {
-  const results = await Promise.allSettled(writes);
-  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
 /** kube-apiserver's wording for apply conflicts. */

@@ -1,0 +1,232 @@
+/**
+ * The lifecycle controllers kube-apiserver's controller manager would run, inside the apiserver:
+ * - **garbage collection** through `metadata.ownerReferences`: when an owner is gone, a dependent
+ *   whose only owner it was is deleted (background propagation); otherwise the dead reference is
+ *   dropped. With `propagationPolicy: Orphan` the owner carries the `orphan` finalizer, and the
+ *   controller strips the reference from every dependent, then drops the finalizer;
+ * - **namespace finalization**: a terminating namespace has its content deleted and is removed
+ *   once it is empty;
+ * - **CRD cleanup**: a deleted CRD (which carries `customresourcecleanup.apiextensions.k8s.io`) has
+ *   every instance deleted, then loses the finalizer and goes.
+ *
+ * The controllers react to committed changes only: {@link Lifecycle.start} subscribes to the
+ * object service's `afterCommit` hook, which runs after a group commit (ADR 0002) with the batch's
+ * changes in revision order. A change never reaches them before it is durable, and a batch that
+ * failed to commit is never seen. Every write they make goes through the object service's one write
+ * path (the same as a client's, as the server's own field manager), so it is itself committed,
+ * watched and fed back here.
+ *
+ * Guarantees:
+ * - Tasks run one at a time, in the order their changes committed. A task's own writes are started
+ *   together so they share group commits.
+ * - A task that loses a race (404: already gone, 409: changed meanwhile) is dropped silently: the
+ *   change that won it is itself committed and brings its own follow-up.
+ * - After a restart, {@link Lifecycle.start} resumes the cleanup of CRDs and namespaces that were
+ *   terminating when the process stopped.
+ *
+ * Caveats: the queue is in memory. Garbage collection of dependents whose owner was deleted while
+ * the process was down is not resumed (kube's GC rebuilds its graph on start; kars does not).
+ */
+import { ApiError } from '@kars/kube-core';
+import type { KubeObject } from '@kars/kube-core';
+import { CRD_CLEANUP, CRD_GR, NS_GR, type ObjectService, type Target } from './service.js';
+import { resourceFromCrd } from './registry/crd.js';
+import type { Registry } from './registry/registry.js';
+import { grKey, storageVersion } from './registry/resource.js';
+import type { ResourceInfo } from './registry/resource.js';
+import type { ChangeRecord, Store } from './storage/store.js';
+
+function parse(body: string): KubeObject {
+  return JSON.parse(body) as KubeObject;
+}
+
+/** GC, namespace and CRD lifecycle controllers, fed by the object service's committed changes. */
+export class Lifecycle {
+  private readonly queue: Array<() => Promise<void>> = [];
+  private running = false;
+  private closed = false;
+  private unsubscribe: (() => void) | undefined;
+
+  /**
+   * @param service the object service whose committed changes drive the controllers, and through
+   *   which they write.
+   * @param store read-only use: owner index, counts and current objects (committed state).
+   * @param onError called for a task failure other than a lost race (404/409).
+   */
+  constructor(
+    private readonly service: ObjectService,
+    private readonly store: Store,
+    private readonly registry: Registry,
+    private readonly onError: (err: unknown, what: string) => void,
+  ) {}
+
+  /** Subscribe to committed changes and resume the cleanup of terminating CRDs and namespaces. */
+  start(): void {
+    if (this.unsubscribe) return;
+    this.unsubscribe = this.service.onAfterCommit((changes) => this.observe(changes));
+    for (const row of this.service.scan(CRD_GR, undefined)) {
+      const crd = parse(row.body);
+      if (crd.metadata.deletionTimestamp) this.enqueue(() => this.finishCrdDeletion(crd.metadata.name ?? ''));
+    }
+    for (const row of this.service.scan(NS_GR, undefined)) {
+      if (parse(row.body).metadata.deletionTimestamp) this.enqueue(() => this.terminateNamespace(row.name));
+    }
+  }
+
+  /** Stop: queued tasks are dropped, new changes are ignored. */
+  close(): void {
+    this.closed = true;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** Turn a committed batch into follow-up tasks. Synchronous and cheap: the work runs later. */
+  private observe(changes: readonly ChangeRecord[]): void {
+    for (const c of changes) {
+      const obj = parse(c.body);
+      if (c.type === 'DELETED') {
+        const uid = obj.metadata.uid;
+        if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes('orphan') ?? false));
+        if (c.ns !== '') this.enqueue(() => this.finishNamespace(c.ns));
+        const crdName = `${c.gr.slice(c.gr.indexOf('/') + 1)}.${c.gr.slice(0, c.gr.indexOf('/'))}`;
+        if (c.gr !== CRD_GR && c.gr.includes('.')) this.enqueue(() => this.finishCrdDeletion(crdName));
+      } else if (obj.metadata.deletionTimestamp) {
+        if (c.gr === NS_GR) this.enqueue(() => this.terminateNamespace(c.name));
+        if (c.gr === CRD_GR) this.enqueue(() => this.finishCrdDeletion(c.name));
+        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
+      }
+    }
+  }
+
+  /** Run follow-up work one task at a time, in order, after the write that caused it committed. */
+  private enqueue(task: () => Promise<void>): void {
+    if (this.closed) return;
+    this.queue.push(task);
+    if (this.running) return;
+    this.running = true;
+    setImmediate(() => void this.drain());
+  }
+
+  private async drain(): Promise<void> {
+    for (let task = this.queue.shift(); task && !this.closed; task = this.queue.shift()) {
+      try {
+        await task();
+      } catch (err) {
+        if (!(err instanceof ApiError && (err.code === 404 || err.code === 409))) this.onError(err, 'follow-up task');
+      }
+    }
+    this.running = false;
+  }
+
+  private targetOf(ri: ResourceInfo, ns: string, name: string): Target {
+    return { ri, version: storageVersion(ri), ns, name };
+  }
+
+  private async tryDelete(ri: ResourceInfo, ns: string, name: string): Promise<void> {
+    try {
+      await this.service.delete(this.targetOf(ri, ns, name), { dryRun: false, propagationPolicy: 'Background' });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404)) throw err;
+    }
+  }
+
+  private byGr(gr: string): ResourceInfo | undefined {
+    const slash = gr.indexOf('/');
+    return this.registry.get(gr.slice(0, slash), gr.slice(slash + 1));
+  }
+
+  /** Garbage collection: delete dependents whose only owner is gone; drop the dead reference otherwise. */
+  private async collectDependents(ownerUid: string, orphaned: boolean): Promise<void> {
+    if (orphaned) return;
+    const writes: Array<Promise<unknown>> = [];
+    for (const dep of this.store.dependentsOf(ownerUid)) {
+      const ri = this.byGr(dep.gr);
+      const row = this.store.get(dep.gr, dep.ns, dep.name);
+      if (!ri || !row) continue;
+      const obj = parse(row.body);
+      const remaining = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+      writes.push(remaining.length === 0 ? this.tryDelete(ri, dep.ns, dep.name) : this.removeOwnerRef(ri, dep.ns, dep.name, ownerUid));
+    }
+    await settleAll(writes);
+  }
+
+  private async removeOwnerRef(ri: ResourceInfo, ns: string, name: string, ownerUid: string): Promise<void> {
+    await this.service.modify(this.targetOf(ri, ns, name), (next) => {
+      next.metadata.ownerReferences = (next.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+      if (next.metadata.ownerReferences.length === 0) delete next.metadata.ownerReferences;
+      return next;
+    });
+  }
+
+  /** Orphan deletion: strip the owner reference from dependents, then drop the orphan finalizer. */
+  private async orphan(owner: KubeObject): Promise<void> {
+    const uid = owner.metadata.uid ?? '';
+    const writes: Array<Promise<unknown>> = [];
+    for (const dep of this.store.dependentsOf(uid)) {
+      const ri = this.byGr(dep.gr);
+      if (ri && this.store.get(dep.gr, dep.ns, dep.name)) writes.push(this.removeOwnerRef(ri, dep.ns, dep.name, uid));
+    }
+    await settleAll(writes);
+    const ri = this.registry.byKind(owner.apiVersion.includes('/') ? (owner.apiVersion.split('/')[0] ?? '') : '', owner.kind);
+    if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
+  }
+
+  private async removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): Promise<void> {
+    await this.service.modify(this.targetOf(ri, ns, name), (next) => {
+      next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+      return next;
+    });
+  }
+
+  /** Namespace controller: delete everything inside a terminating namespace. */
+  private async terminateNamespace(ns: string): Promise<void> {
+    const writes: Array<Promise<unknown>> = [];
+    for (const ri of this.registry.all()) {
+      if (!ri.namespaced) continue;
+      for (const row of [...this.service.scan(grKey(ri.group, ri.resource), ns)]) {
+        if (!parse(row.body).metadata.deletionTimestamp) writes.push(this.tryDelete(ri, ns, row.name));
+      }
+    }
+    await settleAll(writes);
+    await this.finishNamespace(ns);
+  }
+
+  /** Remove a terminating namespace once it is empty. */
+  private async finishNamespace(ns: string): Promise<void> {
+    const row = this.store.get(NS_GR, '', ns);
+    if (!row || !parse(row.body).metadata.deletionTimestamp) return;
+    for (const ri of this.registry.all()) if (ri.namespaced && this.store.count(grKey(ri.group, ri.resource), ns) > 0) return;
+    const nsRi = this.registry.get('', 'namespaces');
+    if (!nsRi) return;
+    await this.service.finishDeletion(this.targetOf(nsRi, '', ns));
+  }
+
+  /** CRD cleanup: delete every instance, then drop the cleanup finalizer so the CRD goes. */
+  private async finishCrdDeletion(crdName: string): Promise<void> {
+    const row = this.store.get(CRD_GR, '', crdName);
+    if (!row) return;
+    const crd = parse(row.body);
+    if (!crd.metadata.deletionTimestamp) return;
+    const { info } = resourceFromCrd(crd);
+    if (info) {
+      const gr = grKey(info.group, info.resource);
+      const writes: Array<Promise<unknown>> = [];
+      for (const r of [...this.service.scan(gr, undefined)]) {
+        if (!parse(r.body).metadata.deletionTimestamp) writes.push(this.tryDelete(info, r.ns, r.name));
+      }
+      await settleAll(writes);
+      if (this.store.count(gr, undefined) > 0) return;
+    }
+    const ri = this.registry.get('apiextensions.k8s.io', 'customresourcedefinitions');
+    if (ri && (crd.metadata.finalizers ?? []).includes(CRD_CLEANUP)) await this.removeFinalizer(ri, '', crdName, CRD_CLEANUP);
+  }
+}
+
+/**
+ * Wait for writes started together (so they share a group commit), then throw the first failure,
+ * as the sequential loop they replace did.
+ */
+async function settleAll(writes: Array<Promise<unknown>>): Promise<void> {
+  const results = await Promise.allSettled(writes);
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
+}
