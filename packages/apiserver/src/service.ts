@@ -38,6 +38,8 @@ export interface WriteResult {
   object: KubeObject;
   code: number;
   warnings: string[];
+  /** `object` as JSON text, when the write already has it (so the answer is not encoded twice). */
+  body?: string | undefined;
 }
 
 /** The result of a list: bodies already rendered at the requested version. */
@@ -88,13 +90,33 @@ function specPart(obj: KubeObject, ri: ResourceInfo): Record<string, unknown> {
   return out;
 }
 
+/**
+ * Whether an update changes nothing but managedFields timestamps (and resourceVersion): then kube
+ * stores nothing and bumps nothing. Compares in place, without copying either object.
+ */
 function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
-  const strip = (o: KubeObject): KubeObject => {
-    const c = clone(o);
-    if (c.metadata.managedFields) c.metadata.managedFields = c.metadata.managedFields.map((e) => ({ ...e, time: '' }));
-    return c;
-  };
-  return deepEqual(strip(a), strip(b));
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  if (!sameExcept(ao, bo, 'metadata')) return false;
+  const am = a.metadata as Record<string, unknown>;
+  const bm = b.metadata as Record<string, unknown>;
+  if (!sameExcept(am, bm, 'resourceVersion', 'managedFields')) return false;
+  const af = am['managedFields'];
+  const bf = bm['managedFields'];
+  if (!Array.isArray(af) || !Array.isArray(bf)) return deepEqual(af, bf);
+  return af.length === bf.length && af.every((e, i) => isObject(e) && isObject(bf[i]) && sameExcept(e, bf[i], 'time'));
+}
+
+/** deepEqual of two objects, ignoring the named keys (and, as deepEqual does, undefined members). */
+function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ...skip: string[]): boolean {
+  let n = 0;
+  for (const k of Object.keys(a)) {
+    if (a[k] === undefined || skip.includes(k)) continue;
+    n++;
+    if (!deepEqual(a[k], b[k])) return false;
+  }
+  for (const k of Object.keys(b)) if (b[k] !== undefined && !skip.includes(k)) n--;
+  return n === 0;
 }
 
 /**
@@ -378,15 +400,8 @@ export class ObjectService {
       const old = row ? parse(row.body) : undefined;
       const { obj, warnings, created } = compute(old);
       obj.apiVersion = apiVersionOf(t.ri, storageVersion(t.ri));
-      if (
-        old &&
-        !created &&
-        sameIgnoringManagedTimes(
-          { ...old, metadata: { ...old.metadata, resourceVersion: '' } },
-          { ...obj, metadata: { ...obj.metadata, resourceVersion: '' } },
-        )
-      ) {
-        result = { object: old, code: 200, warnings };
+      if (old && !created && sameIgnoringManagedTimes(old, obj)) {
+        result = { object: old, code: 200, warnings, body: row?.body };
         return;
       }
       const finalDelete = !created && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0;
@@ -408,10 +423,15 @@ export class ObjectService {
           return JSON.stringify(obj);
         },
       });
-      result = { object: parse(rec.body), code: created ? 201 : 200, warnings };
+      // `obj` is what `render` encoded (resourceVersion included): the answer needs no second decode.
+      result = { object: obj, code: created ? 201 : 200, warnings, body: rec.body };
     });
     if (!result) throw new Error('write produced no result');
-    result.object = parse(this.render(t.ri, t.version, JSON.stringify(result.object)));
+    if (t.version !== storageVersion(t.ri)) {
+      const text = this.render(t.ri, t.version, result.body ?? JSON.stringify(result.object));
+      result.object = parse(text);
+      result.body = text;
+    }
     return result;
   }
 

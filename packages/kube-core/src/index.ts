@@ -4,3 +4,4 @@ export * from './selectors.js';
 export * from './clock.js';
 export * from './logger.js';
 export * from './codes.js';
+export * from './json.js';

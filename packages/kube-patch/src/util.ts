@@ -1,11 +1,11 @@
 /** Small JSON helpers shared by the patch modules. */
-import { isObject } from '@kars/kube-core';
+import { cloneJson, isObject } from '@kars/kube-core';
 
 export { isObject };
 
 /** Deep copy of a JSON value (undefined stays undefined). */
 export function clone<T>(v: T): T {
-  return v === undefined ? v : structuredClone(v);
+  return cloneJson(v);
 }
 
 /** Structural equality of two JSON values; key order is ignored. */

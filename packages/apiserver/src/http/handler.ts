@@ -218,12 +218,12 @@ async function handleObject(
       throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
-    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+    return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.update(t, body, writeOpts());
-    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+    return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PATCH' && route.name !== undefined) {
     const type = patchType(req.headers['content-type']);
@@ -231,7 +231,7 @@ async function handleObject(
     const force = q.get('force') === 'true';
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
     const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force });
-    return sendJson(res, r.code, r.object, warningHeaders(r.warnings));
+    return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {
     const raw = await readBody(req, lengthOf(req));
