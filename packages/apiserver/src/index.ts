@@ -1,4 +1,4 @@
-export { ApiServer, parseListen } from './server.js';
+export { ApiServer } from './server.js';
 export type { ApiServerOptions, FaultInjector, LogFn } from './server.js';
 export type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
 export type { PolicyRule, RequestAttributes, UserInfo } from './auth/rbac.js';

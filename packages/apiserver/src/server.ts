@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
-import { badRequest } from '@kars/kube-core';
+import { badRequest, parseListen } from '@kars/kube-core';
 import { bootstrapPolicy } from './auth/api.js';
 import { Auth } from './auth/authorizer.js';
 import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
@@ -47,15 +47,6 @@ export interface ApiServerOptions {
   /** Called with every authorization decision (user, attributes, allowed): an audit hook for tests. */
   audit?: (r: AuditRecord) => void;
   log?: LogFn;
-}
-
-/** Parse HOST:PORT (IPv6 as [::1]:6443). */
-export function parseListen(s: string): { host: string; port: number } {
-  const m = s.match(/^\[([^\]]+)\]:(\d+)$/) ?? s.match(/^([^:]+):(\d+)$/);
-  if (!m) throw badRequest(`--listen must be HOST:PORT, got "${s}"`);
-  const port = Number(m[2]);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw badRequest(`--listen port out of range: "${s}"`);
-  return { host: m[1] ?? '127.0.0.1', port };
 }
 
 /** Faults a test can inject into a running server. */
@@ -118,7 +109,7 @@ export class ApiServer {
 
   /** Start a server; resolves once it accepts requests and the kubeconfig is written. */
   static async start(options: ApiServerOptions = {}): Promise<ApiServer> {
-    const { host, port } = parseListen(options.listen ?? '127.0.0.1:6443');
+    const { host, port } = parseListen(options.listen ?? '127.0.0.1:6443', '--listen');
     const dataDir = resolve(options.dataDir ?? '.kars/apiserver');
     const pki = ensurePki(join(dataDir, 'pki'), [host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host]);
     const token = ensureToken(join(dataDir, 'token'));

@@ -5,3 +5,4 @@ export * from './clock.js';
 export * from './logger.js';
 export * from './codes.js';
 export * from './json.js';
+export * from './http.js';

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { listenOn, parseListen } from '@kars/kube-core';
 
 /** One named condition `/readyz` requires, e.g. "the policy store has synced". */
 export interface ReadinessCheck {
@@ -48,7 +49,7 @@ export interface HealthServer {
  * Rejects when the address cannot be bound or `signal` is already aborted.
  */
 export async function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
-  const { host, port } = parseListen(opts.listen);
+  parseListen(opts.listen, 'health server listen address');
   if (opts.signal.aborted) throw new Error(`health server on ${opts.listen} not started: its signal is already aborted`);
   const server = http.createServer((req, res) => {
     handle(req, res, opts).catch((err: unknown) => {
@@ -56,13 +57,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
       res.end(`internal error: ${err instanceof Error ? err.message : String(err)}\n`);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  const { url } = await listenOn(server, opts.listen, 'health server listen address');
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -76,10 +71,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   const onAbort = (): void => void close();
   opts.signal.addEventListener('abort', onAbort, { once: true });
 
-  const addr = server.address();
-  const boundPort = typeof addr === 'object' && addr !== null ? addr.port : port;
-  const urlHost = host.includes(':') ? `[${host}]` : host;
-  return { url: `http://${urlHost}:${boundPort}`, close };
+  return { url, close };
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, opts: HealthServerOptions): Promise<void> {
@@ -140,15 +132,4 @@ function reply(res: ServerResponse, req: IncomingMessage, status: number, body: 
     ...headers,
   });
   res.end(req.method === 'HEAD' ? undefined : body);
-}
-
-/** Parse `HOST:PORT` or `[IPv6]:PORT`. */
-function parseListen(s: string): { host: string; port: number } {
-  const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) ?? /^([^:[\]]+):(\d+)$/.exec(s);
-  const host = m?.[1];
-  const port = Number(m?.[2]);
-  if (host === undefined || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`health server listen address must be HOST:PORT (IPv6 as [::1]:PORT) with port 0-65535, got "${s}"`);
-  }
-  return { host, port };
 }

@@ -14,6 +14,7 @@ import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
 import type { PolicySnapshot } from './snapshot.js';
 import { capabilityNames } from '@kars/policy-compiler';
+import { listenOn } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
 import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
@@ -82,20 +83,6 @@ export interface RunningRouter {
   stalenessSeconds(): number | undefined;
   /** Resolves when every part has stopped (after the signal aborted). */
   done: Promise<void>;
-}
-
-function listenOn(server: http.Server, listen: string): Promise<string> {
-  const m = listen.match(/^\[?([^\]]*?)\]?:(\d+)$/);
-  if (!m) throw new Error(`listen address must be HOST:PORT, got "${listen}"`);
-  const host = m[1] ?? '127.0.0.1';
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(Number(m[2]), host, () => {
-      const a = server.address();
-      const port = typeof a === 'object' && a !== null ? a.port : Number(m[2]);
-      resolve(`http://${host.includes(':') ? `[${host}]` : host}:${port}`);
-    });
-  });
 }
 
 /**
@@ -308,7 +295,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     });
   });
   main.keepAliveTimeout = 65_000;
-  const url = await listenOn(main, opts.listen);
+  const { url } = await listenOn(main, opts.listen, '--listen');
 
   let adminUrl: string | undefined;
   let admin: http.Server | undefined;
@@ -327,7 +314,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         ...(api ? { staleness_seconds: api.staleness.stalenessSeconds(), heartbeat: api.staleness.status() } : {}),
       });
     });
-    adminUrl = await listenOn(admin, opts.adminListen);
+    adminUrl = (await listenOn(admin, opts.adminListen, '--admin-listen')).url;
   }
 
   let egressUrl: string | undefined;

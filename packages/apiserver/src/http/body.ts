@@ -1,4 +1,4 @@
-import { badRequest, ApiError } from '@kars/kube-core';
+import { badRequest, ApiError, readBody as readBounded } from '@kars/kube-core';
 import { checkJsonDepth } from './limits.js';
 import { decodeYaml } from './yaml.js';
 import type { Readable } from 'node:stream';
@@ -8,16 +8,10 @@ export const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
 /** Read a request body, refusing anything over {@link MAX_BODY_BYTES} with 413. */
 export async function readBody(req: Readable, declaredLength: number | undefined): Promise<Buffer> {
-  if (declaredLength !== undefined && declaredLength > MAX_BODY_BYTES) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const b = chunk as Buffer;
-    size += b.length;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
-    chunks.push(b);
-  }
-  return Buffer.concat(chunks);
+  const r = await readBounded(req, MAX_BODY_BYTES, declaredLength);
+  if (r.ok) return r.body;
+  if (r.reason === 'too_large') throw tooLarge();
+  throw new Error('the client closed the connection before the request body ended');
 }
 
 function tooLarge(): ApiError {

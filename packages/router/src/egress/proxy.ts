@@ -33,8 +33,10 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { lookup } from 'node:dns/promises';
-import { connect, isIP, isIPv6, type AddressInfo, type Socket } from 'node:net';
+import { connect, isIP, isIPv6, type Socket } from 'node:net';
 import { specialHostReason } from '@kars/policy-api';
+import { listenOn, parseListen } from '@kars/kube-core';
+import { endToEndHeaders } from '../http/headers.js';
 import type { Duplex } from 'node:stream';
 import type { EgressEntry, SnapshotSource } from '../snapshot.js';
 import { canonicalSpelling, isAllowed, normalizeHost } from './allow.js';
@@ -78,22 +80,6 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-/** The listen address was not `host:port`. */
-export class EgressListenError extends Error {
-  readonly code = 'invalid_listen';
-  constructor(listen: string) {
-    super(`egress proxy listen address "${listen}" is not host:port (e.g. 127.0.0.1:3128)`);
-    this.name = 'EgressListenError';
-  }
-}
-
-function parseListen(listen: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen);
-  const port = m === null ? NaN : Number(m[3]);
-  if (m === null || port > 65535) throw new EgressListenError(listen);
-  return { host: m[1] ?? (m[2] !== undefined && m[2] !== '' ? m[2] : '127.0.0.1'), port };
-}
-
 const HOSTNAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i;
 
 /** A target host is a DNS name, an IPv4 literal or an IPv6 literal (no zone id); undefined otherwise. */
@@ -124,28 +110,6 @@ export function deniedMessage(sandbox: string, host: string, port: number): stri
   return `egress to ${hp} is not allowed for sandbox ${sandbox}; request a temporary approval with: kars egress allow-extra ${sandbox} --host ${hp} --ttl PT1H --reason "..."`;
 }
 
-const HOP_BY_HOP = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-];
-
-/** Headers minus hop-by-hop ones, including those the Connection header names. */
-function endToEnd(h: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const drop = new Set(HOP_BY_HOP);
-  const conn = h['connection'];
-  if (typeof conn === 'string') for (const t of conn.split(',')) drop.add(t.trim().toLowerCase());
-  const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
-  return out;
-}
-
 function rawResponse(socket: Duplex, status: number, reason: string, error: string): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
@@ -168,7 +132,7 @@ function jsonResponse(res: ServerResponse, status: number, error: string): void 
 }
 
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
-  const { host: listenHost, port: listenPort } = parseListen(opts.listen);
+  parseListen(opts.listen, 'egress proxy listen address');
   const { sandbox } = opts;
   const now = (): number => (opts.clock === undefined ? Date.now() : opts.clock.now());
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
@@ -376,7 +340,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   }
 
   function forwardHttp(req: IncomingMessage, res: ServerResponse, url: URL, host: string, port: number, address: string): void {
-    const headers = endToEnd(req.headers);
+    const headers = endToEndHeaders(req.headers);
     headers['host'] = url.host;
     const up = httpRequest({
       host: address,
@@ -401,7 +365,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     up.on('response', (upRes) => {
       up.setTimeout(0);
       upRes.on('error', () => res.destroy());
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage ?? '', endToEnd(upRes.headers));
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage ?? '', endToEndHeaders(upRes.headers));
       upRes.pipe(res);
     });
     up.on('error', (err: NodeJS.ErrnoException) => {
@@ -430,19 +394,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     else socket.destroy();
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(listenPort, listenHost, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const urlHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const bound = await listenOn(server, opts.listen, 'egress proxy listen address');
 
   return {
-    url: `http://${urlHost}:${addr.port}`,
-    port: addr.port,
+    url: bound.boundUrl,
+    port: bound.port,
     usage: () => Object.fromEntries(counts),
     close: () =>
       new Promise<void>((resolve) => {

@@ -83,6 +83,9 @@ import {
 } from './errors.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
+import { eventData, splitEvents } from '../http/sse.js';
+import { endToEndHeaders } from '../http/headers.js';
+import { readBody } from '@kars/kube-core';
 import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
 import { answerTexts, moderate, requestTexts, type GuardrailBackend } from './guardrails.js';
 
@@ -190,41 +193,12 @@ export function routePlan(rules: InferenceRules | undefined): { provider: string
   return { provider, deployments };
 }
 
-/** Request headers never forwarded upstream (hop-by-hop, recomputed, or internal). */
-const REQUEST_SKIP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-  'expect',
-  'accept-encoding',
-  SANDBOX_HEADER,
-]);
-/** Response headers never passed back (hop-by-hop). */
-const RESPONSE_SKIP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
-const NO_TOKENS: readonly string[] = [];
-
-function connectionTokens(v: string | string[] | undefined): readonly string[] {
-  if (typeof v !== 'string' || v === 'keep-alive' || v === 'close') return NO_TOKENS;
-  return v.split(',').map((t) => t.trim().toLowerCase());
-}
+/** Request headers the route sets itself, or never forwards (the identity header is internal). */
+const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set(['host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
+const CONTENT_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 
 function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const k of Object.keys(inh)) {
-    if (REQUEST_SKIP.has(k)) continue;
-    const v = inh[k];
-    if (v !== undefined) out[k] = v;
-  }
-  for (const t of connectionTokens(inh.connection)) if (!REQUEST_SKIP.has(t)) delete out[t];
+  const out = endToEndHeaders(inh, REQUEST_RECOMPUTED);
   out['host'] = host;
   // The route reads response bodies (usage, annotations), so they must arrive uncompressed.
   out['accept-encoding'] = 'identity';
@@ -232,15 +206,7 @@ function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): Outgoing
 }
 
 function responseHeaders(up: IncomingMessage, dropLength: boolean): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const h = up.headers;
-  for (const k of Object.keys(h)) {
-    if (RESPONSE_SKIP.has(k) || (dropLength && k === 'content-length')) continue;
-    const v = h[k];
-    if (v !== undefined) out[k] = v;
-  }
-  for (const t of connectionTokens(h.connection)) delete out[t];
-  return out;
+  return endToEndHeaders(up.headers, dropLength ? CONTENT_LENGTH : undefined);
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -291,38 +257,6 @@ export class UpstreamTimeoutError extends Error {
     super(`upstream sent no response headers for POST ${path} within ${timeoutMs} ms; check the upstream or raise fetchTimeoutMs`);
     this.name = 'UpstreamTimeoutError';
   }
-}
-
-/** Result of reading the request body. */
-type BodyRead = { ok: true; body: Buffer } | { ok: false; tooLarge: boolean };
-
-function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.resolve({ ok: false, tooLarge: true });
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (r: BodyRead): void => {
-      if (done) return;
-      done = true;
-      req.off('data', onData);
-      resolve(r);
-    };
-    const onData = (c: Buffer): void => {
-      size += c.length;
-      if (size > limit) {
-        chunks.length = 0;
-        finish({ ok: false, tooLarge: true });
-        return;
-      }
-      chunks.push(c);
-    };
-    req.on('data', onData);
-    req.once('end', () => finish({ ok: true, body: chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, size) }));
-    req.once('error', () => finish({ ok: false, tooLarge: false }));
-    req.once('close', () => finish({ ok: false, tooLarge: false }));
-  });
 }
 
 /** Create the chat-completions handler. See the module comment for what it enforces. */
@@ -423,9 +357,9 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
 
-    const read = await readBody(req, MAX_REQUEST_BODY_BYTES);
+    const read = await readBody(req, MAX_REQUEST_BODY_BYTES, req.headers['content-length']);
     if (!read.ok) {
-      if (read.tooLarge) {
+      if (read.reason === 'too_large') {
         req.resume();
         refuse(requestTooLarge(MAX_REQUEST_BODY_BYTES), { connection: 'close' });
       } else {
@@ -782,10 +716,9 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     const all = await bufferToJudge(up, res, meter, decide);
     if (all === undefined) return;
     const docs: unknown[] = [];
-    for (const line of all.toString('utf8').split(/\r?\n/)) {
-      if (!line.startsWith('data:')) continue;
-      const data = line.slice(5).trim();
-      if (data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
+    for (const ev of splitEvents(all)) {
+      const data = eventData(ev.toString('utf8'))?.trim();
+      if (data !== undefined && data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
     }
     const m = await moderate(guard, answerTexts(docs));
     if (m.kind !== 'clean') {

@@ -20,73 +20,15 @@
  */
 import { contentPolicyViolation, type InferenceRefusal } from './errors.js';
 import { evaluateSafety, extractAnnotations, type ContentSafetyRules } from './safety.js';
+import { SseEventSplitter, eventData } from '../http/sse.js';
+
+export { SseEventSplitter, eventData };
 
 /** How many trailing bytes of a stream are kept to find the final `usage` chunk. */
 export const USAGE_TAIL_BYTES = 64 * 1024;
 
 /** The most the gate holds back waiting for an event to end; beyond it the bytes are judged as one event. */
 export const MAX_HELD_BYTES = 1024 * 1024;
-
-/** Index just past the first event terminator at or after `from`, or -1. */
-function eventEnd(b: Buffer, from: number): number {
-  const lf = b.indexOf('\n\n', from);
-  const crlf = b.indexOf('\r\n\r\n', from);
-  if (lf < 0) return crlf < 0 ? -1 : crlf + 4;
-  if (crlf < 0 || lf < crlf) return lf + 2;
-  return crlf + 4;
-}
-
-/**
- * Splits a byte stream into whole SSE events (each with its terminating blank line). It works on
- * bytes, not text: the terminators are ASCII, so an event never ends inside a UTF-8 sequence and
- * whatever is held back can be handed on unchanged.
- */
-export class SseEventSplitter {
-  #buf: Buffer = Buffer.alloc(0);
-
-  /** Add bytes; returns the events they completed, in order. */
-  push(chunk: Buffer): Buffer[] {
-    const b = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
-    const out: Buffer[] = [];
-    let start = 0;
-    for (let end = eventEnd(b, 0); end >= 0; end = eventEnd(b, start)) {
-      out.push(b.subarray(start, end));
-      start = end;
-    }
-    this.#buf = start === 0 ? b : b.subarray(start);
-    return out;
-  }
-
-  /** Bytes held back (an incomplete event). */
-  get pending(): number {
-    return this.#buf.length;
-  }
-
-  /** Take whatever is held back (an incomplete event). */
-  drain(): Buffer {
-    const b = this.#buf;
-    this.#buf = Buffer.alloc(0);
-    return b;
-  }
-}
-
-/** The data of one event (its `data:` lines joined by `\n`), or undefined when it has none (a comment, a keep-alive). */
-export function eventData(event: string): string | undefined {
-  let data: string | undefined;
-  let i = 0;
-  while (i < event.length) {
-    let nl = event.indexOf('\n', i);
-    if (nl < 0) nl = event.length;
-    let line = event.slice(i, nl);
-    if (line.endsWith('\r')) line = line.slice(0, -1);
-    if (line.startsWith('data:')) {
-      const v = line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5);
-      data = data === undefined ? v : `${data}\n${v}`;
-    }
-    i = nl + 1;
-  }
-  return data;
-}
 
 /** `usage.total_tokens` of a parsed chunk or body, when it is a finite number ≥ 0. */
 export function usageTotal(parsed: unknown): number | undefined {

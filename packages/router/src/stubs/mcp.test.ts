@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { McpStubListenError, startMcpStub, type McpStub } from './mcp.js';
+import { ListenAddressError } from '@kars/kube-core';
+import { startMcpStub, type McpStub } from './mcp.js';
 
 /** Socket tests fail instead of hanging when bytes never arrive. */
 const T = { timeout: 5000 };
@@ -67,6 +68,6 @@ describe('MCP stub', () => {
   });
 
   it('rejects a listen address that is not host:port', T, async () => {
-    await assert.rejects(startMcpStub({ listen: 'nonsense' }), McpStubListenError);
+    await assert.rejects(startMcpStub({ listen: 'nonsense' }), ListenAddressError);
   });
 });

@@ -13,7 +13,7 @@
  * Caveats: no sessions, no server-to-client requests, no GET stream (GET answers 405).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '@kars/kube-core';
 import {
   classify,
   rpcError,
@@ -62,26 +62,9 @@ export interface McpStub {
   close(): Promise<void>;
 }
 
-/** The listen address was not `host:port`. */
-export class McpStubListenError extends Error {
-  readonly code = 'invalid_listen';
-  constructor(listen: string) {
-    super(`MCP stub listen address "${listen}" is not host:port (e.g. 127.0.0.1:0)`);
-    this.name = 'McpStubListenError';
-  }
-}
-
-function parseListen(listen: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen);
-  const port = m === null ? NaN : Number(m[3]);
-  if (m === null || port > 65535) throw new McpStubListenError(listen);
-  return { host: m[1] ?? (m[2] !== undefined && m[2] !== '' ? m[2] : '127.0.0.1'), port };
-}
-
 const DEFAULT_TOOLS: McpStubTool[] = [{ name: 'echo', description: 'Echo the arguments' }];
 
 export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> {
-  const { host, port } = parseListen(opts.listen ?? '127.0.0.1:0');
   const tools = (opts.tools ?? DEFAULT_TOOLS).map((t) => ({ ...t }));
   const toolErrors = new Map<string, JsonRpcErrorObject>(Object.entries(opts.toolErrors ?? {}));
   let failure: { status: number; body?: string; contentType?: string } | undefined;
@@ -208,19 +191,11 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
   });
   server.on('clientError', (_err, socket) => socket.destroy());
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const urlHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const bound = await listenOn(server, opts.listen ?? '127.0.0.1:0', 'MCP stub listen address');
 
   return {
-    url: new URL(`http://${urlHost}:${addr.port}/mcp`),
-    port: addr.port,
+    url: new URL(`${bound.boundUrl}/mcp`),
+    port: bound.port,
     calls,
     methods,
     setToolError(tool, error) {

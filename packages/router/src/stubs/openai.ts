@@ -34,7 +34,7 @@
  * Caveats: no auth, no tools/function calling, no `n > 1`; token counts are whatever it is told.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '@kars/kube-core';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -124,16 +124,6 @@ const CATEGORIES: readonly StubCategory[] = ['hate', 'self_harm', 'sexual', 'vio
 const AZURE_PREFIX = '/openai/deployments/';
 const AZURE_SUFFIX = '/chat/completions';
 const MAX_BODY = 64 * 1024 * 1024;
-
-function parseListen(listen: string): { host: string; port: number } {
-  const i = listen.lastIndexOf(':');
-  if (i < 0) throw new TypeError(`listen address must be HOST:PORT, got "${listen}"`);
-  let host = listen.slice(0, i);
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  const port = Number(listen.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TypeError(`listen port must be 0..65535, got "${listen}"`);
-  return { host: host === '' ? '127.0.0.1' : host, port };
-}
 
 function header(h: IncomingHttpHeaders, name: string): string | undefined {
   const v = h[name];
@@ -243,7 +233,6 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export const MAX_RECORDED = 10_000;
 
 export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
-  const { host, port } = parseListen(opts.listen ?? '127.0.0.1:0');
   const requests: StubRequest[] = [];
   let behaviour: StubBehaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
   const perDeployment = new Map<string, Partial<StubBehaviour>>();
@@ -422,15 +411,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     });
     req.on('error', () => res.destroy());
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const url = new URL(`http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`);
+  const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'OpenAI stub listen address')).boundUrl);
 
   return {
     url,

@@ -47,6 +47,9 @@ import {
   type JsonRpcResponse,
 } from './jsonrpc.js';
 import { ToolRateLimiter, type NowClock } from './ratelimit.js';
+import { SseEventSplitter, eventData } from '../http/sse.js';
+import { endToEndHeaders } from '../http/headers.js';
+import { readBody } from '@kars/kube-core';
 
 /** One decision the gateway made, for logs and metrics. */
 export interface ToolDecision {
@@ -84,42 +87,6 @@ export interface McpGatewayOptions {
 
 /** Handles one request; resolves `false` when the path is not the gateway's (nothing written). */
 export type McpGatewayHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-/** A request body over the limit. */
-class BodyTooLargeError extends Error {
-  readonly code = 'body_too_large';
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        reject(new BodyTooLargeError(`request body exceeds ${limit} bytes`));
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-    req.on('close', () => reject(new Error('client closed the request')));
-  });
-}
 
 function sendJson(res: ServerResponse, status: number, payload: unknown, extra: OutgoingHttpHeaders = {}): void {
   if (res.headersSent || res.destroyed) return;
@@ -276,11 +243,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
     // Always the router's re-serialisation of what it decided on, never the client's bytes.
     const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
-    const headers: OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v === undefined || HOP_BY_HOP.has(k) || k === 'host' || k === 'content-length' || k === 'accept-encoding') continue;
-      headers[k] = v;
-    }
+    const headers = endToEndHeaders(req.headers, REQUEST_RECOMPUTED);
     headers['content-type'] ??= 'application/json';
     headers['content-length'] = body.length;
     headers['accept-encoding'] = 'identity';
@@ -365,15 +328,16 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       );
       return;
     }
-    let raw: Buffer;
-    try {
-      raw = await readBody(req, maxRequest);
-    } catch (err: unknown) {
-      if (err instanceof BodyTooLargeError)
-        sendJson(res, 413, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${err.message}`), { connection: 'close' });
+    const read = await readBody(req, maxRequest, req.headers['content-length']);
+    if (!read.ok) {
+      if (read.reason === 'too_large')
+        sendJson(res, 413, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: request body exceeds ${maxRequest} bytes`), {
+          connection: 'close',
+        });
       else res.destroy();
       return;
     }
+    const raw = read.body;
     const snapshot = opts.snapshot();
     const strict = parseStrictJson(raw.toString('utf8'));
     if (!strict.ok) {
@@ -408,14 +372,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   };
 }
 
+/** Request headers the gateway sets itself. */
+const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set(['host', 'content-length', 'accept-encoding']);
+/** Response headers dropped when the gateway rewrites the body. */
+const REWRITTEN: ReadonlySet<string> = new Set(['content-length', 'content-encoding']);
+
 function copyHeaders(h: IncomingHttpHeaders, rewriting: boolean): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (v === undefined || HOP_BY_HOP.has(k)) continue;
-    if (rewriting && (k === 'content-length' || k === 'content-encoding')) continue;
-    out[k] = v;
-  }
-  return out;
+  return endToEndHeaders(h, rewriting ? REWRITTEN : undefined);
 }
 
 /** An upstream answer larger than the rewrite buffer. */
@@ -447,21 +410,25 @@ function readAll(stream: IncomingMessage, limit: number): Promise<string> {
  * an incomplete last event, are kept verbatim. Line endings are normalised to `\n`.
  */
 export function rewriteSse(text: string, fn: (msg: unknown) => unknown): string {
-  const normalized = text.replace(/\r\n?/g, '\n');
-  const blocks = normalized.split('\n\n');
-  const tail = blocks.pop() ?? '';
-  const out = blocks.map((block) => {
-    const lines = block.split('\n');
-    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, ''));
-    if (data.length === 0) return block;
+  const splitter = new SseEventSplitter();
+  const events = splitter.push(Buffer.from(text.replace(/\r\n?/g, '\n'), 'utf8'));
+  let out = '';
+  for (const ev of events) {
+    const block = ev.toString('utf8', 0, ev.length - 2);
+    const data = eventData(block);
     let msg: unknown;
     try {
-      msg = JSON.parse(data.join('\n'));
+      msg = data === undefined ? undefined : JSON.parse(data);
     } catch {
-      return block;
+      msg = undefined;
+    }
+    if (msg === undefined) {
+      out += `${block}\n\n`;
+      continue;
     }
     const next = Array.isArray(msg) ? (msg as unknown[]).map(fn) : fn(msg);
-    return [...lines.filter((l) => !l.startsWith('data:')), `data: ${JSON.stringify(next)}`].join('\n');
-  });
-  return out.map((b) => `${b}\n\n`).join('') + tail;
+    const kept = block.split('\n').filter((l) => !l.startsWith('data:'));
+    out += `${[...kept, `data: ${JSON.stringify(next)}`].join('\n')}\n\n`;
+  }
+  return out + splitter.drain().toString('utf8');
 }
