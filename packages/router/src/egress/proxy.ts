@@ -24,14 +24,7 @@
  * Caveats: Absolute `https://` URIs (TLS-terminating proxying) and protocol upgrades over plain HTTP are
  * refused with 400/501: use CONNECT. Usage counts live in memory and only count allowed uses.
  */
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { lookup } from 'node:dns/promises';
 import { connect, isIP, isIPv6, type Socket } from 'node:net';
 import { specialHostReason } from '@kars/policy-api';
