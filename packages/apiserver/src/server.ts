@@ -142,6 +142,11 @@ export class ApiServer {
 
   private async boot(): Promise<void> {
     const store = new Store(join(this.opts.dataDir, 'db'), { historyWindow: this.opts.historyWindow, maxBatch: this.opts.maxCommitBatch });
+    // A failed WAL sync leaves a batch's fate unknown: exit, and recover from the log on restart.
+    store.onFatal = (err) => {
+      this.opts.log('error', 'syncing the storage write-ahead log failed; exiting', { err: err.message });
+      process.exit(1);
+    };
     const cache = new WatchCache(store.changesAfter(store.oldestResumableRv()), store.oldestResumableRv());
     const registry = new Registry(builtinResources());
     const onError = (err: unknown, what: string): void =>

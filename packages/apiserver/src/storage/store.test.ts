@@ -1,6 +1,6 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommitError, Store } from './store.js';
@@ -164,5 +164,60 @@ describe('Store group commit', () => {
     const { store: again } = open({}, dir);
     assert.equal(again.get(GR, 'ns', 'late')?.rv, 1);
     again.close();
+  });
+
+  it('publishes a batch, and shows it to readers, only once its WAL sync has returned; writes meanwhile wait for the next batch', async () => {
+    const held: Array<(err: Error | null) => void> = [];
+    const { store, commits, published } = open({ syncWal: (_fd, done) => held.push(done) });
+    let settled = 0;
+    const first = create(store, 'p1').then((rv) => (settled++, rv));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(commits.length, 1, 'the batch was committed to the WAL');
+    assert.equal(held.length, 1, 'its sync is in flight');
+    assert.equal(store.get(GR, 'ns', 'p1'), undefined, 'a reader does not see a batch whose sync has not returned');
+    assert.equal(store.currentRv(), 0);
+    assert.equal(published.length, 0, 'nothing published before the sync');
+    const second = create(store, 'p2').then((rv) => (settled++, rv));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(commits.length, 1, 'a write during the sync waits for it');
+    assert.equal(settled, 0, 'nothing acknowledged before its sync');
+    held.shift()?.(null);
+    assert.equal(await first, 1);
+    assert.equal(store.get(GR, 'ns', 'p1')?.rv, 1);
+    assert.equal(store.get(GR, 'ns', 'p2'), undefined, 'the next batch is committed but not yet synced');
+    assert.equal(commits.length, 2, 'the end of the sync committed the waiting batch');
+    held.shift()?.(null);
+    assert.equal(await second, 2);
+    assert.equal(store.currentRv(), 2);
+    store.close();
+  });
+
+  it('rejects the syncing and the waiting batch when the WAL sync fails, refuses later writes, and reports it once', async () => {
+    const held: Array<(err: Error | null) => void> = [];
+    const { store } = open({ syncWal: (_fd, done) => held.push(done) });
+    const fatal: Error[] = [];
+    store.onFatal = (e) => fatal.push(e);
+    const a = create(store, 'f1');
+    await new Promise((r) => setImmediate(r));
+    const b = create(store, 'f2');
+    held.shift()?.(new Error('EIO'));
+    const res = await Promise.allSettled([a, b]);
+    for (const r of res) assert.ok(r.status === 'rejected' && r.reason instanceof CommitError, 'both batches fail with CommitError');
+    assert.equal(fatal.length, 1);
+    await assert.rejects(create(store, 'f3'), CommitError, 'a broken store refuses every later write');
+    assert.equal(store.get(GR, 'ns', 'f1'), undefined, 'a reader never saw the unsynced batch');
+  });
+
+  it('keeps the WAL bounded under writes that never pause', async () => {
+    const { store, dir } = open({ walResetBytes: 256 * 1024 });
+    const payload = 'x'.repeat(8192);
+    let maxWal = 0;
+    for (let round = 0; round < 150; round++) {
+      await Promise.all(Array.from({ length: 4 }, (_, i) => create(store, `w${round}-${i}`, payload)));
+      maxWal = Math.max(maxWal, statSync(join(dir, 'state.db-wal')).size);
+    }
+    assert.equal(store.count(GR, undefined), 600);
+    assert.ok(maxWal < 2 * 1024 * 1024, `the WAL peaked at ${maxWal} bytes (600 writes of 8 KiB would be ~10 MiB without resets)`);
+    store.close();
   });
 });

@@ -1,7 +1,7 @@
 import { ApiError } from '@kars/kube-core';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A stored object: its resourceVersion and its JSON body, exactly as written. */
@@ -63,6 +63,13 @@ export interface StoreOptions {
   maxBatch?: number;
   /** TEST ONLY: runs just before each COMMIT; throwing makes the commit fail (to test rollback). */
   beforeCommit?: () => void;
+  /**
+   * TEST ONLY: replaces the asynchronous fdatasync of the write-ahead log (group commit), e.g. to
+   * hold a batch in its sync or make the sync fail. Called with the WAL's file descriptor.
+   */
+  syncWal?: (fd: number, done: (err: Error | null) => void) => void;
+  /** TEST ONLY: the WAL size above which a sync's end truncates the WAL (default 32 MiB). */
+  walResetBytes?: number;
 }
 
 /** Default most writes per group commit. */
@@ -101,26 +108,39 @@ function readStatements(db: Db): Statements {
   };
 }
 
-/** One open group-commit transaction and the writes waiting for it. */
+/** One group-commit transaction (open, or committed and syncing) and the writes waiting for it. */
 interface Batch {
   /** The last revision committed before this batch; restored if the batch fails. */
   startRv: number;
   changes: ChangeRecord[];
   settle: Array<(err: CommitError | undefined) => void>;
+  /** Set at COMMIT: the batch's last revision and the compaction floor it wrote. */
+  endRv?: number;
+  floor?: number;
 }
 
 /**
- * Durable storage in SQLite (WAL, synchronous=FULL) with group commit: objects, one global
+ * With group commit, the reader is pinned on the previous commit while a batch syncs, so SQLite's
+ * automatic checkpoints always stay one batch behind and never let the WAL start over. Once the
+ * WAL is larger than this, the next sync's end commits the waiting batch in place and truncates
+ * the WAL with a full checkpoint.
+ */
+const WAL_RESET_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Durable storage in SQLite (WAL) with group commit: objects, one global
  * revision counter, and a bounded log of recent changes from which watches resume across restarts.
  *
  * Group commit (ADR 0002): {@link Store.write} runs a write's logic at once, synchronously, inside
  * the open batch transaction (each write in its own savepoint, so a failing write leaves the batch
  * intact), and the batch commits with one fsync at the next turn of the event loop (setImmediate)
- * or as soon as it holds `maxBatch` writes. Then `onCommit` sees the batch's changes in revision
- * order, and only then do the writes' promises settle.
+ * or as soon as it holds `maxBatch` writes, and its WAL is synced on the thread pool while the next
+ * batch gathers (one sync in flight at a time). Then `onCommit` sees the batch's changes in
+ * revision order, and only then do the writes' promises settle.
  *
  * Guarantees:
- * - A write whose promise resolves is on disk (its batch's COMMIT, with synchronous=FULL, returned).
+ * - A write whose promise resolves is on disk: its batch's COMMIT with synchronous=FULL returned
+ *   (maxBatch 1), or, with group commit, the fdatasync of the WAL after its COMMIT returned.
  * - Writes are serialised: each one's logic sees every earlier write, committed or in the open
  *   batch, so optimistic concurrency is exact (for a resourceVersion exactly one update wins).
  * - Revisions are one global sequence, committed in order; they only grow, across restarts too.
@@ -147,6 +167,18 @@ export class Store {
   private readonly beforeCommit: (() => void) | undefined;
   private writesSincePrune = 0;
   private batch: Batch | undefined;
+  /** The batch committed to the WAL whose fdatasync is in flight (group commit); at most one. */
+  private syncing: Batch | undefined;
+  /** Group commit: COMMIT writes the WAL without fsync and the WAL is synced off the event loop. */
+  private readonly pipelined: boolean;
+  private readonly walPath: string;
+  private walFd: number | undefined;
+  /** True while the reader holds a read transaction on the last durable commit (during a sync). */
+  private readerPinned = false;
+  /** Set once a WAL sync failed: nothing more is written, every write rejects. */
+  private broken: CommitError | undefined;
+  private readonly syncWal: (fd: number, done: (err: Error | null) => void) => void;
+  private readonly walResetBytes: number;
   private flushScheduled: NodeJS.Immediate | undefined;
   /** True while a write's logic runs: reads then see the open batch. */
   private inWrite = false;
@@ -164,11 +196,19 @@ export class Store {
     begin: Statement<[]>;
     commit: Statement<[]>;
     rollback: Statement<[]>;
+    pin: Statement<[], unknown>;
   };
   /** Runs a function in a savepoint of the open batch (better-sqlite3 nests transactions as savepoints). */
   private readonly inSavepoint: <T>(fn: () => T) => T;
   /** Called once per committed batch, with its changes in revision order, before any write settles. */
   onCommit: (changes: ChangeRecord[]) => void = () => undefined;
+  /**
+   * Called once if syncing the write-ahead log fails. The store then refuses every write: whether
+   * the batch reached the disk is unknown, so the process should exit and recover from the log on
+   * restart (as PostgreSQL does on an fsync failure). The writes of that batch reject with
+   * {@link CommitError}, i.e. 500: an unknown outcome.
+   */
+  onFatal: (err: CommitError) => void = () => undefined;
 
   constructor(dataDir: string, opts: StoreOptions) {
     mkdirSync(dataDir, { recursive: true });
@@ -178,7 +218,13 @@ export class Store {
     const file = join(dataDir, 'state.db');
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
+    // maxBatch 1 keeps the behaviour before group commit: SQLite syncs the WAL inside every COMMIT.
+    // Group commit syncs the WAL itself, off the event loop, before anything of a batch is visible.
+    this.pipelined = this.maxBatch > 1;
+    this.db.pragma(this.pipelined ? 'synchronous = NORMAL' : 'synchronous = FULL');
+    this.walPath = `${file}-wal`;
+    this.syncWal = opts.syncWal ?? ((fd, done) => fdatasync(fd, done));
+    this.walResetBytes = opts.walResetBytes ?? WAL_RESET_BYTES;
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS objects (
@@ -215,7 +261,9 @@ export class Store {
       begin: this.db.prepare('BEGIN IMMEDIATE'),
       commit: this.db.prepare('COMMIT'),
       rollback: this.db.prepare('ROLLBACK'),
+      pin: this.reader.prepare('SELECT k FROM meta LIMIT 1'),
     };
+    if (this.pipelined) this.walFd = openSync(this.walPath, 'r');
     const sp = this.db.transaction((fn: () => unknown) => fn());
     this.inSavepoint = <T>(fn: () => T): T => sp(fn) as T;
   }
@@ -273,6 +321,7 @@ export class Store {
    * batch has committed (resolves: the changes are durable) or failed ({@link CommitError}).
    */
   write<T>(fn: (stage: (c: StagedChange) => ChangeRecord) => T): Promise<T> {
+    if (this.broken) return Promise.reject(this.broken);
     if (!this.db.open) return Promise.reject(new CommitError(new Error('the store is closed')));
     const batch = this.openBatch();
     const startRv = this.rv;
@@ -296,8 +345,12 @@ export class Store {
         else reject(outcome.err);
       });
     });
-    if (batch.settle.length >= this.maxBatch) this.flush();
-    else this.flushScheduled ??= setImmediate(() => this.flush());
+    if (batch.settle.length >= this.maxBatch) {
+      // A full batch commits now; if the previous one is still syncing, wait for that sync in place.
+      this.drainSync();
+      this.flush();
+    } else if (!this.syncing) this.flushScheduled ??= setImmediate(() => this.flush());
+    // (While a batch syncs, the open batch waits: that sync's end commits it.)
     return settled;
   }
 
@@ -326,17 +379,29 @@ export class Store {
   }
 
   /**
-   * Commit the open batch now (one fsync), publish it through `onCommit`, then settle its writes.
-   * A no-op when no batch is open.
+   * Commit the open batch. With maxBatch 1 (`synchronous=FULL`) COMMIT itself syncs, and the batch
+   * is published and settled at once. With group commit, COMMIT writes the WAL without syncing; the
+   * WAL is then synced off the event loop (fdatasync on the thread pool) while new writes gather in
+   * the next batch, and the batch is published and settled only when the sync has returned. Until
+   * then the reader stays pinned on the previous commit, so no read shows a write that is not yet
+   * durable. A no-op when no batch is open or a sync is already in flight.
    */
   flush(): void {
+    this.commitBatch(false);
+  }
+
+  /** Commit the open batch; `inline` syncs on the event loop and settles at once (no pinning). */
+  private commitBatch(inline: boolean): void {
     if (this.flushScheduled) clearImmediate(this.flushScheduled);
     this.flushScheduled = undefined;
+    if (this.syncing) return;
     const b = this.batch;
     if (!b) return;
     this.batch = undefined;
     let floor = this.compactedRv;
     let failure: CommitError | undefined;
+    const async = this.pipelined && !inline;
+    if (async) this.pinReader();
     try {
       if (this.rv !== b.startRv) this.st.setMeta.run('rv', String(this.rv));
       this.writesSincePrune += b.changes.length;
@@ -360,10 +425,67 @@ export class Store {
       }
       this.rv = b.startRv;
     }
+    b.endRv = this.rv;
+    b.floor = floor;
+    if (failure || !this.pipelined) {
+      this.unpinReader();
+      this.complete(b, failure);
+      return;
+    }
+    if (inline) {
+      try {
+        fdatasyncSync(this.currentWalFd());
+      } catch (err) {
+        this.fail(b, new CommitError(err));
+        return;
+      }
+      this.complete(b, undefined);
+      return;
+    }
+    this.syncing = b;
+    this.syncWal(this.currentWalFd(), (err) => {
+      if (this.syncing !== b) return; // drainSync() finished it already
+      this.syncing = undefined;
+      if (err) {
+        // The reader stays on the last durable commit: the failed batch is never shown.
+        this.fail(b, new CommitError(err));
+        return;
+      }
+      this.unpinReader();
+      this.complete(b, undefined);
+      if (this.walBytes() > this.walResetBytes) {
+        this.commitBatch(true);
+        this.truncateWal();
+      }
+      // The writes that arrived during the sync form the next batch: commit it now.
+      if (this.batch) this.commitBatch(false);
+    });
+  }
+
+  private walBytes(): number {
+    try {
+      return fstatSync(this.currentWalFd()).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Checkpoint everything and truncate the WAL (nothing is open or pinned when this runs). */
+  private truncateWal(): void {
+    if (this.broken || !this.db.open) return;
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // A busy checkpoint is retried at the next sync's end.
+    }
+  }
+
+  /** Publish a durable batch (or reject all of it) and settle its writes. */
+  private complete(b: Batch, failure: CommitError | undefined): void {
     try {
       if (!failure) {
-        this.committedRv = this.rv;
-        this.compactedRv = floor;
+        this.committedRv = b.endRv ?? this.rv;
+        this.compactedRv = Math.max(this.compactedRv, b.floor ?? 0);
         this.onCommit(b.changes);
       }
     } finally {
@@ -371,9 +493,81 @@ export class Store {
     }
   }
 
+  /**
+   * The WAL sync failed: the batch may or may not be on disk. Reject it and everything after it,
+   * refuse all further writes, and tell the owner (who should exit and recover from the log).
+   */
+  private fail(b: Batch, err: CommitError): void {
+    this.broken = err;
+    for (const s of b.settle) s(err);
+    const open = this.batch;
+    this.batch = undefined;
+    if (open) {
+      try {
+        if (this.db.inTransaction) this.st.rollback.run();
+      } catch {
+        // already failing
+      }
+      for (const s of open.settle) s(err);
+    }
+    this.onFatal(err);
+  }
+
+  /** Hold the reader on the last durable commit while the next one syncs. */
+  private pinReader(): void {
+    if (this.readerPinned) return;
+    this.reader.exec('BEGIN');
+    this.st.pin.get(); // a read starts the snapshot now, not at the next query
+    this.readerPinned = true;
+  }
+
+  private unpinReader(): void {
+    if (!this.readerPinned) return;
+    this.readerPinned = false;
+    this.reader.exec('COMMIT');
+  }
+
+  /**
+   * The descriptor of the current WAL file. SQLite keeps the WAL while a connection is open, but
+   * if the file were ever replaced, syncing the old descriptor would sync the wrong file: compare
+   * inodes and reopen.
+   */
+  private currentWalFd(): number {
+    if (this.walFd !== undefined) {
+      try {
+        if (fstatSync(this.walFd).ino === statSync(this.walPath).ino) return this.walFd;
+      } catch {
+        // fall through and reopen
+      }
+      closeSync(this.walFd);
+    }
+    this.walFd = openSync(this.walPath, 'r');
+    return this.walFd;
+  }
+
+  /** Finish an in-flight WAL sync synchronously (for compaction and close). */
+  private drainSync(): void {
+    const b = this.syncing;
+    if (!b) return;
+    this.syncing = undefined;
+    let err: CommitError | undefined;
+    try {
+      fdatasyncSync(this.currentWalFd());
+    } catch (e) {
+      err = new CommitError(e);
+    }
+    if (err) {
+      this.fail(b, err);
+      return;
+    }
+    this.unpinReader();
+    this.complete(b, undefined);
+  }
+
   /** Forget history up to and including `rv`: watches that resume from there get 410. */
   compact(rv: number): void {
-    this.flush();
+    this.drainSync();
+    this.commitBatch(true);
     const target = Math.min(rv, this.committedRv);
     if (target <= this.compactedRv) return;
     this.db.transaction(() => {
@@ -386,8 +580,12 @@ export class Store {
   /** Commit what is pending, then close both connections. */
   close(): void {
     if (!this.db.open) return;
-    this.flush();
+    this.drainSync();
+    this.commitBatch(true);
+    this.unpinReader();
     this.reader.close();
     this.db.close();
+    if (this.walFd !== undefined) closeSync(this.walFd);
+    this.walFd = undefined;
   }
 }
