@@ -2,6 +2,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { RequestOptions } from 'node:https';
 import { KubeconfigError } from './errors.js';
 
+/** How long {@link Credentials.headers} reuses its answer. */
+export const HEADERS_TTL_MS = 1000;
 /** TLS material for connecting to the API server. */
 export interface TlsOptions {
   ca?: Buffer | string;
@@ -72,8 +74,27 @@ export class Credentials {
     return out;
   }
 
-  /** Authentication headers for one request (refreshed by client-node when credentials rotate). */
-  async headers(): Promise<Record<string, string>> {
+  private cachedHeaders: { atMs: number; value: Promise<Record<string, string>> } | undefined;
+
+  /**
+   * Authentication headers for one request (refreshed by client-node when credentials rotate).
+   * The answer is reused for up to {@link HEADERS_TTL_MS}: client-node rebuilds an HTTPS agent on
+   * every call, which cost a controller a few percent of its CPU at one call per request. Rotated
+   * credentials are picked up within that second. The returned record must not be modified.
+   */
+  headers(): Promise<Record<string, string>> {
+    const now = Date.now();
+    const c = this.cachedHeaders;
+    if (c && now - c.atMs < HEADERS_TTL_MS && now >= c.atMs) return c.value;
+    const value = this.loadHeaders();
+    this.cachedHeaders = { atMs: now, value };
+    value.catch(() => {
+      if (this.cachedHeaders?.value === value) this.cachedHeaders = undefined;
+    });
+    return value;
+  }
+
+  private async loadHeaders(): Promise<Record<string, string>> {
     const opts: RequestOptions = {};
     await this.kc.applyToHTTPSOptions(opts);
     const out: Record<string, string> = {};
