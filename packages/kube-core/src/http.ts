@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 
 /** A listen address that is not `HOST:PORT` / `[IPv6]:PORT` with a port in 0–65535. */
 export class ListenAddressError extends RangeError {
-  readonly code = 'invalid_listen';
+  readonly code = 'KARS_LISTEN_INVALID';
   constructor(
     readonly address: string,
     what = 'listen address',

@@ -8,6 +8,7 @@ import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
 import { startEgressProxy } from './egress/proxy.js';
 import { createInferenceHandler } from './inference/handler.js';
+import { UpstreamClient } from './http/upstream.js';
 import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
@@ -168,7 +169,11 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
   const budget = new TokenBudgetTracker();
+  // One upstream client (keep-alive pool, timeouts, stale-connection retry) for inference, every
+  // MCP server and the guardrail backend.
+  const client = new UpstreamClient();
   const inference = createInferenceHandler({
+    client,
     snapshot: () => state.current(),
     upstream: opts.upstream,
     sandbox: opts.sandbox,
@@ -185,7 +190,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (opts.mcpUpstream)
     gateways.set(
       '/mcp',
-      createMcpGateway({ snapshot: () => state.current(), upstream: opts.mcpUpstream, sandbox: opts.sandbox, onDecision: onToolDecision }),
+      createMcpGateway({
+        snapshot: () => state.current(),
+        upstream: opts.mcpUpstream,
+        sandbox: opts.sandbox,
+        client,
+        onDecision: onToolDecision,
+      }),
     );
   for (const u of opts.mcpUpstreams ?? []) {
     if (!MCP_SERVER_NAME.test(u.name))
@@ -198,6 +209,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         snapshot: () => state.current(),
         upstream: u.url,
         sandbox: opts.sandbox,
+        client,
         server: u.name,
         path,
         onDecision: onToolDecision,
@@ -357,6 +369,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     await Promise.all([...parts, closeServer(main), closeServer(admin), egressClose?.()]);
     inference.close();
+    await client.close();
   })();
   log.info(
     { url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind },

@@ -12,8 +12,8 @@
  * The API key, when set, is `OPENAI_MODERATION_API_KEY`, else `OPENAI_API_KEY` (read by the CLI,
  * passed in `apiKey`), sent as `Authorization: Bearer`.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { readBody } from '@kars/kube-core';
+import type { UpstreamClient } from '../http/upstream.js';
 
 /** A configured moderation backend. */
 export interface GuardrailBackend {
@@ -62,58 +62,55 @@ export function answerTexts(docs: readonly unknown[]): string[] {
   return [...byChoice.values()].filter((t) => t !== '');
 }
 
-/** Ask the backend about `texts`. Never rejects. */
-export function moderate(backend: GuardrailBackend, texts: readonly string[]): Promise<ModerationOutcome> {
-  if (texts.length === 0) return Promise.resolve({ kind: 'clean' });
+/** Ask the backend about `texts` through the router's upstream client. Never rejects. */
+export async function moderate(backend: GuardrailBackend, texts: readonly string[], client: UpstreamClient): Promise<ModerationOutcome> {
+  if (texts.length === 0) return { kind: 'clean' };
   const base = backend.url.href.endsWith('/') ? backend.url.href.slice(0, -1) : backend.url.href;
   const target = new URL(`${base}/v1/moderations`);
   const body = Buffer.from(JSON.stringify({ input: texts }));
-  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve) => {
-    const req = send(
-      target,
-      {
-        method: 'POST',
-        timeout: backend.timeoutMs ?? 10_000,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': body.length,
-          ...(backend.apiKey ? { authorization: `Bearer ${backend.apiKey}` } : {}),
-        },
+  const timeoutMs = backend.timeoutMs ?? 10_000;
+  let status: number;
+  let read: Awaited<ReturnType<typeof readBody>>;
+  try {
+    const res = await client.request({
+      origin: target.origin,
+      path: `${target.pathname}${target.search}`,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(backend.apiKey ? { authorization: `Bearer ${backend.apiKey}` } : {}),
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_ANSWER_BYTES) res.destroy(new Error('moderation answer too large'));
-          else chunks.push(c);
-        });
-        res.on('error', (e) => resolve({ kind: 'unavailable', detail: e.message }));
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          if (status < 200 || status >= 300) return resolve({ kind: 'unavailable', detail: `moderation endpoint answered HTTP ${status}` });
-          let doc: unknown;
-          try {
-            doc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          } catch {
-            return resolve({ kind: 'unavailable', detail: 'moderation answer is not JSON' });
-          }
-          const results = isObj(doc) ? doc['results'] : undefined;
-          if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
-            return resolve({ kind: 'unavailable', detail: 'moderation answer has no results[].flagged' });
-          }
-          const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
-          if (flagged.length === 0) return resolve({ kind: 'clean' });
-          const cats = new Set<string>();
-          for (const r of flagged)
-            if (isObj(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
-          resolve({ kind: 'flagged', categories: [...cats].sort() });
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('moderation endpoint timed out')));
-    req.on('error', (e: NodeJS.ErrnoException) => resolve({ kind: 'unavailable', detail: e.code ?? e.message }));
-    req.end(body);
-  });
+      body,
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
+      // A moderation call is a read: repeating it on a stale connection is harmless.
+      retryStale: true,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    status = res.status;
+    read = await readBody(res.body, MAX_ANSWER_BYTES);
+    if (!read.ok) res.body.destroy();
+  } catch (err: unknown) {
+    const e = err as { code?: unknown; name?: unknown; message?: unknown };
+    const detail = e.name === 'TimeoutError' ? 'moderation endpoint timed out' : typeof e.code === 'string' ? e.code : String(e.message);
+    return { kind: 'unavailable', detail };
+  }
+  if (!read.ok)
+    return { kind: 'unavailable', detail: read.reason === 'too_large' ? 'moderation answer too large' : 'moderation answer cut short' };
+  if (status < 200 || status >= 300) return { kind: 'unavailable', detail: `moderation endpoint answered HTTP ${status}` };
+  let doc: unknown;
+  try {
+    doc = JSON.parse(read.body.toString('utf8'));
+  } catch {
+    return { kind: 'unavailable', detail: 'moderation answer is not JSON' };
+  }
+  const results = isObj(doc) ? doc['results'] : undefined;
+  if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
+    return { kind: 'unavailable', detail: 'moderation answer has no results[].flagged' };
+  }
+  const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
+  if (flagged.length === 0) return { kind: 'clean' };
+  const cats = new Set<string>();
+  for (const r of flagged) if (isObj(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
+  return { kind: 'flagged', categories: [...cats].sort() };
 }

@@ -6,6 +6,10 @@
  * `POST /openai/deployments/{deployment}/chat/completions[?api-version=…]` (Azure form). Any other
  * path is not handled (the handler resolves `false`); another method on these paths gets 405.
  *
+ * The decisions are pure functions in `pipeline.ts` (request + policy snapshot → refuse, or forward
+ * this body with this reservation; answer → how to relay it); this module is the thin proxy that
+ * reads the request, asks the pipeline, reserves, sends, relays and settles.
+ *
  * Per request, in order:
  * 1. The policy snapshot is taken **once**; the whole request (a stream to its end) uses it.
  * 2. Sandbox identity is the router's `sandbox` (its deployment, `--sandbox`), never the agent's
@@ -29,8 +33,9 @@
  *    transport failure moves on to the next candidate; the last candidate's answer is returned as
  *    it is. The body forwarded is always the router's re-serialisation of what it parsed and
  *    decided on, never the client's bytes.
- * 7. Forwarding uses `node:http(s)` with one keep-alive agent per handler. Response headers must
- *    arrive within `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
+ * 7. Forwarding uses the router's shared undici client (`http/upstream.ts`: keep-alive pool, one
+ *    retry on a new connection when a pooled one was stale). Response headers must arrive within
+ *    `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
  * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage,
  *    settles the reservation. Bodies nobody needs to judge are not parsed whole: usage is read
  *    from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx answer without
@@ -53,51 +58,54 @@
  * - `stream_options.include_usage` is always set on streams, so clients also receive the final
  *   usage chunk (`choices: []`) even when they did not ask for it.
  */
-import http from 'node:http';
-import https from 'node:https';
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { InferenceRules, SnapshotSource } from '../snapshot.js';
-import { parseStrictJson } from '../json/strict.js';
-import type { Reservation, TokenBudgetTracker } from './budget.js';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { readBody } from '@kars/kube-core';
+import type { SnapshotSource } from '../snapshot.js';
+import type { TokenBudgetTracker } from './budget.js';
 import {
   budgetExceeded,
-  duplicateKey,
-  guardrailFlagged,
-  guardrailMisconfigured,
-  guardrailUnavailable,
-  invalidTokenLimit,
-  sandboxMismatch,
-  contentPolicyViolation,
   decisionHeaders,
-  invalidJson,
-  methodNotAllowed,
-  perRequestTokensExceeded,
-  providerUnimplemented,
+  guardrailFlagged,
+  guardrailUnavailable,
   proxyError,
   refusalHeaders,
   refusalJson,
-  requestTooLarge,
   sendRefusal,
   streamRefusalFrames,
   type InferenceRefusal,
 } from './errors.js';
-import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
 import { eventData, splitEvents } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
-import { readBody } from '@kars/kube-core';
-import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
-import { answerTexts, moderate, requestTexts, type GuardrailBackend } from './guardrails.js';
+import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
+import { answerTexts, moderate, type GuardrailBackend } from './guardrails.js';
+import {
+  MAX_REQUEST_BODY_BYTES,
+  SANDBOX_HEADER,
+  attemptFor,
+  decideHead,
+  decideRequest,
+  judgeAnswer,
+  matchInferencePath,
+  relayMode,
+  settleTokens,
+  tooLarge,
+  tryNext,
+  upstreamFilterReason,
+  type Forward,
+  type Meter,
+  type PipelineContext,
+  type Reject,
+} from './pipeline.js';
+import type { ContentSafetyRules } from './safety.js';
 
-/** Largest request body accepted (10 MiB). */
-export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
+export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, matchInferencePath, routePlan } from './pipeline.js';
+export type { InferenceRoute } from './pipeline.js';
+
 /** Largest upstream body the route buffers to judge; a larger one is refused (floor active) or passed unjudged. */
 export const MAX_BUFFERED_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Default time allowed for upstream response headers. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 300_000;
-
-/** Header that may repeat the router's sandbox identity (never change it). It is not forwarded upstream. */
-export const SANDBOX_HEADER = 'x-kars-sandbox';
 
 /** Reported once per handled request. */
 export interface InferenceDecision {
@@ -125,73 +133,15 @@ export interface InferenceHandlerOptions {
   defaultDailyTokens?: number;
   /** The moderation backend for `guardrails` stages (`guardrails.ts`); without it a stage fails closed. */
   guardrail?: GuardrailBackend;
+  /** The router's shared upstream client; by default the handler makes (and `close()` closes) its own. */
+  client?: UpstreamClient;
   onDecision?: (d: InferenceDecision) => void;
 }
 
-/** The request handler; `close()` drops the upstream keep-alive connections. */
+/** The request handler; `close()` drops the upstream keep-alive connections of a client it owns. */
 export type InferenceHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & { close(): void };
 
-/** A matched inference path. `deployment` is the raw (still percent-encoded) Azure path segment. */
-export type InferenceRoute = { kind: 'openai'; query: string } | { kind: 'azure'; deployment: string; query: string };
-
-const AZURE_PREFIX = '/openai/deployments/';
-const AZURE_SUFFIX = '/chat/completions';
-
-/** Match a request URL against the inference paths. */
-export function matchInferencePath(url: string): InferenceRoute | undefined {
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  const query = q < 0 ? '' : url.slice(q);
-  if (path === '/v1/chat/completions') return { kind: 'openai', query };
-  if (path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length && path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX)) {
-    const deployment = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
-    if (!deployment.includes('/')) return { kind: 'azure', deployment, query };
-  }
-  return undefined;
-}
-
-function isAlnum(c: number): boolean {
-  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
-}
-
-/** Whether `s` is an RFC 1123 DNS label: 1–63 chars of `[a-z0-9-]`, starting and ending alphanumeric. */
-export function isDnsLabel(s: string): boolean {
-  const n = s.length;
-  if (n === 0 || n > 63) return false;
-  if (!isAlnum(s.charCodeAt(0)) || !isAlnum(s.charCodeAt(n - 1))) return false;
-  for (let i = 1; i < n - 1; i++) {
-    const c = s.charCodeAt(i);
-    if (!isAlnum(c) && c !== 0x2d) return false;
-  }
-  return true;
-}
-
-/**
- * Whether a request's identity header agrees with the router's sandbox (module comment, step 2):
- * absent, or exactly `sandbox`. A list of values, another name, or a spelling variant disagrees.
- */
-export function headerAgrees(header: string | string[] | undefined, sandbox: string): boolean {
-  return header === undefined || header === sandbox;
-}
-
-const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
-
-/** The provider and ordered deployment candidates of a policy (empty: send the request as it is). */
-export function routePlan(rules: InferenceRules | undefined): { provider: string; deployments: string[] } {
-  const mp = rules?.modelPreference ?? null;
-  const primaryProvider = mp?.primary.provider;
-  const provider =
-    primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
-  const deployments: string[] = [];
-  if (mp !== null) {
-    if (mp.primary.deployment !== '') deployments.push(mp.primary.deployment);
-    for (const f of mp.fallback) {
-      if (f.deployment === '' || f.provider === 'bedrock' || deployments.includes(f.deployment)) continue;
-      deployments.push(f.deployment);
-    }
-  }
-  return { provider, deployments };
-}
+type Decide = (decision: 'allow' | 'deny', code?: string) => void;
 
 /** Request headers the route sets itself, or never forwards (the identity header is internal). */
 const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set(['host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
@@ -205,24 +155,6 @@ function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): Outgoing
   return out;
 }
 
-function responseHeaders(up: IncomingMessage, dropLength: boolean): OutgoingHttpHeaders {
-  return endToEndHeaders(up.headers, dropLength ? CONTENT_LENGTH : undefined);
-}
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Counts what one upstream answer used, for settling the reservation. */
-interface Meter {
-  /** Status of the answer relayed to the client; undefined when none was. */
-  status: number | undefined;
-  /** `usage.total_tokens` when the answer carried it. */
-  usage: number | undefined;
-  /** Answer bytes relayed or judged. */
-  bytes: number;
-}
-
 function tryParse(b: Buffer): unknown {
   try {
     return JSON.parse(b.toString('utf8')) as unknown;
@@ -231,472 +163,179 @@ function tryParse(b: Buffer): unknown {
   }
 }
 
-const UPSTREAM_FILTER_CODES = new Set(['content_filter', 'responsible_ai_policy_violation', 'ResponsibleAIPolicyViolation']);
-
-/** When an upstream 400/403 is a content-filter refusal, its reason (for the decision headers). */
-function upstreamFilterReason(parsed: unknown): string | undefined {
-  const err = isObj(parsed) ? parsed['error'] : undefined;
-  if (!isObj(err)) return undefined;
-  const code = typeof err['code'] === 'string' ? err['code'] : '';
-  const message = typeof err['message'] === 'string' ? err['message'] : '';
-  if (
-    UPSTREAM_FILTER_CODES.has(code) ||
-    code.startsWith('inference_policy_') ||
-    message.includes('content management policy') ||
-    message.includes('Responsible AI')
-  ) {
-    return message !== '' ? message : code;
-  }
-  return undefined;
-}
-
-/** The upstream sent no response headers within the allowed time. */
-export class UpstreamTimeoutError extends Error {
-  readonly code = 'KARS_UPSTREAM_TIMEOUT';
-  constructor(timeoutMs: number, path: string) {
-    super(`upstream sent no response headers for POST ${path} within ${timeoutMs} ms; check the upstream or raise fetchTimeoutMs`);
-    this.name = 'UpstreamTimeoutError';
-  }
+/** One answer being relayed: the client response, the upstream answer, its meter and the decision reporter. */
+interface Relay {
+  res: ServerResponse;
+  up: UpstreamResponse;
+  status: number;
+  meter: Meter;
+  decide: Decide;
 }
 
 /** Create the chat-completions handler. See the module comment for what it enforces. */
 export function createInferenceHandler(opts: InferenceHandlerOptions): InferenceHandler {
   const upstream = opts.upstream;
-  const secure = upstream.protocol === 'https:';
-  if (!secure && upstream.protocol !== 'http:')
+  if (upstream.protocol !== 'https:' && upstream.protocol !== 'http:')
     throw new TypeError(`inference upstream must be an http: or https: URL, got "${upstream.href}"`);
-  const transport = secure ? https : http;
-  const agent = secure ? new https.Agent({ keepAlive: true, scheduling: 'lifo' }) : new http.Agent({ keepAlive: true, scheduling: 'lifo' });
-  const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
-  const port = upstream.port === '' ? (secure ? 443 : 80) : Number(upstream.port);
-  const basePath = upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname;
+  const origin = upstream.origin;
+  const host = upstream.host;
   const timeoutMs = opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
+  const client = opts.client ?? new UpstreamClient({ headersTimeoutMs: timeoutMs });
   const { budget, onDecision, sandbox } = opts;
-  const defaultDaily = opts.defaultDailyTokens ?? null;
+  const ctx: PipelineContext = {
+    basePath: upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname,
+    defaultDailyTokens: opts.defaultDailyTokens ?? null,
+    guardrailConfigured: opts.guardrail !== undefined,
+  };
 
-  /** One upstream attempt; resolves with the response once its headers arrive. `fresh` skips the keep-alive pool. */
-  function send(
-    path: string,
-    headers: OutgoingHttpHeaders,
-    body: Buffer,
-    track: (r: ClientRequest | undefined) => void,
-    fresh = false,
-  ): Promise<IncomingMessage> {
-    return new Promise((resolve, reject) => {
-      const r = transport.request({
-        host: hostname,
-        port,
-        method: 'POST',
-        path,
-        headers: { ...headers, 'content-length': body.length },
-        agent: fresh ? false : agent,
-      });
-      track(r);
-      const timer = setTimeout(() => r.destroy(new UpstreamTimeoutError(timeoutMs, path)), timeoutMs);
-      r.once('response', (up) => {
-        clearTimeout(timer);
-        resolve(up);
-      });
-      // Kept for the life of the request: a late socket error must never go unhandled.
-      r.on('error', (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-      r.end(body);
-    });
-  }
-
-  /**
-   * `send`, retried once on a new connection when a pooled keep-alive socket turned out to be
-   * closed by the upstream (its idle timeout raced our reuse). Nothing reached the upstream then,
-   * so the retry cannot duplicate a completion; other pooled sockets may be just as stale, hence
-   * the new connection.
-   */
-  async function sendRetrying(
-    path: string,
-    headers: OutgoingHttpHeaders,
-    body: Buffer,
-    track: (r: ClientRequest | undefined) => void,
-  ): Promise<IncomingMessage> {
-    let req: ClientRequest | undefined;
-    try {
-      return await send(path, headers, body, (r) => {
-        req = r;
-        track(r);
-      });
-    } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      if (req?.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE')) return send(path, headers, body, track, true);
-      throw e;
-    }
+  function refuse(res: ServerResponse, r: Reject | InferenceRefusal, decide: Decide): void {
+    const refusal = 'kind' in r ? r.refusal : r;
+    decide('deny', refusal.body.error.code);
+    if (!res.destroyed) sendRefusal(res, refusal, 'kind' in r ? r.headers : undefined);
   }
 
   async function serve(
     req: IncomingMessage,
     res: ServerResponse,
-    route: InferenceRoute,
-    decide: (decision: 'allow' | 'deny', code?: string) => void,
+    route: NonNullable<ReturnType<typeof matchInferencePath>>,
+    decide: Decide,
   ): Promise<void> {
     // Step 1: one snapshot for the whole request.
     const rules = opts.snapshot().inference;
-
-    const refuse = (r: InferenceRefusal, extra?: OutgoingHttpHeaders): void => {
-      decide('deny', r.body.error.code);
-      sendRefusal(res, r, extra);
-    };
-
-    if (req.method !== 'POST') {
+    const head = decideHead(req.method, req.headers[SANDBOX_HEADER], sandbox);
+    if (head !== undefined) {
       req.resume();
-      refuse(methodNotAllowed(req.method ?? ''), { allow: 'POST' });
+      refuse(res, head, decide);
       return;
     }
-
-    if (!headerAgrees(req.headers[SANDBOX_HEADER], sandbox)) {
-      req.resume();
-      refuse(sandboxMismatch(sandbox));
-      return;
-    }
-
     const read = await readBody(req, MAX_REQUEST_BODY_BYTES, req.headers['content-length']);
     if (!read.ok) {
-      if (read.reason === 'too_large') {
-        req.resume();
-        refuse(requestTooLarge(MAX_REQUEST_BODY_BYTES), { connection: 'close' });
-      } else {
-        res.destroy();
-      }
+      if (read.reason === 'too_large') refuse(res, tooLarge(), decide);
+      else res.destroy();
       return;
     }
-    const strict = parseStrictJson(read.body.toString('utf8'));
-    if (!strict.ok) {
-      refuse(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
+    const d = decideRequest(read.body, route, rules, ctx);
+    if (d.kind === 'reject') {
+      refuse(res, d, decide);
       return;
     }
-    if (!isObj(strict.value)) {
-      refuse(invalidJson('the body must be a JSON object'));
-      return;
-    }
-    const tb = rules?.tokenBudget ?? null;
-
-    // Step 4: token limits, normalised into the body that will be forwarded.
-    const norm = normalizeRequest(strict.value, tb?.perRequestTokens ?? null);
-    if (!norm.ok) {
-      const r = norm.refusal;
-      refuse(r.kind === 'invalid' ? invalidTokenLimit(r.message) : perRequestTokensExceeded(r.message));
-      return;
-    }
-    const body = norm.request.body;
-    const text = JSON.stringify(body);
-    const bodyBytes = Buffer.byteLength(text);
-
-    // Step 6 (before reserving, so a refusal holds nothing): provider and deployment candidates.
-    const plan = routePlan(rules);
-    if (plan.provider === 'bedrock') {
-      refuse(providerUnimplemented(plan.provider));
-      return;
-    }
-
-    // Guardrail stages (guardrails.ts): input stages judge the request now; output stages the answer.
-    const stages = rules?.guardrails ?? [];
-    if (stages.length > 0 && opts.guardrail === undefined) {
-      refuse(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
-      return;
-    }
-    if (opts.guardrail !== undefined && stages.some((g) => g.applyTo !== 'output')) {
-      const m = await moderate(opts.guardrail, requestTexts(body));
+    if (d.moderateInput !== undefined && opts.guardrail !== undefined) {
+      const m = await moderate(opts.guardrail, d.moderateInput, client);
       if (m.kind !== 'clean') {
-        refuse(m.kind === 'flagged' ? guardrailFlagged('input', m.categories) : guardrailUnavailable(m.detail));
+        refuse(res, m.kind === 'flagged' ? guardrailFlagged('input', m.categories) : guardrailUnavailable(m.detail), decide);
         return;
       }
     }
-    const guardOutput = opts.guardrail !== undefined && stages.some((g) => g.applyTo !== 'input') ? opts.guardrail : undefined;
-
     // Step 5: reserve the request's maximum against the daily / monthly budget.
-    const reserved = budget.reserve(
-      sandbox,
-      { dailyTokens: tb?.dailyTokens ?? defaultDaily, monthlyTokens: tb?.monthlyTokens ?? null },
-      reservationFor(norm.request, bodyBytes),
-    );
+    const reserved = budget.reserve(sandbox, d.reserve.caps, d.reserve.tokens);
     if (!reserved.ok) {
-      refuse(budgetExceeded(reserved.message));
+      refuse(res, budgetExceeded(reserved.message), decide);
       return;
     }
     const meter: Meter = { status: undefined, usage: undefined, bytes: 0 };
     try {
-      const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
-      await forward(req, res, route, body, text, plan.deployments, floor, guardOutput, meter, decide);
+      await forward(req, res, d, meter, decide);
     } finally {
-      settle(reserved.reservation, meter, bodyBytes);
+      reserved.reservation.settle(settleTokens(meter, d.promptBytes));
     }
   }
 
-  /** Replace a reservation with what the answer used (module comment, step 8). */
-  function settle(r: Reservation, m: Meter, promptBytes: number): void {
-    const ok = m.status !== undefined && m.status >= 200 && m.status < 300;
-    r.settle(!ok ? 0 : (m.usage ?? estimateUsage(promptBytes, m.bytes)));
-  }
-
-  /** The path and the (re-serialised) body of one attempt at `deployment`. */
-  function attemptFor(
-    route: InferenceRoute,
-    body: Record<string, unknown>,
-    text: string,
-    deployment: string | undefined,
-  ): { path: string; body: Buffer } {
-    if (route.kind === 'azure') {
-      const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
-      return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: Buffer.from(text) };
-    }
-    const path = `${basePath}/v1/chat/completions${route.query}`;
-    return {
-      path,
-      body: Buffer.from(deployment === undefined || body['model'] === deployment ? text : JSON.stringify({ ...body, model: deployment })),
-    };
-  }
-
-  async function forward(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: InferenceRoute,
-    body: Record<string, unknown>,
-    text: string,
-    deployments: string[],
-    floor: ContentSafetyRules | undefined,
-    guardOutput: GuardrailBackend | undefined,
-    meter: Meter,
-    decide: (decision: 'allow' | 'deny', code?: string) => void,
-  ): Promise<void> {
-    const headers = forwardRequestHeaders(req.headers, upstream.host);
-    let inflight: ClientRequest | undefined;
-    let upRes: IncomingMessage | undefined;
-    let clientGone = false;
+  async function forward(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide): Promise<void> {
+    const headers = forwardRequestHeaders(req.headers, host);
+    const abort = new AbortController();
+    let current: UpstreamResponse | undefined;
+    let gone = false;
     const onClose = (): void => {
       if (res.writableFinished) return;
-      clientGone = true;
-      inflight?.destroy();
-      upRes?.destroy();
+      gone = true;
+      abort.abort();
+      current?.body.destroy();
     };
     res.once('close', onClose);
-
-    const candidates: Array<string | undefined> = deployments.length > 0 ? deployments : [undefined];
+    const { candidates } = d;
     for (let i = 0; i < candidates.length; i++) {
-      if (clientGone) return;
+      if (gone) return;
       const last = i === candidates.length - 1;
-      const attempt = attemptFor(route, body, text, candidates[i]);
-      let up: IncomingMessage;
+      const attempt = attemptFor(d, candidates[i], ctx.basePath);
+      let up: UpstreamResponse;
       try {
-        up = await sendRetrying(attempt.path, headers, attempt.body, (r) => (inflight = r));
+        up = await client.request({
+          origin,
+          path: attempt.path,
+          method: 'POST',
+          headers,
+          body: Buffer.from(attempt.body),
+          headersTimeoutMs: timeoutMs,
+          retryStale: true,
+          signal: abort.signal,
+        });
       } catch {
-        if (clientGone) return;
+        if (gone) return;
         if (!last) continue;
         decide('allow', 'proxy_error');
         sendRefusal(res, proxyError());
         return;
       }
-      const status = up.statusCode ?? 502;
-      if (!last && (status === 429 || status >= 500)) {
-        up.on('error', () => undefined);
-        up.resume();
+      up.body.on('error', () => undefined);
+      if (tryNext(up.status, last)) {
+        up.body.resume();
         continue;
       }
-      upRes = up;
-      meter.status = status;
-      up.on('error', () => undefined);
-      const ct = up.headers['content-type'];
-      const ok2xx = status >= 200 && status < 300;
-      if (typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream')) {
-        if (guardOutput !== undefined && ok2xx) await relayStreamGuarded(up, res, status, meter, floor, guardOutput, decide);
-        else await relayStream(up, res, status, meter, floor, decide);
-      } else if (status === 400 || status === 403 || ((floor !== undefined || guardOutput !== undefined) && ok2xx)) {
-        await relayJudged(up, res, status, meter, floor, decide, guardOutput);
-      } else {
-        await relayPlain(up, res, status, meter, decide);
+      current = up;
+      meter.status = up.status;
+      const relay: Relay = { res, up, status: up.status, meter, decide };
+      switch (relayMode(up.status, up.headers['content-type'], d)) {
+        case 'stream-moderated':
+          await relayStreamModerated(relay, d.floor, opts.guardrail);
+          return;
+        case 'stream':
+          await relayStream(relay, d.floor);
+          return;
+        case 'judged':
+          await relayJudged(relay, d.floor, d.moderateOutput ? opts.guardrail : undefined);
+          return;
+        case 'plain':
+          await relayPlain(relay);
+          return;
       }
-      return;
     }
   }
 
-  /** Resolve when `up` has ended or failed, or the client went away. */
-  function settled(up: IncomingMessage, res: ServerResponse): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => resolve();
-      up.once('end', done);
-      up.once('error', done);
-      up.once('close', done);
-      res.once('close', done);
-    });
+  /** Moderate an answer's texts; on anything but clean, refuse (when the client is still there) and say so. */
+  async function refusedByOutputStage(x: Relay, guard: GuardrailBackend, docs: unknown[]): Promise<boolean> {
+    const m = await moderate(guard, answerTexts(docs), client);
+    if (m.kind === 'clean') return false;
+    const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
+    refuse(x.res, r, x.decide);
+    return true;
   }
 
-  /** Relay `up` to the client with backpressure, handing each chunk to `onChunk` (which returns what to write). */
-  function pump(up: IncomingMessage, res: ServerResponse, onChunk: (c: Buffer) => Buffer | undefined): void {
-    up.on('data', (c: Buffer) => {
-      const out = onChunk(c);
-      if (out === undefined || out.length === 0 || res.destroyed) return;
-      if (!res.write(out)) {
-        up.pause();
-        res.once('drain', () => up.resume());
-      }
-    });
-  }
-
-  /** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
-  async function relayPlain(
-    up: IncomingMessage,
-    res: ServerResponse,
-    status: number,
-    meter: Meter,
-    decide: (d: 'allow' | 'deny', code?: string) => void,
-  ): Promise<void> {
-    decide('allow');
-    res.writeHead(status, responseHeaders(up, false));
-    const ok = status >= 200 && status < 300;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    pump(up, res, (c) => {
-      meter.bytes += c.length;
-      if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
-        chunks.push(c);
-        size += c.length;
-      }
-      return c;
-    });
-    up.once('end', () => {
-      res.end();
-      if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
-        const total = usageFromJsonTail(Buffer.concat(chunks, size));
-        if (total !== undefined) meter.usage = total;
-      }
-    });
-    up.once('error', () => res.destroy());
-    await settled(up, res);
-  }
-
-  /**
-   * The whole upstream body to judge, or undefined once the client is gone or the refusal is sent:
-   * an upstream cut short, or too large to judge (already cut upstream), fails closed.
-   */
-  async function bufferToJudge(
-    up: IncomingMessage,
-    res: ServerResponse,
-    meter: Meter,
-    decide: (d: 'allow' | 'deny', code?: string) => void,
-  ): Promise<Buffer | undefined> {
-    const buffered = await bufferUpstream(up, res, meter);
-    if (res.destroyed || res.headersSent) return undefined;
-    if (buffered === 'incomplete' || buffered === 'too_large') {
-      decide('allow', 'proxy_error');
-      sendRefusal(res, proxyError());
-      return undefined;
-    }
-    return buffered;
-  }
-
-  /** Buffer the whole body, judge it, and send it (or the refusal). */
-  async function relayJudged(
-    up: IncomingMessage,
-    res: ServerResponse,
-    status: number,
-    meter: Meter,
-    floor: ContentSafetyRules | undefined,
-    decide: (d: 'allow' | 'deny', code?: string) => void,
-    guardOutput?: GuardrailBackend,
-  ): Promise<void> {
-    const body = await bufferToJudge(up, res, meter, decide);
+  /** Buffer the whole body, judge it (floor, output stage), and send it or the refusal. */
+  async function relayJudged(x: Relay, floor: ContentSafetyRules | undefined, guard: GuardrailBackend | undefined): Promise<void> {
+    const body = await bufferToJudge(x);
     if (body === undefined) return;
+    const { res, status } = x;
     const doc = tryParse(body);
     const ok = status >= 200 && status < 300;
     if (ok) {
       const total = usageTotal(doc);
-      if (total !== undefined) meter.usage = total;
+      if (total !== undefined) x.meter.usage = total;
     }
-    if (floor !== undefined && (ok || status === 400)) {
-      const annotations = extractAnnotations(doc, status);
-      // A 400 is judged on the severities it carries; Prompt Shields only gate model output.
-      const v = ok || annotations.length > 0 ? evaluateSafety(floor, annotations) : undefined;
-      if (v?.blocked === true) {
-        const r = contentPolicyViolation(v.code, v.message);
-        decide('deny', r.body.error.code);
-        sendRefusal(res, r);
-        return;
-      }
+    const blocked = judgeAnswer(status, doc, floor);
+    if (blocked !== undefined) {
+      refuse(res, blocked, x.decide);
+      return;
     }
-    if (guardOutput !== undefined && ok) {
-      const m = await moderate(guardOutput, answerTexts([doc]));
-      if (m.kind !== 'clean') {
-        const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
-        decide('deny', r.body.error.code);
-        if (!res.destroyed) sendRefusal(res, r);
-        return;
-      }
-    }
-    const headers = responseHeaders(up, true);
+    if (guard !== undefined && ok && (await refusedByOutputStage(x, guard, [doc]))) return;
+    const headers = endToEndHeaders(x.up.headers, CONTENT_LENGTH);
     headers['content-length'] = body.length;
     if (status === 400 || status === 403) {
       const reason = upstreamFilterReason(doc);
       if (reason !== undefined) Object.assign(headers, decisionHeaders('UpstreamContentFilter', reason));
     }
-    decide('allow');
+    x.decide('allow');
     res.writeHead(status, headers);
     res.end(body);
-  }
-
-  /** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
-  async function relayStream(
-    up: IncomingMessage,
-    res: ServerResponse,
-    status: number,
-    meter: Meter,
-    floor: ContentSafetyRules | undefined,
-    decide: (d: 'allow' | 'deny', code?: string) => void,
-  ): Promise<void> {
-    const gate = new SseGate(floor);
-    const headers = responseHeaders(up, true);
-    let blocked = false;
-    const head = (extra?: Record<string, string>): void => {
-      if (res.headersSent) return;
-      res.writeHead(status, extra === undefined ? headers : { ...headers, ...extra });
-    };
-    const block = (out: Buffer, r: InferenceRefusal): void => {
-      blocked = true;
-      decide('deny', r.body.error.code);
-      if (!res.headersSent) head(out.length === 0 ? decisionHeaders('InferencePolicy', r.body.error.message) : undefined);
-      if (out.length > 0) res.write(out);
-      res.end(streamRefusalFrames(r));
-      up.destroy();
-    };
-    if (!gate.gating) {
-      decide('allow');
-      head();
-    }
-    pump(up, res, (c) => {
-      meter.bytes += c.length;
-      if (blocked) return undefined;
-      const g = gate.push(c);
-      if (g.blocked !== undefined) {
-        block(g.out, g.blocked);
-        return undefined;
-      }
-      if (g.out.length > 0) head();
-      return g.out;
-    });
-    up.once('end', () => {
-      if (blocked) return;
-      const g = gate.end();
-      if (g.blocked !== undefined) {
-        block(g.out, g.blocked);
-        return;
-      }
-      decide('allow');
-      head();
-      res.end(g.out.length > 0 ? g.out : undefined);
-      const total = gate.usage();
-      if (total !== undefined) meter.usage = total;
-    });
-    up.once('error', () => {
-      if (!blocked) res.destroy();
-    });
-    await settled(up, res);
-    if (!blocked) decide('allow');
   }
 
   /**
@@ -704,52 +343,38 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * passed through the content-safety gate and sent — or refused with a plain JSON 403/503, since
    * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
    */
-  async function relayStreamGuarded(
-    up: IncomingMessage,
-    res: ServerResponse,
-    status: number,
-    meter: Meter,
-    floor: ContentSafetyRules | undefined,
-    guard: GuardrailBackend,
-    decide: (d: 'allow' | 'deny', code?: string) => void,
-  ): Promise<void> {
-    const all = await bufferToJudge(up, res, meter, decide);
+  async function relayStreamModerated(x: Relay, floor: ContentSafetyRules | undefined, guard: GuardrailBackend | undefined): Promise<void> {
+    const all = await bufferToJudge(x);
     if (all === undefined) return;
     const docs: unknown[] = [];
     for (const ev of splitEvents(all)) {
       const data = eventData(ev.toString('utf8'))?.trim();
       if (data !== undefined && data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
     }
-    const m = await moderate(guard, answerTexts(docs));
-    if (m.kind !== 'clean') {
-      const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
-      decide('deny', r.body.error.code);
-      if (!res.destroyed) sendRefusal(res, r);
-      return;
-    }
+    if (guard !== undefined && (await refusedByOutputStage(x, guard, docs))) return;
     const gate = new SseGate(floor);
     const g1 = gate.push(all);
     const g2 = g1.blocked === undefined ? gate.end() : g1;
     const usage = gate.usage();
-    if (usage !== undefined) meter.usage = usage;
-    const headers = responseHeaders(up, true);
+    if (usage !== undefined) x.meter.usage = usage;
+    const headers = endToEndHeaders(x.up.headers, CONTENT_LENGTH);
     const blocked = g1.blocked ?? g2.blocked;
     if (blocked !== undefined) {
-      decide('deny', blocked.body.error.code);
-      res.writeHead(status, { ...headers, ...decisionHeaders('InferencePolicy', blocked.body.error.message) });
-      res.end(streamRefusalFrames(blocked));
+      x.decide('deny', blocked.body.error.code);
+      x.res.writeHead(x.status, { ...headers, ...decisionHeaders('InferencePolicy', blocked.body.error.message) });
+      x.res.end(streamRefusalFrames(blocked));
       return;
     }
-    decide('allow');
-    res.writeHead(status, headers);
-    res.end(Buffer.concat([g1.out, g2 === g1 ? Buffer.alloc(0) : g2.out]));
+    x.decide('allow');
+    x.res.writeHead(x.status, headers);
+    x.res.end(g2 === g1 ? g1.out : Buffer.concat([g1.out, g2.out]));
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const route = matchInferencePath(req.url ?? '');
     if (route === undefined) return false;
     let reported = false;
-    const decide = (decision: 'allow' | 'deny', code?: string): void => {
+    const decide: Decide = (decision, code) => {
       if (reported || onDecision === undefined) return;
       reported = true;
       try {
@@ -773,7 +398,130 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
     return true;
   };
-  return Object.assign(handle, { close: (): void => agent.destroy() });
+  return Object.assign(handle, {
+    close: (): void => {
+      if (opts.client === undefined) void client.close();
+    },
+  });
+}
+
+/** Resolve when the upstream body has ended or failed, or the client went away. */
+function settled(x: Relay): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => resolve();
+    x.up.body.once('end', done);
+    x.up.body.once('error', done);
+    x.up.body.once('close', done);
+    x.res.once('close', done);
+  });
+}
+
+/** Relay the upstream body to the client with backpressure, handing each chunk to `onChunk` (which returns what to write). */
+function pump(x: Relay, onChunk: (c: Buffer) => Buffer | undefined): void {
+  const { up, res } = x;
+  up.body.on('data', (c: Buffer) => {
+    const out = onChunk(c);
+    if (out === undefined || out.length === 0 || res.destroyed) return;
+    if (!res.write(out)) {
+      up.body.pause();
+      res.once('drain', () => up.body.resume());
+    }
+  });
+}
+
+/** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
+async function relayPlain(x: Relay): Promise<void> {
+  const { res, up, status, meter } = x;
+  x.decide('allow');
+  res.writeHead(status, endToEndHeaders(up.headers));
+  const ok = status >= 200 && status < 300;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  pump(x, (c) => {
+    meter.bytes += c.length;
+    if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
+      chunks.push(c);
+      size += c.length;
+    }
+    return c;
+  });
+  up.body.once('end', () => {
+    res.end();
+    if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
+      const total = usageFromJsonTail(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      if (total !== undefined) meter.usage = total;
+    }
+  });
+  up.body.once('error', () => res.destroy());
+  await settled(x);
+}
+
+/** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
+async function relayStream(x: Relay, floor: ContentSafetyRules | undefined): Promise<void> {
+  const { res, up, status, meter, decide } = x;
+  const gate = new SseGate(floor);
+  const headers = endToEndHeaders(up.headers, CONTENT_LENGTH);
+  let blocked = false;
+  const head = (extra?: Record<string, string>): void => {
+    if (res.headersSent) return;
+    res.writeHead(status, extra === undefined ? headers : { ...headers, ...extra });
+  };
+  const block = (out: Buffer, r: InferenceRefusal): void => {
+    blocked = true;
+    decide('deny', r.body.error.code);
+    if (!res.headersSent) head(out.length === 0 ? decisionHeaders('InferencePolicy', r.body.error.message) : undefined);
+    if (out.length > 0) res.write(out);
+    res.end(streamRefusalFrames(r));
+    up.body.destroy();
+  };
+  if (!gate.gating) {
+    decide('allow');
+    head();
+  }
+  pump(x, (c) => {
+    meter.bytes += c.length;
+    if (blocked) return undefined;
+    const g = gate.push(c);
+    if (g.blocked !== undefined) {
+      block(g.out, g.blocked);
+      return undefined;
+    }
+    if (g.out.length > 0) head();
+    return g.out;
+  });
+  up.body.once('end', () => {
+    if (blocked) return;
+    const g = gate.end();
+    if (g.blocked !== undefined) {
+      block(g.out, g.blocked);
+      return;
+    }
+    decide('allow');
+    head();
+    res.end(g.out.length > 0 ? g.out : undefined);
+    const total = gate.usage();
+    if (total !== undefined) meter.usage = total;
+  });
+  up.body.once('error', () => {
+    if (!blocked) res.destroy();
+  });
+  await settled(x);
+  if (!blocked) decide('allow');
+}
+
+/**
+ * The whole upstream body to judge, or undefined once the client is gone or the refusal is sent:
+ * an upstream cut short, or too large to judge (already cut upstream), fails closed.
+ */
+async function bufferToJudge(x: Relay): Promise<Buffer | undefined> {
+  const buffered = await bufferUpstream(x);
+  if (x.res.destroyed || x.res.headersSent) return undefined;
+  if (buffered === 'incomplete' || buffered === 'too_large') {
+    x.decide('allow', 'proxy_error');
+    sendRefusal(x.res, proxyError());
+    return undefined;
+  }
+  return buffered;
 }
 
 /**
@@ -781,7 +529,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
  * `meter.bytes`): the body, or 'too_large' (the upstream is cut at the limit), or 'incomplete'
  * (the upstream failed or the client went away first).
  */
-function bufferUpstream(up: IncomingMessage, res: ServerResponse, meter: Meter): Promise<Buffer | 'too_large' | 'incomplete'> {
+function bufferUpstream(x: Relay): Promise<Buffer | 'too_large' | 'incomplete'> {
+  const { up, res, meter } = x;
   const chunks: Buffer[] = [];
   let size = 0;
   return new Promise((resolve) => {
@@ -791,20 +540,20 @@ function bufferUpstream(up: IncomingMessage, res: ServerResponse, meter: Meter):
       done = true;
       resolve(r);
     };
-    up.on('data', (c: Buffer) => {
+    up.body.on('data', (c: Buffer) => {
       if (done) return;
       size += c.length;
       meter.bytes += c.length;
       if (size > MAX_BUFFERED_RESPONSE_BYTES) {
-        up.destroy();
+        up.body.destroy();
         finish('too_large');
         return;
       }
       chunks.push(c);
     });
-    up.once('end', () => finish(Buffer.concat(chunks, size)));
-    up.once('error', () => finish('incomplete'));
-    up.once('close', () => finish(up.complete ? Buffer.concat(chunks, size) : 'incomplete'));
+    up.body.once('end', () => finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    up.body.once('error', () => finish('incomplete'));
+    up.body.once('close', () => finish('incomplete'));
     res.once('close', () => finish('incomplete'));
   });
 }

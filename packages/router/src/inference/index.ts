@@ -4,13 +4,14 @@ export {
   isDnsLabel,
   headerAgrees,
   routePlan,
-  UpstreamTimeoutError,
   MAX_REQUEST_BODY_BYTES,
   MAX_BUFFERED_RESPONSE_BYTES,
   DEFAULT_FETCH_TIMEOUT_MS,
   SANDBOX_HEADER,
 } from './handler.js';
 export type { InferenceDecision, InferenceHandler, InferenceHandlerOptions, InferenceRoute } from './handler.js';
+export { attemptFor, decideHead, decideRequest, judgeAnswer, relayMode, settleTokens, tryNext, upstreamFilterReason } from './pipeline.js';
+export type { Forward, Meter, PipelineContext, Reject, RelayMode } from './pipeline.js';
 export { TokenBudgetTracker, PRUNE_THRESHOLD } from './budget.js';
 export type { BudgetCaps, BudgetUsage, BudgetVerdict, Reservation, ReserveResult, TokenBudgetTrackerOptions } from './budget.js';
 export {

@@ -23,14 +23,7 @@
  * and the local refusals in that batch are not. `approval.mode: aboveThreshold` is not enforced here
  * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
  */
-import {
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  type ServerResponse,
-} from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { finished } from 'node:stream/promises';
 import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
@@ -49,6 +42,7 @@ import {
 import { ToolRateLimiter, type NowClock } from './ratelimit.js';
 import { SseEventSplitter, eventData } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
+import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
 import { readBody } from '@kars/kube-core';
 
 /** One decision the gateway made, for logs and metrics. */
@@ -83,6 +77,8 @@ export interface McpGatewayOptions {
   maxRequestBytes?: number;
   /** Largest upstream answer buffered for rewriting (tools/list, mixed batches); default 16 MiB. */
   maxResponseBytes?: number;
+  /** The router's shared upstream client (keep-alive pool, timeouts); by default one of its own. */
+  client?: UpstreamClient;
 }
 
 /** Handles one request; resolves `false` when the path is not the gateway's (nothing written). */
@@ -120,6 +116,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const maxResponse = opts.maxResponseBytes ?? 16 * 1024 * 1024;
   const limiter = new ToolRateLimiter(opts.clock === undefined ? {} : { clock: opts.clock });
   const { sandbox, server, upstream } = opts;
+  const client = opts.client ?? new UpstreamClient();
 
   function emit(d: ToolDecision): void {
     try {
@@ -249,44 +246,54 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     headers['accept-encoding'] = 'identity';
 
     const rewrite = p.listIds.size > 0 || p.local.length > 0;
-    const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
-    const up = await new Promise<IncomingMessage | Error>((resolve) => {
-      const r = send(upstream, { method: 'POST', headers }, resolve);
-      r.on('error', resolve);
-      res.on('close', () => {
-        if (!res.writableFinished) r.destroy();
+    // A repeat is harmless unless the message may act on something: never retry a tools/call.
+    const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableFinished) abort.abort();
+    };
+    res.once('close', onClose);
+    let up: UpstreamResponse;
+    try {
+      up = await client.request({
+        origin: upstream.origin,
+        path: `${upstream.pathname}${upstream.search}`,
+        method: 'POST',
+        headers,
+        body,
+        retryStale,
+        signal: abort.signal,
       });
-      r.end(body);
-    });
-    if (up instanceof Error) {
-      const code = (up as NodeJS.ErrnoException).code;
-      answerLocally(res, p, upstreamErrors(p, `could not be reached (${code ?? up.message})`), 502);
+    } catch (err: unknown) {
+      const code = (err as NodeJS.ErrnoException).code;
+      answerLocally(res, p, upstreamErrors(p, `could not be reached (${code ?? (err instanceof Error ? err.message : String(err))})`), 502);
       return;
     }
-    up.on('error', () => res.destroy());
-    const status = up.statusCode ?? 502;
+    up.body.on('error', () => res.destroy());
+    const status = up.status;
     const outHeaders = copyHeaders(up.headers, rewrite);
 
     if (!rewrite || status < 200 || status >= 300) {
-      res.writeHead(status, up.statusMessage ?? '', outHeaders);
-      up.pipe(res);
+      res.writeHead(status, outHeaders);
+      up.body.pipe(res);
       await finished(res).catch(() => undefined);
       return;
     }
 
-    let text: string;
-    try {
-      text = await readAll(up, maxResponse);
-    } catch (err: unknown) {
-      answerLocally(res, p, upstreamErrors(p, `answer could not be read: ${err instanceof Error ? err.message : String(err)}`), 502);
+    const read = await readBody(up.body, maxResponse);
+    if (!read.ok) {
+      up.body.destroy();
+      const why = read.reason === 'too_large' ? `answer exceeds ${maxResponse} bytes` : 'upstream closed the answer early';
+      answerLocally(res, p, upstreamErrors(p, `answer could not be read: ${why}`), 502);
       return;
     }
+    const text = read.body.toString('utf8');
     const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
     if (contentType.startsWith('text/event-stream')) {
       const rewritten =
         rewriteSse(text, (m) => filterMessage(m, p.listIds, tools)) +
         p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('');
-      res.writeHead(status, up.statusMessage ?? '', { ...outHeaders, 'content-length': Buffer.byteLength(rewritten) });
+      res.writeHead(status, { ...outHeaders, 'content-length': Buffer.byteLength(rewritten) });
       res.end(rewritten);
       return;
     }
@@ -305,12 +312,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     );
     const all = [...messages, ...p.local];
     if (all.length === 0) {
-      res.writeHead(status, up.statusMessage ?? '', outHeaders).end();
+      res.writeHead(status, outHeaders).end();
       return;
     }
     const payload = JSON.stringify(p.isBatch ? all : all[0]);
     // a batch of notifications answered 202 upstream, plus local refusals, is an answer with a body
-    res.writeHead(status === 202 ? 200 : status, status === 202 ? 'OK' : (up.statusMessage ?? ''), {
+    res.writeHead(status === 202 ? 200 : status, {
       ...outHeaders,
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(payload),
@@ -379,30 +386,6 @@ const REWRITTEN: ReadonlySet<string> = new Set(['content-length', 'content-encod
 
 function copyHeaders(h: IncomingHttpHeaders, rewriting: boolean): OutgoingHttpHeaders {
   return endToEndHeaders(h, rewriting ? REWRITTEN : undefined);
-}
-
-/** An upstream answer larger than the rewrite buffer. */
-class ResponseTooLargeError extends Error {
-  readonly code = 'response_too_large';
-}
-
-function readAll(stream: IncomingMessage, limit: number): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        stream.destroy();
-        reject(new ResponseTooLargeError(`answer exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(c);
-    });
-    stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    stream.on('error', reject);
-    stream.on('close', () => reject(new Error('upstream closed the answer early')));
-  });
 }
 
 /**

@@ -1,0 +1,297 @@
+/**
+ * The inference route's decisions, as pure functions: request + policy snapshot → a decision
+ * (refuse with a code, or forward this re-serialised body with this reservation), and upstream
+ * answer → what to relay. No I/O, no clock, no state: `handler.ts` (the thin proxy) reads bytes,
+ * asks these functions, and carries out what they say. The numbered steps are those of the
+ * module comment in `handler.ts`.
+ *
+ * Guarantees: every function here is deterministic in its arguments and never throws on any input
+ * (bad input is a refusal).
+ */
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { InferenceRules } from '../snapshot.js';
+import { parseStrictJson } from '../json/strict.js';
+import type { BudgetCaps } from './budget.js';
+import {
+  contentPolicyViolation,
+  duplicateKey,
+  guardrailMisconfigured,
+  invalidJson,
+  invalidTokenLimit,
+  methodNotAllowed,
+  perRequestTokensExceeded,
+  providerUnimplemented,
+  requestTooLarge,
+  sandboxMismatch,
+  type InferenceRefusal,
+} from './errors.js';
+import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
+import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
+import { requestTexts } from './guardrails.js';
+
+/** Largest request body accepted (10 MiB). */
+export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
+
+/** Header that may repeat the router's sandbox identity (never change it). It is not forwarded upstream. */
+export const SANDBOX_HEADER = 'x-kars-sandbox';
+
+/** A matched inference path. `deployment` is the raw (still percent-encoded) Azure path segment. */
+export type InferenceRoute = { kind: 'openai'; query: string } | { kind: 'azure'; deployment: string; query: string };
+
+export const AZURE_PREFIX = '/openai/deployments/';
+export const AZURE_SUFFIX = '/chat/completions';
+
+/** Match a request URL against the inference paths. */
+export function matchInferencePath(url: string): InferenceRoute | undefined {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  if (path === '/v1/chat/completions') return { kind: 'openai', query };
+  if (path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length && path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX)) {
+    const deployment = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
+    if (!deployment.includes('/')) return { kind: 'azure', deployment, query };
+  }
+  return undefined;
+}
+
+function isAlnum(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
+}
+
+/** Whether `s` is an RFC 1123 DNS label: 1–63 chars of `[a-z0-9-]`, starting and ending alphanumeric. */
+export function isDnsLabel(s: string): boolean {
+  const n = s.length;
+  if (n === 0 || n > 63) return false;
+  if (!isAlnum(s.charCodeAt(0)) || !isAlnum(s.charCodeAt(n - 1))) return false;
+  for (let i = 1; i < n - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (!isAlnum(c) && c !== 0x2d) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether a request's identity header agrees with the router's sandbox (step 2): absent, or
+ * exactly `sandbox`. A list of values, another name, or a spelling variant disagrees.
+ */
+export function headerAgrees(header: string | string[] | undefined, sandbox: string): boolean {
+  return header === undefined || header === sandbox;
+}
+
+const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
+
+/** The provider and ordered deployment candidates of a policy (empty: send the request as it is). */
+export function routePlan(rules: InferenceRules | undefined): { provider: string; deployments: string[] } {
+  const mp = rules?.modelPreference ?? null;
+  const primaryProvider = mp?.primary.provider;
+  const provider =
+    primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
+  const deployments: string[] = [];
+  if (mp !== null) {
+    if (mp.primary.deployment !== '') deployments.push(mp.primary.deployment);
+    for (const f of mp.fallback) {
+      if (f.deployment === '' || f.provider === 'bedrock' || deployments.includes(f.deployment)) continue;
+      deployments.push(f.deployment);
+    }
+  }
+  return { provider, deployments };
+}
+
+/** A refusal, with any extra response headers. */
+export interface Reject {
+  kind: 'reject';
+  refusal: InferenceRefusal;
+  headers?: OutgoingHttpHeaders;
+}
+
+function reject(refusal: InferenceRefusal, headers?: OutgoingHttpHeaders): Reject {
+  return headers === undefined ? { kind: 'reject', refusal } : { kind: 'reject', refusal, headers };
+}
+
+/** Steps 0 and 2, decided from the request head before any body byte is read. */
+export function decideHead(method: string | undefined, sandboxHeader: string | string[] | undefined, sandbox: string): Reject | undefined {
+  if (method !== 'POST') return reject(methodNotAllowed(method ?? ''), { allow: 'POST' });
+  if (!headerAgrees(sandboxHeader, sandbox)) return reject(sandboxMismatch(sandbox));
+  return undefined;
+}
+
+/** The refusal of a body over {@link MAX_REQUEST_BODY_BYTES} (step 3); the connection is closed after it. */
+export function tooLarge(): Reject {
+  return reject(requestTooLarge(MAX_REQUEST_BODY_BYTES), { connection: 'close' });
+}
+
+/** What the router's deployment contributes to a decision. */
+export interface PipelineContext {
+  /** The upstream URL's path, without a trailing `/` (prefixed to every forwarded path). */
+  basePath: string;
+  /** Daily cap used when the policy sets none. */
+  defaultDailyTokens: number | null;
+  /** Whether a moderation backend is configured (`--guardrail-url`). */
+  guardrailConfigured: boolean;
+}
+
+/** The decision to forward: everything the proxy needs, already decided. */
+export interface Forward {
+  kind: 'forward';
+  route: InferenceRoute;
+  /** The normalised request, as forwarded (step 4). */
+  body: Record<string, unknown>;
+  /** `JSON.stringify(body)`: the bytes sent to the first candidate. */
+  text: string;
+  /** Bytes of `text`: the prompt size for reservation and the usage estimate. */
+  promptBytes: number;
+  /** Deployment candidates in order (step 6); `[undefined]` sends the request as it is. */
+  candidates: Array<string | undefined>;
+  /** The active content-safety floor, if any (step 9). */
+  floor: ContentSafetyRules | undefined;
+  /** Texts an input guardrail stage must clear before forwarding; undefined when none applies. */
+  moderateInput: string[] | undefined;
+  /** Whether an output guardrail stage judges the answer. */
+  moderateOutput: boolean;
+  /** What to reserve against the budget before forwarding (step 5). */
+  reserve: { caps: BudgetCaps; tokens: number };
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Steps 3–6 and the guardrail configuration check: the request body and the policy snapshot →
+ * a refusal, or the forward decision. The budget itself (a ledger) is not consulted here: the
+ * proxy reserves `reserve` and refuses with `budget_exceeded` when the ledger says no.
+ */
+export function decideRequest(
+  raw: Buffer,
+  route: InferenceRoute,
+  rules: InferenceRules | undefined,
+  ctx: PipelineContext,
+): Reject | Forward {
+  const strict = parseStrictJson(raw.toString('utf8'));
+  if (!strict.ok) return reject(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
+  if (!isObj(strict.value)) return reject(invalidJson('the body must be a JSON object'));
+  const tb = rules?.tokenBudget ?? null;
+
+  // Step 4: token limits, normalised into the body that will be forwarded.
+  const norm = normalizeRequest(strict.value, tb?.perRequestTokens ?? null);
+  if (!norm.ok) {
+    const r = norm.refusal;
+    return reject(r.kind === 'invalid' ? invalidTokenLimit(r.message) : perRequestTokensExceeded(r.message));
+  }
+  const body = norm.request.body;
+  const text = JSON.stringify(body);
+  const promptBytes = Buffer.byteLength(text);
+
+  // Step 6 (before reserving, so a refusal holds nothing): provider and deployment candidates.
+  const plan = routePlan(rules);
+  if (plan.provider === 'bedrock') return reject(providerUnimplemented(plan.provider));
+
+  // Guardrail stages: without a backend every stage fails closed.
+  const stages = rules?.guardrails ?? [];
+  if (stages.length > 0 && !ctx.guardrailConfigured) return reject(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
+  const input = stages.some((g) => g.applyTo !== 'output');
+  const output = stages.some((g) => g.applyTo !== 'input');
+
+  const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
+  return {
+    kind: 'forward',
+    route,
+    body,
+    text,
+    promptBytes,
+    candidates: plan.deployments.length > 0 ? plan.deployments : [undefined],
+    floor,
+    moderateInput: input ? requestTexts(body) : undefined,
+    moderateOutput: output,
+    reserve: {
+      caps: { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null },
+      tokens: reservationFor(norm.request, promptBytes),
+    },
+  };
+}
+
+/** The upstream path and the (re-serialised) body of the attempt at `deployment` (step 6). */
+export function attemptFor(f: Forward, deployment: string | undefined, basePath: string): { path: string; body: string } {
+  const route = f.route;
+  if (route.kind === 'azure') {
+    const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
+    return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: f.text };
+  }
+  return {
+    path: `${basePath}/v1/chat/completions${route.query}`,
+    body: deployment === undefined || f.body['model'] === deployment ? f.text : JSON.stringify({ ...f.body, model: deployment }),
+  };
+}
+
+/** Whether an answer moves on to the next candidate (a 5xx or a 429, when one is left). */
+export function tryNext(status: number, last: boolean): boolean {
+  return !last && (status === 429 || status >= 500);
+}
+
+/** How the proxy relays an answer (steps 8 and 9). */
+export type RelayMode = 'stream' | 'stream-moderated' | 'judged' | 'plain';
+
+/** The relay for an answer with `status` and `contentType`, under `f`'s floor and output stage. */
+export function relayMode(
+  status: number,
+  contentType: string | string[] | undefined,
+  f: Pick<Forward, 'floor' | 'moderateOutput'>,
+): RelayMode {
+  const ok = status >= 200 && status < 300;
+  if (typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream'))
+    return f.moderateOutput && ok ? 'stream-moderated' : 'stream';
+  if (status === 400 || status === 403 || ((f.floor !== undefined || f.moderateOutput) && ok)) return 'judged';
+  return 'plain';
+}
+
+/**
+ * The content-safety verdict on a whole (parsed) answer (step 9): a refusal when the floor blocks
+ * it. A 2xx is judged on its annotations (and Prompt Shields); a 400 only on the severities it
+ * carries, since it holds no model output to protect.
+ */
+export function judgeAnswer(status: number, doc: unknown, floor: ContentSafetyRules | undefined): InferenceRefusal | undefined {
+  const ok = status >= 200 && status < 300;
+  if (floor === undefined || !(ok || status === 400)) return undefined;
+  const annotations = extractAnnotations(doc, status);
+  if (!ok && annotations.length === 0) return undefined;
+  const v = evaluateSafety(floor, annotations);
+  return v.blocked ? contentPolicyViolation(v.code, v.message) : undefined;
+}
+
+const UPSTREAM_FILTER_CODES = new Set(['content_filter', 'responsible_ai_policy_violation', 'ResponsibleAIPolicyViolation']);
+
+/** When an upstream 400/403 is a content-filter refusal, its reason (for the decision headers). */
+export function upstreamFilterReason(parsed: unknown): string | undefined {
+  const err = isObj(parsed) ? parsed['error'] : undefined;
+  if (!isObj(err)) return undefined;
+  const code = typeof err['code'] === 'string' ? err['code'] : '';
+  const message = typeof err['message'] === 'string' ? err['message'] : '';
+  if (
+    UPSTREAM_FILTER_CODES.has(code) ||
+    code.startsWith('inference_policy_') ||
+    message.includes('content management policy') ||
+    message.includes('Responsible AI')
+  ) {
+    return message !== '' ? message : code;
+  }
+  return undefined;
+}
+
+/** What one upstream answer used, counted by the proxy. */
+export interface Meter {
+  /** Status of the answer relayed to the client; undefined when none was. */
+  status: number | undefined;
+  /** `usage.total_tokens` when the answer carried it. */
+  usage: number | undefined;
+  /** Answer bytes relayed or judged. */
+  bytes: number;
+}
+
+/**
+ * What a reservation settles at (step 8): the reported usage of a 2xx answer, else the estimate
+ * `ceil(prompt bytes / 4) + ceil(answer bytes / 4)`; 0 for a non-2xx answer or none.
+ */
+export function settleTokens(m: Meter, promptBytes: number): number {
+  const ok = m.status !== undefined && m.status >= 200 && m.status < 300;
+  return !ok ? 0 : (m.usage ?? estimateUsage(promptBytes, m.bytes));
+}
