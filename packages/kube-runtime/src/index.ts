@@ -13,7 +13,7 @@ export { RuntimeMetrics, WATCH_RESTART_REASONS } from './metrics.js';
 export type { ControllerMetrics, WatchMetrics, WatchRestartReason } from './metrics.js';
 export { exponentialRateLimiter, WorkQueue } from './queue.js';
 export type { RateLimiter, WorkQueueOptions } from './queue.js';
-export { Reflector } from './reflector.js';
+export { dropManagedFields, Reflector } from './reflector.js';
 export type { ReflectorOptions, RuntimeLogger } from './reflector.js';
 export { keyOf, splitKey, Store } from './store.js';
 export type { Change, ChangeSource, IndexFn, StoreReader } from './store.js';

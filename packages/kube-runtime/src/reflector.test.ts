@@ -5,7 +5,7 @@ import { KubeClient, Resources } from '@kars/kube-client';
 import { startTestServer, TestClient } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { RuntimeMetrics } from './metrics.js';
-import { Reflector } from './reflector.js';
+import { dropManagedFields, Reflector } from './reflector.js';
 import type { Change } from './store.js';
 import { DEFAULT_WATCH_CONFIG } from './watch-config.js';
 import type { WatchConfig } from './watch-config.js';
@@ -36,7 +36,12 @@ interface Running {
   stop(): Promise<void>;
 }
 
-async function runReflector(ts: TestServer, cfg: WatchConfig, name = 'configmaps'): Promise<Running> {
+async function runReflector(
+  ts: TestServer,
+  cfg: WatchConfig,
+  name = 'configmaps',
+  transform?: (o: KubeObject) => KubeObject,
+): Promise<Running> {
   const client = KubeClient.fromKubeconfig({
     kubeconfig: ts.server.kubeconfigPath,
     pingIntervalMs: cfg.pingIntervalMs,
@@ -50,6 +55,7 @@ async function runReflector(ts: TestServer, cfg: WatchConfig, name = 'configmaps
     namespace: 'default',
     config: cfg,
     metrics: metrics.watch(name),
+    ...(transform ? { transform } : {}),
   });
   const changes: Change[] = [];
   reflector.subscribe((c) => changes.push(c));
@@ -89,6 +95,33 @@ describe('reflector freshness under injected faults', () => {
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
   });
   after(async () => ts.close());
+
+  it('applies its transform to listed, watched and deleted objects: dropManagedFields keeps none cached', async () => {
+    await ts.client.post(CM, cm('tf-listed', '1'));
+    const r = await runReflector(ts, testConfig(), 'configmaps-transform', dropManagedFields);
+    try {
+      const listed = r.reflector.store.get('default/tf-listed');
+      assert.equal(listed?.metadata.name, 'tf-listed');
+      assert.equal(listed?.metadata.managedFields, undefined, 'the listed copy has no managedFields');
+      await ts.client.post(CM, cm('tf-watched', '1'));
+      await within(5000, () => valueOf(r.reflector, 'tf-watched') === '1', 'watched create');
+      const watched = r.reflector.store.get('default/tf-watched');
+      assert.equal(watched?.metadata.managedFields, undefined, 'the watched copy has no managedFields');
+      assert.ok(watched?.metadata.resourceVersion, 'resourceVersion kept');
+      const applied = r.changes.filter((c) => c.type === 'apply' && c.object.metadata.name === 'tf-watched');
+      assert.ok(
+        applied.length > 0 && applied.every((c) => c.object.metadata.managedFields === undefined),
+        'subscribers get the transformed copy',
+      );
+      await ts.client.delete(`${CM}/tf-watched`);
+      await within(5000, () => r.reflector.store.get('default/tf-watched') === undefined, 'watched delete');
+      assert.ok(r.changes.some((c) => c.type === 'delete' && c.object.metadata.name === 'tf-watched'));
+      const raw = (await ts.client.get(`${CM}/tf-listed`)).body as KubeObject;
+      assert.ok(raw.metadata.managedFields?.length, 'the server still has them: only the cache drops them');
+    } finally {
+      await r.stop();
+    }
+  });
 
   it('catches up with an edit made during a silent freeze, detected by HTTP/2 PING', async (t) => {
     await ts.client.post(CM, cm('freeze-ping', '0'));

@@ -22,6 +22,19 @@ export interface ReflectorOptions<T extends KubeObject> {
   indexers?: Record<string, IndexFn<T>>;
   metrics?: WatchMetrics;
   log?: Logger;
+  /**
+   * Applied to every object before it is cached and handed to subscribers (client-go's
+   * SetTransform), e.g. {@link dropManagedFields} to keep less memory per cached object. It may
+   * modify and return the object it is given; it must keep metadata.name, namespace and
+   * resourceVersion.
+   */
+  transform?: (obj: T) => T;
+}
+
+/** A {@link ReflectorOptions.transform} that drops metadata.managedFields, as most controllers never read them. */
+export function dropManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata.managedFields !== undefined) delete obj.metadata.managedFields;
+  return obj;
 }
 
 /** Whether an incoming copy is older than the cached one (resourceVersions compared as integers when both are). */
@@ -98,6 +111,7 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
     const log = this.opts.log;
     const name = this.opts.name;
     let buffer: T[] = [];
+    const transform = this.opts.transform;
     const events = watcher<T>(
       {
         client: this.opts.client,
@@ -123,7 +137,7 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
           buffer = [];
           break;
         case 'initApply':
-          buffer.push(ev.object);
+          buffer.push(transform ? transform(ev.object) : ev.object);
           break;
         case 'initDone': {
           const changes = this.store.replace(buffer);
@@ -145,13 +159,15 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
         case 'apply': {
           const cached = this.store.get(keyOf(ev.object));
           if (isStale(ev.object, cached)) break;
-          const old = this.store.apply(ev.object);
-          this.emit({ type: 'apply', object: ev.object, old });
+          const object = transform ? transform(ev.object) : ev.object;
+          const old = this.store.apply(object);
+          this.emit({ type: 'apply', object, old });
           break;
         }
         case 'delete': {
-          const old = this.store.delete(ev.object);
-          this.emit({ type: 'delete', object: old ?? ev.object });
+          const object = transform ? transform(ev.object) : ev.object;
+          const old = this.store.delete(object);
+          this.emit({ type: 'delete', object: old ?? object });
           break;
         }
         case 'bookmark':

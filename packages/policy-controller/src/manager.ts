@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { KubeObject } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
-import { Controller, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
+import { Controller, dropManagedFields, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
 import type { Change, LivenessCheck, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
 import {
   EGRESS_APPROVAL,
@@ -89,7 +89,18 @@ export class PolicyController {
       resource: ResourceRef,
       extra: Partial<ConstructorParameters<typeof Reflector<T>>[0]> = {},
     ): Reflector<T> =>
-      new Reflector<T>({ name, client, resource, config, metrics: metrics.watch(name), log, ...(ns ? { namespace: ns } : {}), ...extra });
+      new Reflector<T>({
+        name,
+        client,
+        resource,
+        config,
+        metrics: metrics.watch(name),
+        log,
+        // Nothing here reads managedFields; not caching them saves memory per object (client-go's usual transform).
+        transform: dropManagedFields,
+        ...(ns ? { namespace: ns } : {}),
+        ...extra,
+      });
     const inference = reflector<IP>('inferencepolicies', INFERENCE_POLICY);
     const tool = reflector<TP>('toolpolicies', TOOL_POLICY);
     const egress = reflector<EA>('egressapprovals', EGRESS_APPROVAL, {
@@ -178,7 +189,7 @@ export class PolicyController {
     });
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;
-    const common = { isActive, concurrency: opts.concurrency ?? 8, log };
+    const common = { isActive, concurrency: opts.concurrency ?? 32, log };
     const mk = <T extends KubeObject>(
       name: string,
       primary: Reflector<T>,

@@ -94,7 +94,9 @@ export function controllerCommand(): Command {
       envSeconds('KARS_LIVENESS_RECONCILE_STALL_SECS', 300),
     )
     .action(async (flags: ControllerFlags) => {
-      const log = pino({ name: 'kars-controller', level: flags.logLevel }, pino.destination(2));
+      // Asynchronous: a cold start logs a line per policy, and a synchronous write per line held the
+      // event loop. pino flushes what is buffered when the process exits.
+      const log = pino({ name: 'kars-controller', level: flags.logLevel }, pino.destination({ dest: 2, sync: false }));
       const config = watchConfigFromEnv(process.env);
       const client = KubeClient.fromKubeconfig({
         ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
