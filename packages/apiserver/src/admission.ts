@@ -1,47 +1,73 @@
+/**
+ * Admission of a create or update, as kube-apiserver does it before storing: metadata validation,
+ * for custom resources the CRD schema through kube-schema's `admit()` (prune, default, validate,
+ * CEL: the same function `kars compile` uses), for built-in kinds the unknown fields of the Go type,
+ * field validation (`Strict` / `Warn` / `Ignore`) on the unknown fields, and a CRD's own checks.
+ *
+ * Guarantees: pure over its inputs (no I/O); `obj` is mutated (pruned, defaulted) and returned.
+ * Throws kube's ApiErrors: 400 `strict decoding error: unknown field "…"` (Strict), 422 with causes.
+ */
+import { admit } from '@kars/kube-schema';
+import { badRequest, invalid, notFound } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
-import { isObject } from '@kars/kube-core';
-import type { VersionInfo } from './registry/resource.js';
-import { clone } from './meta.js';
+import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
+import { validateMeta } from './meta.js';
+import { resourceFromCrd } from './registry/crd.js';
+import { grKey, servedVersion } from './registry/resource.js';
+import type { ResourceInfo } from './registry/resource.js';
 
 /** Field-validation directive of a write (the `fieldValidation` query parameter). */
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
-/** Paths present in `before` but gone from `after` (the fields pruning removed). */
-export function removedPaths(before: unknown, after: unknown, path = ''): string[] {
-  if (!isObject(before)) return [];
-  if (!isObject(after)) return [];
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(before)) {
-    const p = path === '' ? k : `${path}.${k}`;
-    if (!(k in after)) out.push(p);
-    else if (isObject(v)) out.push(...removedPaths(v, after[k], p));
-    else if (Array.isArray(v) && Array.isArray(after[k])) {
-      const a = after[k] as unknown[];
-      v.forEach((item, i) => out.push(...removedPaths(item, a[i], `${p}[${i}]`)));
-    }
-  }
-  return out;
-}
+const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
 
-/** Outcome of admitting a custom resource body. */
-export interface AdmissionResult {
-  object: KubeObject;
-  causes: StatusCause[];
-  unknownFields: string[];
+/** The object as it will be stored, and the warnings for the client (`Warning: 299` headers). */
+export interface Admitted {
+  obj: KubeObject;
+  warnings: string[];
 }
 
 /**
- * Run kube-apiserver's custom-resource pipeline: prune unknown fields, apply defaults,
- * validate against the schema and its CEL rules (with the old object for transition rules).
+ * Admit `obj` (named `name`) as resource `ri` at API version `version`; `old` is the stored object
+ * on an update (for CEL transition rules).
  */
-export function admitCustomResource(version: VersionInfo, obj: KubeObject, old: KubeObject | undefined): AdmissionResult {
-  const schema = version.schema;
-  if (!schema) return { object: obj, causes: [], unknownFields: [] };
-  const raw = obj as unknown as Record<string, unknown>;
-  const before = clone(raw);
-  const pruned = schema.prune(raw);
-  const unknownFields = removedPaths(before, pruned).filter((p) => p !== 'metadata' && !p.startsWith('metadata.'));
-  const defaulted = schema.applyDefaults(pruned);
-  const causes = schema.validate(defaulted, old as unknown as Record<string, unknown> | undefined);
-  return { object: defaulted as unknown as KubeObject, causes, unknownFields };
+export function admitObject(
+  ri: ResourceInfo,
+  version: string,
+  name: string,
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  fv: FieldValidation,
+): Admitted {
+  const errTarget = { group: ri.group, resource: ri.resource, name, kind: ri.kind };
+  const warnings: string[] = [];
+  const causes: StatusCause[] = validateMeta(obj, {
+    namespaced: ri.namespaced,
+    nameIsLabel: ri.resource === 'namespaces',
+    namePathSegment: ri.group === 'rbac.authorization.k8s.io',
+  });
+  let out = obj;
+  let unknownFields: string[] = [];
+  if (!ri.builtin) {
+    const v = servedVersion(ri, version);
+    if (!v) throw notFound(errTarget);
+    if (v.schema) {
+      const r = admit(v.schema, obj as unknown as Record<string, unknown>, old as unknown as Record<string, unknown> | undefined);
+      out = r.object as unknown as KubeObject;
+      causes.push(...r.causes);
+      unknownFields = r.unknownFields;
+    }
+  } else {
+    // Built-in kinds: a field the Go type lacks is dropped, as kube's decoder drops it.
+    const schema = builtinSchema(ri.group, version, ri.kind);
+    if (schema) unknownFields = pruneUnknownFields(obj as unknown as Record<string, unknown>, schema);
+  }
+  if (unknownFields.length > 0) {
+    const msgs = unknownFields.map((p) => `unknown field "${p}"`);
+    if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
+    if (fv === 'Warn') warnings.push(...msgs);
+  }
+  if (grKey(ri.group, ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);
+  if (causes.length > 0) throw invalid(errTarget, causes);
+  return { obj: out, warnings };
 }

@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, alreadyExists, badRequest, conflict, invalid, isObject, notFound } from '@kars/kube-core';
-import type { FieldRequirement, KubeObject, LabelSelector, StatusCause } from '@kars/kube-core';
+import type { FieldRequirement, KubeObject, LabelSelector } from '@kars/kube-core';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError, serverSideApply, trackUpdate } from '@kars/kube-patch';
 import type { FieldOptions } from '@kars/kube-patch';
-import { admitCustomResource } from './admission.js';
-import type { FieldValidation } from './admission.js';
-import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
-import { clone, deepEqual, nowRfc3339, randomSuffix, shapeCauses, validateMeta } from './meta.js';
+import { admitObject } from './admission.js';
+import type { Admitted, FieldValidation } from './admission.js';
+import { clone, deepEqual, nowRfc3339, randomSuffix, shapeCauses } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
 import type { Registry } from './registry/registry.js';
 import { grKey, servedVersion, storageVersion } from './registry/resource.js';
-import type { ResourceInfo, VersionInfo } from './registry/resource.js';
+import type { ResourceInfo } from './registry/resource.js';
 import type { ChangeRecord, Store } from './storage/store.js';
 import { selects } from './watch/cache.js';
 import type { WatchCache } from './watch/cache.js';
@@ -40,6 +39,32 @@ export interface WriteResult {
   warnings: string[];
   /** `object` as JSON text, when the write already has it (so the answer is not encoded twice). */
   body?: string | undefined;
+  /** The write removed the object (a delete without finalizers, or the last finalizer removed). */
+  gone: boolean;
+}
+
+/** Options of {@link ObjectService.delete} (metav1.DeleteOptions). */
+export interface DeleteOptions {
+  dryRun: boolean;
+  /** `preconditions.uid`: the delete fails with 409 unless the object has this uid. */
+  preconditionUid?: string;
+  /** `preconditions.resourceVersion`: the delete fails with 409 unless the object is at this version. */
+  preconditionRv?: string;
+  /** `Orphan` keeps dependents (their owner reference is removed); anything else deletes them. */
+  propagationPolicy?: string;
+}
+
+/** What a write's logic decided: the new object and which kind of change it is. */
+interface Computed {
+  obj: KubeObject;
+  warnings: string[];
+  op: 'create' | 'update' | 'delete';
+}
+
+/** Conditions the current object must meet for a write to proceed (metav1.Preconditions). */
+interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
 }
 
 /** The result of a list: bodies already rendered at the requested version. */
@@ -282,12 +307,6 @@ export class ObjectService {
     return obj;
   }
 
-  private versionInfo(t: Target): VersionInfo {
-    const v = servedVersion(t.ri, t.version);
-    if (!v) throw notFound(target(t));
-    return v;
-  }
-
   private fieldOptions(t: Target): FieldOptions {
     const v = servedVersion(t.ri, t.version);
     const o: FieldOptions = { ignoreStatus: t.ri.hasStatus && t.subresource !== 'status' };
@@ -295,39 +314,9 @@ export class ObjectService {
     return o;
   }
 
-  /** Admission shared by every write: metadata validation, custom-resource schema and CEL, CRD checks. */
-  private admitObject(
-    t: Target,
-    obj: KubeObject,
-    old: KubeObject | undefined,
-    fv: FieldValidation,
-  ): { obj: KubeObject; warnings: string[] } {
-    const warnings: string[] = [];
-    const causes: StatusCause[] = validateMeta(obj, {
-      namespaced: t.ri.namespaced,
-      nameIsLabel: t.ri.resource === 'namespaces',
-      namePathSegment: t.ri.group === 'rbac.authorization.k8s.io',
-    });
-    let out = obj;
-    let unknownFields: string[] = [];
-    if (!t.ri.builtin) {
-      const r = admitCustomResource(this.versionInfo(t), obj, old);
-      out = r.object;
-      causes.push(...r.causes);
-      unknownFields = r.unknownFields;
-    } else {
-      // Built-in kinds: a field the Go type lacks is dropped, as kube's decoder drops it.
-      const schema = builtinSchema(t.ri.group, t.version, t.ri.kind);
-      if (schema) unknownFields = pruneUnknownFields(obj as unknown as Record<string, unknown>, schema);
-    }
-    if (unknownFields.length > 0) {
-      const msgs = unknownFields.map((p) => `unknown field "${p}"`);
-      if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
-      if (fv === 'Warn') warnings.push(...msgs);
-    }
-    if (grKey(t.ri.group, t.ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);
-    if (causes.length > 0) throw invalid(target(t), causes);
-    return { obj: out, warnings };
+  /** Admission shared by every create and update (admission.ts): metadata, schema and CEL, unknown fields, CRD checks. */
+  private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, fv: FieldValidation): Admitted {
+    return admitObject(t.ri, t.version, t.name, obj, old, fv);
   }
 
   private requireNamespace(t: Target): void {
@@ -385,38 +374,49 @@ export class ObjectService {
   }
 
   /**
-   * The single write path. `compute` sees the current object (or undefined) and returns the new
-   * object, or throws an ApiError. Runs inside one transaction; nothing is stored if it throws.
+   * The single write path of every create, update, patch, apply and delete (clients' and the
+   * lifecycle controllers'). Inside one savepoint of the open group commit it reads the current
+   * object, checks the preconditions, lets `compute` decide the new object (admission happens
+   * there, per operation) or throw an ApiError, drops a change that changes nothing, answers a dry
+   * run without storing, and stages the change: ADDED, MODIFIED, or DELETED for a `delete` and for
+   * an update that leaves an object marked for deletion without finalizers. It settles after the
+   * commit (ADR 0002); nothing is stored if anything throws.
    */
   private async write(
     t: Target,
     opts: WriteOptions,
-    compute: (old: KubeObject | undefined) => { obj: KubeObject; warnings: string[]; created: boolean },
+    compute: (old: KubeObject | undefined) => Computed,
+    pre?: Preconditions,
   ): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
     let result: WriteResult | undefined;
     await this.store.write((stage) => {
       const row = this.store.get(gr, t.ns, t.name);
       const old = row ? parse(row.body) : undefined;
-      const { obj, warnings, created } = compute(old);
+      if (pre && old) checkPreconditions(t, old, pre);
+      const { obj, warnings, op } = compute(old);
       obj.apiVersion = apiVersionOf(t.ri, storageVersion(t.ri));
-      if (old && !created && sameIgnoringManagedTimes(old, obj)) {
-        result = { object: old, code: 200, warnings, body: row?.body };
+      if (old && op === 'update' && sameIgnoringManagedTimes(old, obj)) {
+        result = { object: old, code: 200, warnings, gone: false, body: row?.body };
         return;
       }
-      const finalDelete = !created && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0;
+      const gone =
+        op === 'delete' ||
+        (op === 'update' && gr !== NS_GR && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0);
+      const code = op === 'create' ? 201 : 200;
+      // A delete answers with the object as it was last stored (kube's etcd store does the same).
+      const answer = op === 'delete' && old ? old : obj;
       if (opts.dryRun) {
         obj.metadata.resourceVersion = old?.metadata.resourceVersion ?? '';
-        result = { object: obj, code: created ? 201 : 200, warnings };
+        result = { object: answer, code, warnings, gone };
         return;
       }
-      const prev = row ? row.body : null;
       const rec = stage({
         gr,
         ns: t.ns,
         name: t.name,
-        type: finalDelete ? 'DELETED' : created ? 'ADDED' : 'MODIFIED',
-        prev,
+        type: gone ? 'DELETED' : op === 'create' ? 'ADDED' : 'MODIFIED',
+        prev: row ? row.body : null,
         owners: ownerUids(obj),
         render: (rv) => {
           obj.metadata.resourceVersion = String(rv);
@@ -424,7 +424,9 @@ export class ObjectService {
         },
       });
       // `obj` is what `render` encoded (resourceVersion included): the answer needs no second decode.
-      result = { object: obj, code: created ? 201 : 200, warnings, body: rec.body };
+      // A delete answers with the object as it was last stored.
+      result =
+        op === 'delete' ? { object: answer, code, warnings, gone, body: row?.body } : { object: obj, code, warnings, gone, body: rec.body };
     });
     if (!result) throw new Error('write produced no result');
     if (t.version !== storageVersion(t.ri)) {
@@ -459,7 +461,7 @@ export class ObjectService {
         undefined,
         this.fieldOptions(tt),
       );
-      return { obj: tracked, warnings: admitted.warnings, created: true };
+      return { obj: tracked, warnings: admitted.warnings, op: 'create' };
     });
   }
 
@@ -485,20 +487,14 @@ export class ObjectService {
     });
   }
 
-  private updateFrom(
-    t: Target,
-    old: KubeObject,
-    obj: KubeObject,
-    opts: WriteOptions,
-    tracked = false,
-  ): { obj: KubeObject; warnings: string[]; created: boolean } {
+  private updateFrom(t: Target, old: KubeObject, obj: KubeObject, opts: WriteOptions, tracked = false): Computed {
     const next = this.finalizeForUpdate(t, old, obj);
     const admitted = this.admitObject(t, next, old, opts.fieldValidation);
     bumpGeneration(t.ri, old, admitted.obj);
     const withFields = tracked
       ? admitted.obj
       : trackUpdate(old, admitted.obj, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, this.fieldOptions(t));
-    return { obj: withFields, warnings: admitted.warnings, created: false };
+    return { obj: withFields, warnings: admitted.warnings, op: 'update' };
   }
 
   async patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): Promise<WriteResult> {
@@ -537,12 +533,7 @@ export class ObjectService {
     });
   }
 
-  private applyPatch(
-    t: Target,
-    old: KubeObject | undefined,
-    patchBody: unknown,
-    opts: WriteOptions & { force: boolean },
-  ): { obj: KubeObject; warnings: string[]; created: boolean } {
+  private applyPatch(t: Target, old: KubeObject | undefined, patchBody: unknown, opts: WriteOptions & { force: boolean }): Computed {
     if (!isObject(patchBody)) throw badRequest('the apply configuration must be an object');
     const applied = clone(patchBody);
     const meta = isObject(applied['metadata']) ? applied['metadata'] : undefined;
@@ -579,84 +570,60 @@ export class ObjectService {
     obj.metadata.name = t.name;
     if (!old) {
       const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
-      return { obj: this.finalizeForCreate(t, admitted.obj), warnings: admitted.warnings, created: true };
+      return { obj: this.finalizeForCreate(t, admitted.obj), warnings: admitted.warnings, op: 'create' };
     }
     return this.updateFrom(t, old, obj, opts, true);
   }
 
-  /** Delete an object: with finalizers it is only marked (deletionTimestamp); otherwise it is removed. */
-  async delete(
-    t: Target,
-    opts: { dryRun: boolean; preconditionUid?: string; preconditionRv?: string; propagationPolicy?: string },
-  ): Promise<{ object: KubeObject; gone: boolean }> {
+  /**
+   * Delete an object, through the one write path. With finalizers (or as a namespace, which its
+   * controller must empty first) it is only marked: deletionTimestamp, grace 0, generation bumped,
+   * a MODIFIED event; a second delete of a marked object changes nothing. Otherwise it is removed (a
+   * DELETED event) and the answer is the object as it was. `propagationPolicy: Orphan` adds the
+   * `orphan` finalizer, and a CRD always gets the instance-cleanup finalizer; the lifecycle
+   * controllers remove them. Preconditions that do not hold are a 409; schema admission does not run,
+   * as in kube (an object must stay deletable whatever its schema now says).
+   */
+  delete(t: Target, opts: DeleteOptions): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
-    let out: { object: KubeObject; gone: boolean } | undefined;
-    await this.store.write((stage) => {
-      const row = this.store.get(gr, t.ns, t.name);
-      if (!row) throw notFound(target(t));
-      const old = parse(row.body);
-      if (opts.preconditionUid && opts.preconditionUid !== old.metadata.uid) {
-        throw conflict(
-          target(t),
-          `Precondition failed: UID in precondition: ${opts.preconditionUid}, UID in object meta: ${old.metadata.uid ?? ''}`,
-        );
-      }
-      if (opts.preconditionRv && opts.preconditionRv !== old.metadata.resourceVersion) {
-        throw conflict(
-          target(t),
-          `Precondition failed: ResourceVersion in precondition: ${opts.preconditionRv}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
-        );
-      }
-      const next = clone(old);
-      const finalizers = [...(next.metadata.finalizers ?? [])];
-      if (opts.propagationPolicy === 'Orphan' && !finalizers.includes('orphan')) finalizers.push('orphan');
-      if (gr === CRD_GR && !finalizers.includes(CRD_CLEANUP)) finalizers.push(CRD_CLEANUP);
-      const terminating = gr === NS_GR;
-      if (finalizers.length === 0 && !terminating) {
-        out = { object: old, gone: true };
-        if (opts.dryRun) return;
-        stage({
-          gr,
-          ns: t.ns,
-          name: t.name,
-          type: 'DELETED',
-          prev: row.body,
-          render: (rv) => {
-            next.metadata.resourceVersion = String(rv);
-            return JSON.stringify(next);
-          },
-        });
-        return;
-      }
-      if (next.metadata.deletionTimestamp) {
-        out = { object: old, gone: false };
-        return;
-      }
-      next.metadata.deletionTimestamp = nowRfc3339();
-      next.metadata.deletionGracePeriodSeconds = 0;
-      next.metadata.finalizers = finalizers;
-      if (finalizers.length === 0) delete next.metadata.finalizers;
-      if (t.ri.tracksGeneration) next.metadata.generation = (next.metadata.generation ?? 1) + 1;
-      if (terminating) next['status'] = { ...(isObject(next['status']) ? next['status'] : {}), phase: 'Terminating' };
-      out = { object: next, gone: false };
-      if (opts.dryRun) return;
-      const rec = stage({
-        gr,
-        ns: t.ns,
-        name: t.name,
-        type: 'MODIFIED',
-        prev: row.body,
-        owners: ownerUids(next),
-        render: (rv) => {
-          next.metadata.resourceVersion = String(rv);
-          return JSON.stringify(next);
-        },
-      });
-      out = { object: parse(rec.body), gone: false };
+    const pre: Preconditions = {
+      ...(opts.preconditionUid ? { uid: opts.preconditionUid } : {}),
+      ...(opts.preconditionRv ? { resourceVersion: opts.preconditionRv } : {}),
+    };
+    const writeOpts: WriteOptions = { ...SYSTEM_OPTS, dryRun: opts.dryRun };
+    return this.write(
+      t,
+      writeOpts,
+      (old) => {
+        if (!old) throw notFound(target(t));
+        const next = clone(old);
+        const finalizers = [...(next.metadata.finalizers ?? [])];
+        if (opts.propagationPolicy === 'Orphan' && !finalizers.includes('orphan')) finalizers.push('orphan');
+        if (gr === CRD_GR && !finalizers.includes(CRD_CLEANUP)) finalizers.push(CRD_CLEANUP);
+        if (finalizers.length === 0 && gr !== NS_GR) return { obj: next, warnings: [], op: 'delete' };
+        if (old.metadata.deletionTimestamp) return { obj: next, warnings: [], op: 'update' }; // already marked: unchanged
+        next.metadata.deletionTimestamp = nowRfc3339();
+        next.metadata.deletionGracePeriodSeconds = 0;
+        next.metadata.finalizers = finalizers;
+        if (finalizers.length === 0) delete next.metadata.finalizers;
+        if (t.ri.tracksGeneration) next.metadata.generation = (next.metadata.generation ?? 1) + 1;
+        if (gr === NS_GR) next['status'] = { ...(isObject(next['status']) ? next['status'] : {}), phase: 'Terminating' };
+        return { obj: next, warnings: [], op: 'update' };
+      },
+      pre,
+    );
+  }
+
+  /**
+   * Remove an object already marked for deletion and without finalizers (a terminating namespace,
+   * once its controller emptied it), through the one write path. Unchanged otherwise; 404 when gone.
+   */
+  async finishDeletion(t: Target): Promise<void> {
+    await this.write(t, SYSTEM_OPTS, (old) => {
+      if (!old) throw notFound(target(t));
+      const done = old.metadata.deletionTimestamp !== undefined && (old.metadata.finalizers ?? []).length === 0;
+      return { obj: clone(old), warnings: [], op: done ? 'delete' : 'update' };
     });
-    if (!out) throw new Error('delete produced no result');
-    out.object = parse(this.render(t.ri, t.version, JSON.stringify(out.object)));
-    return out;
   }
 
   /**
@@ -667,28 +634,7 @@ export class ObjectService {
   modify(t: Target, change: (copy: KubeObject) => KubeObject): Promise<WriteResult> {
     return this.write(t, SYSTEM_OPTS, (old) => {
       if (!old) throw notFound(target(t));
-      return { obj: change(clone(old)), warnings: [], created: false };
-    });
-  }
-
-  /** Remove an object already marked for deletion (a terminating namespace, once the namespace controller emptied it). */
-  async finishDeletion(t: Target): Promise<void> {
-    const gr = grKey(t.ri.group, t.ri.resource);
-    await this.store.write((stage) => {
-      const cur = this.store.get(gr, t.ns, t.name);
-      if (!cur || !parse(cur.body).metadata.deletionTimestamp) return;
-      stage({
-        gr,
-        ns: t.ns,
-        name: t.name,
-        type: 'DELETED',
-        prev: cur.body,
-        render: (rv) => {
-          const o = parse(cur.body);
-          o.metadata.resourceVersion = String(rv);
-          return JSON.stringify(o);
-        },
-      });
+      return { obj: change(clone(old)), warnings: [], op: 'update' };
     });
   }
 
@@ -730,6 +676,19 @@ export class ObjectService {
       return;
     }
     if (info) this.registry.set(info);
+  }
+}
+
+/** 409 unless `old` meets the preconditions, in kube-apiserver's words. */
+function checkPreconditions(t: Target, old: KubeObject, pre: Preconditions): void {
+  if (pre.uid !== undefined && pre.uid !== old.metadata.uid) {
+    throw conflict(target(t), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+  }
+  if (pre.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
+    throw conflict(
+      target(t),
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
+    );
   }
 }
 

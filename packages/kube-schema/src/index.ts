@@ -14,8 +14,12 @@ import { validateValue } from './validate.js';
 export { SchemaError, type SchemaCause, type CauseReason } from './causes.js';
 
 export interface CompiledSchema {
-  /** Remove fields not declared in the schema. Mutates and returns obj. Never touches top-level apiVersion/kind/metadata. */
-  prune(obj: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * Remove fields not declared in the schema. Mutates and returns obj. Never touches top-level
+   * apiVersion/kind/metadata (nor those of embedded resources). When `unknownFields` is given, the
+   * path of every removed field is appended to it (`spec.items[0].bogus`), in document order.
+   */
+  prune(obj: Record<string, unknown>, unknownFields?: string[]): Record<string, unknown>;
   /** Apply `default` values as kube-apiserver does. Mutates and returns obj. */
   applyDefaults(obj: Record<string, unknown>): Record<string, unknown>;
   /** Schema validation, then x-kubernetes-validations rules. [] when valid. Never throws. */
@@ -27,9 +31,9 @@ const BLOCKED = 'some validation rules were not checked because the object was i
 class Compiled implements CompiledSchema {
   constructor(private readonly root: Node) {}
 
-  prune(obj: Record<string, unknown>): Record<string, unknown> {
+  prune(obj: Record<string, unknown>, unknownFields?: string[]): Record<string, unknown> {
     try {
-      pruneValue(this.root, obj, true);
+      pruneValue(this.root, obj, true, 0, unknownFields);
     } catch {
       // Pruning is best effort on hostile input; validation reports what is left.
     }
@@ -104,12 +108,28 @@ function checkDefaults(node: Node, path: string, depth = 0): SchemaCause[] {
   return out;
 }
 
-/** Prune, default and validate in kube-apiserver's order. */
-export function admit(
-  schema: CompiledSchema,
-  obj: Record<string, unknown>,
-  old?: Record<string, unknown>,
-): { object: Record<string, unknown>; causes: SchemaCause[] } {
-  const object = schema.applyDefaults(schema.prune(obj));
-  return { object, causes: schema.validate(object, old) };
+/** What {@link admit} decided about one object. */
+export interface Admission {
+  /** The object as kube-apiserver would store it: pruned, then defaulted. The input, mutated. */
+  object: Record<string, unknown>;
+  /** Schema and CEL (`x-kubernetes-validations`) failures, fields in kube's syntax; [] when valid. */
+  causes: SchemaCause[];
+  /**
+   * Fields the schema does not declare, which pruning removed (`spec.items[0].bogus`), in document
+   * order. What field validation acts on: `Strict` refuses the write naming them, `Warn` sends one
+   * `unknown field "<path>"` warning each (kubectl prints them), `Ignore` drops them silently.
+   */
+  unknownFields: string[];
+}
+
+/**
+ * Admit a custom resource as kube-apiserver does: prune (recording the unknown fields), apply
+ * defaults, then validate against the schema and its CEL rules (with `old` for transition rules on
+ * an update). Mutates `obj`; never throws. The one implementation used by the apiserver and by
+ * `kars compile` (policy-compiler's compileDocuments), so both decide the same for the same input.
+ */
+export function admit(schema: CompiledSchema, obj: Record<string, unknown>, old?: Record<string, unknown>): Admission {
+  const unknownFields: string[] = [];
+  const object = schema.applyDefaults(schema.prune(obj, unknownFields));
+  return { object, causes: schema.validate(object, old), unknownFields };
 }

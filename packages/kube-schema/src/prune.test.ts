@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileSchema } from './index.js';
+import { admit, compileSchema } from './index.js';
 import { policySchema, validPolicy } from './testing/policy.js';
 
 const schema = compileSchema(policySchema());
@@ -54,4 +54,37 @@ void test('prune keeps apiVersion, kind and metadata of an embedded resource and
 void test('prune drops every field of an object whose additionalProperties is false', () => {
   const s = compileSchema({ type: 'object', properties: { spec: { type: 'object', additionalProperties: false } } });
   assert.deepEqual(s.prune({ spec: { a: 1 } }), { spec: {} });
+});
+
+void test('admit reports every pruned field as an unknown field, in kube path syntax and document order', () => {
+  const s = compileSchema({
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          list: { type: 'array', items: { type: 'object', properties: { a: { type: 'string' } } } },
+          map: { type: 'object', additionalProperties: { type: 'object', properties: { v: { type: 'integer' } } } },
+          free: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+          n: { type: 'integer', default: 3 },
+        },
+      },
+    },
+  });
+  const r = admit(s, {
+    apiVersion: 'g/v1',
+    kind: 'K',
+    metadata: { name: 'x', junk: 1 },
+    spec: { list: [{ a: 'ok' }, { a: 'ok', b: 1 }], map: { 'k.1': { v: 1, w: 2 } }, free: { any: { thing: 1 } }, top: true },
+    extra: 1,
+  });
+  assert.deepEqual(r.unknownFields, ['spec.list[1].b', 'spec.map.k.1.w', 'spec.top', 'extra']);
+  assert.deepEqual(r.object, {
+    apiVersion: 'g/v1',
+    kind: 'K',
+    metadata: { name: 'x', junk: 1 },
+    spec: { list: [{ a: 'ok' }, { a: 'ok' }], map: { 'k.1': { v: 1 } }, free: { any: { thing: 1 } }, n: 3 },
+  });
+  assert.deepEqual(r.causes, []);
+  assert.deepEqual(admit(s, { spec: { n: 1 } }).unknownFields, [], 'a clean object has none');
 });

@@ -4,11 +4,17 @@ import { MAX_DEPTH, isNode, type Node } from './structural.js';
 
 const RESOURCE_META = new Set(['apiVersion', 'kind', 'metadata']);
 
-/** Prune value in place against node. `resource` marks the root or an embedded resource. */
-export function pruneValue(node: Node, value: unknown, resource: boolean, depth = 0): void {
+/**
+ * Prune value in place against node. `resource` marks the root or an embedded resource. When `out`
+ * is given, the path of every removed field is appended to it, in kube's syntax (`spec.items[0].x`,
+ * map keys joined with dots, as kube-apiserver's pruning reports them), in document order.
+ */
+export function pruneValue(node: Node, value: unknown, resource: boolean, depth = 0, out?: string[], path = ''): void {
   if (depth > MAX_DEPTH) return;
   if (Array.isArray(value)) {
-    if (node.items !== undefined) for (const item of value) pruneValue(node.items, item, node.items.embedded, depth + 1);
+    const items = node.items;
+    if (items !== undefined)
+      for (let i = 0; i < value.length; i++) pruneValue(items, value[i], items.embedded, depth + 1, out, out ? `${path}[${i}]` : '');
     return;
   }
   if (!isObject(value)) return;
@@ -19,8 +25,12 @@ export function pruneValue(node: Node, value: unknown, resource: boolean, depth 
   for (const k of Object.keys(value)) {
     if (resource && RESOURCE_META.has(k)) continue;
     const p = node.properties?.get(k);
-    if (p !== undefined) pruneValue(p, value[k], p.embedded, depth + 1);
-    else if (isNode(ap)) pruneValue(ap, value[k], ap.embedded, depth + 1);
-    else if (!keepUnknown) delete value[k];
+    const at = out ? (path === '' ? k : `${path}.${k}`) : '';
+    if (p !== undefined) pruneValue(p, value[k], p.embedded, depth + 1, out, at);
+    else if (isNode(ap)) pruneValue(ap, value[k], ap.embedded, depth + 1, out, at);
+    else if (!keepUnknown) {
+      delete value[k];
+      out?.push(at);
+    }
   }
 }

@@ -42,7 +42,7 @@ import {
   type KarsObject,
   type KarsSandbox,
 } from '@kars/policy-api';
-import { compileSchema, type CompiledSchema } from '@kars/kube-schema';
+import { admit, compileSchema, type CompiledSchema } from '@kars/kube-schema';
 import { egressApprovalsConfigMap, type CompiledConfigMap } from './configmaps.js';
 import { approvalFile, rfc3339Seconds } from './egress.js';
 import { expectedEgressDigest } from './router-view.js';
@@ -152,21 +152,6 @@ function schemaFor(kind: KarsKind): CompiledSchema {
   return s;
 }
 
-/** Paths present in `before` but dropped by pruning from `after`. */
-function prunedPaths(before: unknown, after: unknown, path: string, out: string[]): void {
-  if (Array.isArray(before) && Array.isArray(after)) {
-    before.forEach((v, i) => prunedPaths(v, after[i], `${path}[${i}]`, out));
-    return;
-  }
-  if (!isObj(before) || !isObj(after)) return;
-  const a = after as Record<string, unknown>;
-  for (const [k, v] of Object.entries(before)) {
-    const p = path === '' ? k : `${path}.${k}`;
-    if (!Object.prototype.hasOwnProperty.call(a, k)) out.push(p);
-    else prunedPaths(v, a[k], p, out);
-  }
-}
-
 interface Admitted {
   index: number;
   obj: KarsObject;
@@ -197,7 +182,7 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
   const admitted: Admitted[] = [];
   const seen = new Set<string>();
   docs.forEach((doc, index) => {
-    const a = admit(doc, index, defaultNs, opts, errors, warnings);
+    const a = admitDocument(doc, index, defaultNs, opts, errors, warnings);
     if (a === undefined) return;
     const key = `${a.obj.kind}/${a.namespace}/${a.name}`;
     if (seen.has(key)) {
@@ -282,7 +267,7 @@ function cmp(a: string, b: string): number {
 }
 
 /** Shape checks, server-side admission (prune, default, validate) and semantic validation of one document. */
-function admit(
+function admitDocument(
   doc: unknown,
   index: number,
   defaultNs: string,
@@ -365,12 +350,11 @@ function admit(
     });
     return undefined;
   }
-  const before = structuredClone(obj);
-  schema.applyDefaults(schema.prune(obj));
-  const unknown: string[] = [];
-  prunedPaths(before, obj, '', unknown);
+  // The apiserver's own admission (kube-schema's admit(): prune, default, schema + CEL), so the
+  // object compiled here is the object the server would store.
+  const admission = admit(schema, obj);
   let bad = false;
-  for (const p of unknown) {
+  for (const p of admission.unknownFields) {
     errors.push({
       ...at,
       field: p,
@@ -379,7 +363,7 @@ function admit(
     });
     bad = true;
   }
-  for (const c of schema.validate(obj)) {
+  for (const c of admission.causes) {
     errors.push({ ...at, field: c.field, message: c.message, reason: 'InvalidSpec' });
     bad = true;
   }

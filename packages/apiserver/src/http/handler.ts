@@ -277,7 +277,7 @@ async function handleObject(
       };
       return sendJson(res, 200, status);
     }
-    return sendJson(res, 200, r.object);
+    return sendJson(res, 200, r.body ?? r.object);
   }
   throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
 }
