@@ -96,9 +96,20 @@ function intParam(q: URLSearchParams, name: string): number | undefined {
   return n;
 }
 
+/**
+ * `Warning: 299 - "<text>"` headers, quoted as kube-apiserver quotes them (`"` and `\` escaped).
+ * Header values must be ASCII here: Node refuses characters beyond Latin-1 (a write would be
+ * answered 500 after it committed) and re-encodes Latin-1 as UTF-8 on some paths. So every
+ * character outside printable ASCII (an unknown field named `spec.ключ`, a control character) is
+ * written as a `\uXXXX` escape, which reads the same in kubectl on HTTP/1.1 and HTTP/2.
+ */
 function warningHeaders(warnings: string[]): Record<string, string> {
   if (warnings.length === 0) return {};
-  return { warning: warnings.map((w) => `299 - "${w.replace(/"/g, '\\"')}"`).join(', ') };
+  const quote = (w: string): string =>
+    `299 - "${w
+      .replace(/["\\]/g, (c) => `\\${c}`)
+      .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}"`;
+  return { warning: warnings.map(quote).join(', ') };
 }
 
 /**
