@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { admit, compileSchema } from '@kars/kube-schema';
-import { startTestServer } from './testing/harness.js';
+import { createCrds, startTestServer, warningTexts } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 const GADGETS = '/apis/example.com/v1/namespaces/default/gadgets';
@@ -55,17 +55,10 @@ function gadgetCrd(): Record<string, unknown> {
   };
 }
 
-/** Undo the server's quoting of a warning (`\"`, `\\`, `\uXXXX`). */
-function unquote(s: string): string {
-  return s.replace(/\\u([0-9a-f]{4})|\\(.)/g, (_, hex: string | undefined, c: string | undefined) =>
-    hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : (c ?? ''),
-  );
-}
-
 function warnings(header: string | string[] | undefined): string[] {
   const text = Array.isArray(header) ? header.join(', ') : (header ?? '');
   assert.match(text, /^[\x20-\x7e]*$/, `warning headers are printable ASCII: ${JSON.stringify(text)}`);
-  return [...text.matchAll(/299 - "((?:[^"\\]|\\.)*)"/g)].map((m) => unquote(m[1] ?? ''));
+  return warningTexts(text);
 }
 
 describe('admission over HTTP equals kube-schema admit()', () => {
@@ -74,8 +67,7 @@ describe('admission over HTTP equals kube-schema admit()', () => {
   const compiled = compileSchema(schema);
   before(async () => {
     ts = await startTestServer();
-    const r = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', gadgetCrd());
-    assert.equal(r.status, 201, r.text);
+    await createCrds(ts.client, gadgetCrd());
   });
   after(async () => ts.close());
 

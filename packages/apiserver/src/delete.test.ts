@@ -4,23 +4,26 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, startTestServer, widgetCrd } from './testing/harness.js';
+import { createCrds, eventually, startTestServer, widgetCrd } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
 const WD = '/apis/example.com/v1/namespaces/default/widgets';
 const DELETE_OPTIONS = { apiVersion: 'v1', kind: 'DeleteOptions' };
 
-function cm(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...extra }, data: { a: '1' } };
-}
+/** A ConfigMap named `name`, with more metadata (finalizers, ownerReferences) from `meta`. */
+const cm = (name: string, meta: Record<string, unknown> = {}): Record<string, unknown> => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, ...meta },
+  data: { a: '1' },
+});
 
 describe('DELETE through the one write path', () => {
   let ts: TestServer;
   before(async () => {
     ts = await startTestServer();
-    const r = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', widgetCrd());
-    assert.equal(r.status, 201, r.text);
+    await createCrds(ts.client, widgetCrd());
   });
   after(async () => ts.close());
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { startTestServer, type TestServer } from '@kars/apiserver/testing';
+import { createCrds, startTestServer, warningTexts, type TestServer } from '@kars/apiserver/testing';
 import { admit, compileSchema } from '@kars/kube-schema';
 import { egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd } from '@kars/policy-api';
 import { compileDocuments, type CompileDocumentsResult } from '@kars/policy-compiler';
@@ -46,17 +46,10 @@ interface ServerVerdict {
   stored?: Doc;
 }
 
-/** Undo the server's quoting of a warning: `\"`, `\\` and `\uXXXX` escapes (non-ASCII is escaped). */
-function unquote(s: string): string {
-  return s.replace(/\\u([0-9a-f]{4})|\\(.)/g, (_, hex: string | undefined, c: string | undefined) =>
-    hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : (c ?? ''),
-  );
-}
-
 function parseWarnings(header: string | string[] | undefined): string[] {
   const text = Array.isArray(header) ? header.join(', ') : (header ?? '');
   assert.match(text, /^[\x20-\x7e]*$/, 'warning headers are ASCII');
-  return [...text.matchAll(/299 - "((?:[^"\\]|\\.)*)"/g)].map((m) => unquote(m[1] ?? ''));
+  return warningTexts(text);
 }
 
 async function serverAdmit(ts: TestServer, doc: Doc): Promise<ServerVerdict> {
@@ -218,10 +211,7 @@ describe('kars compile and kars apiserver admit the same (admission once)', () =
   let dir = '';
   before(async () => {
     ts = await startTestServer();
-    for (const crd of [inferencePolicyCrd(), toolPolicyCrd(), egressApprovalCrd(), karsSandboxCrd()]) {
-      const r = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      assert.equal(r.status, 201, r.text);
-    }
+    await createCrds(ts.client, inferencePolicyCrd(), toolPolicyCrd(), egressApprovalCrd(), karsSandboxCrd());
     dir = mkdtempSync(join(tmpdir(), 'kars-agree-'));
   });
   after(async () => {

@@ -208,6 +208,27 @@ export async function startTestServer(opts: Partial<ApiServerOptions> = {}): Pro
   };
 }
 
+/** Create CRDs through the API; throws unless each is created (201). Their resources are served at once. */
+export async function createCrds(client: TestClient, ...crds: unknown[]): Promise<void> {
+  for (const crd of crds) {
+    const r = await client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    if (r.status !== 201) throw new Error(`creating a CRD answered ${r.status}: ${r.text}`);
+  }
+}
+
+/**
+ * The texts of a response's `Warning: 299 - "<text>"` headers (what kubectl prints), unquoted: the
+ * server escapes `"` and `\` with a backslash and writes anything outside printable ASCII as `\uXXXX`.
+ */
+export function warningTexts(header: string | string[] | undefined): string[] {
+  const text = Array.isArray(header) ? header.join(', ') : (header ?? '');
+  return [...text.matchAll(/299 - "((?:[^"\\]|\\.)*)"/g)].map((m) =>
+    (m[1] ?? '').replace(/\\u([0-9a-f]{4})|\\(.)/g, (_, hex: string | undefined, c: string | undefined) =>
+      hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : (c ?? ''),
+    ),
+  );
+}
+
 /** A small namespaced CRD with a status subresource, printer columns, a default and a CEL rule. */
 export function widgetCrd(): Record<string, unknown> {
   return {
