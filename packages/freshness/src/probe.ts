@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { setMaxListeners } from 'node:events';
 import { ApiError } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
-import { Resources } from '@kars/kube-client';
+import { Resources, traceHop } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import { Reflector } from '@kars/kube-runtime';
 import type { WatchConfig } from '@kars/kube-runtime';
@@ -277,6 +277,7 @@ export class ProbeSession {
     const n = ++this.edits;
     const timeoutMs = this.opts.editTimeoutMs ?? 30_000;
     const t0 = performance.now();
+    traceHop('probe.edit', { n });
     const result: EditResult = {
       edit: n,
       generation: 0,
@@ -301,6 +302,7 @@ export class ProbeSession {
       result.error = `the edit could not be written: ${err instanceof Error ? err.message : String(err)}`;
       return result;
     }
+    traceHop('probe.ack', { n });
     const gen = written.metadata.generation ?? 0;
     result.generation = gen;
     const before = this.lastDigest;
@@ -315,6 +317,7 @@ export class ProbeSession {
       result.error = `no compiled ConfigMap for generation ${gen} within ${timeoutMs} ms`;
       return result;
     }
+    traceHop('probe.cm', { n });
     result.toConfigMapMs = cm.at - t0;
     result.compiledDigest = cm.digest;
     result.configMapResourceVersion = cm.rv;
@@ -324,6 +327,7 @@ export class ProbeSession {
       return s.all ? { routers: s.routers, at: performance.now() } : undefined;
     }, left());
     if (echo) {
+      traceHop('probe.echo', { n });
       result.toEchoMs = echo.at - t0;
       result.routers = echo.routers;
     } else {
@@ -342,6 +346,7 @@ export class ProbeSession {
       },
       echo ? left() : 0,
     );
+    traceHop('probe.ready', { n });
     if (status && Number.isFinite(status.at)) result.toReadyMs = status.at - t0;
     else if (this.opts.waitReady !== false && !result.error)
       result.error = `status did not turn Ready for generation ${gen} within ${timeoutMs} ms`;

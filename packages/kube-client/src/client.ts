@@ -2,6 +2,7 @@ import { ApiError } from '@kars/kube-core';
 import type { KubeList, KubeObject, Status, StatusReason, WatchEvent } from '@kars/kube-core';
 import { Credentials } from './credentials.js';
 import { ConnectionLostError } from './errors.js';
+import { hopTracing, traceHop } from './trace.js';
 import { resourcePath, withQuery } from './paths.js';
 import type { ResourceRef } from './paths.js';
 import { Http2Transport } from './transport.js';
@@ -95,12 +96,14 @@ export class KubeClient {
     signal?: AbortSignal,
   ): Promise<T> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    if (method !== 'GET') traceHop('cli.req', { what });
     const res = await this.transport.request({
       method,
       path,
       ...(payload !== undefined ? { body: payload, headers: { 'content-type': contentType } } : {}),
       ...(signal ? { signal } : {}),
     });
+    if (method !== 'GET') traceHop('cli.res', { what, status: res.status });
     if (res.status < 200 || res.status >= 300) throw apiError(res.status, res.body, what);
     return JSON.parse(res.body.toString('utf8')) as T;
   }
@@ -254,7 +257,12 @@ export class KubeClient {
           const line = buf.slice(0, i).trim();
           buf = buf.slice(i + 1);
           if (line === '') continue;
-          yield JSON.parse(line) as WatchEvent<T>;
+          const ev = JSON.parse(line) as WatchEvent<T>;
+          if (hopTracing) {
+            const meta = (ev.object as Partial<KubeObject> | undefined)?.metadata;
+            traceHop('cli.watch', { r: ref.resource, type: ev.type, name: meta?.name, rv: meta?.resourceVersion });
+          }
+          yield ev;
         }
       }
     } catch (err) {

@@ -8,3 +8,4 @@ export { resourcePath, withQuery, Resources } from './paths.js';
 export type { ResourceRef } from './paths.js';
 export { Http2Transport } from './transport.js';
 export type { ConnectionLoss, LogFn, OpenStream, TransportOptions } from './transport.js';
+export { hopTracing, traceHop } from './trace.js';

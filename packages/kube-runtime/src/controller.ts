@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { KubeObject } from '@kars/kube-core';
 import { systemClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
+import { traceHop } from '@kars/kube-client';
 import type { ControllerMetrics } from './metrics.js';
 import { WorkQueue, exponentialRateLimiter } from './queue.js';
 import type { RateLimiter } from './queue.js';
@@ -285,7 +286,9 @@ export class Controller<P extends KubeObject> {
       let result: ReconcileResult = undefined;
       let failure: Error | undefined;
       try {
+        traceHop('rec.start', { c: this.opts.name, key });
         result = await this.opts.reconcile(key, { signal, log, attempt });
+        traceHop('rec.end', { c: this.opts.name, key });
       } catch (err: unknown) {
         failure = err instanceof Error ? err : new NonErrorThrown(key, err);
       }

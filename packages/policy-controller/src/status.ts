@@ -8,13 +8,14 @@ export function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+/** Canonical JSON: keys sorted, undefined members left out; `applied` also leaves out null members. */
+function stable(v: unknown, applied = false): string {
+  if (Array.isArray(v)) return `[${v.map((x) => stable(x, applied)).join(',')}]`;
   if (isObject(v))
     return `{${Object.keys(v)
-      .filter((k) => v[k] !== undefined)
+      .filter((k) => v[k] !== undefined && !(applied && v[k] === null))
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${stable(v[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${stable(v[k], applied)}`)
       .join(',')}}`;
   return JSON.stringify(v);
 }
@@ -25,8 +26,17 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /**
+ * Whether applying `applied` with server-side apply would leave `stored` as it is: a null member in
+ * an apply removes the field, so the server never stores it, and it must not count as a difference
+ * (or every reconcile would send a write the server then drops as a no-op).
+ */
+export function appliesAsStored(stored: unknown, applied: unknown): boolean {
+  return stable(stored, true) === stable(applied, true);
+}
+
+/**
  * Write `status` with server-side apply (force) as the reconciler's status manager, unless it is
- * already exactly what is stored. Returns true when it wrote.
+ * already what is stored (null members count as absent, as server-side apply treats them). Returns true when it wrote.
  */
 export async function applyStatus(
   ctx: ControllerContext,
@@ -35,7 +45,7 @@ export async function applyStatus(
   status: Record<string, unknown>,
   manager: string,
 ): Promise<boolean> {
-  if (sameJson(obj['status'], status)) return false;
+  if (appliesAsStored(obj['status'], status)) return false;
   try {
     await ctx.client.apply(
       ref,

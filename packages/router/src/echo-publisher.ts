@@ -1,4 +1,4 @@
-import { Resources } from '@kars/kube-client';
+import { Resources, traceHop } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import {
   echoLease,
@@ -21,7 +21,11 @@ export interface EchoPublisherOptions {
   /** Capability names advertised in the lease (`capabilityNames(...)`). */
   capabilities?: string[];
   log?: RuntimeLogger;
-  /** Debounce before publishing a change (default 10 ms): well inside the 100 ms budget. */
+  /**
+   * Debounce before publishing a change (default 0: the next turn of the event loop, which still
+   * folds the changes of one watch batch into one write). Every millisecond here is on the
+   * edit → echo path, and a publish in flight already coalesces later changes into one more write.
+   */
   debounceMs?: number;
   /** Liveness beat (default ROUTER_RENEW_SECONDS) and lease validity (default ROUTER_LEASE_SECONDS). */
   renewMs?: number;
@@ -86,6 +90,7 @@ export class EchoPublisher {
       return this.inFlight;
     }
     const { client, namespace, sandbox, instance, state } = this.opts;
+    traceHop('echo.publish');
     const echo = state.echo();
     const lease = echoLease(namespace, {
       sandbox,
@@ -166,7 +171,7 @@ export class EchoPublisher {
    * the lease (a graceful stop must not leave an echo that blocks Ready until it expires).
    */
   async run(signal: AbortSignal): Promise<void> {
-    const unsub = this.opts.state.onChange(() => this.schedule(this.opts.debounceMs ?? 10));
+    const unsub = this.opts.state.onChange(() => this.schedule(this.opts.debounceMs ?? 0));
     this.schedule(0);
     await new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();

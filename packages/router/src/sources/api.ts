@@ -1,5 +1,5 @@
 import type { KubeObject } from '@kars/kube-core';
-import { Resources } from '@kars/kube-client';
+import { Resources, traceHop } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import { Reflector } from '@kars/kube-runtime';
 import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
@@ -79,6 +79,7 @@ export class ApiPolicySource {
       `configmap:${this.opts.namespace}/`,
       this.opts.capabilities,
     );
+    traceHop('router.loaded');
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryTimer = undefined;
     if (next !== undefined) {
