@@ -17,7 +17,7 @@ const doc = readFileSync(DOC, 'utf8');
 const a = doc.indexOf(BEGIN);
 const b = doc.indexOf(END);
 if (a < 0 || b < a) throw new Error(`docs/operating.md lacks the markers ${BEGIN} … ${END}`);
-const next = `${doc.slice(0, a + BEGIN.length)}\n\n${flagReference(buildProgram())}\n${doc.slice(b)}`;
+const next = `${doc.slice(0, a + BEGIN.length)}\n\n${flagReference(await buildProgram())}\n${doc.slice(b)}`;
 if (process.argv.includes('--check')) {
   if (next !== doc) {
     process.stderr.write('docs/operating.md flag reference is stale: run node scripts/gen-operating-flags.mjs\n');

@@ -145,8 +145,8 @@ describe('kars compile', () => {
     assert.match(r.stderr, /missing\.yaml: cannot read/);
   });
 
-  it('runs end to end through bin/kars.js once main.ts registers the command', (t) => {
-    if (!buildProgram().commands.some((c) => c.name() === 'compile')) {
+  it('runs end to end through bin/kars.js once main.ts registers the command', async (t) => {
+    if (!(await buildProgram()).commands.some((c) => c.name() === 'compile')) {
       t.skip('main.ts does not register compileCommand yet; the in-process tests above cover the command');
       return;
     }

@@ -95,8 +95,8 @@ describe("every command the router's errors name exists and works exactly as pri
     await new Promise((r) => target.close(r));
   });
 
-  it('each `kars <group> <command>` in the router sources is a real CLI command', () => {
-    const program = buildProgram();
+  it('each `kars <group> <command>` in the router sources is a real CLI command', async () => {
+    const program = await buildProgram();
     const named = commandsNamedInRouterSources();
     const groups = new Set(program.commands.filter((c) => c.commands.length > 0).flatMap((c) => [c.name(), ...c.aliases()]));
     const checked = named.filter(([g]) => groups.has(g ?? ''));

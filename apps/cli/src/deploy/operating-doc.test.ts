@@ -63,7 +63,7 @@ void describe('docs/operating.md', () => {
       assert.ok(a >= 0 && b > a, 'the generated-section markers are present');
       assert.equal(
         DOC.slice(a + BEGIN.length, b),
-        `\n\n${flagReference(buildProgram())}\n`,
+        `\n\n${flagReference(await buildProgram())}\n`,
         'stale: run `npm run build && node scripts/gen-operating-flags.mjs`',
       );
       for (const cmd of ['controller', 'router', 'apiserver', 'freshness probe']) assert.match(DOC, new RegExp(`#### \`kars ${cmd}\``));
