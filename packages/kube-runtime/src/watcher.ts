@@ -60,15 +60,24 @@ export const MIN_HEALTHY_WATCH_MS = 1000;
 
 /**
  * Whether the reconnect backoff starts over after a stream ended. A watch that the server
- * accepted (response headers arrived) and that then stayed up for {@link MIN_HEALTHY_WATCH_MS}
- * proves the server reachable, so the next failure waits only the initial delay: a fault after a
- * recovery is a new fault, not the next step of the old one. A watch that never opened, or that
- * the server accepted and then dropped at once, keeps the backoff growing (so a server that fails
- * every watch right after accepting it is not hammered). A stream healthy for `backoffResetMs`
- * resets it too.
+ * accepted (response headers arrived) proves the server reachable: the next failure is a new fault,
+ * not the next step of the old one, so it waits only the initial delay, whether the watch then stayed
+ * up ({@link MIN_HEALTHY_WATCH_MS} or more) or was cut at once by a new fault. Only when the server
+ * accepts and drops watch after watch (`acceptedDropsBefore`: streams in a row that were accepted and
+ * then lasted less than MIN_HEALTHY_WATCH_MS) does the backoff keep growing, so such a server is not
+ * hammered. A watch that never opened keeps it growing too (the server is not reachable). A stream
+ * healthy for `backoffResetMs` resets it whatever happened.
+ *
+ * (Before: an accepted watch cut within a second kept the backoff grown by an outage just before it,
+ * so a fault right after an apiserver restart waited 4–8 s instead of ≤ 1 s.)
  */
-export function shouldResetBackoff(opened: boolean, healthyForMs: number, cfg: Pick<WatchConfig, 'backoffResetMs'>): boolean {
-  return healthyForMs >= cfg.backoffResetMs || (opened && healthyForMs >= MIN_HEALTHY_WATCH_MS);
+export function shouldResetBackoff(
+  opened: boolean,
+  healthyForMs: number,
+  cfg: Pick<WatchConfig, 'backoffResetMs'>,
+  acceptedDropsBefore = 0,
+): boolean {
+  return healthyForMs >= cfg.backoffResetMs || (opened && (healthyForMs >= MIN_HEALTHY_WATCH_MS || acceptedDropsBefore === 0));
 }
 
 /** Classify a failure of a watch stream into a restart reason. */
@@ -125,8 +134,9 @@ function errMessage(err: unknown): string {
  * - 410 relists (paginated) and frames the result with init/initDone so the store is replaced
  *   atomically, reporting deletes for vanished objects;
  * - failures back off with jitter (about 0.5–1 s first, doubling, capped at backoffMax) and never
- *   give up; the backoff starts over once a watch has opened and stayed up for a second (see
- *   {@link shouldResetBackoff}), so a reachable server is watched again within the initial delay;
+ *   give up; the backoff starts over once the server accepts a watch (unless it keeps dropping
+ *   them at once; see {@link shouldResetBackoff}), so a reachable server is watched again within the
+ *   initial delay;
  *   a clean server end resumes at once;
  * - every relistInterval a full relist-and-diff runs as a last-resort consistency check.
  *
@@ -143,6 +153,8 @@ export async function* watcher<T extends KubeObject = KubeObject>(
   const fresh = opts.onFresh ?? (() => undefined);
   let state: WatcherState = { phase: 'empty', reason: 'initial' };
   let lastListAt = 0;
+  /** Streams in a row the server accepted and then dropped within MIN_HEALTHY_WATCH_MS. */
+  let acceptedDrops = 0;
 
   while (!signal.aborted) {
     if (state.phase === 'empty') {
@@ -272,7 +284,9 @@ export async function* watcher<T extends KubeObject = KubeObject>(
     if (signal.aborted) return;
     state = { phase: 'watching', resourceVersion: rv };
     const healthyFor = Date.now() - openedAt;
-    if (shouldResetBackoff(opened, opened ? Date.now() - upSince : 0, cfg)) backoff.reset();
+    const upFor = opened ? Date.now() - upSince : 0;
+    if (shouldResetBackoff(opened, upFor, cfg, acceptedDrops)) backoff.reset();
+    acceptedDrops = opened && upFor < MIN_HEALTHY_WATCH_MS ? acceptedDrops + 1 : 0;
     // A stream the server ends at once, again and again, must not become a tight loop.
     if (outcome.kind === 'ended' && healthyFor < 1000)
       outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
