@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,11 +37,26 @@ interface Proc {
   ready: Promise<void>;
 }
 
+/**
+ * With `KARS_TRACE_DIR` set, every stack process traces its hops (`KARS_TRACE_HOPS`, named after the
+ * process: apiserver, controller-ctl-a, router) and its whole stderr and stdout are appended to
+ * `<dir>/<name>.log`, for `scripts/freshness-hops.mjs` or reading a slow case after the fact.
+ */
+const TRACE_DIR = process.env['KARS_TRACE_DIR'];
+
 function start(args: string[], env: Record<string, string>, onLine?: (line: string) => void, readyLine?: RegExp): Proc {
+  const label = `${args[0] ?? 'kars'}${env['POD_NAME'] ? `-${env['POD_NAME']}` : ''}`;
+  const trace = TRACE_DIR ? { KARS_TRACE_HOPS: label } : {};
   const child = spawn(process.execPath, [KARS_BIN, ...args], {
-    env: { ...process.env, ...SUITE_KNOBS, ...env },
+    env: { ...process.env, ...SUITE_KNOBS, ...trace, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (TRACE_DIR) {
+    mkdirSync(TRACE_DIR, { recursive: true });
+    const file = join(TRACE_DIR, `${label}.log`);
+    child.stdout?.on('data', (c: Buffer) => appendFileSync(file, c));
+    child.stderr?.on('data', (c: Buffer) => appendFileSync(file, c));
+  }
   const stderr: string[] = [];
   let buf = '';
   let markReady: () => void = () => undefined;
@@ -259,6 +274,20 @@ export class LocalStack {
     await Promise.race([Promise.all(procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 5000))]);
     for (const p of procs) p.child.kill('SIGKILL');
     rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Every process of the stack, by name, with its pid and whether it still runs. */
+  processes(): Array<{ name: string; pid: number | undefined; running: boolean }> {
+    const all: Array<[string, Proc | undefined]> = [
+      ['apiserver', this.apiserver],
+      ...[...this.controllers].map(([n, p]): [string, Proc] => [`controller ${n}`, p]),
+      ['router', this.router],
+    ];
+    return all.map(([name, p]) => ({
+      name,
+      pid: p?.child.pid,
+      running: p !== undefined && p.child.exitCode === null && p.child.signalCode === null,
+    }));
   }
 
   /** Recent stderr of every process, for a failure message. */
