@@ -18,7 +18,7 @@ export interface CommandEntry {
 /**
  * The command registry. A command's module (and everything it imports: the API server, the router,
  * the controller, @kubernetes/client-node behind kube-client) is imported only when that command runs,
- * so every invocation pays only for its own command (ADR 0016).
+ * so every invocation pays only for its own command (ADR 0018).
  */
 export const COMMANDS: readonly CommandEntry[] = [
   {
