@@ -117,6 +117,19 @@ export function collectStderrTail(child, max = 50) {
   return { tail };
 }
 
+/** SIGTERM `child`, then SIGKILL after `graceMs`; resolves once it has exited (`exited` is its exit promise). */
+export async function stopChild(child, exited, graceMs) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  let timer;
+  const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, graceMs)))]);
+  clearTimeout(timer);
+  if (!r) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
 /**
  * Spawn `node ...args` (cwd ROOT) and resolve once it prints `listening: <url>` on stdout; a
  * `kubeconfig: <path>` line before it is kept too. `collectStderr(child)` must return an object
@@ -179,15 +192,7 @@ export async function spawnListening(
     /** SIGTERM, then SIGKILL after 15 s; resolves once the child has exited. */
     async stop() {
       stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      let timer;
-      const r = await Promise.race([exited, new Promise((res) => (timer = setTimeout(res, 15_000)))]);
-      clearTimeout(timer);
-      if (!r) {
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await stopChild(child, exited, 15_000);
     },
   };
   void exited.then(({ code, signal }) => {

@@ -59,6 +59,7 @@ import {
   sleep,
   spawnListening,
   splitArgs,
+  stopChild,
 } from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -789,11 +790,11 @@ function expectStatus(r, ok, what) {
 }
 
 /** One request on a fresh connection (sanity checks). */
-function oneRequest(url, body) {
+function oneRequest(url, body, headers = {}) {
   const u = new URL(url);
   const c = new HttpConn(u.hostname, Number(u.port));
   return new Promise((res, rej) => {
-    c.request(chatRequest(url, body), (e, status, b) => {
+    c.request(chatRequest(url, body, headers), (e, status, b) => {
       c.close();
       if (e) rej(e);
       else res({ status, text: b.toString('utf8') });
@@ -897,15 +898,204 @@ class KubeletMount {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Peers from outside the repo: nginx (Debian package) and the Portkey AI gateway (npm, scratch dir)
+// ---------------------------------------------------------------------------------------------
+
+/** Where the Portkey gateway is installed for the benchmark (a git-ignored scratch folder, not a repo dependency). */
+const PORTKEY_DIR = process.env.BENCH_PORTKEY_DIR ?? join(ROOT, 'bench', 'peers', 'node_modules', '@portkey-ai', 'gateway');
+
+/** nginx on PATH, or undefined (`nginx -v` prints `nginx version: nginx/1.22.1` on stderr). */
+function findNginx() {
+  const r = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
+  if (r.error) return undefined;
+  return { version: `${r.stdout}${r.stderr}`.match(/nginx\/(\S+)/)?.[1] ?? '?' };
+}
+
+/** The Portkey gateway's start script and version, or undefined. */
+function findPortkey() {
+  const script = join(PORTKEY_DIR, 'build', 'start-server.js');
+  if (!existsSync(script)) return undefined;
+  const version = JSON.parse(readFileSync(join(PORTKEY_DIR, 'package.json'), 'utf8')).version;
+  return { script, version };
+}
+
+/** The headers that make the Portkey gateway forward to the stub (an OpenAI-compatible custom host). */
+function portkeyHeaders(stubUrl) {
+  return { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${stubUrl}/v1` };
+}
+
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+async function freePort() {
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const port = s.address().port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Resolve once `url` answers GET / (any status), or throw after `timeoutMs`. */
+async function waitForHttp(url, timeoutMs, child) {
+  const t0 = performance.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited (code ${child.exitCode}) before answering ${url}`);
+    const ok = await fetch(url).then(
+      (r) => r.arrayBuffer().then(() => true),
+      () => false,
+    );
+    if (ok) return;
+    if (performance.now() - t0 > timeoutMs) throw new Error(`no answer from ${url} within ${timeoutMs / 1000} s`);
+    await sleep(100);
+  }
+}
+
+/** Wrap a spawned child as the same handle `startChild` returns (pid, url, died, stderr, stop). */
+function externalHandle(label, child, url) {
+  const tail = [];
+  const stderr = { tail, error: 0, firstErrors: [] };
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (c) => {
+    tail.push(...c.split('\n').filter(Boolean));
+    if (tail.length > 50) tail.splice(0, tail.length - 50);
+  });
+  child.stdout?.resume();
+  const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
+  let stopping = false;
+  const h = {
+    label,
+    child,
+    pid: child.pid,
+    url,
+    stderr,
+    died: undefined,
+    async stop() {
+      stopping = true;
+      await stopChild(child, exited, 5000);
+    },
+  };
+  void exited.then(({ code, signal }) => {
+    if (!stopping) h.died = `${label} exited unexpectedly (code ${code}, signal ${signal})\n${tail.slice(-10).join('\n')}`;
+  });
+  return h;
+}
+
+/**
+ * nginx as a plain reverse proxy to the stub, as the issue measured it: one process doing the
+ * work (`master_process off`, one worker's worth, like the single-threaded Node peers), upstream
+ * keep-alive (`keepalive 64`, HTTP/1.1, `Connection: ""`), no access log, and `proxy_buffering
+ * off` so streams are passed on as they arrive.
+ */
+async function startNginx(tmp, stubUrl) {
+  const dir = join(tmp, 'nginx');
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  const port = await freePort();
+  const up = new URL(stubUrl);
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(
+    conf,
+    [
+      'daemon off;',
+      'master_process off;',
+      'worker_processes 1;',
+      `pid ${join(dir, 'nginx.pid')};`,
+      `error_log ${join(dir, 'logs', 'error.log')} warn;`,
+      'events { worker_connections 4096; }',
+      'http {',
+      '  access_log off;',
+      `  client_body_temp_path ${join(dir, 'body')};`,
+      `  proxy_temp_path ${join(dir, 'proxy')};`,
+      `  fastcgi_temp_path ${join(dir, 'fastcgi')};`,
+      `  uwsgi_temp_path ${join(dir, 'uwsgi')};`,
+      `  scgi_temp_path ${join(dir, 'scgi')};`,
+      '  keepalive_requests 1000000;',
+      `  upstream stub { server ${up.host}; keepalive 64; }`,
+      `  server { listen 127.0.0.1:${port};`,
+      '    location / { proxy_pass http://stub; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }',
+      '  }',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('nginx', ['-p', dir, '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = `http://127.0.0.1:${port}`;
+  const h = externalHandle('nginx', child, url);
+  await waitForHttp(url, 10_000, child);
+  return h;
+}
+
+/** The Portkey AI gateway (`start-server.js --port=N --headless`, NODE_ENV=production: no UI, no log stream). */
+async function startPortkey(script) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script, `--port=${port}`, '--headless'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const h = externalHandle('portkey', child, url);
+  await waitForHttp(url, 30_000, child);
+  return h;
+}
+
+/**
+ * Time to the first streamed byte: `n` streamed chat completions, one at a time on one keep-alive
+ * connection, `gapMs` apart; each sample is from writing the request to receiving the first `data:`
+ * byte of the body. Resolves with the samples (ms); rejects on a non-200 answer or an error frame.
+ */
+async function ttfbRun(url, body, headers, n, gapMs) {
+  const u = new URL(url);
+  const sock = net.connect(Number(u.port), u.hostname);
+  await new Promise((res, rej) => {
+    sock.once('connect', res);
+    sock.once('error', rej);
+  });
+  sock.setNoDelay(true);
+  const req = chatRequest(url, body, headers);
+  const out = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      let first = -1;
+      let buf = '';
+      await new Promise((res, rej) => {
+        const onData = (c) => {
+          buf += c.toString('latin1');
+          if (first < 0 && buf.indexOf('data:') >= 0) first = performance.now();
+          const he = buf.indexOf('\r\n\r\n');
+          if (he < 0) return;
+          const cl = /\r\ncontent-length:\s*(\d+)/i.exec(buf.slice(0, he));
+          const done = cl ? buf.length - he - 4 >= Number(cl[1]) : buf.endsWith('\r\n0\r\n\r\n');
+          if (!done) return;
+          sock.off('data', onData);
+          sock.off('error', rej);
+          if (!buf.startsWith('HTTP/1.1 200')) rej(new Error(`ttfb ${url}: ${buf.slice(0, 200)}`));
+          else if (buf.includes('"error"')) rej(new Error(`ttfb ${url}: the stream carried an error frame: ${buf.slice(he, he + 300)}`));
+          else res();
+        };
+        sock.on('data', onData);
+        sock.once('error', rej);
+        sock.write(req);
+      });
+      out.push(first - t0);
+      if (gapMs > 0) await sleep(gapMs);
+    }
+  } finally {
+    sock.destroy();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The benchmark
 // ---------------------------------------------------------------------------------------------
 
-const PEER_LABEL = { direct: 'direct', proxy: 'proxy', bare: 'bare router', router: 'router' };
+const PEER_LABEL = { direct: 'direct', proxy: 'proxy', nginx: 'nginx', bare: 'bare router', router: 'router', portkey: 'portkey' };
 const PEER_HEAD = {
   direct: 'direct → stub',
   proxy: 'node:http proxy → stub',
+  nginx: 'nginx → stub',
   bare: 'kars router, no policy → stub',
   router: 'kars router → stub',
+  portkey: 'Portkey gateway → stub',
 };
 const SANDBOX = 'sb';
 const NS = 'bench';
@@ -925,9 +1115,9 @@ const STUB_RESPONSE =
 async function main() {
   const tStart = performance.now();
   const quick = process.env.BENCH_QUICK === '1';
-  const phases = new Set(splitArgs((process.env.BENCH_PHASES ?? 'decision,latency,throughput,dir,api').replace(/,/g, ' ')));
+  const phases = new Set(splitArgs((process.env.BENCH_PHASES ?? 'decision,latency,ttfb,throughput,dir,api').replace(/,/g, ' ')));
   for (const p of phases)
-    if (!['decision', 'latency', 'throughput', 'dir', 'api'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase "${p}"`);
+    if (!['decision', 'latency', 'ttfb', 'throughput', 'dir', 'api'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase "${p}"`);
   const cfg = {
     quick,
     phases: [...phases],
@@ -941,7 +1131,7 @@ async function main() {
     rounds: envInt('BENCH_ROUNDS', quick ? 1 : 4),
     concurrency: envInt('BENCH_CONCURRENCY', 32),
     maxConns: envInt('BENCH_MAX_CONNS', 64),
-    decisionIters: envInt('BENCH_DECISION_ITERS', quick ? 200_000 : 1_000_000),
+    decisionIters: envInt('BENCH_DECISION_ITERS', quick ? 50_000 : 200_000),
     decisionRuns: envInt('BENCH_DECISION_RUNS', quick ? 3 : 7),
     changes: envInt('BENCH_CHANGES', quick ? 15 : 50),
     probeMs: envNum('BENCH_PROBE_MS', 2),
@@ -949,10 +1139,24 @@ async function main() {
     upstreamDelayMs:
       process.env.BENCH_UPSTREAM_DELAY_MS && process.env.BENCH_UPSTREAM_DELAY_MS !== '0' ? envInt('BENCH_UPSTREAM_DELAY_MS', 0) : 0,
     loadgen: process.env.BENCH_LOADGEN ?? 'auto',
-    peers: splitArgs((process.env.BENCH_PEERS ?? 'direct,proxy,router').replace(/,/g, ' ')),
-    goals: { addedP99Ms: 1, throughputRatio: 0.8, decisionUs: 20 },
+    peers: splitArgs((process.env.BENCH_PEERS ?? 'direct,proxy,nginx,router,portkey').replace(/,/g, ' ')),
+    ttfbRequests: envInt('BENCH_TTFB_REQUESTS', quick ? 300 : 1000),
+    goals: { addedP50Ms: 0.5, addedP99Ms: 1, throughputRatio: 0.8, nginxRatio: 0.6, portkeyRatio: 5, ttfbAddedP99Ms: 1, decisionUs: 20 },
   };
-  for (const p of cfg.peers) if (!(p in PEER_LABEL)) throw new Error(`BENCH_PEERS: unknown peer "${p}" (direct, proxy, bare, router)`);
+  for (const p of cfg.peers)
+    if (!(p in PEER_LABEL)) throw new Error(`BENCH_PEERS: unknown peer "${p}" (${Object.keys(PEER_LABEL).join(', ')})`);
+  // Peers from outside the repo are skipped, with a message, when they are not installed.
+  const nginxBin = cfg.peers.includes('nginx') ? findNginx() : undefined;
+  const portkeyPkg = cfg.peers.includes('portkey') ? findPortkey() : undefined;
+  const skipped = [];
+  if (cfg.peers.includes('nginx') && !nginxBin) skipped.push('nginx: not on PATH (apt-get install -y nginx)');
+  if (cfg.peers.includes('portkey') && !portkeyPkg)
+    skipped.push(
+      `portkey: ${PORTKEY_DIR} not found (npm install --prefix bench/peers @portkey-ai/gateway@1.15.2, or set BENCH_PORTKEY_DIR)`,
+    );
+  for (const m of skipped) log(`skipping peer ${m}`);
+  cfg.peers = cfg.peers.filter((p) => (p !== 'nginx' || nginxBin) && (p !== 'portkey' || portkeyPkg));
+  cfg.skipped = skipped;
   const peers = cfg.peers;
   if (!['auto', 'wrk', 'node'].includes(cfg.loadgen)) throw new Error(`BENCH_LOADGEN must be auto, wrk or node, got "${cfg.loadgen}"`);
   const wrk = cfg.loadgen === 'node' ? undefined : findWrk();
@@ -1004,13 +1208,15 @@ async function main() {
   };
   let stub;
   let proxy;
+  let nginx;
+  let portkey;
   let bare;
   let router;
   let loadgen;
   let srv;
   let api;
   const checkChildren = () => {
-    for (const c of [stub, proxy, bare, router, srv]) if (c?.died) throw new Error(c.died);
+    for (const c of [stub, proxy, nginx, portkey, bare, router, srv]) if (c?.died) throw new Error(c.died);
   };
 
   try {
@@ -1021,16 +1227,16 @@ async function main() {
       raw.decision = await decisionPhase(cfg, compiled(REALISTIC_CAP).body);
       const d = raw.decision;
       ctlRows.push({
-        metric: 'policy decision per request (pure)',
+        metric: 'inference pipeline per request (pure)',
         display: `${fmt3(d.pure.medianUs)} µs`,
         goal: goalCell(d.pure.medianUs, cfg.goals.decisionUs, 'µs'),
-        notes: `median of ${cfg.decisionRuns} runs × ${fmtInt(cfg.decisionIters)} (runs ${fmt3(d.pure.minUs)}–${fmt3(d.pure.maxUs)} µs; ${fmtInt(1 / (d.pure.medianUs / 1e6))} decisions/s on one core). Per request, as the handler does it: snapshot, sandbox identity, daily/monthly budget check, per-request cap, route plan, floor active?, usage → budget.record, extractAnnotations + evaluateSafety on the stub's annotation set (1 prompt block, 4 categories + jailbreak)`,
+        notes: `median of ${cfg.decisionRuns} runs × ${fmtInt(cfg.decisionIters)} (runs ${fmt3(d.pure.minUs)}–${fmt3(d.pure.maxUs)} µs; ${fmtInt(1 / (d.pure.medianUs / 1e6))} decisions/s on one core). Per request, as the proxy runs inference/pipeline.ts: snapshot, decideHead, decideRequest (strict parse of the ${d.reqBytes}-byte request, token limits, re-serialisation, route plan, floor), budget reserve, judgeAnswer on the parsed stub answer (1 prompt block, 4 categories + jailbreak), settle`,
       });
       ctlRows.push({
-        metric: 'decision + the JSON work the policy implies',
+        metric: 'pipeline + parsing the answer',
         display: `${fmt3(d.withParse.medianUs)} µs`,
         goal: '–',
-        notes: `the same plus JSON.parse of the ${d.reqBytes}-byte request and Buffer.concat + JSON.parse of the ${d.respBytes}-byte response (the floor makes the handler buffer and parse every 2xx body); median of ${cfg.decisionRuns} runs × ${fmtInt(d.withParse.iters)} (${fmt3(d.withParse.minUs)}–${fmt3(d.withParse.maxUs)} µs)`,
+        notes: `the same plus Buffer.concat + JSON.parse of the ${d.respBytes}-byte answer (the floor makes the proxy buffer and parse every 2xx body); median of ${cfg.decisionRuns} runs × ${fmtInt(d.withParse.iters)} (${fmt3(d.withParse.minUs)}–${fmt3(d.withParse.maxUs)} µs)`,
       });
       phaseTimes.decision = (performance.now() - t0) / 1000;
     }
@@ -1079,6 +1285,20 @@ async function main() {
           throw new Error(`sanity: the pass-through proxy answered ${pr.status} with ${pr.text.length} bytes`);
         log(`node:http pass-through proxy (pid ${proxy.pid}) at ${proxy.url}`);
       }
+      const dataPhases = phases.has('latency') || phases.has('throughput') || phases.has('ttfb');
+      if (peers.includes('nginx') && dataPhases) {
+        nginx = await startNginx(tmp, stub.url);
+        const nr = await oneRequest(nginx.url, body);
+        if (nr.status !== 200 || nr.text.length !== d.text.length)
+          throw new Error(`sanity: nginx answered ${nr.status} with ${nr.text.length} bytes`);
+        log(`nginx ${nginxBin.version} (pid ${nginx.pid}) at ${nginx.url}`);
+      }
+      if (peers.includes('portkey') && dataPhases) {
+        portkey = await startPortkey(portkeyPkg.script);
+        const kr = await oneRequest(portkey.url, body, portkeyHeaders(stub.url));
+        if (kr.status !== 200) throw new Error(`sanity: the Portkey gateway answered ${kr.status}: ${kr.text.slice(0, 300)}`);
+        log(`Portkey gateway ${portkeyPkg.version} (pid ${portkey.pid}) at ${portkey.url}`);
+      }
       if (peers.includes('bare') && (phases.has('latency') || phases.has('throughput'))) {
         // The same router with an empty policy directory: no InferencePolicy, so no floor (the
         // response is relayed as it streams, only parsed at the end for usage).
@@ -1109,11 +1329,28 @@ async function main() {
       loadgen = startLoadgen();
     }
 
-    const url0 = { direct: () => stub.url, proxy: () => proxy.url, bare: () => bare.url, router: () => router.url };
-    const pids = () => ({ stub: stub?.pid, proxy: proxy?.pid, bare: bare?.pid, router: router?.pid, loadgen: loadgen?.pid });
+    const url0 = {
+      direct: () => stub.url,
+      proxy: () => proxy.url,
+      nginx: () => nginx.url,
+      bare: () => bare.url,
+      router: () => router.url,
+      portkey: () => portkey.url,
+    };
+    const pids = () => ({
+      stub: stub?.pid,
+      proxy: proxy?.pid,
+      nginx: nginx?.pid,
+      bare: bare?.pid,
+      router: router?.pid,
+      portkey: portkey?.pid,
+      loadgen: loadgen?.pid,
+    });
     const body = chatBody(TRAFFIC_MAX_TOKENS);
     // Optional simulated upstream latency (the stub's x-stub-delay-ms; the router and the proxy pass it on).
-    const loadHeaders = cfg.upstreamDelayMs > 0 ? { 'x-stub-delay-ms': String(cfg.upstreamDelayMs) } : {};
+    const delayHeaders = cfg.upstreamDelayMs > 0 ? { 'x-stub-delay-ms': String(cfg.upstreamDelayMs) } : {};
+    /** The request headers a peer needs (Portkey: which provider, and the stub as its custom host). */
+    const headersOf = (peer) => (peer === 'portkey' ? { ...delayHeaders, ...portkeyHeaders(stub.url) } : delayHeaders);
     /** The process that does the hop for a peer (none for direct). */
     const hopOf = (peer) => (peer === 'direct' ? undefined : peer);
     /** Round r runs the peers in order, reversed on odd rounds, so no peer always goes first. */
@@ -1145,7 +1382,7 @@ async function main() {
               kind: 'open',
               host: u.hostname,
               port: Number(u.port),
-              req: chatRequest(url, body, loadHeaders).toString('base64'),
+              req: chatRequest(url, body, headersOf(peer)).toString('base64'),
               rate: cfg.rate,
               warmupMs: warm * 1000,
               durationMs: cfg.openSecs * 1000,
@@ -1225,7 +1462,7 @@ async function main() {
         metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
         ...cells((p) => `${fmt3(S[p].p50)} ms`),
         diff: addedCell('p50'),
-        goal: '–',
+        goal: goalCell(added('router', 'p50'), cfg.goals.addedP50Ms, 'ms added (router)'),
         notes: `${nList} measured requests; ${roundsNote}; latency = dispatch → last response byte`,
       });
       dataRows.push({
@@ -1252,6 +1489,56 @@ async function main() {
       phaseTimes.latency = (performance.now() - t0) / 1000;
     }
 
+    // ---- 1b. added time to the first streamed byte -------------------------------------------------
+    if (phases.has('ttfb')) {
+      const t0 = performance.now();
+      const streamBody = JSON.stringify({ ...JSON.parse(body), stream: true });
+      const per = Object.fromEntries(peers.map((p) => [p, []]));
+      const ttfbFailed = {};
+      const gapMs = 2;
+      for (let round = 0; round < cfg.rounds; round++) {
+        for (const peer of orderOf(round)) {
+          checkChildren();
+          log(`ttfb: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.ttfbRequests} streamed requests one at a time, ${gapMs} ms apart`);
+          let samples;
+          try {
+            // Unmeasured warm-up on the same path (JIT, pooled upstream connection).
+            await ttfbRun(url0[peer](), streamBody, headersOf(peer), Math.min(200, cfg.ttfbRequests), 0);
+            samples = await ttfbRun(url0[peer](), streamBody, headersOf(peer), cfg.ttfbRequests, gapMs);
+          } catch (err) {
+            // A peer that cannot stream the stub's answer is a result, not a benchmark failure
+            // (the kars router and direct must stream: their failure is reported below).
+            const why = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+            if (peer === 'router' || peer === 'direct') failures.push(`ttfb ${peer}: ${why}`);
+            ttfbFailed[peer] = why;
+            log(`  failed: ${why}`);
+            continue;
+          }
+          per[peer].push(stats(samples));
+          log(`  first data byte p50 ${fmt3(stats(samples).p50)} ms, p99 ${fmt3(stats(samples).p99)} ms`);
+        }
+      }
+      const S = Object.fromEntries(peers.map((p) => [p, { p50: median(per[p].map((r) => r.p50)), p99: median(per[p].map((r) => r.p99)) }]));
+      const has = (p) => peers.includes(p);
+      const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
+      raw.ttfb = { per, summary: S, failed: ttfbFailed };
+      dataRows.push({
+        metric: 'time to first streamed byte p50 / p99',
+        ...Object.fromEntries(
+          peers.map((p) => [p, ttfbFailed[p] ? `failed: ${ttfbFailed[p]}` : `${fmt3(S[p].p50)} / ${fmt3(S[p].p99)} ms`]),
+        ),
+        diff: has('direct')
+          ? peers
+              .filter((p) => p !== 'direct')
+              .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, 'p50'))} / ${signed3(added(p, 'p99'))} ms`)
+              .join('; ')
+          : '',
+        goal: goalCell(added('router', 'p99'), cfg.goals.ttfbAddedP99Ms, 'ms added p99 (router)'),
+        notes: `stream: true (the stub's Azure-shaped stream: prompt_filter_results first, so the router's content-safety gate judges the first event before anything is sent); from writing the request to the first \`data:\` byte; ${cfg.ttfbRequests} requests per peer per round, one at a time on one keep-alive connection, ${gapMs} ms apart, after an unmeasured warm-up; median over ${cfg.rounds} round(s) of each round's percentile`,
+      });
+      phaseTimes.ttfb = (performance.now() - t0) / 1000;
+    }
+
     // ---- 2. throughput ratio (closed loop) -------------------------------------------------------
     if (phases.has('throughput')) {
       const t0 = performance.now();
@@ -1273,8 +1560,8 @@ async function main() {
             else b = cpuSnap(pids());
           };
           if (wrk) {
-            await runWrk(tmp, url, body, cfg.concurrency, warm, undefined, loadHeaders);
-            res = await runWrk(tmp, url, body, cfg.concurrency, cfg.closedSecs, onMark, loadHeaders);
+            await runWrk(tmp, url, body, cfg.concurrency, warm, undefined, headersOf(peer));
+            res = await runWrk(tmp, url, body, cfg.concurrency, cfg.closedSecs, onMark, headersOf(peer));
             res.cpu = a && b ? cpuDelta(a, b, res.requests, { loadgen: res.loadgenCpuSec }) : undefined;
           } else {
             res = await loadgen.run(
@@ -1282,7 +1569,7 @@ async function main() {
                 kind: 'closed',
                 host: u.hostname,
                 port: Number(u.port),
-                req: chatRequest(url, body, loadHeaders).toString('base64'),
+                req: chatRequest(url, body, headersOf(peer)).toString('base64'),
                 concurrency: cfg.concurrency,
                 warmupMs: warm * 1000,
                 durationMs: cfg.closedSecs * 1000,
@@ -1337,6 +1624,27 @@ async function main() {
         goal: goalCell(ratio('router'), cfg.goals.throughputRatio, '(router/direct)', 'ge'),
         notes: `${closedGen}; ${cfg.rounds} round(s) × ${cfg.closedSecs} s per peer (order reversed every other round), median; errors ${list((p) => S[p].errors)}${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : '; upstream answers at once (BENCH_UPSTREAM_DELAY_MS=0)'}`,
       });
+      const vs = (peer) => (has(peer) && has('router') ? S.router.rps / S[peer].rps : NaN);
+      raw.throughputSummary.routerOverNginx = vs('nginx');
+      raw.throughputSummary.routerOverPortkey = vs('portkey');
+      dataRows.push({
+        metric: 'router throughput ÷ nginx',
+        ...cells((p) => (p === 'router' && has('nginx') ? `${fmt2(vs('nginx'))}×` : '')),
+        diff: '',
+        goal: goalCell(vs('nginx'), cfg.goals.nginxRatio, '× nginx', 'ge'),
+        notes: has('nginx')
+          ? `nginx: plain reverse proxy, one process, upstream keep-alive`
+          : `nginx skipped: ${cfg.skipped.find((m) => m.startsWith('nginx')) ?? 'not in BENCH_PEERS'}`,
+      });
+      dataRows.push({
+        metric: 'router throughput ÷ Portkey',
+        ...cells((p) => (p === 'router' && has('portkey') ? `${fmt2(vs('portkey'))}×` : '')),
+        diff: '',
+        goal: goalCell(vs('portkey'), cfg.goals.portkeyRatio, '× Portkey', 'ge'),
+        notes: has('portkey')
+          ? `Portkey AI gateway ${portkeyPkg.version} (node build/start-server.js --headless, NODE_ENV=production), provider openai with the stub as x-portkey-custom-host; no policy`
+          : `Portkey skipped: ${cfg.skipped.find((m) => m.startsWith('portkey')) ?? 'not in BENCH_PEERS'}`,
+      });
       dataRows.push({
         metric: 'closed-loop latency p50 / p99',
         ...cells((p) => `${fmt2(S[p].p50)} / ${fmt2(S[p].p99)} ms`),
@@ -1366,6 +1674,8 @@ async function main() {
       const rss = {
         stub: procRssMb(stub.pid),
         proxy: proxy ? procRssMb(proxy.pid) : NaN,
+        nginx: nginx ? procRssMb(nginx.pid) : NaN,
+        portkey: portkey ? procRssMb(portkey.pid) : NaN,
         bare: bare ? procRssMb(bare.pid) : NaN,
         router: procRssMb(router.pid),
       };
@@ -1519,7 +1829,7 @@ async function main() {
   } finally {
     loadgen?.stop();
     api?.close();
-    for (const c of [router, bare, proxy, srv, stub]) {
+    for (const c of [router, bare, proxy, nginx, portkey, srv, stub]) {
       if (!c) continue;
       if (c.died && !failures.some((f) => f.includes(c.died.split('\n')[0]))) failures.push(c.died);
       await c.stop();
@@ -1541,7 +1851,7 @@ async function main() {
       .map(([k, v]) => `${k} ${fmt1(v)} s`)
       .join(', ')})`,
     ``,
-    `Router build: packages/router/dist sha256 ${build.distSha256}… (newest file ${build.newestMtime}). Load generators: open loop — ${openGen}; closed loop — ${closedGen}. Stub, pass-through proxy, router, load generator (and apiserver) are separate processes sharing the same ${os.cpus().length} cores; "direct" sends the same requests to the stub itself.`,
+    `Router build: packages/router/dist sha256 ${build.distSha256}… (newest file ${build.newestMtime}). Load generators: open loop — ${openGen}; closed loop — ${closedGen}. Stub, pass-through proxy, router, load generator (and apiserver) are separate processes sharing the same ${os.cpus().length} cores; "direct" sends the same requests to the stub itself.${nginxBin ? ` nginx ${nginxBin.version} (Debian package).` : ''}${portkeyPkg ? ` Portkey AI gateway ${portkeyPkg.version} from ${PORTKEY_DIR}.` : ''}${cfg.skipped.length ? ` Skipped peers: ${cfg.skipped.join('; ')}.` : ''}`,
   ];
   if (dataRows.length) {
     lines.push(
@@ -1660,8 +1970,7 @@ async function reloadPhase({ cfg, prober, currentCap, change, failures, label, c
  */
 async function decisionPhase(cfg, policyBody) {
   const { TokenBudgetTracker } = await import(dist('router', 'inference/budget.js'));
-  const { evaluateSafety, extractAnnotations, isFloorActive } = await import(dist('router', 'inference/safety.js'));
-  const { requestedTokens, routePlan, sandboxIdentity } = await import(dist('router', 'inference/handler.js'));
+  const { decideHead, decideRequest, judgeAnswer, settleTokens } = await import(dist('router', 'inference/pipeline.js'));
   const { usageTotal } = await import(dist('router', 'inference/sse.js'));
   const { parseInferenceBody, NO_CAPABILITIES } = await import(dist('policy-compiler', 'index.js'));
   const { PolicyState } = await import(dist('router', 'state.js'));
@@ -1671,38 +1980,31 @@ async function decisionPhase(cfg, policyBody) {
   const state = new PolicyState();
   state.setInference({ kind: 'loaded', value: parsed.rules, digest: 'sha256:bench', source: 'bench' });
   const budget = new TokenBudgetTracker();
-  const headers = { host: 'router', 'content-type': 'application/json', authorization: 'Bearer x', 'content-length': '250' };
   const reqRaw = Buffer.from(chatBody(TRAFFIC_MAX_TOKENS));
   const respRaw = Buffer.from(STUB_RESPONSE);
-  const reqDoc0 = JSON.parse(reqRaw.toString('utf8'));
   const respDoc0 = JSON.parse(respRaw.toString('utf8'));
+  const ctx = { basePath: '', defaultDailyTokens: null, guardrailConfigured: false };
+  const route = { kind: 'openai', query: '' };
 
-  /** One request's decisions, in the handler's order (serve() then relayJudged()); 0 = allowed. */
-  const decide = (reqDoc, respDoc) => {
+  /**
+   * One request through the inference pipeline (inference/pipeline.ts), as the proxy runs it:
+   * snapshot, head checks, strict parse + limits + re-serialisation + route plan, budget reserve,
+   * the floor's verdict on the answer, settle. 0 = allowed.
+   */
+  const decide = (respDoc) => {
     const rules = state.current().inference;
-    const sandbox = sandboxIdentity(headers['x-kars-sandbox'], 'sb');
-    const tb = rules?.tokenBudget ?? null;
-    const verdict = budget.check(sandbox, { dailyTokens: tb?.dailyTokens ?? null, monthlyTokens: tb?.monthlyTokens ?? null });
-    if (!verdict.ok) return 1;
-    const cap = tb?.perRequestTokens ?? null;
-    if (cap !== null) {
-      const requested = requestedTokens(reqDoc);
-      if (requested !== undefined && requested > cap) return 2;
-    }
-    const plan = routePlan(rules);
-    if (plan.provider === 'bedrock') return 3;
-    const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
-    const total = usageTotal(respDoc);
-    if (total !== undefined) budget.record(sandbox, total);
-    if (floor !== undefined) {
-      const v = evaluateSafety(floor, extractAnnotations(respDoc, 200));
-      if (v.blocked) return 4;
-    }
-    return plan.deployments.length === 2 ? 0 : 5;
+    if (decideHead('POST', undefined, 'sb') !== undefined) return 1;
+    const d = decideRequest(reqRaw, route, rules, ctx);
+    if (d.kind !== 'forward') return 2;
+    const r = budget.reserve('sb', d.reserve.caps, d.reserve.tokens);
+    if (!r.ok) return 3;
+    const blocked = judgeAnswer(200, respDoc, d.floor);
+    r.reservation.settle(settleTokens({ status: 200, usage: usageTotal(respDoc), bytes: respRaw.length }, d.promptBytes));
+    if (blocked !== undefined) return 4;
+    return d.candidates.length === 2 ? 0 : 5;
   };
-  const pure = () => decide(reqDoc0, respDoc0);
-  const withParse = () =>
-    decide(JSON.parse(reqRaw.toString('utf8')), JSON.parse(Buffer.concat([respRaw], respRaw.length).toString('utf8')));
+  const pure = () => decide(respDoc0);
+  const withParse = () => decide(JSON.parse(Buffer.concat([respRaw], respRaw.length).toString('utf8')));
   if (pure() !== 0 || withParse() !== 0) throw new Error('decision phase: the typical request was not allowed');
 
   const time = (fn, iters) => {

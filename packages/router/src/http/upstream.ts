@@ -24,6 +24,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
+import type { EventEmitter } from 'node:events';
 import { Agent, Client, buildConnector, type Dispatcher } from 'undici';
 
 /** Settings of an {@link UpstreamClient}. */
@@ -49,13 +50,17 @@ export interface UpstreamRequest {
   method: 'POST' | 'GET';
   /** End-to-end headers only (hop-by-hop ones are refused by undici). */
   headers: OutgoingHttpHeaders;
-  body?: Buffer;
+  /** The request body (a string is sent as UTF-8 without a copy into a Buffer first). */
+  body?: Buffer | string;
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
   /** Retry once on a new connection when a pooled one turns out stale (module comment). */
   retryStale?: boolean;
-  /** Aborts the request (before or after its headers). */
-  signal?: AbortSignal;
+  /**
+   * Aborts the request (before or after its headers): an AbortSignal, or any EventEmitter that
+   * emits `abort` (cheaper per request than an AbortController on the hot path).
+   */
+  signal?: AbortSignal | EventEmitter;
 }
 
 /** An upstream answer whose headers have arrived; `body` streams the rest (destroy it to abort). */
@@ -117,7 +122,7 @@ export class UpstreamClient {
     try {
       return await this.#send(this.#agent, r);
     } catch (err) {
-      if (r.retryStale !== true || r.signal?.aborted === true || !isStaleConnectionError(err)) throw err;
+      if (r.retryStale !== true || (r.signal instanceof AbortSignal && r.signal.aborted) || !isStaleConnectionError(err)) throw err;
       // A connection of its own: the other pooled ones may be just as stale.
       const fresh = new Client(r.origin, {
         connect: this.#connect,

@@ -11,7 +11,7 @@ import { EMPTY_SNAPSHOT, type InferenceRules, type PolicySnapshot } from '../sna
 import { startOpenAIStub, type OpenAIStub } from '../stubs/openai.js';
 import { TokenBudgetTracker } from './budget.js';
 import { createInferenceHandler, type InferenceDecision } from './handler.js';
-import type { ContentSafetyRules } from './safety.js';
+import { inferenceRules, safetyRules } from '../testing/rules.js';
 
 // ---------------------------------------------------------------------------------------------
 // Rig
@@ -19,18 +19,9 @@ import type { ContentSafetyRules } from './safety.js';
 type Budget = NonNullable<InferenceRules['tokenBudget']>;
 type Pref = NonNullable<InferenceRules['modelPreference']>;
 
-function rules(over: Partial<InferenceRules> = {}): InferenceRules {
-  return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null, ...over };
-}
+const rules = inferenceRules;
 const tokens = (over: Partial<Budget>): Budget => ({ perRequestTokens: null, dailyTokens: null, monthlyTokens: null, ...over });
-const safety = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
-  hate: null,
-  selfHarm: null,
-  sexual: null,
-  violence: null,
-  requirePromptShields: null,
-  ...over,
-});
+const safety = safetyRules;
 const prefer = (primary: string, ...fallback: string[]): Pref => ({
   primary: { provider: 'azure-openai', deployment: primary },
   fallback: fallback.map((deployment) => ({ provider: 'azure-openai', deployment })),

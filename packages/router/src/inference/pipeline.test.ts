@@ -20,27 +20,18 @@ import {
   type PipelineContext,
   type Reject,
 } from './pipeline.js';
-import type { ContentSafetyRules } from './safety.js';
+import { inferenceRules, safetyRules } from '../testing/rules.js';
 
 const CTX: PipelineContext = { basePath: '', defaultDailyTokens: null, guardrailConfigured: false };
 const OPENAI = { kind: 'openai', query: '' } as const;
 
-function rules(over: Partial<InferenceRules> = {}): InferenceRules {
-  return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null, ...over };
-}
+const rules = inferenceRules;
 const budget = (perRequestTokens: number | null, dailyTokens: number | null = null): InferenceRules['tokenBudget'] => ({
   perRequestTokens,
   dailyTokens,
   monthlyTokens: null,
 });
-const floor = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
-  hate: null,
-  selfHarm: null,
-  sexual: null,
-  violence: null,
-  requirePromptShields: null,
-  ...over,
-});
+const floor = safetyRules;
 
 function decide(body: string | object, r?: InferenceRules, ctx: PipelineContext = CTX): Reject | Forward {
   return decideRequest(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), OPENAI, r, ctx);

@@ -1,15 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { evaluateSafety, extractAnnotations, isFloorActive, severityRank, type ContentSafetyRules } from './safety.js';
+import { evaluateSafety, extractAnnotations, isFloorActive, severityRank } from './safety.js';
+import { safetyRules as cs } from '../testing/rules.js';
 
-const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
-  hate: null,
-  selfHarm: null,
-  sexual: null,
-  violence: null,
-  requirePromptShields: null,
-  ...over,
-});
 const sev = (severities: Record<string, string>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(severities).map(([k, v]) => [k, { filtered: false, severity: v }]));
 

@@ -1,16 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ContentSafetyRules } from './safety.js';
 import { SseEventSplitter, SseGate, eventData, usageFromJsonTail, usageFromSseText } from './sse.js';
+import { safetyRules as cs } from '../testing/rules.js';
 
-const cs = (over: Partial<ContentSafetyRules>): ContentSafetyRules => ({
-  hate: null,
-  selfHarm: null,
-  sexual: null,
-  violence: null,
-  requirePromptShields: null,
-  ...over,
-});
 const frame = (o: unknown): string => `data: ${JSON.stringify(o)}\n\n`;
 const pfr = (hate: string): string =>
   frame({
