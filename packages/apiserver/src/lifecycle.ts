@@ -29,7 +29,8 @@
  */
 import { ApiError } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
-import { CRD_CLEANUP, CRD_GR, NS_GR, type ObjectService, type Target } from './service.js';
+import type { ObjectService } from './service.js';
+import { CRD_CLEANUP, CRD_GR, NS_GR, type Target } from './strategy.js';
 import { resourceFromCrd } from './registry/crd.js';
 import type { Registry } from './registry/registry.js';
 import { grKey, storageVersion } from './registry/resource.js';

@@ -1,0 +1,236 @@
+/**
+ * kube's per-resource rules for a write, as pure functions (what kube-apiserver's REST strategies
+ * do: PrepareForCreate, PrepareForUpdate, generation, status, preconditions): decoding a body for a
+ * target, server-owned metadata, no-op detection, the CRD status, and kube's messages. The object
+ * service (service.ts) calls them inside its one write path; nothing here reads or writes storage.
+ */
+import { randomUUID } from 'node:crypto';
+import { badRequest, conflict, invalid, isObject } from '@kars/kube-core';
+import type { KubeObject } from '@kars/kube-core';
+import type { FieldOptions } from '@kars/kube-patch';
+import { clone, deepEqual, nowRfc3339, shapeCauses } from './meta.js';
+import { grKey, servedVersion } from './registry/resource.js';
+import type { ResourceInfo } from './registry/resource.js';
+
+/** Which object a request is about. `ns` is '' for cluster-scoped resources. */
+export interface Target {
+  ri: ResourceInfo;
+  version: string;
+  ns: string;
+  name: string;
+  subresource?: 'status';
+}
+
+/** Conditions the current object must meet for a write to proceed (metav1.Preconditions). */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** Storage key of CustomResourceDefinitions. */
+export const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
+/** Storage key of Namespaces. */
+export const NS_GR = grKey('', 'namespaces');
+/** The finalizer a deleted CRD carries until all its instances are gone. */
+export const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
+
+/** The object a Status names (kind, group, resource, name). */
+export function target(t: Target): { group: string; resource: string; name: string; kind: string } {
+  return { group: t.ri.group, resource: t.ri.resource, name: t.name, kind: t.ri.kind };
+}
+
+/** `group/version`, or just `version` for the core group. */
+export function apiVersionOf(ri: ResourceInfo, version: string): string {
+  return ri.group === '' ? version : `${ri.group}/${version}`;
+}
+
+/** Everything outside metadata (and outside status when status is a subresource): what bumps generation. */
+function specPart(obj: KubeObject, ri: ResourceInfo): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'metadata' || k === 'apiVersion' || k === 'kind') continue;
+    if (k === 'status' && ri.hasStatus) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Whether an update changes nothing but managedFields timestamps (and resourceVersion): then kube
+ * stores nothing and bumps nothing. Compares in place, without copying either object.
+ */
+export function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean {
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  if (!sameExcept(ao, bo, 'metadata')) return false;
+  const am = a.metadata as Record<string, unknown>;
+  const bm = b.metadata as Record<string, unknown>;
+  if (!sameExcept(am, bm, 'resourceVersion', 'managedFields')) return false;
+  const af = am['managedFields'];
+  const bf = bm['managedFields'];
+  if (!Array.isArray(af) || !Array.isArray(bf)) return deepEqual(af, bf);
+  return af.length === bf.length && af.every((e, i) => isObject(e) && isObject(bf[i]) && sameExcept(e, bf[i], 'time'));
+}
+
+/** deepEqual of two objects, ignoring the named keys (and, as deepEqual does, undefined members). */
+function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ...skip: string[]): boolean {
+  let n = 0;
+  for (const k of Object.keys(a)) {
+    if (a[k] === undefined || skip.includes(k)) continue;
+    n++;
+    if (!deepEqual(a[k], b[k])) return false;
+  }
+  for (const k of Object.keys(b)) if (b[k] !== undefined && !skip.includes(k)) n--;
+  return n === 0;
+}
+
+/** Decode and sanity-check a request body into an object for this target. */
+export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeObject {
+  const causes = shapeCauses(body);
+  if (causes.length > 0) throw invalid(target(t), causes);
+  const obj = clone(body) as KubeObject;
+  obj.metadata ??= {};
+  // Go's ObjectMeta omits empty maps and lists (omitempty), so kube never stores `annotations: {}`;
+  // kubectl diff relies on that. (managedFields: [] is left alone: it means "reset ownership".)
+  const meta = obj.metadata as Record<string, unknown>;
+  for (const f of ['labels', 'annotations', 'finalizers', 'ownerReferences']) {
+    const v = meta[f];
+    if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
+  }
+  // kube's defaulting for core/v1 Secret: no type means Opaque.
+  if (
+    t.ri.group === '' &&
+    t.ri.resource === 'secrets' &&
+    ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')
+  )
+    (obj as Record<string, unknown>)['type'] = 'Opaque';
+  const want = apiVersionOf(t.ri, t.version);
+  if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
+  if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
+  if (obj.apiVersion !== want)
+    throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${want})`);
+  if (obj.kind !== t.ri.kind) throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${t.ri.kind})`);
+  if (t.ri.namespaced) {
+    if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== '' && obj.metadata.namespace !== t.ns) {
+      throw badRequest(`the namespace of the provided object does not match the namespace sent on the request`);
+    }
+    obj.metadata.namespace = t.ns;
+  } else {
+    delete obj.metadata.namespace;
+  }
+  if (!forCreate && obj.metadata.name !== undefined && obj.metadata.name !== t.name) {
+    throw badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${t.name})`);
+  }
+  return obj;
+}
+
+export function fieldOptions(t: Target): FieldOptions {
+  const v = servedVersion(t.ri, t.version);
+  const o: FieldOptions = { ignoreStatus: t.ri.hasStatus && t.subresource !== 'status' };
+  if (v?.listKeys) o.listKeys = v.listKeys;
+  return o;
+}
+
+/** Prepare a new object for storage: server-owned metadata, status, generation. */
+export function finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
+  const m = obj.metadata;
+  if (m.resourceVersion !== undefined && m.resourceVersion !== '')
+    throw badRequest('resourceVersion should not be set on objects to be created');
+  m.uid = randomUUID();
+  m.creationTimestamp = nowRfc3339();
+  delete m.deletionTimestamp;
+  delete m.deletionGracePeriodSeconds;
+  if (t.ri.tracksGeneration) m.generation = 1;
+  else delete m.generation;
+  // With a status subresource, the main resource never sets status: kube drops it on create too.
+  if (t.ri.hasStatus) delete obj['status'];
+  if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
+  if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
+  return obj;
+}
+
+/** Carry server-owned fields from the old object into an update and maintain generation. */
+export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): KubeObject {
+  const m = obj.metadata;
+  m.uid = old.metadata.uid ?? '';
+  m.creationTimestamp = old.metadata.creationTimestamp ?? '';
+  m.name = old.metadata.name ?? t.name;
+  if (old.metadata.deletionTimestamp) m.deletionTimestamp = old.metadata.deletionTimestamp;
+  else delete m.deletionTimestamp;
+  if (old.metadata.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
+  if (t.subresource === 'status') {
+    const next = clone(old);
+    if (obj['status'] === undefined) delete next['status'];
+    else next['status'] = obj['status'];
+    if (m.managedFields) next.metadata.managedFields = m.managedFields;
+    return next;
+  }
+  if (t.ri.hasStatus) {
+    if (old['status'] === undefined) delete obj['status'];
+    else obj['status'] = old['status'];
+  }
+  return obj;
+}
+
+/** 409 unless `old` meets the preconditions, in kube-apiserver's words. */
+export function checkPreconditions(t: Target, old: KubeObject, pre: Preconditions): void {
+  if (pre.uid !== undefined && pre.uid !== old.metadata.uid) {
+    throw conflict(target(t), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+  }
+  if (pre.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
+    throw conflict(
+      target(t),
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
+    );
+  }
+}
+
+/** kube-apiserver's wording for apply conflicts. */
+export function applyConflictMessage(conflicts: Array<{ manager: string; field: string }>): string {
+  if (conflicts.length === 1) {
+    const c = conflicts[0];
+    return `Apply failed with 1 conflict: conflict with "${c?.manager ?? ''}": ${c?.field ?? ''}`;
+  }
+  const byManager = new Map<string, string[]>();
+  for (const c of conflicts) byManager.set(c.manager, [...(byManager.get(c.manager) ?? []), c.field]);
+  const parts = [...byManager.entries()].map(([m, fields]) => `conflicts with "${m}":\n${fields.map((f) => `- ${f}`).join('\n')}`);
+  return `Apply failed with ${conflicts.length} conflicts: ${parts.join('\n')}`;
+}
+
+/** uids of metadata.ownerReferences, for the store's owner index (garbage collection). */
+export function ownerUids(obj: KubeObject): string[] {
+  return (obj.metadata.ownerReferences ?? []).map((r) => r.uid).filter((u): u is string => typeof u === 'string' && u !== '');
+}
+
+/** Keep metadata.generation: unchanged unless the spec part changed (after pruning and defaulting). */
+export function bumpGeneration(ri: ResourceInfo, old: KubeObject, obj: KubeObject): void {
+  if (!ri.tracksGeneration) {
+    delete obj.metadata.generation;
+    return;
+  }
+  const gen = old.metadata.generation ?? 1;
+  obj.metadata.generation = deepEqual(specPart(old, ri), specPart(obj, ri)) ? gen : gen + 1;
+}
+
+/** The status kube-apiserver gives an accepted CRD: Established and NamesAccepted. */
+function crdStatus(crd: KubeObject): Record<string, unknown> {
+  const spec = isObject(crd['spec']) ? crd['spec'] : {};
+  const now = nowRfc3339();
+  const versions = Array.isArray(spec['versions']) ? spec['versions'].filter(isObject) : [];
+  const storage = versions.find((v) => v['storage'] === true);
+  const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({
+    type,
+    status: 'True',
+    lastTransitionTime: now,
+    reason,
+    message,
+  });
+  return {
+    conditions: [
+      cond('NamesAccepted', 'NoConflicts', 'no conflicts found'),
+      cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
+    ],
+    acceptedNames: spec['names'] ?? {},
+    storedVersions: storage ? [storage['name']] : [],
+  };
+}
