@@ -13,7 +13,10 @@
  * Caveats: no sessions, no server-to-client requests, no GET stream (GET answers 405).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn } from '@kars/kube-core';
+import { listenOn, readBody } from '@kars/kube-core';
+
+/** Largest request body the stub reads (413 above). */
+const MAX_BODY = 64 * 1024 * 1024;
 import {
   classify,
   rpcError,
@@ -184,10 +187,11 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
   }
 
   const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => res.destroy());
+    void readBody(req, MAX_BODY, req.headers['content-length']).then((r) => {
+      if (r.ok) handle(req, res, r.body.toString('utf8'));
+      else if (r.reason === 'too_large') res.writeHead(413, { connection: 'close' }).end();
+      else res.destroy();
+    });
   });
   server.on('clientError', (_err, socket) => socket.destroy());
 

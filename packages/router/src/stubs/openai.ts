@@ -34,7 +34,7 @@
  * Caveats: no auth, no tools/function calling, no `n > 1`; token counts are whatever it is told.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn } from '@kars/kube-core';
+import { listenOn, readBody } from '@kars/kube-core';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -400,16 +400,11 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
   }
 
   const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= MAX_BODY) chunks.push(c);
+    void readBody(req, MAX_BODY, req.headers['content-length']).then((r) => {
+      if (r.ok) answer(req, res, r.body.toString('utf8')).catch(() => res.destroy());
+      else if (r.reason === 'too_large') res.writeHead(413, { connection: 'close' }).end();
+      else res.destroy();
     });
-    req.on('end', () => {
-      answer(req, res, Buffer.concat(chunks).toString('utf8')).catch(() => res.destroy());
-    });
-    req.on('error', () => res.destroy());
   });
   const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'OpenAI stub listen address')).boundUrl);
 
