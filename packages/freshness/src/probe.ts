@@ -269,6 +269,14 @@ export class ProbeSession {
       );
     }
     this.lastDigest = first;
+    // Start the first edit from a settled state, as every later edit starts after the previous one
+    // is Ready: otherwise it races the controller's status writes for the setup itself.
+    if (this.opts.waitReady !== false)
+      await this.until(() => {
+        const p = this.policies.store.get(`${namespace}/${this.policy}`);
+        const ready = p?.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'True' && ready.observedGeneration === p?.metadata.generation ? true : undefined;
+      }, routerTimeout);
   }
 
   /** Make one edit and measure it. Never throws for a slow or lost effect: the result says what was missing. */
