@@ -220,4 +220,19 @@ describe('Store group commit', () => {
     assert.ok(maxWal < 2 * 1024 * 1024, `the WAL peaked at ${maxWal} bytes (600 writes of 8 KiB would be ~10 MiB without resets)`);
     store.close();
   });
+
+  it('checkpoints on a worker thread: the database file fills while the WAL is never truncated in place', async () => {
+    const { store, dir } = open({ walResetBytes: 1 << 30 });
+    const payload = 'y'.repeat(8192);
+    for (let round = 0; round < 200; round++)
+      await Promise.all(Array.from({ length: 8 }, (_, i) => create(store, `c${round}-${i}`, payload)));
+    const db = join(dir, 'state.db');
+    const t0 = Date.now();
+    while (statSync(db).size < 8 * 1024 * 1024 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(
+      statSync(db).size >= 8 * 1024 * 1024,
+      `the database file holds ${statSync(db).size} bytes: the 13 MiB written were not checkpointed (automatic checkpoints are off)`,
+    );
+    store.close();
+  });
 });

@@ -2,7 +2,9 @@ import { ApiError } from '@kars/kube-core';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 
 /** A stored object: its resourceVersion and its JSON body, exactly as written. */
 export interface StoredObject {
@@ -127,6 +129,27 @@ interface Batch {
  */
 const WAL_RESET_BYTES = 32 * 1024 * 1024;
 
+/** With group commit, a background checkpoint starts when a sync ends with a WAL larger than this. */
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The checkpointer thread: its own connection runs `wal_checkpoint(PASSIVE)` on request, copying
+ * WAL pages into the database (and syncing both) off the event loop. PASSIVE never blocks the
+ * writer or readers. CommonJS, because `eval` workers are.
+ */
+const CHECKPOINTER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.sqlite);
+const db = new Database(workerData.file);
+db.pragma('busy_timeout = 5000');
+db.pragma('synchronous = FULL');
+parentPort.on('message', () => {
+  let ok = true;
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch { ok = false; }
+  parentPort.postMessage(ok);
+});
+`;
+
 /**
  * Durable storage in SQLite (WAL) with group commit: objects, one global
  * revision counter, and a bounded log of recent changes from which watches resume across restarts.
@@ -179,6 +202,8 @@ export class Store {
   private broken: CommitError | undefined;
   private readonly syncWal: (fd: number, done: (err: Error | null) => void) => void;
   private readonly walResetBytes: number;
+  private checkpointer: Worker | undefined;
+  private checkpointing = false;
   private flushScheduled: NodeJS.Immediate | undefined;
   /** True while a write's logic runs: reads then see the open batch. */
   private inWrite = false;
@@ -222,6 +247,8 @@ export class Store {
     // Group commit syncs the WAL itself, off the event loop, before anything of a batch is visible.
     this.pipelined = this.maxBatch > 1;
     this.db.pragma(this.pipelined ? 'synchronous = NORMAL' : 'synchronous = FULL');
+    // Group commit checkpoints on a worker thread (below), not inside COMMIT on the event loop.
+    if (this.pipelined) this.db.pragma('wal_autocheckpoint = 0');
     this.walPath = `${file}-wal`;
     this.syncWal = opts.syncWal ?? ((fd, done) => fdatasync(fd, done));
     this.walResetBytes = opts.walResetBytes ?? WAL_RESET_BYTES;
@@ -263,7 +290,10 @@ export class Store {
       rollback: this.db.prepare('ROLLBACK'),
       pin: this.reader.prepare('SELECT k FROM meta LIMIT 1'),
     };
-    if (this.pipelined) this.walFd = openSync(this.walPath, 'r');
+    if (this.pipelined) {
+      this.walFd = openSync(this.walPath, 'r');
+      this.startCheckpointer(file);
+    }
     const sp = this.db.transaction((fn: () => unknown) => fn());
     this.inSavepoint = <T>(fn: () => T): T => sp(fn) as T;
   }
@@ -453,10 +483,11 @@ export class Store {
       }
       this.unpinReader();
       this.complete(b, undefined);
-      if (this.walBytes() > this.walResetBytes) {
+      const wal = this.walBytes();
+      if (wal > this.walResetBytes) {
         this.commitBatch(true);
         this.truncateWal();
-      }
+      } else if (wal > CHECKPOINT_BYTES) this.checkpointInBackground();
       // The writes that arrived during the sync form the next batch: commit it now.
       if (this.batch) this.commitBatch(false);
     });
@@ -468,6 +499,31 @@ export class Store {
     } catch {
       return 0;
     }
+  }
+
+  private startCheckpointer(file: string): void {
+    try {
+      const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+      const w = new Worker(CHECKPOINTER_SOURCE, { eval: true, workerData: { file, sqlite } });
+      w.on('message', () => {
+        this.checkpointing = false;
+      });
+      // Without the thread, checkpoints happen only in truncateWal(), on the event loop.
+      w.on('error', () => {
+        this.checkpointing = false;
+        this.checkpointer = undefined;
+      });
+      w.unref(); // after the listeners, which would ref it again
+      this.checkpointer = w;
+    } catch {
+      this.checkpointer = undefined;
+    }
+  }
+
+  private checkpointInBackground(): void {
+    if (!this.checkpointer || this.checkpointing) return;
+    this.checkpointing = true;
+    this.checkpointer.postMessage('checkpoint');
   }
 
   /** Checkpoint everything and truncate the WAL (nothing is open or pinned when this runs). */
@@ -585,6 +641,8 @@ export class Store {
     this.unpinReader();
     this.reader.close();
     this.db.close();
+    void this.checkpointer?.terminate();
+    this.checkpointer = undefined;
     if (this.walFd !== undefined) closeSync(this.walFd);
     this.walFd = undefined;
   }
