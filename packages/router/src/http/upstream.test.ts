@@ -5,6 +5,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readBody } from '@kars/kube-core';
 import { UpstreamClient } from './upstream.js';
+import { startStaleOnReuse, type StaleOnReuse } from '../testing/upstreams.js';
 
 async function listen(t: TestContext, server: net.Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -15,25 +16,11 @@ async function listen(t: TestContext, server: net.Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** Each connection answers its first request, then drops the connection on the next: a stale pooled connection. */
-async function staleOnReuse(t: TestContext): Promise<{ origin: string; received: () => number; connections: () => number }> {
-  let received = 0;
-  let connections = 0;
-  const server = net.createServer((sock) => {
-    connections++;
-    let served = 0;
-    sock.on('error', () => undefined);
-    sock.on('data', (d) => {
-      if (!d.toString().startsWith('POST ')) return;
-      received++;
-      if (served++ > 0) {
-        sock.destroy();
-        return;
-      }
-      sock.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok');
-    });
-  });
-  return { origin: await listen(t, server), received: () => received, connections: () => connections };
+/** A stale-on-reuse upstream (testing/upstreams.ts) closed after the test. */
+async function staleOnReuse(t: TestContext): Promise<StaleOnReuse> {
+  const s = await startStaleOnReuse('ok');
+  t.after(() => s.close());
+  return s;
 }
 
 async function text(c: UpstreamClient, origin: string, retryStale: boolean): Promise<string> {

@@ -12,6 +12,7 @@ import { startOpenAIStub, type OpenAIStub } from '../stubs/openai.js';
 import { TokenBudgetTracker } from './budget.js';
 import { createInferenceHandler, type InferenceDecision } from './handler.js';
 import { inferenceRules, safetyRules } from '../testing/rules.js';
+import { startStaleOnReuse } from '../testing/upstreams.js';
 
 // ---------------------------------------------------------------------------------------------
 // Rig
@@ -756,33 +757,16 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
   it('retries once on a new connection when a pooled keep-alive connection turns out to be closed', async (t) => {
     // Each connection answers its first request, then drops the connection on the second: the race
     // between an upstream's idle timeout and the router reusing the socket.
-    let received = 0;
-    const body = '{"choices":[],"usage":{"total_tokens":1}}';
-    const server = net.createServer((sock) => {
-      let served = 0;
-      sock.on('error', () => undefined);
-      sock.on('data', (d) => {
-        if (!d.toString().startsWith('POST ')) return;
-        received++;
-        if (served++ > 0) {
-          sock.destroy();
-          return;
-        }
-        sock.write(
-          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`,
-        );
-      });
-    });
-    const port = await listen(server);
-    t.after(() => server.close());
-    const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`) });
+    const stale = await startStaleOnReuse();
+    t.after(() => stale.close());
+    const r = await rig(t, { upstream: new URL(stale.origin) });
     // Two at once: two pooled connections, both now stale.
     assert.deepEqual(
       (await Promise.all([chat(r, MSG), chat(r, MSG)])).map((x) => x.status),
       [200, 200],
     );
     assert.equal((await chat(r, MSG)).status, 200, 'the dropped reuse was retried on a new connection, not on the other stale one');
-    assert.equal(received, 4);
+    assert.equal(stale.received(), 4);
   });
 
   it('answers 502 when the upstream speaks something that is not HTTP', async (t) => {
