@@ -1,12 +1,11 @@
 import { ApiError } from '@kars/kube-core';
-import type { KubeList, KubeObject, Status, StatusReason, WatchEvent } from '@kars/kube-core';
+import type { Clock, KubeList, KubeObject, Logger, Status, StatusReason, Timer, WatchEvent } from '@kars/kube-core';
 import { Credentials } from './credentials.js';
 import { ConnectionLostError } from './errors.js';
 import { hopTracing, traceHop } from './trace.js';
 import { resourcePath, withQuery } from './paths.js';
 import type { ResourceRef } from './paths.js';
 import { Http2Transport } from './transport.js';
-import type { LogFn } from './transport.js';
 
 export interface ClientOptions {
   /** Kubeconfig file; when unset: KUBECONFIG, ~/.kube/config, then in-cluster. */
@@ -15,7 +14,10 @@ export interface ClientOptions {
   pingIntervalMs?: number;
   /** PING answer deadline. Default 5 s. */
   pingTimeoutMs?: number;
-  log?: LogFn;
+  /** Default silent. */
+  log?: Logger;
+  /** Time source for PINGs, idle deadlines and request deadlines; default the system clock. */
+  clock?: Clock;
 }
 
 /** Parameters of a list call. */
@@ -83,6 +85,7 @@ export class KubeClient {
         pingIntervalMs: opts.pingIntervalMs ?? 10_000,
         pingTimeoutMs: opts.pingTimeoutMs ?? 5_000,
         ...(opts.log ? { log: opts.log } : {}),
+        ...(opts.clock ? { clock: opts.clock } : {}),
       }),
     );
   }
@@ -215,7 +218,8 @@ export class KubeClient {
     // The idle deadline also covers the wait for response headers (a dead connection never answers).
     const headerAbort = new AbortController();
     let idleFired = false;
-    const headerTimer = setTimeout(() => {
+    const clock = this.transport.clock;
+    const headerTimer = clock.setTimeout(() => {
       idleFired = true;
       headerAbort.abort();
       void this.transport.probe();
@@ -227,13 +231,13 @@ export class KubeClient {
       if (idleFired) throw new ConnectionLostError('idle', `no response to the watch within ${p.idleTimeoutMs} ms`, { cause: err });
       throw err;
     } finally {
-      clearTimeout(headerTimer);
+      headerTimer.cancel();
     }
     const { stream } = open;
-    let idle: NodeJS.Timeout | undefined;
+    let idle: Timer | undefined;
     const arm = (): void => {
-      if (idle) clearTimeout(idle);
-      idle = setTimeout(() => {
+      idle?.cancel();
+      idle = clock.setTimeout(() => {
         idleFired = true;
         stream.destroy(new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`));
         void this.transport.probe(open.connectionId);
@@ -271,7 +275,7 @@ export class KubeClient {
       if (lost) throw new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err });
       throw err;
     } finally {
-      if (idle) clearTimeout(idle);
+      idle?.cancel();
       if (!stream.destroyed) stream.destroy();
     }
   }

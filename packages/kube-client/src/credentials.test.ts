@@ -1,6 +1,7 @@
 import { describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
+import { FakeClock } from '@kars/kube-core';
 import { Credentials, HEADERS_TTL_MS } from './credentials.js';
 
 function kubeConfig(token: string): KubeConfig {
@@ -16,21 +17,22 @@ function kubeConfig(token: string): KubeConfig {
 
 describe('Credentials.headers', () => {
   it('asks client-node once per second at most, and picks up a rotated token after that', async () => {
-    mock.timers.enable({ apis: ['Date'], now: 1_000_000 });
+    const clock = new FakeClock(1_000_000);
     try {
       const kc = kubeConfig('first');
       const spy = mock.method(kc, 'applyToHTTPSOptions');
       const creds = Credentials.fromKubeConfig(kc);
+      creds.clock = clock;
       assert.equal((await creds.headers())['authorization'], 'Bearer first');
       for (let i = 0; i < 50; i++) await creds.headers();
       assert.equal(spy.mock.callCount(), 1, 'one client-node call for 51 requests within the second');
       kc.users[0] = { name: 'u', token: 'second' };
       assert.equal((await creds.headers())['authorization'], 'Bearer first', 'still the cached answer');
-      mock.timers.tick(HEADERS_TTL_MS);
+      clock.advance(HEADERS_TTL_MS);
       assert.equal((await creds.headers())['authorization'], 'Bearer second', 'the rotated token after the TTL');
       assert.equal(spy.mock.callCount(), 2);
     } finally {
-      mock.timers.reset();
+      mock.restoreAll();
     }
   });
 

@@ -1,3 +1,5 @@
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { RequestOptions } from 'node:https';
 import { KubeconfigError } from './errors.js';
@@ -23,6 +25,9 @@ export class Credentials {
     private readonly kc: KubeConfig,
     readonly server: URL,
   ) {}
+
+  /** Times the header cache (monotonic); the system clock unless a test sets another. */
+  clock: Clock = systemClock;
 
   /**
    * Load from `file` when given; otherwise from `KUBECONFIG`, then ~/.kube/config, then the
@@ -83,7 +88,7 @@ export class Credentials {
    * credentials are picked up within that second. The returned record must not be modified.
    */
   headers(): Promise<Record<string, string>> {
-    const now = Date.now();
+    const now = this.clock.now();
     const c = this.cachedHeaders;
     if (c && now - c.atMs < HEADERS_TTL_MS && now >= c.atMs) return c.value;
     const value = this.loadHeaders();

@@ -7,5 +7,5 @@ export type { ConnectionLossReason } from './errors.js';
 export { resourcePath, withQuery, Resources } from './paths.js';
 export type { ResourceRef } from './paths.js';
 export { Http2Transport } from './transport.js';
-export type { ConnectionLoss, LogFn, OpenStream, TransportOptions } from './transport.js';
+export type { ConnectionLoss, OpenStream, TransportOptions } from './transport.js';
 export { hopTracing, traceHop } from './trace.js';

@@ -1,11 +1,10 @@
 import http2 from 'node:http2';
 import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
+import { silentLogger, systemClock } from '@kars/kube-core';
+import type { Clock, Logger, Timer } from '@kars/kube-core';
 import type { Credentials } from './credentials.js';
 import { ConnectionLostError } from './errors.js';
 import type { ConnectionLossReason } from './errors.js';
-
-/** Structured log sink (pino-compatible subset). */
-export type LogFn = (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
 export interface TransportOptions {
   credentials: Credentials;
@@ -15,7 +14,10 @@ export interface TransportOptions {
   pingTimeoutMs: number;
   /** Give up connecting after this long. Default 10 s. */
   connectTimeoutMs?: number;
-  log?: LogFn;
+  /** Default silent. */
+  log?: Logger;
+  /** Time source for PINGs and deadlines; default the system clock. */
+  clock?: Clock;
 }
 
 /** A request whose response headers have arrived; the body is still streaming. */
@@ -39,7 +41,7 @@ export interface ConnectionLoss {
 interface Conn {
   id: number;
   session: ClientHttp2Session;
-  pingTimer: NodeJS.Timeout | undefined;
+  pingTimer: Timer | undefined;
   lost: ConnectionLossReason | undefined;
   /** A PING probe in flight: new requests wait for its verdict instead of joining a suspect connection. */
   probing: Promise<boolean> | undefined;
@@ -61,10 +63,13 @@ export class Http2Transport {
   private nextId = 1;
   private closed = false;
   private readonly listeners = new Set<(l: ConnectionLoss) => void>();
-  private readonly log: LogFn;
+  private readonly log: Logger;
+  /** The clock every timer of this transport (and of KubeClient's watches on it) runs on. */
+  readonly clock: Clock;
 
   constructor(private readonly opts: TransportOptions) {
-    this.log = opts.log ?? (() => undefined);
+    this.log = opts.log ?? silentLogger;
+    this.clock = opts.clock ?? systemClock;
   }
 
   get server(): URL {
@@ -86,24 +91,31 @@ export class Http2Transport {
     session.on('goaway', () => this.retire(conn, 'goaway'));
     session.on('close', () => this.retire(conn, conn.lost ?? 'closed'));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         this.kill(conn, 'connect', undefined);
         reject(new ConnectionLostError('connect', `connecting to ${this.server.origin} timed out`));
       }, this.opts.connectTimeoutMs ?? 10_000);
       session.once('connect', () => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve();
       });
       session.once('error', (err) => {
-        clearTimeout(timer);
+        timer.cancel();
         reject(new ConnectionLostError('connect', `cannot connect to ${this.server.origin}: ${err.message}`, { cause: err }));
       });
     });
-    if (this.opts.pingIntervalMs > 0) {
-      conn.pingTimer = setInterval(() => void this.ping(conn), this.opts.pingIntervalMs);
-    }
-    this.log('debug', 'connection established', { connection: id, server: this.server.origin });
+    if (this.opts.pingIntervalMs > 0) this.schedulePing(conn);
+    this.log.debug({ connection: id, server: this.server.origin }, 'connection established');
     return conn;
+  }
+
+  /** Arm the next periodic PING (one timer at a time, re-armed after each PING is sent). */
+  private schedulePing(conn: Conn): void {
+    conn.pingTimer = this.clock.setTimeout(() => {
+      if (conn.lost) return;
+      this.schedulePing(conn);
+      void this.ping(conn);
+    }, this.opts.pingIntervalMs);
   }
 
   /** Send one PING; on timeout or error the connection is killed. Resolves true when answered. */
@@ -111,7 +123,7 @@ export class Http2Transport {
     if (conn.lost) return Promise.resolve(false);
     return new Promise((resolve) => {
       let settled = false;
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         if (settled) return;
         settled = true;
         this.kill(conn, 'ping', new Error(`no PING answer within ${this.opts.pingTimeoutMs} ms`));
@@ -121,13 +133,13 @@ export class Http2Transport {
         conn.session.ping((err) => {
           if (settled) return;
           settled = true;
-          clearTimeout(timer);
+          timer.cancel();
           if (err) this.kill(conn, 'ping', err);
           resolve(!err);
         });
       } catch (err) {
         settled = true;
-        clearTimeout(timer);
+        timer.cancel();
         this.kill(conn, 'ping', err instanceof Error ? err : new Error(String(err)));
         resolve(false);
       }
@@ -136,7 +148,7 @@ export class Http2Transport {
 
   /** Stop using a connection that is closing on its own (GOAWAY, close); streams may finish. */
   private retire(conn: Conn, reason: ConnectionLossReason): void {
-    if (conn.pingTimer) clearInterval(conn.pingTimer);
+    conn.pingTimer?.cancel();
     conn.pingTimer = undefined;
     void this.current?.then(
       (c) => {
@@ -154,7 +166,7 @@ export class Http2Transport {
   private kill(conn: Conn, reason: ConnectionLossReason, err: Error | undefined): void {
     const first = !conn.lost;
     conn.lost ??= reason;
-    if (conn.pingTimer) clearInterval(conn.pingTimer);
+    conn.pingTimer?.cancel();
     conn.pingTimer = undefined;
     void this.current?.then(
       (c) => {
@@ -171,7 +183,7 @@ export class Http2Transport {
         ),
       );
     if (first) {
-      this.log('warn', 'connection lost', { connection: conn.id, reason: conn.lost, err: err?.message });
+      this.log.warn({ connection: conn.id, reason: conn.lost, err }, 'connection lost');
       this.notify(conn, conn.lost, err);
     }
   }
@@ -284,7 +296,7 @@ export class Http2Transport {
     const deadline = new AbortController();
     const timeoutMs = req.timeoutMs ?? 30_000;
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       timedOut = true;
       deadline.abort();
     }, timeoutMs);
@@ -308,7 +320,7 @@ export class Http2Transport {
       }
       throw err;
     } finally {
-      clearTimeout(timer);
+      timer.cancel();
     }
   }
 
@@ -319,7 +331,7 @@ export class Http2Transport {
     this.current = undefined;
     void cur?.then(
       (c) => {
-        if (c.pingTimer) clearInterval(c.pingTimer);
+        c.pingTimer?.cancel();
         c.lost ??= 'closed';
         c.session.destroy();
       },

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
-import type { Logger } from 'pino';
-import type { KubeObject } from '@kars/kube-core';
-import { systemClock } from '@kars/kube-core';
-import type { Clock } from '@kars/kube-core';
+import { silentLogger, systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import { traceHop } from '@kars/kube-client';
 import type { ControllerMetrics } from './metrics.js';
 import { WorkQueue, exponentialRateLimiter } from './queue.js';
@@ -64,6 +61,22 @@ export interface Trigger<T extends KubeObject = KubeObject> {
   mapToKeys(c: Change<T>): string[];
 }
 
+/**
+ * A trigger typed at the call site: `mapToKeys` sees changes of the source's own object type, and
+ * the result fits `ControllerOptions.triggers` whatever the primary's type (no casts needed).
+ */
+export function trigger<T extends KubeObject>(source: ChangeSource<T>, mapToKeys: (c: Change<T>) => string[]): Trigger {
+  return { source, mapToKeys };
+}
+
+/** What a process needs of a controller it runs, whatever its primary type (see {@link Controller}). */
+export interface ControllerHandle {
+  readonly name: string;
+  run(signal: AbortSignal): Promise<void>;
+  wake(): void;
+  activity(): { waiting: number; inFlight: number; lastProgressMs: number };
+}
+
 /** Options of {@link Controller}. */
 export interface ControllerOptions<P extends KubeObject> {
   /** Appears in logs and metric labels. */
@@ -86,7 +99,7 @@ export interface ControllerOptions<P extends KubeObject> {
   rateLimiter?: RateLimiter;
   /** Time source; default {@link systemClock}. */
   clock?: Clock;
-  /** Base logger; default a silent pino logger. */
+  /** Base logger (a pino logger fits); default silent. */
   log?: Logger;
   /** Where to record queue depth and reconcile results, e.g. `runtimeMetrics.controller(name)`. */
   metrics?: ControllerMetrics;
@@ -117,7 +130,7 @@ export interface ControllerOptions<P extends KubeObject> {
  *   within 200 ms.
  * - A controller runs once; create a new one to run again.
  */
-export class Controller<P extends KubeObject> {
+export class Controller<P extends KubeObject> implements ControllerHandle {
   private readonly opts: ControllerOptions<P>;
   private readonly queue: WorkQueue;
   private readonly rateLimiter: RateLimiter;
@@ -139,7 +152,7 @@ export class Controller<P extends KubeObject> {
     this.concurrency = concurrency;
     this.clock = opts.clock ?? systemClock;
     this.rateLimiter = opts.rateLimiter ?? exponentialRateLimiter();
-    this.log = opts.log ?? pino({ level: 'silent' });
+    this.log = opts.log ?? silentLogger;
     this.lastProgressMs = this.clock.now();
     const metrics = opts.metrics;
     this.queue = new WorkQueue({

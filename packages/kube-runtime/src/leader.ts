@@ -1,5 +1,5 @@
-import type { ObjectMeta } from '@kars/kube-core';
-import type { Logger } from 'pino';
+import { httpStatusOf, sleep, systemClock } from '@kars/kube-core';
+import type { Clock, Logger, ObjectMeta } from '@kars/kube-core';
 
 /**
  * The four calls leader election needs on coordination.k8s.io/v1 Leases; the integrator adapts the
@@ -53,16 +53,25 @@ export interface LeaderElectionOptions {
   onStoppedLeading?: () => void;
   /** Called with every new non-empty holder this elector observes, including itself. */
   onNewLeader?: (identity: string) => void;
+  /** Default silent. */
   log?: Logger;
-  /** Wall clock in ms for timestamps and observation times. Must advance at the real rate. */
-  now?: () => number;
+  /**
+   * Time source (default the system clock): `now()` times observations, renew deadlines and
+   * waits; `wallNow()` only stamps acquireTime/renewTime, which other processes never trust.
+   */
+  clock?: Clock;
+  /** Source of the retry jitter in [0, 1); default Math.random. */
+  random?: () => number;
 }
+
+/** Codes of {@link LeaderElectionError}. */
+export type LeaderElectionErrorCode = 'KARS_LEADER_ELECTION_INVALID_CONFIG' | 'KARS_LEADER_ELECTION_ALREADY_RUNNING';
 
 /** A misuse of {@link LeaderElector}: a bad option, or `run` called while already running. */
 export class LeaderElectionError extends Error {
-  readonly code: 'INVALID_CONFIG' | 'ALREADY_RUNNING';
+  readonly code: LeaderElectionErrorCode;
 
-  constructor(code: 'INVALID_CONFIG' | 'ALREADY_RUNNING', message: string) {
+  constructor(code: LeaderElectionErrorCode, message: string) {
     super(message);
     this.name = 'LeaderElectionError';
     this.code = code;
@@ -115,7 +124,8 @@ export class LeaderElector {
   private readonly releaseOnCancel: boolean;
   private readonly callbacks: Pick<LeaderElectionOptions, 'onStartedLeading' | 'onStoppedLeading' | 'onNewLeader'>;
   private readonly log: Logger | undefined;
-  private readonly now: () => number;
+  private readonly clock: Clock;
+  private readonly random: () => number;
 
   private running = false;
   private leading = false;
@@ -136,7 +146,8 @@ export class LeaderElector {
     const renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
     const retryPeriodMs = opts.retryPeriodMs ?? 2_000;
     const where = `lease ${opts.namespace}/${opts.name}`;
-    const bad = (what: string): LeaderElectionError => new LeaderElectionError('INVALID_CONFIG', `leader election for ${where}: ${what}`);
+    const bad = (what: string): LeaderElectionError =>
+      new LeaderElectionError('KARS_LEADER_ELECTION_INVALID_CONFIG', `leader election for ${where}: ${what}`);
     for (const [k, v] of Object.entries({ leaseDurationMs, renewDeadlineMs, retryPeriodMs })) {
       if (!Number.isFinite(v) || v <= 0) throw bad(`${k} must be a positive number of milliseconds, got ${v}`);
     }
@@ -158,7 +169,13 @@ export class LeaderElector {
     this.releaseOnCancel = opts.releaseOnCancel ?? true;
     this.callbacks = opts;
     this.log = opts.log?.child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
+    this.random = opts.random ?? Math.random;
+  }
+
+  /** Monotonic now on this elector's clock. */
+  private now(): number {
+    return this.clock.now();
   }
 
   /** True while this elector holds the lease and its last renew is within the renew deadline. */
@@ -174,7 +191,7 @@ export class LeaderElector {
   async run(signal: AbortSignal): Promise<void> {
     if (this.running)
       throw new LeaderElectionError(
-        'ALREADY_RUNNING',
+        'KARS_LEADER_ELECTION_ALREADY_RUNNING',
         `leader election for lease ${this.namespace}/${this.name} is already running; abort the first run() before starting another`,
       );
     this.running = true;
@@ -203,11 +220,11 @@ export class LeaderElector {
 
   /** Try until acquired; returns the start time of the winning attempt, or undefined on abort. */
   private async acquire(signal: AbortSignal): Promise<number | undefined> {
-    this.log?.info('attempting to acquire leader lease');
+    this.log?.info({}, 'attempting to acquire leader lease');
     while (!signal.aborted) {
       const startedAt = this.now();
       if (await this.tryAcquireOrRenew(signal, startedAt + this.renewDeadlineMs)) return startedAt;
-      await sleep(this.acquireDelay(), signal);
+      await sleep(this.clock, this.acquireDelay(), signal);
     }
     return undefined;
   }
@@ -215,7 +232,7 @@ export class LeaderElector {
   /** Renew every retryPeriod; returns when leadership is lost or the signal aborts. */
   private async renew(signal: AbortSignal): Promise<void> {
     for (;;) {
-      await sleep(this.retryPeriodMs, signal);
+      await sleep(this.clock, this.retryPeriodMs, signal);
       if (signal.aborted) return;
       const deadlineAt = this.renewedAt + this.renewDeadlineMs;
       const startedAt = this.now();
@@ -240,7 +257,7 @@ export class LeaderElector {
    * 409) read the lease and create, renew or take it over as the rules allow. True on success.
    */
   private async tryAcquireOrRenew(signal: AbortSignal, deadlineAt: number): Promise<boolean> {
-    const stamp = microTime(this.now());
+    const stamp = microTime(this.clock.wallNow());
     try {
       const seen = this.observed;
       if (this.leading && seen !== undefined && holderOf(seen) === this.identity) {
@@ -248,15 +265,15 @@ export class LeaderElector {
           this.observe(await this.call(() => this.api.replace(this.namespace, this.renewed(seen, stamp)), signal, deadlineAt));
           return true;
         } catch (err) {
-          if (codeOf(err) !== 409) throw err;
-          this.log?.debug('renew conflicted with another write; re-reading the lease');
+          if (httpStatusOf(err) !== 409) throw err;
+          this.log?.debug({}, 'renew conflicted with another write; re-reading the lease');
         }
       }
 
       const current = await this.call(() => this.api.get(this.namespace, this.name), signal, deadlineAt);
       if (current === undefined) {
         this.observe(await this.call(() => this.api.create(this.namespace, this.fresh(stamp)), signal, deadlineAt));
-        this.log?.info('created the lease and acquired it');
+        this.log?.info({}, 'created the lease and acquired it');
         return true;
       }
       this.observe(current);
@@ -269,7 +286,7 @@ export class LeaderElector {
       return true;
     } catch (err) {
       if (err instanceof Interrupted) return false;
-      if (codeOf(err) === 409) this.log?.debug('lost a write race on the lease; will re-read');
+      if (httpStatusOf(err) === 409) this.log?.debug({}, 'lost a write race on the lease; will re-read');
       else this.log?.warn({ err }, 'leader election API call failed; will retry');
       return false;
     }
@@ -280,7 +297,7 @@ export class LeaderElector {
     const deadlineAt = this.now() + this.renewDeadlineMs;
     try {
       // An abandoned renew may still land; write after it so our release is not the stale one.
-      await bounded(this.inflight, undefined, Math.max(0, deadlineAt - this.now()));
+      await bounded(this.clock, this.inflight, undefined, Math.max(0, deadlineAt - this.now()));
       let lease = this.observed;
       for (let attempt = 0; attempt < RELEASE_ATTEMPTS; attempt++) {
         if (attempt > 0 || lease === undefined)
@@ -289,13 +306,13 @@ export class LeaderElector {
         const released = this.releasedFrom(lease);
         try {
           this.observe(await this.call(() => this.api.replace(this.namespace, released), undefined, deadlineAt));
-          this.log?.info('released the lease');
+          this.log?.info({}, 'released the lease');
           return;
         } catch (err) {
-          if (codeOf(err) !== 409) throw err;
+          if (httpStatusOf(err) !== 409) throw err;
         }
       }
-      this.log?.warn('could not release the lease after repeated conflicts; standbys will take it when it expires');
+      this.log?.warn({}, 'could not release the lease after repeated conflicts; standbys will take it when it expires');
     } catch (err) {
       this.log?.warn({ err }, 'could not release the lease; standbys will take it when it expires');
     }
@@ -304,7 +321,7 @@ export class LeaderElector {
   private startLeading(startedAt: number): void {
     this.leading = true;
     this.renewedAt = startedAt;
-    this.log?.info('started leading');
+    this.log?.info({}, 'started leading');
     this.fire('onStartedLeading', () => this.callbacks.onStartedLeading?.());
   }
 
@@ -351,7 +368,7 @@ export class LeaderElector {
 
   /** Jittered retry, but wake just after the observed lease would expire if that is sooner. */
   private acquireDelay(): number {
-    const jittered = this.retryPeriodMs * (1 + Math.random() * JITTER);
+    const jittered = this.retryPeriodMs * (1 + this.random() * JITTER);
     const seen = this.observed;
     if (seen === undefined || holderOf(seen) === '' || holderOf(seen) === this.identity) return jittered;
     const untilExpiry = this.observedAt + this.durationOf(seen) - this.now() + 1;
@@ -404,7 +421,7 @@ export class LeaderElector {
   }
 
   private releasedFrom(lease: Lease): Lease {
-    const stamp = microTime(this.now());
+    const stamp = microTime(this.clock.wallNow());
     const s = specOf(lease);
     return {
       ...lease,
@@ -426,7 +443,7 @@ export class LeaderElector {
       () => undefined,
       () => undefined,
     );
-    return bounded(p, signal, Math.max(0, deadlineAt - this.now()));
+    return bounded(this.clock, p, signal, Math.max(0, deadlineAt - this.now()));
   }
 
   private fire(name: string, fn: () => void): void {
@@ -456,42 +473,23 @@ function holderOf(lease: Lease): string {
   return specOf(lease).holderIdentity ?? '';
 }
 
-function codeOf(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
-  return typeof err.code === 'number' ? err.code : undefined;
-}
-
 /** MicroTime as Kubernetes writes it: RFC 3339 with exactly six fractional digits. */
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/Z$/, '000Z');
 }
 
-/** Resolve after `ms`, or at once when `signal` aborts; the timer never outlives the wait. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** Settle like `p`, or reject with Interrupted on abort or after `ms`. Cleans up either way. */
-function bounded<T>(p: Promise<T>, signal: AbortSignal | undefined, ms: number): Promise<T> {
+function bounded<T>(clock: Clock, p: Promise<T>, signal: AbortSignal | undefined, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const cleanup = (): void => {
-      clearTimeout(timer);
+      timer.cancel();
       signal?.removeEventListener('abort', onAbort);
     };
     const onAbort = (): void => {
       cleanup();
       reject(new Interrupted('aborted'));
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       cleanup();
       reject(new Interrupted(`no answer within ${ms} ms`));
     }, ms);

@@ -1,11 +1,12 @@
-import type { KubeObject, Logger } from '@kars/kube-core';
-import type { KubeClient, ResourceRef } from '@kars/kube-client';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, Logger } from '@kars/kube-core';
+import type { ResourceRef } from '@kars/kube-client';
 import type { WatchMetrics } from './metrics.js';
 import { keyOf, Store } from './store.js';
 import type { Change, ChangeSource, IndexFn } from './store.js';
 import type { WatchConfig } from './watch-config.js';
 import { watcher } from './watcher.js';
-import type { WatcherEvent } from './watcher.js';
+import type { WatchClient, WatcherEvent } from './watcher.js';
 
 /** @deprecated The runtime's logger is kube-core's {@link Logger}; this alias remains for old imports. */
 export type RuntimeLogger = Logger;
@@ -13,7 +14,8 @@ export type RuntimeLogger = Logger;
 export interface ReflectorOptions<T extends KubeObject> {
   /** Names this watch in logs and metrics, e.g. "inferencepolicies" or "router-configmaps". */
   name: string;
-  client: KubeClient;
+  /** A `KubeClient` (anything with its `list` and `watch`). */
+  client: WatchClient;
   resource: ResourceRef;
   namespace?: string;
   labelSelector?: string;
@@ -29,12 +31,24 @@ export interface ReflectorOptions<T extends KubeObject> {
    * resourceVersion.
    */
   transform?: (obj: T) => T;
+  /** Time source for freshness and the watcher's timers; default the system clock. */
+  clock?: Clock;
 }
 
 /** A {@link ReflectorOptions.transform} that drops metadata.managedFields, as most controllers never read them. */
 export function dropManagedFields<T extends KubeObject>(obj: T): T {
   if (obj.metadata.managedFields !== undefined) delete obj.metadata.managedFields;
   return obj;
+}
+
+/** What a process needs of a reflector it runs, whatever its object type (see {@link Reflector}). */
+export interface ReflectorHandle<T extends KubeObject = KubeObject> extends ChangeSource<T> {
+  readonly name: string;
+  run(signal: AbortSignal): Promise<void>;
+  isWatching(): boolean;
+  staleForMs(now?: number): number;
+  isFresh(now?: number): boolean;
+  freshnessBoundMs(): number;
 }
 
 /** Whether an incoming copy is older than the cached one (resourceVersions compared as integers when both are). */
@@ -54,14 +68,17 @@ function isStale(incoming: KubeObject, cached: KubeObject | undefined): boolean 
  * invented); drift found by the periodic relist-and-diff is repaired, counted and logged.
  * Memory: one copy of each object, plus one buffered listing while a relist runs.
  */
-export class Reflector<T extends KubeObject = KubeObject> implements ChangeSource<T> {
+export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHandle<T> {
   readonly store: Store<T>;
   private readonly subscribers = new Set<(c: Change<T>) => void>();
-  private lastFresh = 0;
+  /** When the watcher last confirmed it was current, on this reflector's clock. */
+  private lastFresh: number | undefined;
   private streamOpen = false;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: ReflectorOptions<T>) {
     this.store = new Store<T>(opts.indexers ?? {});
+    this.clock = opts.clock ?? systemClock;
   }
 
   get name(): string {
@@ -79,15 +96,15 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
   }
 
   /** Milliseconds since the watcher last confirmed it was current (event, bookmark, list, open). */
-  staleForMs(now = Date.now()): number {
-    return this.lastFresh === 0 ? Infinity : now - this.lastFresh;
+  staleForMs(now = this.clock.now()): number {
+    return this.lastFresh === undefined ? Infinity : now - this.lastFresh;
   }
 
   /**
    * Whether the view is confirmed fresh within the watch's bound (idle deadline plus one PING
    * probe): false before the first list, and while a watch has been silent past that bound.
    */
-  isFresh(now = Date.now()): boolean {
+  isFresh(now = this.clock.now()): boolean {
     return this.store.isReady() && this.staleForMs(now) <= this.freshnessBoundMs();
   }
 
@@ -121,9 +138,10 @@ export class Reflector<T extends KubeObject = KubeObject> implements ChangeSourc
         fieldSelector: this.opts.fieldSelector,
         config: this.opts.config,
         metrics: this.opts.metrics,
-        onLifecycle: (msg, fields) => log?.info({ watch: name, ...fields }, msg),
+        clock: this.clock,
+        log: log?.child({ watch: name }),
         onFresh: () => {
-          this.lastFresh = Date.now();
+          this.lastFresh = this.clock.now();
         },
         onWatching: (open) => {
           this.streamOpen = open;

@@ -1,8 +1,8 @@
-import { ApiError } from '@kars/kube-core';
-import type { KubeObject, Status, WatchEvent } from '@kars/kube-core';
+import { ApiError, silentLogger, sleep, systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, LogFields, Logger, Status, WatchEvent } from '@kars/kube-core';
 import { ConnectionLostError } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
-import { Backoff } from './backoff.js';
+import { backoffDelayMs } from './backoff.js';
 import type { WatchMetrics, WatchRestartReason } from './metrics.js';
 import type { WatchConfig } from './watch-config.js';
 import { watchTimeoutSeconds } from './watch-config.js';
@@ -24,8 +24,30 @@ export type WatcherEvent<T extends KubeObject = KubeObject> =
   | { type: 'bookmark'; resourceVersion: string }
   | { type: 'restart'; reason: WatchRestartReason; delayMs: number; error?: string };
 
-/** The watcher's state: nothing known (must list) or watching from a resourceVersion. */
-export type WatcherState = { phase: 'empty'; reason: RelistReason } | { phase: 'watching'; resourceVersion: string };
+/**
+ * The watcher's state. *empty*: nothing known, list from the start. *listing*: pages received so
+ * far (the continue token, the list's resourceVersion, how many objects). *watching*: follow
+ * changes from a resourceVersion; `listedAt` (on the watcher's clock) dates the last complete list
+ * for the periodic relist. {@link BackoffState} rides along in every state.
+ */
+export type WatcherState = (
+  | { phase: 'empty'; reason: RelistReason }
+  | { phase: 'listing'; reason: RelistReason; continueToken: string; resourceVersion: string; count: number }
+  | { phase: 'watching'; resourceVersion: string; listedAt: number }
+) &
+  BackoffState;
+
+/**
+ * What the backoff remembers across states: failures since it last reset, and streams in a row
+ * the server accepted and then dropped within {@link MIN_HEALTHY_WATCH_MS}.
+ */
+export interface BackoffState {
+  failures: number;
+  acceptedDrops: number;
+}
+
+/** Where every watcher starts. */
+export const INITIAL_WATCHER_STATE: WatcherState = Object.freeze({ phase: 'empty', reason: 'initial', failures: 0, acceptedDrops: 0 });
 
 /** How a watch stream ended. */
 export type StreamOutcome =
@@ -34,29 +56,48 @@ export type StreamOutcome =
   | { kind: 'relist-due' } // the periodic relist-and-diff is due
   | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown };
 
-/**
- * The transition function of the watcher, with no I/O: where to go after a stream ends, and
- * whether to wait first. A clean end resumes at once from the last resourceVersion; 410 relists;
- * failures resume from the last resourceVersion after a backoff; a due relist lists again.
- */
-export function nextState(
-  state: Extract<WatcherState, { phase: 'watching' }>,
-  outcome: StreamOutcome,
-): { state: WatcherState; restart: WatchRestartReason | undefined; backoff: boolean } {
-  switch (outcome.kind) {
-    case 'ended':
-      return { state, restart: 'server_timeout', backoff: false };
-    case 'expired':
-      return { state: { phase: 'empty', reason: 'expired' }, restart: 'expired', backoff: false };
-    case 'relist-due':
-      return { state: { phase: 'empty', reason: 'periodic' }, restart: undefined, backoff: false };
-    case 'failed':
-      return { state, restart: outcome.reason, backoff: true };
-  }
+/** What happened since the last step: the result of the I/O the state asked for. */
+export type WatcherInput<T extends KubeObject = KubeObject> =
+  /** One page of a list (in state empty or listing). */
+  | { kind: 'page'; items: T[]; resourceVersion: string; continueToken: string | undefined }
+  /** A list request failed (in state empty or listing). */
+  | { kind: 'list-failed'; error: unknown }
+  /** One event on the open watch stream (in state watching). */
+  | { kind: 'event'; event: WatchEvent<T> }
+  /**
+   * The watch stream ended (in state watching): how, whether the server accepted it, how long
+   * since it was requested, and how long it was up after it was accepted.
+   */
+  | { kind: 'stream-ended'; outcome: StreamOutcome; opened: boolean; lifetimeMs: number; upForMs: number };
+
+/** The timing knobs the step function reads (a subset of {@link WatchConfig}). */
+export type WatcherTiming = Pick<WatchConfig, 'relistIntervalMs' | 'backoffInitialMs' | 'backoffMaxMs' | 'backoffResetMs'>;
+
+/** What a step knows besides the state and the input: the time, the knobs and a jitter draw in [0, 1). */
+export interface StepContext {
+  now: number;
+  config: WatcherTiming;
+  jitter: number;
+}
+
+/** What a step decides. */
+export interface StepResult<T extends KubeObject = KubeObject> {
+  state: WatcherState;
+  /** Events for the consumer, in order. */
+  events: WatcherEvent<T>[];
+  /** Wait this long before the I/O the new state asks for (a list page, or opening a watch). */
+  delayMs: number;
+  /** For an `event` input: the stream must be closed, ending like this (an ERROR event). */
+  endStream?: StreamOutcome;
+  /** Lifecycle lines to log (one structured line each). */
+  notes: Array<{ msg: string; fields: LogFields }>;
 }
 
 /** How long an opened watch must stay up before it proves the server reachable again. */
 export const MIN_HEALTHY_WATCH_MS = 1000;
+
+/** A watch the server ends sooner than this after it was requested counts as a failure (no tight loop). */
+export const IMMEDIATE_END_MS = 1000;
 
 /**
  * Whether the reconnect backoff starts over after a stream ended. A watch that the server
@@ -80,7 +121,7 @@ export function shouldResetBackoff(
   return healthyForMs >= cfg.backoffResetMs || (opened && (healthyForMs >= MIN_HEALTHY_WATCH_MS || acceptedDropsBefore === 0));
 }
 
-/** Classify a failure of a watch stream into a restart reason. */
+/** Classify a failure of a list or watch into expired (410) or a restart reason. */
 export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown } {
   if (err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')) return { kind: 'expired' };
   if (err instanceof ConnectionLostError)
@@ -88,34 +129,20 @@ export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'fa
   return { kind: 'failed', reason: 'error', error: err };
 }
 
-export interface WatcherOptions {
-  client: KubeClient;
-  resource: ResourceRef;
-  namespace?: string | undefined;
-  labelSelector?: string | undefined;
-  fieldSelector?: string | undefined;
-  config: WatchConfig;
-  metrics?: WatchMetrics | undefined;
-  /** Called at each lifecycle change (for one structured log line). */
-  onLifecycle?: ((msg: string, fields: Record<string, unknown>) => void) | undefined;
-  /** Called whenever the watcher has confirmation that it is current (list done, watch opened, event, bookmark). */
-  onFresh?: (() => void) | undefined;
-  /** Told when a watch stream is open (true) and when it has ended (false). */
-  onWatching?: ((open: boolean) => void) | undefined;
-  random?: () => number;
+/** How a watch stream that delivered an ERROR event ends: 410 (or reason Expired/Gone) relists, anything else fails. */
+export function errorEventOutcome(st: Partial<Status>): StreamOutcome {
+  if (st.code === 410 || st.reason === 'Expired' || st.reason === 'Gone') return { kind: 'expired' };
+  return {
+    kind: 'failed',
+    reason: 'error',
+    error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error'),
+  };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+/** Milliseconds until the periodic relist is due in this state, or undefined when none is (not watching, or disabled). */
+export function relistInMs(state: WatcherState, now: number, cfg: Pick<WatchConfig, 'relistIntervalMs'>): number | undefined {
+  if (state.phase !== 'watching' || !(cfg.relistIntervalMs > 0)) return undefined;
+  return Math.max(0, state.listedAt + cfg.relistIntervalMs - now);
 }
 
 function errMessage(err: unknown): string {
@@ -123,7 +150,172 @@ function errMessage(err: unknown): string {
 }
 
 /**
- * List and watch one resource forever, keeping the consumer's view fresh within a bound.
+ * The watcher's transition function, with no I/O: given the state, what just happened, the time
+ * and a jitter draw, the next state, the events to emit and how long to wait before the next
+ * request. {@link watcher} is the thin loop that does the I/O each state asks for.
+ *
+ * - **Paging**: a page with a continue token moves to *listing* (the next request carries the
+ *   token); the last page emits `initDone` with the first page's resourceVersion and starts
+ *   watching. The first page of a list emits `init`, so a consumer drops any half-received
+ *   earlier attempt. A continue token that expired (410 while listing) lists again at once.
+ * - **Stream ends**: a clean end resumes at once from the last resourceVersion; 410 relists; a
+ *   failure resumes from the last resourceVersion after a backoff (about 0.5–1 s first, doubling,
+ *   capped); the backoff starts over once the server accepts a watch, unless it keeps dropping
+ *   them at once ({@link shouldResetBackoff}, ADR 0007).
+ * - **Immediate-end guard**: a clean end within {@link IMMEDIATE_END_MS} of the request counts as a
+ *   failure, so a server that ends every watch at once is retried with backoff, not in a loop.
+ * - **Relist timer**: `relistIntervalMs` after the last complete list, the stream is ended
+ *   (`relist-due`) and the watcher lists again; a restart that would resume after that moment
+ *   lists instead of opening a watch that would be cut at once. See {@link relistInMs}.
+ */
+export function step<T extends KubeObject>(state: WatcherState, input: WatcherInput<T>, ctx: StepContext): StepResult<T> {
+  const cfg = ctx.config;
+  const backoff = (failures: number): number => backoffDelayMs(cfg.backoffInitialMs, cfg.backoffMaxMs, failures, ctx.jitter);
+  switch (input.kind) {
+    case 'page': {
+      if (state.phase === 'watching') throw new Error('watcher step: a list page arrived while watching');
+      const events: WatcherEvent<T>[] = [];
+      const first = state.phase === 'empty';
+      if (first) events.push({ type: 'init', reason: state.reason });
+      for (const o of input.items) events.push({ type: 'initApply', object: o });
+      const resourceVersion = first ? input.resourceVersion : state.resourceVersion;
+      const count = (first ? 0 : state.count) + input.items.length;
+      const notes: StepResult['notes'] = first ? [{ msg: 'list started', fields: { reason: state.reason } }] : [];
+      if (input.continueToken) {
+        return {
+          state: {
+            phase: 'listing',
+            reason: state.reason,
+            continueToken: input.continueToken,
+            resourceVersion,
+            count,
+            failures: state.failures,
+            acceptedDrops: state.acceptedDrops,
+          },
+          events,
+          delayMs: 0,
+          notes,
+        };
+      }
+      events.push({ type: 'initDone', resourceVersion, reason: state.reason, count });
+      notes.push({ msg: 'list done', fields: { reason: state.reason, objects: count, resourceVersion } });
+      return {
+        state: { phase: 'watching', resourceVersion, listedAt: ctx.now, failures: state.failures, acceptedDrops: state.acceptedDrops },
+        events,
+        delayMs: 0,
+        notes,
+      };
+    }
+    case 'list-failed': {
+      if (state.phase === 'watching') throw new Error('watcher step: a list failure arrived while watching');
+      const failure = classifyFailure(input.error);
+      const error = errMessage(input.error);
+      // An expired continue token means "list again from the start", at once. A 410 on a first
+      // page makes no sense from a conforming server: treat it like any failure (backoff).
+      const atOnce = failure.kind === 'expired' && state.phase === 'listing';
+      const restart: WatchRestartReason = failure.kind === 'expired' ? 'expired' : failure.reason;
+      const delayMs = atOnce ? 0 : backoff(state.failures);
+      const failures = atOnce ? state.failures : state.failures + 1;
+      return {
+        state: { phase: 'empty', reason: state.reason, failures, acceptedDrops: state.acceptedDrops },
+        events: [{ type: 'restart', reason: restart, delayMs, error }],
+        delayMs,
+        notes: [{ msg: 'list failed', fields: { reason: state.reason, error, retryInMs: delayMs } }],
+      };
+    }
+    case 'event': {
+      if (state.phase !== 'watching') throw new Error('watcher step: a watch event arrived while not watching');
+      const ev = input.event;
+      if (ev.type === 'ERROR') return { state, events: [], delayMs: 0, endStream: errorEventOutcome(ev.object as Status), notes: [] };
+      const obj = ev.object as T;
+      const resourceVersion = obj.metadata?.resourceVersion || state.resourceVersion;
+      const next: WatcherState = { ...state, resourceVersion };
+      const out: WatcherEvent<T> =
+        ev.type === 'BOOKMARK'
+          ? { type: 'bookmark', resourceVersion }
+          : ev.type === 'DELETED'
+            ? { type: 'delete', object: obj }
+            : { type: 'apply', object: obj };
+      return { state: next, events: [out], delayMs: 0, notes: [] };
+    }
+    case 'stream-ended': {
+      if (state.phase !== 'watching') throw new Error('watcher step: a stream ended while not watching');
+      const failures = shouldResetBackoff(input.opened, input.upForMs, cfg, state.acceptedDrops) ? 0 : state.failures;
+      const acceptedDrops = input.opened && input.upForMs < MIN_HEALTHY_WATCH_MS ? state.acceptedDrops + 1 : 0;
+      let outcome = input.outcome;
+      if (outcome.kind === 'ended' && input.lifetimeMs < IMMEDIATE_END_MS)
+        outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
+      const rv = state.resourceVersion;
+      switch (outcome.kind) {
+        case 'relist-due':
+          return {
+            state: { phase: 'empty', reason: 'periodic', failures, acceptedDrops },
+            events: [],
+            delayMs: 0,
+            notes: [{ msg: 'periodic relist due', fields: { resourceVersion: rv } }],
+          };
+        case 'expired':
+          return {
+            state: { phase: 'empty', reason: 'expired', failures, acceptedDrops },
+            events: [{ type: 'restart', reason: 'expired', delayMs: 0 }],
+            delayMs: 0,
+            notes: [{ msg: 'watch restarting', fields: { reason: 'expired', resourceVersion: rv, retryInMs: 0 } }],
+          };
+        case 'ended':
+        case 'failed': {
+          const reason: WatchRestartReason = outcome.kind === 'ended' ? 'server_timeout' : outcome.reason;
+          const delayMs = outcome.kind === 'ended' ? 0 : backoff(failures);
+          const error = outcome.kind === 'failed' ? errMessage(outcome.error) : undefined;
+          const due = relistInMs(state, ctx.now, cfg);
+          const relistFirst = due !== undefined && due <= delayMs;
+          const next: WatcherState = relistFirst
+            ? { phase: 'empty', reason: 'periodic', failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops }
+            : { ...state, failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops };
+          const notes: StepResult['notes'] = [
+            {
+              msg: 'watch restarting',
+              fields: { reason, resourceVersion: rv, retryInMs: delayMs, ...(error !== undefined ? { error } : {}) },
+            },
+          ];
+          if (relistFirst) notes.push({ msg: 'periodic relist due', fields: { resourceVersion: rv } });
+          return {
+            state: next,
+            events: [{ type: 'restart', reason, delayMs, ...(error !== undefined ? { error } : {}) }],
+            delayMs,
+            notes,
+          };
+        }
+      }
+    }
+  }
+}
+
+/** The two calls the watcher makes; a `KubeClient` is one (tests script their own). */
+export type WatchClient = Pick<KubeClient, 'list' | 'watch'>;
+
+export interface WatcherOptions {
+  client: WatchClient;
+  resource: ResourceRef;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  config: WatchConfig;
+  metrics?: WatchMetrics | undefined;
+  /** One structured line at each lifecycle change (list started/done, restart); default silent. */
+  log?: Logger | undefined;
+  /** Time source for backoff waits, the relist timer and stream lifetimes; default the system clock. */
+  clock?: Clock | undefined;
+  /** Called whenever the watcher has confirmation that it is current (list done, watch opened, event, bookmark). */
+  onFresh?: (() => void) | undefined;
+  /** Told when a watch stream is open (true) and when it has ended (false). */
+  onWatching?: ((open: boolean) => void) | undefined;
+  /** Source of jitter in [0, 1); default Math.random. */
+  random?: (() => number) | undefined;
+}
+
+/**
+ * List and watch one resource forever, keeping the consumer's view fresh within a bound. The
+ * decisions are {@link step}'s; this loop does the I/O each state asks for.
  *
  * Guarantees:
  * - every watch asks for `allowWatchBookmarks` and a jittered server `timeoutSeconds`;
@@ -147,160 +339,106 @@ export async function* watcher<T extends KubeObject = KubeObject>(
   signal: AbortSignal,
 ): AsyncGenerator<WatcherEvent<T>, void, undefined> {
   const cfg = opts.config;
+  const clock = opts.clock ?? systemClock;
   const random = opts.random ?? Math.random;
-  const backoff = new Backoff(cfg.backoffInitialMs, cfg.backoffMaxMs, random);
-  const log = opts.onLifecycle ?? (() => undefined);
+  const log = opts.log ?? silentLogger;
   const fresh = opts.onFresh ?? (() => undefined);
-  let state: WatcherState = { phase: 'empty', reason: 'initial' };
-  let lastListAt = 0;
-  /** Streams in a row the server accepted and then dropped within MIN_HEALTHY_WATCH_MS. */
-  let acceptedDrops = 0;
+  const ctx = (): StepContext => ({ now: clock.now(), config: cfg, jitter: random() });
+  const select = { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
+  let state: WatcherState = INITIAL_WATCHER_STATE;
 
   while (!signal.aborted) {
-    if (state.phase === 'empty') {
-      const reason = state.reason;
+    let result: StepResult<T>;
+    if (state.phase !== 'watching') {
+      let input: WatcherInput<T>;
       try {
-        opts.metrics?.relist();
-        log('list started', { reason });
-        const items: T[] = [];
-        let cont: string | undefined;
-        let rv = '';
-        yield { type: 'init', reason };
-        do {
-          const page = await opts.client.list<T>(
-            opts.resource,
-            {
-              namespace: opts.namespace,
-              labelSelector: opts.labelSelector,
-              fieldSelector: opts.fieldSelector,
-              limit: cfg.pageSize,
-              continueToken: cont,
-            },
-            signal,
-          );
-          if (!rv) rv = page.metadata.resourceVersion ?? '';
-          for (const o of page.items) {
-            items.push(o);
-            yield { type: 'initApply', object: o };
-          }
-          cont = page.metadata.continue || undefined;
-        } while (cont && !signal.aborted);
-        if (signal.aborted) return;
-        lastListAt = Date.now();
-        fresh();
-        yield { type: 'initDone', resourceVersion: rv, reason, count: items.length };
-        log('list done', { reason, objects: items.length, resourceVersion: rv });
-        state = { phase: 'watching', resourceVersion: rv };
+        const page = await opts.client.list<T>(
+          opts.resource,
+          { ...select, limit: cfg.pageSize, continueToken: state.phase === 'listing' ? state.continueToken : undefined },
+          signal,
+        );
+        input = {
+          kind: 'page',
+          items: page.items,
+          resourceVersion: page.metadata.resourceVersion ?? '',
+          continueToken: page.metadata.continue || undefined,
+        };
       } catch (err) {
-        if (signal.aborted) return;
-        const failure = classifyFailure(err);
-        const restart: WatchRestartReason = failure.kind === 'expired' ? 'expired' : failure.reason;
-        const delayMs = failure.kind === 'expired' ? 0 : backoff.next();
-        opts.metrics?.restart(restart);
-        yield { type: 'restart', reason: restart, delayMs, error: errMessage(err) };
-        log('list failed', { reason, error: errMessage(err), retryInMs: delayMs });
-        await sleep(delayMs, signal);
+        input = { kind: 'list-failed', error: err };
       }
-      continue;
-    }
-
-    // Watching: open one stream from the current resourceVersion and follow it.
-    const from = state.resourceVersion;
-    const streamAbort = new AbortController();
-    const stopStream = (): void => streamAbort.abort();
-    signal.addEventListener('abort', stopStream, { once: true });
-    let relistDue = false;
-    const relistTimer =
-      cfg.relistIntervalMs > 0
-        ? setTimeout(
-            () => {
+      if (signal.aborted) return;
+      result = step(state, input, ctx());
+      if (result.events.some((e) => e.type === 'initDone')) fresh();
+    } else {
+      // Watching: open one stream from the current resourceVersion and follow it.
+      const streamAbort = new AbortController();
+      const stopStream = (): void => streamAbort.abort();
+      signal.addEventListener('abort', stopStream, { once: true });
+      let relistDue = false;
+      const dueIn = relistInMs(state, clock.now(), cfg);
+      const relistTimer =
+        dueIn === undefined
+          ? undefined
+          : clock.setTimeout(() => {
               relistDue = true;
               streamAbort.abort();
-            },
-            Math.max(0, lastListAt + cfg.relistIntervalMs - Date.now()),
-          )
-        : undefined;
-    const openedAt = Date.now();
-    let opened = false;
-    let upSince = openedAt;
-    let outcome: StreamOutcome;
-    let rv = from;
-    try {
-      const stream = opts.client.watch<T>(opts.resource, {
-        namespace: opts.namespace,
-        labelSelector: opts.labelSelector,
-        fieldSelector: opts.fieldSelector,
-        resourceVersion: from,
-        timeoutSeconds: watchTimeoutSeconds(cfg, random),
-        allowWatchBookmarks: true,
-        idleTimeoutMs: cfg.idleTimeoutMs,
-        signal: streamAbort.signal,
-        onOpen: () => {
-          opened = true;
-          upSince = Date.now();
+            }, dueIn);
+      const requestedAt = clock.now();
+      let opened = false;
+      let upSince = requestedAt;
+      let outcome: StreamOutcome = { kind: 'ended' };
+      const from = state.resourceVersion;
+      try {
+        const stream = opts.client.watch<T>(opts.resource, {
+          ...select,
+          resourceVersion: from,
+          timeoutSeconds: watchTimeoutSeconds(cfg, random),
+          allowWatchBookmarks: true,
+          idleTimeoutMs: cfg.idleTimeoutMs,
+          signal: streamAbort.signal,
+          onOpen: () => {
+            opened = true;
+            upSince = clock.now();
+            fresh();
+            opts.onWatching?.(true);
+            log.info({ resourceVersion: from }, 'watch started');
+          },
+        });
+        for await (const ev of stream) {
           fresh();
-          opts.onWatching?.(true);
-          log('watch started', { resourceVersion: from });
-        },
-      });
-      outcome = { kind: 'ended' };
-      for await (const ev of stream as AsyncGenerator<WatchEvent<T>>) {
-        fresh();
-        if (ev.type === 'ERROR') {
-          const st = ev.object as Status;
-          outcome =
-            st.code === 410
-              ? { kind: 'expired' }
-              : {
-                  kind: 'failed',
-                  reason: 'error',
-                  error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error'),
-                };
-          break;
+          const r: StepResult<T> = step<T>(state, { kind: 'event', event: ev }, ctx());
+          state = r.state;
+          opts.metrics?.event(ev.type);
+          if (r.endStream) {
+            outcome = r.endStream;
+            break;
+          }
+          yield* r.events;
         }
-        const obj = ev.object as T;
-        const objRv = obj.metadata?.resourceVersion;
-        if (ev.type === 'BOOKMARK') {
-          if (objRv) rv = objRv;
-          opts.metrics?.bookmark();
-          yield { type: 'bookmark', resourceVersion: rv };
-          continue;
-        }
-        if (objRv) rv = objRv;
-        opts.metrics?.event(ev.type);
-        if (ev.type === 'DELETED') yield { type: 'delete', object: obj };
-        else yield { type: 'apply', object: obj };
-        state = { phase: 'watching', resourceVersion: rv };
+        if (relistDue) outcome = { kind: 'relist-due' };
+      } catch (err) {
+        if (signal.aborted) return;
+        outcome = relistDue ? { kind: 'relist-due' } : classifyFailure(err);
+      } finally {
+        opts.onWatching?.(false);
+        relistTimer?.cancel();
+        signal.removeEventListener('abort', stopStream);
       }
-      if (relistDue) outcome = { kind: 'relist-due' };
-    } catch (err) {
       if (signal.aborted) return;
-      outcome = relistDue ? { kind: 'relist-due' } : classifyFailure(err);
-    } finally {
-      opts.onWatching?.(false);
-      if (relistTimer) clearTimeout(relistTimer);
-      signal.removeEventListener('abort', stopStream);
+      const now = clock.now();
+      result = step(
+        state,
+        { kind: 'stream-ended', outcome, opened, lifetimeMs: now - requestedAt, upForMs: opened ? now - upSince : 0 },
+        ctx(),
+      );
     }
-    if (signal.aborted) return;
-    state = { phase: 'watching', resourceVersion: rv };
-    const healthyFor = Date.now() - openedAt;
-    const upFor = opened ? Date.now() - upSince : 0;
-    if (shouldResetBackoff(opened, upFor, cfg, acceptedDrops)) backoff.reset();
-    acceptedDrops = opened && upFor < MIN_HEALTHY_WATCH_MS ? acceptedDrops + 1 : 0;
-    // A stream the server ends at once, again and again, must not become a tight loop.
-    if (outcome.kind === 'ended' && healthyFor < 1000)
-      outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
-    const next = nextState(state, outcome);
-    state = next.state;
-    if (next.restart) {
-      const delayMs = next.backoff ? backoff.next() : 0;
-      opts.metrics?.restart(next.restart);
-      const error = outcome.kind === 'failed' ? errMessage(outcome.error) : undefined;
-      yield { type: 'restart', reason: next.restart, delayMs, ...(error !== undefined ? { error } : {}) };
-      log('watch restarting', { reason: next.restart, resourceVersion: rv, retryInMs: delayMs, ...(error !== undefined ? { error } : {}) });
-      if (delayMs > 0) await sleep(delayMs, signal);
-    } else if (state.phase === 'empty') {
-      log('periodic relist due', { resourceVersion: rv });
+    state = result.state;
+    for (const n of result.notes) log.info(n.fields, n.msg);
+    for (const ev of result.events) {
+      if (ev.type === 'init') opts.metrics?.relist();
+      else if (ev.type === 'restart') opts.metrics?.restart(ev.reason);
+      yield ev;
     }
+    if (result.delayMs > 0) await sleep(clock, result.delayMs, signal);
   }
 }

@@ -3,7 +3,7 @@ import type { KubeClient } from '@kars/kube-client';
 import type { Reflector } from '@kars/kube-runtime';
 import type { EchoKind, EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { readEcho, toolPolicyNameOf } from '@kars/policy-api';
-import type { Logger } from 'pino';
+import type { Logger } from '@kars/kube-core';
 import type { EventRecorder } from './events.js';
 import type { PropagationTracker } from './propagation.js';
 
@@ -24,6 +24,7 @@ export interface ControllerContext {
   log: Logger;
   events: EventRecorder;
   propagation: PropagationTracker;
+  /** Wall-clock epoch ms (the clock's `wallNow`): status timestamps, and comparisons with routers' echo times. */
   now: () => number;
   env: Record<string, string | undefined>;
   /** How long a policy may await its routers' echo before the `PolicyNotEnforced` Warning (default 10 s). */

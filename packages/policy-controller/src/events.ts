@@ -1,7 +1,7 @@
-import type { KubeObject } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
-import type { Logger } from 'pino';
 
 /**
  * Publishes core/v1 Events about policies. Each (object uid, reason, message key) is published
@@ -14,6 +14,8 @@ export class EventRecorder {
   constructor(
     private readonly client: KubeClient,
     private readonly log: Logger,
+    /** Stamps the events' timestamps (`wallNow`). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Since when each object (uid) has been in a warn-worthy condition, per dedupe key. */
@@ -55,7 +57,7 @@ export class EventRecorder {
     if (!byReason) this.sent.set(uid, (byReason = new Map()));
     if (byReason.get(reason) === dedupeKey) return;
     byReason.set(reason, dedupeKey);
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = new Date(this.clock.wallNow()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const event = {
       apiVersion: 'v1',
       kind: 'Event',

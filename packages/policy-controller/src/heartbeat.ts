@@ -1,9 +1,10 @@
+import { sleep, systemClock } from '@kars/kube-core';
+import type { Clock, Logger } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import type { StoreReader } from '@kars/kube-runtime';
 import { heartbeatConfigMap, HEARTBEAT_LABEL } from '@kars/policy-api';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler';
-import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
 import type { Registry } from 'prom-client';
 
@@ -18,7 +19,8 @@ export interface HeartbeatWriterOptions {
   intervalMs: number;
   log: Logger;
   registry?: Registry;
-  now?: () => number;
+  /** Time source: `wallNow()` stamps each beat, timers pace the rounds. Default the system clock. */
+  clock?: Clock;
   /** Parallel writes per round (default 16). */
   concurrency?: number;
 }
@@ -63,7 +65,7 @@ export class HeartbeatWriter {
   async beat(): Promise<void> {
     const namespaces = this.namespaces();
     const seq = ++this.seq;
-    const at = (this.opts.now ?? Date.now)();
+    const at = (this.opts.clock ?? systemClock).wallNow();
     const labels = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [HEARTBEAT_LABEL]: 'true' };
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -94,10 +96,11 @@ export class HeartbeatWriter {
       if (round || !this.opts.isLeader() || !this.opts.sandboxes.isReady()) return;
       round = this.beat().finally(() => (round = undefined));
     };
-    const timer = setInterval(tick, this.opts.intervalMs);
-    tick();
-    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-    clearInterval(timer);
+    const clock = this.opts.clock ?? systemClock;
+    while (!signal.aborted) {
+      tick();
+      await sleep(clock, this.opts.intervalMs, signal);
+    }
     await round;
   }
 }

@@ -1,9 +1,20 @@
 import { setMaxListeners } from 'node:events';
-import type { KubeObject } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
-import { Controller, dropManagedFields, LeaderElector, leaseApi, Reflector, reconcileWatchdog } from '@kars/kube-runtime';
-import type { Change, LivenessCheck, ReadinessCheck, RuntimeMetrics, Trigger, WatchConfig } from '@kars/kube-runtime';
+import { Controller, dropManagedFields, LeaderElector, leaseApi, Reflector, reconcileWatchdog, trigger } from '@kars/kube-runtime';
+import type {
+  Change,
+  ControllerHandle,
+  LivenessCheck,
+  ReadinessCheck,
+  ReconcileResult,
+  ReflectorHandle,
+  RuntimeMetrics,
+  Trigger,
+  WatchConfig,
+} from '@kars/kube-runtime';
 import {
   EGRESS_APPROVAL,
   HEARTBEAT_LABEL,
@@ -17,7 +28,6 @@ import {
 } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
-import type { Logger } from 'pino';
 import { BY_SANDBOX, notEnforcedGraceFromEnv } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
@@ -48,7 +58,11 @@ export interface PolicyControllerOptions {
   leaderElection: LeaderElectionSettings;
   env?: Record<string, string | undefined>;
   concurrency?: number;
-  now?: () => number;
+  /**
+   * Time source for every watch, timer and timestamp (default the system clock): `wallNow()` for
+   * status times and comparisons with routers' echo times, `now()` for durations.
+   */
+  clock?: Clock;
   /** Grace before a `PolicyNotEnforced` Warning (default from KARS_NOT_ENFORCED_GRACE_SECS in `env`, else 10 s). */
   notEnforcedGraceMs?: number;
   /** Heartbeat period (default from KARS_HEARTBEAT_INTERVAL_SECS in `env`, else 15 s; 0 = off). */
@@ -76,14 +90,15 @@ function both<T extends KubeObject>(c: Change<T>, f: (o: T) => string[]): string
  */
 export class PolicyController {
   private readonly ctx: ControllerContext;
-  private readonly reflectors: Reflector[];
+  private readonly reflectors: ReflectorHandle[];
   private readonly elector: LeaderElector | undefined;
-  private readonly controllers: Controller<KubeObject>[];
+  private readonly controllers: ControllerHandle[];
   private readonly heartbeat: HeartbeatWriter;
 
   constructor(private readonly opts: PolicyControllerOptions) {
     const { client, config, metrics, log } = opts;
     const ns = opts.namespace;
+    const clock = opts.clock ?? systemClock;
     const reflector = <T extends KubeObject>(
       name: string,
       resource: ResourceRef,
@@ -98,6 +113,7 @@ export class PolicyController {
         log,
         // Nothing here reads managedFields; not caching them saves memory per object (client-go's usual transform).
         transform: dropManagedFields,
+        clock,
         ...(ns ? { namespace: ns } : {}),
         ...extra,
       });
@@ -116,8 +132,8 @@ export class PolicyController {
     const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, {
       labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},!${HEARTBEAT_LABEL}`,
     });
-    this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps] as unknown as Reflector[];
-    if (log.isLevelEnabled('debug')) {
+    this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps];
+    if (log.isLevelEnabled?.('debug') ?? true) {
       // At debug, every change each watch delivers (the watch lifecycle itself is logged at info).
       for (const r of this.reflectors)
         r.subscribe((c) =>
@@ -133,7 +149,7 @@ export class PolicyController {
           ),
         );
     }
-    const now = opts.now ?? Date.now;
+    const now = (): number => clock.wallNow();
     this.ctx = {
       client,
       inference,
@@ -143,13 +159,14 @@ export class PolicyController {
       leases,
       configmaps,
       log,
-      events: new EventRecorder(client, log),
-      propagation: new PropagationTracker(metrics.registry, now),
+      events: new EventRecorder(client, log, clock),
+      propagation: new PropagationTracker(metrics.registry, clock),
       now,
       env: opts.env ?? {},
       notEnforcedGraceMs: opts.notEnforcedGraceMs ?? notEnforcedGraceFromEnv(opts.env ?? {}),
     };
-    for (const r of [inference, tool, egress] as unknown as Reflector[]) {
+    const policies: ReflectorHandle[] = [inference, tool, egress];
+    for (const r of policies) {
       r.subscribe((c) => {
         if (c.type === 'apply' && c.object.metadata.generation !== c.old?.metadata.generation) this.ctx.propagation.observe(c.object);
       });
@@ -165,6 +182,7 @@ export class PolicyController {
           ...(le.renewDeadlineMs !== undefined ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
           ...(le.retryPeriodMs !== undefined ? { retryPeriodMs: le.retryPeriodMs } : {}),
           log,
+          clock,
           onStartedLeading: () => {
             metrics.leader(le.name).set(true);
             log.info({ identity: le.identity }, 'started leading; reconcilers active');
@@ -185,17 +203,17 @@ export class PolicyController {
       intervalMs: opts.heartbeatIntervalMs ?? heartbeatIntervalMsFromEnv(opts.env ?? {}),
       log,
       registry: metrics.registry,
-      now,
+      clock,
     });
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;
-    const common = { isActive, concurrency: opts.concurrency ?? 32, log };
+    const common = { isActive, concurrency: opts.concurrency ?? 32, log, clock };
     const mk = <T extends KubeObject>(
       name: string,
       primary: Reflector<T>,
       triggers: Trigger[],
-      reconcile: (ctx: ControllerContext, key: string) => Promise<import('@kars/kube-runtime').ReconcileResult>,
-    ): Controller<KubeObject> =>
+      reconcile: (ctx: ControllerContext, key: string) => Promise<ReconcileResult>,
+    ): ControllerHandle =>
       new Controller<T>({
         name,
         primary,
@@ -203,7 +221,7 @@ export class PolicyController {
         metrics: metrics.controller(name),
         reconcile: (k) => reconcile(ctx, k),
         ...common,
-      }) as unknown as Controller<KubeObject>;
+      });
     const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
     const toolOf = (s: SB): string[] => {
       const n = toolPolicyNameOf(s);
@@ -216,20 +234,16 @@ export class PolicyController {
         'inferencepolicy',
         inference,
         [
-          { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, inferenceOf) } as Trigger,
-          {
-            source: leases,
-            mapToKeys: (c: Change) =>
-              both(c, (l) => {
-                const s = sandboxOf(l);
-                return s ? inferenceOf(s) : [];
-              }),
-          } as Trigger,
-          {
-            source: configmaps,
-            mapToKeys: (c: Change) =>
-              both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])),
-          } as Trigger,
+          trigger(sandboxes, (c) => both(c, inferenceOf)),
+          trigger(leases, (c) =>
+            both(c, (l) => {
+              const s = sandboxOf(l);
+              return s ? inferenceOf(s) : [];
+            }),
+          ),
+          trigger(configmaps, (c) =>
+            both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])),
+          ),
         ],
         reconcileInferencePolicy,
       ),
@@ -237,20 +251,16 @@ export class PolicyController {
         'toolpolicy',
         tool,
         [
-          { source: sandboxes, mapToKeys: (c: Change<SB>) => both(c, toolOf) } as Trigger,
-          {
-            source: leases,
-            mapToKeys: (c: Change) =>
-              both(c, (l) => {
-                const s = sandboxOf(l);
-                return s ? toolOf(s) : [];
-              }),
-          } as Trigger,
-          {
-            source: configmaps,
-            mapToKeys: (c: Change) =>
-              both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])),
-          } as Trigger,
+          trigger(sandboxes, (c) => both(c, toolOf)),
+          trigger(leases, (c) =>
+            both(c, (l) => {
+              const s = sandboxOf(l);
+              return s ? toolOf(s) : [];
+            }),
+          ),
+          trigger(configmaps, (c) =>
+            both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])),
+          ),
         ],
         reconcileToolPolicy,
       ),
@@ -258,40 +268,23 @@ export class PolicyController {
         'egressapproval',
         egress,
         [
-          {
-            source: sandboxes,
-            mapToKeys: (c: Change<SB>) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? '')),
-          } as Trigger,
-          {
-            source: leases,
-            mapToKeys: (c: Change) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? '')),
-          } as Trigger,
-          {
-            source: configmaps,
-            mapToKeys: (c: Change) =>
-              both(c, (cm) =>
-                cm.metadata.labels?.[EGRESS_SANDBOX_LABEL]
-                  ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL])
-                  : [],
-              ),
-          } as Trigger,
-          {
-            source: egress,
-            mapToKeys: (c: Change<EA>) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? '')),
-          } as Trigger,
+          trigger(sandboxes, (c) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? ''))),
+          trigger(leases, (c) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? ''))),
+          trigger(configmaps, (c) =>
+            both(c, (cm) =>
+              cm.metadata.labels?.[EGRESS_SANDBOX_LABEL]
+                ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL])
+                : [],
+            ),
+          ),
+          trigger(egress, (c) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? ''))),
         ],
         reconcileEgressApproval,
       ),
       mk(
         'karssandbox',
         sandboxes,
-        [
-          {
-            source: leases,
-            mapToKeys: (c: Change) =>
-              both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])),
-          } as Trigger,
-        ],
+        [trigger(leases, (c) => both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])))],
         reconcileSandbox,
       ),
     ];

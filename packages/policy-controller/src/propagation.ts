@@ -1,4 +1,5 @@
-import type { KubeObject } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject } from '@kars/kube-core';
 import { Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
 
@@ -19,7 +20,8 @@ export class PropagationTracker {
 
   constructor(
     registry: Registry,
-    private readonly now: () => number,
+    /** Durations are measured on this clock's monotonic `now()`. */
+    private readonly clock: Clock = systemClock,
   ) {
     const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
     this.compileHist = new Histogram({
@@ -57,7 +59,7 @@ export class PropagationTracker {
     const generation = obj.metadata.generation ?? 0;
     let e = this.gens.get(uid);
     if (!e || e.generation < generation) {
-      e = { generation, firstSeenMs: this.now(), written: false, confirmed: false };
+      e = { generation, firstSeenMs: this.clock.now(), written: false, confirmed: false };
       this.gens.set(uid, e);
     }
     return e;
@@ -73,7 +75,7 @@ export class PropagationTracker {
     const e = this.entry(obj);
     if (e.written || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
     e.written = true;
-    const ms = this.now() - e.firstSeenMs;
+    const ms = Math.round(this.clock.now() - e.firstSeenMs); // whole ms: status fields are integers
     this.compileHist.observe({ kind }, ms / 1000);
     return ms;
   }
@@ -83,7 +85,7 @@ export class PropagationTracker {
     const e = this.entry(obj);
     if (e.confirmed || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
     e.confirmed = true;
-    const ms = this.now() - e.firstSeenMs;
+    const ms = Math.round(this.clock.now() - e.firstSeenMs); // whole ms: status fields are integers
     this.echoHist.observe({ kind }, ms / 1000);
     return ms;
   }

@@ -102,7 +102,7 @@ export function controllerCommand(): Command {
         ...(flags.kubeconfig ? { kubeconfig: flags.kubeconfig } : {}),
         pingIntervalMs: config.pingIntervalMs,
         pingTimeoutMs: config.pingTimeoutMs,
-        log: (level, msg, extra) => log[level](extra ?? {}, msg),
+        log,
       });
       const metrics = new RuntimeMetrics();
       const identity = `${process.env['POD_NAME'] || hostname()}-${randomBytes(3).toString('hex')}`;
