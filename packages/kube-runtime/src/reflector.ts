@@ -95,7 +95,10 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
     return this.streamOpen;
   }
 
-  /** Milliseconds since the watcher last confirmed it was current (event, bookmark, list, open). */
+  /**
+   * Milliseconds since the watcher last confirmed it was current (event, bookmark, list, open).
+   * `now` is on this reflector's clock (monotonic by default, not `Date.now()`); omit it.
+   */
   staleForMs(now = this.clock.now()): number {
     return this.lastFresh === undefined ? Infinity : now - this.lastFresh;
   }

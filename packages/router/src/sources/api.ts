@@ -59,13 +59,16 @@ export class ApiPolicySource {
     return this.sandboxes.store.isReady() && this.configmaps.store.isReady();
   }
 
-  /** How long the view has gone without confirmation that it is current (the older of the two watches). */
-  viewAgeMs(now = Date.now()): number {
+  /**
+   * How long the view has gone without confirmation that it is current (the older of the two
+   * watches), measured on the reflectors' clock (monotonic: pass no `now` from `Date.now()`).
+   */
+  viewAgeMs(now?: number): number {
     return Math.max(this.sandboxes.staleForMs(now), this.configmaps.staleForMs(now));
   }
 
-  /** Whether both watches are confirmed fresh within their bound. */
-  isFresh(now = Date.now()): boolean {
+  /** Whether both watches are confirmed fresh within their bound (on the reflectors' clock). */
+  isFresh(now?: number): boolean {
     return this.sandboxes.isFresh(now) && this.configmaps.isFresh(now);
   }
 
