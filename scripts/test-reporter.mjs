@@ -54,8 +54,13 @@ export default async function* conciseReporter(source) {
       continue;
     }
     if (type !== 'test:pass' && type !== 'test:fail') continue;
-    // Suites (describe) report too; count only leaf tests.
-    if (data.details?.type === 'suite') continue;
+    // Suites (describe) report too; count only leaf tests, but keep the error of a suite that failed
+    // for its own reason (a before/after hook threw), or its cancelled tests would show no cause.
+    if (data.details?.type === 'suite') {
+      const own = type === 'test:fail' && data.details?.error?.failureType !== 'subtestsFailed';
+      if (own) failures.push({ file: fileOf(data), name: `${data.name} (suite)`, error: data.details?.error });
+      continue;
+    }
     const file = fileOf(data);
     const e = entry(file);
     if (data.skip || data.todo) {

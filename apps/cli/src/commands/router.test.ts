@@ -188,13 +188,14 @@ describe('kars router echo lease lifecycle (process)', () => {
     const first = startRouter(ts, [], { POD_NAME: 'router-0' });
     let second: ReturnType<typeof startRouter> | undefined;
     try {
-      const lease = await eventually(
-        async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'),
-        15_000,
-      );
+      await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'), 15_000);
       first.child.kill('SIGKILL');
       await first.exited;
-      assert.equal((await routerLeases(ts)).length, 1, 'a crash leaves the lease (it cannot withdraw)');
+      // The lease as the crash left it: read after the kill, so a renewal the first router made
+      // between its first write and its death cannot pass for the second router's.
+      const left = await routerLeases(ts);
+      assert.equal(left.length, 1, 'a crash leaves the lease (it cannot withdraw)');
+      const lease = left[0]!;
       second = startRouter(ts, [], { POD_NAME: 'router-0' });
       const renewed = await eventually(
         async () =>
