@@ -28,7 +28,7 @@
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
-import { toolPolicyNameOf } from '@kars/policy-api';
+import { INFERENCE_CONTENT_FIELDS, toolPolicyNameOf } from '@kars/policy-api';
 import { parseAgtProfile, type AgtRules } from './agt-subset.js';
 import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
 import { canonicalDigest } from './digest.js';
@@ -224,15 +224,8 @@ export function parseInferenceBody(
   caps: RouterCapabilities,
 ): { ok: true; rules: InferenceRules } | { ok: false; error: string } {
   const r = run((): InferenceRules => {
-    const p = strictObj(parseJson(body, 'inference-policy.json'), '', [
-      'appliesTo',
-      'tokenBudget',
-      'contentSafety',
-      'modelPreference',
-      'provider',
-      'guardrails',
-      'displayName',
-    ]);
+    // The compiled body is the spec's selector plus its content fields (a bundle is resolved before).
+    const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', ...INFERENCE_CONTENT_FIELDS]);
     // appliesTo is the controller's selector: the router does not evaluate it, but it must be well formed.
     const at = optObj(p['appliesTo'], 'appliesTo', ['sandboxName', 'sandboxMatchLabels', 'action']);
     if (at) {

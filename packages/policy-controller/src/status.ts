@@ -65,10 +65,9 @@ export async function applyStatus(
   }
 }
 
-/** Add a finalizer with an optimistic-concurrency merge patch (409 → the reconcile retries). */
-export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
-  const finalizers = [...(obj.metadata.finalizers ?? []), finalizer];
-  await ctx.client.patch(
+/** Set an object's finalizers with an optimistic-concurrency merge patch (a 409 makes the reconcile retry). */
+function patchFinalizers(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizers: string[]): Promise<unknown> {
+  return ctx.client.patch(
     ref,
     obj.metadata.namespace,
     obj.metadata.name ?? '',
@@ -77,16 +76,19 @@ export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj
   );
 }
 
+/** Add a finalizer with an optimistic-concurrency merge patch (409 → the reconcile retries). */
+export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
+  await patchFinalizers(ctx, ref, obj, [...(obj.metadata.finalizers ?? []), finalizer]);
+}
+
 /** Remove a finalizer with an optimistic-concurrency merge patch; a 404 means it is already gone. */
 export async function removeFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
-  const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer);
   try {
-    await ctx.client.patch(
+    await patchFinalizers(
+      ctx,
       ref,
-      obj.metadata.namespace,
-      obj.metadata.name ?? '',
-      { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } },
-      'merge',
+      obj,
+      (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
     );
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 404)) throw err;
