@@ -58,7 +58,11 @@ export default async function* conciseReporter(source) {
     // for its own reason (a before/after hook threw), or its cancelled tests would show no cause.
     if (data.details?.type === 'suite') {
       const own = type === 'test:fail' && data.details?.error?.failureType !== 'subtestsFailed';
-      if (own) failures.push({ file: fileOf(data), name: `${data.name} (suite)`, error: data.details?.error });
+      if (own) {
+        failed++;
+        entry(fileOf(data)).failed++;
+        failures.push({ file: fileOf(data), name: `${data.name} (suite)`, error: data.details?.error });
+      }
       continue;
     }
     const file = fileOf(data);
