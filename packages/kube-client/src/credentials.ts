@@ -1,6 +1,6 @@
 import { systemClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from './kubeconfig.js';
 import type { RequestOptions } from 'node:https';
 import { KubeconfigError } from './errors.js';
 
@@ -104,7 +104,9 @@ export class Credentials {
     await this.kc.applyToHTTPSOptions(opts);
     const out: Record<string, string> = {};
     for (const [k, v] of Object.entries(opts.headers ?? {})) {
-      if (typeof v === 'string') out[k.toLowerCase()] = v;
+      // Trimmed: client-node passes a token file's trailing newline through, which no HTTP header may carry
+      // (client-go trims it too).
+      if (typeof v === 'string') out[k.toLowerCase()] = v.trim();
       else if (typeof v === 'number') out[k.toLowerCase()] = String(v);
     }
     if (opts.auth) out['authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`;

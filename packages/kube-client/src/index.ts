@@ -2,6 +2,8 @@ export { KubeClient } from './client.js';
 export type { ClientOptions, ListParams, WatchParams } from './client.js';
 export { Credentials } from './credentials.js';
 export type { TlsOptions } from './credentials.js';
+export { kubeConfigSource } from './kubeconfig.js';
+export type { KubeConfigSource } from './kubeconfig.js';
 export { ConnectionLostError, KubeconfigError } from './errors.js';
 export type { ConnectionLossReason } from './errors.js';
 export { resourcePath, withQuery, Resources } from './paths.js';
