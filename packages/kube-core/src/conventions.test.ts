@@ -10,7 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { KARS_ERROR_CODE } from './codes.js';
 
 const PACKAGES = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SCANNED = ['kube-core', 'kube-client', 'kube-runtime', 'policy-controller'];
+const SCANNED = ['kube-core', 'kube-client', 'kube-runtime', 'policy-controller', 'router'];
+
+/**
+ * Types whose lower-case codes are the router's answers to agents: wire contract in OpenAI's and
+ * JSON-RPC's style (kars-wire-contract.md §5.3, ADR 0015, ADR 0016), not error-class codes.
+ */
+const WIRE_CODE_TYPES: Record<string, string> = {
+  'router/src/inference/errors.ts InferenceErrorCode': "the inference route's OpenAI `error.code` values (budget_exceeded, …)",
+  'router/src/json/strict.ts StrictJsonErrorCode': 'the `code` a strict-JSON refusal answers with (invalid_json, duplicate_key, too_deep)',
+};
 
 /** Files allowed to use real timers or clocks directly, and why. */
 const REAL_TIME_ALLOWED: Record<string, string> = {
@@ -34,12 +43,24 @@ function sources(pkg: string): Array<{ file: string; text: string }> {
   return out;
 }
 
-/** The string literals a source assigns or types as an error `code`. */
-function declaredCodes(text: string): string[] {
+/** The string literals a source assigns or types as an error `code`, skipping the wire-code types named in `wire`. */
+function declaredCodes(text: string, wire: ReadonlySet<string> = new Set()): string[] {
   const codes: string[] = [];
-  const unions = /(?:\breadonly code\s*[:=]|ErrorCode\s*=)\s*((?:'[^'\n]*'\s*\|?\s*)+)/g;
-  for (const m of text.matchAll(unions)) for (const lit of (m[1] ?? '').matchAll(/'([^'\n]*)'/g)) codes.push(lit[1] ?? '');
+  const unions = /(?:\breadonly code\s*[:=]|(\w*ErrorCode)\s*=)\s*((?:\|?\s*'[^'\n]*'\s*)+)/g;
+  for (const m of text.matchAll(unions)) {
+    if (m[1] !== undefined && wire.has(m[1])) continue;
+    for (const lit of (m[2] ?? '').matchAll(/'([^'\n]*)'/g)) codes.push(lit[1] ?? '');
+  }
   return codes;
+}
+
+/** The wire-code type names allowed in `file`. */
+function wireTypesOf(file: string): Set<string> {
+  return new Set(
+    Object.keys(WIRE_CODE_TYPES)
+      .filter((k) => k.startsWith(`${file} `))
+      .map((k) => k.slice(file.length + 1)),
+  );
 }
 
 describe('ADR 0016 conventions', () => {
@@ -47,18 +68,37 @@ describe('ADR 0016 conventions', () => {
 
   it('finds the sources it checks', () => {
     assert.ok(files.length > 30, `only ${files.length} source files found under ${PACKAGES}`);
+    for (const pkg of SCANNED)
+      assert.ok(
+        files.some((f) => f.file.startsWith(`${pkg}/`)),
+        `no sources of ${pkg}`,
+      );
     assert.deepEqual(declaredCodes(`readonly code = 'KARS_A_B';\nexport type XErrorCode = 'KARS_C' | 'bad_one';`), [
       'KARS_A_B',
       'KARS_C',
       'bad_one',
     ]);
+    assert.deepEqual(declaredCodes(`export type XErrorCode =\n  | 'a_b'\n  | 'c';\nreadonly code = 'd';`, new Set(['XErrorCode'])), ['d']);
+  });
+
+  it('every wire-code exception names a type that exists and declares only lower-case codes', () => {
+    for (const key of Object.keys(WIRE_CODE_TYPES)) {
+      const [file = '', type = ''] = key.split(' ');
+      const f = files.find((x) => x.file === file);
+      assert.ok(f, `${file} is gone: drop it from WIRE_CODE_TYPES`);
+      const union = new RegExp(`\\b${type}\\s*=\\s*((?:\\|?\\s*'[^'\\n]*'\\s*)+)`).exec(f.text);
+      assert.ok(union, `${key} is gone: drop it from WIRE_CODE_TYPES`);
+      const lits = [...(union[1] ?? '').matchAll(/'([^'\n]*)'/g)].map((m) => m[1] ?? '');
+      assert.ok(lits.length > 0);
+      for (const c of lits) assert.match(c, /^[a-z][a-z0-9_]*$/, `${key}: ${c} is not a lower-case wire code`);
+    }
   });
 
   it('every error-class code is KARS_<AREA>_<WHAT>', () => {
     const bad: string[] = [];
     let seen = 0;
     for (const f of files)
-      for (const c of declaredCodes(f.text)) {
+      for (const c of declaredCodes(f.text, wireTypesOf(f.file))) {
         seen++;
         if (!KARS_ERROR_CODE.test(c)) bad.push(`${f.file}: ${c}`);
       }
@@ -77,9 +117,9 @@ describe('ADR 0016 conventions', () => {
     assert.deepEqual(bad, []);
   });
 
-  it('the libraries take the kube-core Logger, not a pino type', () => {
+  it('the libraries and the router take the kube-core Logger, not a pino type', () => {
     const bad = files
-      .filter((f) => /^(kube-core|kube-client|kube-runtime)\//.test(f.file) && /from 'pino'/.test(f.text))
+      .filter((f) => /^(kube-core|kube-client|kube-runtime|router)\//.test(f.file) && /from 'pino'/.test(f.text))
       .map((f) => f.file);
     assert.deepEqual(bad, []);
   });

@@ -8,7 +8,8 @@ import {
   ROUTER_LEASE_SECONDS,
   ROUTER_RENEW_SECONDS,
 } from '@kars/policy-api';
-import type { RuntimeLogger } from '@kars/kube-runtime';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, Logger, Timer } from '@kars/kube-core';
 import type { HeartbeatStaleness } from './staleness.js';
 import type { PolicyState } from './state.js';
 
@@ -20,7 +21,9 @@ export interface EchoPublisherOptions {
   state: PolicyState;
   /** Capability names advertised in the lease (`capabilityNames(...)`). */
   capabilities?: string[];
-  log?: RuntimeLogger;
+  log?: Logger;
+  /** Time for the debounce, retry and beat timers (`now`) and the lease's renew stamp (`wallNow`); default the system clock. */
+  clock?: Clock;
   /**
    * Debounce before publishing a change (default 0: the next turn of the event loop, which still
    * folds the changes of one watch batch into one write). Every millisecond here is on the
@@ -49,7 +52,7 @@ export interface EchoPublisherOptions {
  */
 export class EchoPublisher {
   /** Pending publish: the debounced change, a retry after a failure, or the liveness beat. */
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private timerDueAt = Infinity;
   private timerIsBeat = false;
   private inFlight: Promise<void> | undefined;
@@ -58,7 +61,11 @@ export class EchoPublisher {
   private failures = 0;
   private stopped = false;
 
-  constructor(private readonly opts: EchoPublisherOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly opts: EchoPublisherOptions) {
+    this.clock = opts.clock ?? systemClock;
+  }
 
   /** When the lease was last written successfully (epoch ms; 0 = never). */
   lastPublished(): number {
@@ -70,12 +77,12 @@ export class EchoPublisher {
    * replaces an earlier beat but never a pending change or retry: a renewal must not postpone a change.
    */
   private schedule(delayMs: number, beat = false): void {
-    const due = Date.now() + delayMs;
+    const due = this.clock.now() + delayMs;
     if (this.timer && this.timerDueAt <= due && !(beat && this.timerIsBeat)) return;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timerDueAt = due;
     this.timerIsBeat = beat;
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       this.timerDueAt = Infinity;
       this.timerIsBeat = false;
@@ -99,7 +106,7 @@ export class EchoPublisher {
       errors: echo.errors,
       rejected: echo.rejected,
       capabilities: this.opts.capabilities ?? [],
-      renewedAtMs: Date.now(),
+      renewedAtMs: this.clock.wallNow(),
       leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS,
     });
     const renewMs = this.opts.renewMs ?? ROUTER_RENEW_SECONDS * 1000;
@@ -117,7 +124,7 @@ export class EchoPublisher {
       )
       .then(
         () => {
-          this.lastPublishedMs = Date.now();
+          this.lastPublishedMs = this.clock.wallNow();
           this.failures = 0;
           if (!this.stopped && !this.again) this.schedule(renewMs, true);
         },
@@ -145,7 +152,9 @@ export class EchoPublisher {
   /** Delete this instance's lease (best effort, bounded by withdrawTimeoutMs). */
   private async withdraw(): Promise<void> {
     const { client, namespace, sandbox, instance } = this.opts;
-    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), this.opts.withdrawTimeoutMs ?? 2000).unref());
+    let timedOut: (v: 'timeout') => void = () => undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timedOut = resolve));
+    const timer = this.clock.setTimeout(() => timedOut('timeout'), this.opts.withdrawTimeoutMs ?? 2000);
     const del = client.delete(Resources.leases, namespace, routerLeaseName(sandbox, instance)).then(
       () => 'deleted' as const,
       (err: unknown) => {
@@ -159,6 +168,7 @@ export class EchoPublisher {
       },
     );
     const outcome = await Promise.race([del, timeout]);
+    timer.cancel();
     if (outcome === 'timeout')
       this.opts.log?.warn(
         { timeoutMs: this.opts.withdrawTimeoutMs ?? 2000 },
@@ -179,9 +189,9 @@ export class EchoPublisher {
     });
     this.stopped = true;
     unsub();
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     await this.inFlight;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     await this.withdraw();
   }
 }

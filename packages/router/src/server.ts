@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { KubeClient } from '@kars/kube-client';
-import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
+import type { RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
 import { Counter, Gauge } from 'prom-client';
 import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
@@ -15,7 +15,8 @@ import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
 import type { PolicySnapshot } from './snapshot.js';
 import { capabilityNames } from '@kars/policy-compiler';
-import { listenOn } from '@kars/kube-core';
+import { listenOn, systemClock } from '@kars/kube-core';
+import type { Clock, Logger } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
 import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
@@ -67,7 +68,13 @@ export interface RouterOptions {
   /** Identity of this router instance in its echo lease. */
   instance: string;
   metrics: RuntimeMetrics;
-  log: RuntimeLogger & { error?(obj: Record<string, unknown>, msg: string): void };
+  log: Logger;
+  /**
+   * The one time source (ADR 0016): the view's age and freshness, heartbeat staleness, budget
+   * periods, rate limits, approval expiry, the egress sweep, the echo lease's timers and stamps.
+   * Default the system clock; tests pass a `FakeClock`.
+   */
+  clock?: Clock;
 }
 
 /** A running router. */
@@ -117,6 +124,7 @@ function sendJson(res: ServerResponse, code: number, body: unknown): void {
  */
 export async function startRouter(opts: RouterOptions, signal: AbortSignal): Promise<RunningRouter> {
   const state = new PolicyState();
+  const clock = opts.clock ?? systemClock;
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
@@ -144,9 +152,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           capabilities,
           metrics: opts.metrics,
           log,
+          clock,
         })
       : undefined;
-  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities) : undefined;
+  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities, undefined, clock) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
   new Gauge({
     name: 'kars_router_policy_view_age_seconds',
@@ -168,7 +177,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
 
-  const budget = new TokenBudgetTracker();
+  const budget = new TokenBudgetTracker({ clock });
   // One upstream client (keep-alive pool, timeouts, stale-connection retry) for inference, every
   // MCP server and the guardrail backend.
   const client = new UpstreamClient();
@@ -195,6 +204,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         upstream: opts.mcpUpstream,
         sandbox: opts.sandbox,
         client,
+        clock,
         onDecision: onToolDecision,
       }),
     );
@@ -210,13 +220,14 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         upstream: u.url,
         sandbox: opts.sandbox,
         client,
+        clock,
         server: u.name,
         path,
         onDecision: onToolDecision,
       }),
     );
   }
-  let lastStaleLog = 0;
+  let lastStaleLog = -Infinity;
   const gate = new AdmissionGate({
     ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}),
     ...(opts.maxConcurrentRequests !== undefined ? { maxConcurrent: opts.maxConcurrentRequests } : {}),
@@ -268,8 +279,8 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       if (age > opts.maxStalenessMs) {
         const mode = opts.onStale ?? 'closed';
         stale.inc({ mode });
-        if (Date.now() - lastStaleLog > 1000) {
-          lastStaleLog = Date.now();
+        if (clock.now() - lastStaleLog > 1000) {
+          lastStaleLog = clock.now();
           log.warn(
             { ageMs: Math.round(age), maxStalenessMs: opts.maxStalenessMs, mode },
             mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
@@ -336,6 +347,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       listen: opts.egressListen,
       snapshot: () => state.current(),
       sandbox: opts.sandbox,
+      clock,
       onDecision: (d) => requests.inc({ surface: 'egress', decision: d.decision }),
     });
     egressUrl = egress.url;
@@ -356,6 +368,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         state,
         capabilities: capabilityNames(capabilities),
         log,
+        clock,
         ...(api ? { staleness: api.staleness } : {}),
       }).run(signal),
     );

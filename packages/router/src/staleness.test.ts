@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 import { HeartbeatStaleness } from './staleness.js';
+import { FakeClock } from '@kars/kube-core';
 
 function hb(rv: string, atMs: number): Heartbeat {
   return { atMs, seq: Number(rv), holder: 'c', resourceVersion: rv };
@@ -19,43 +20,35 @@ function hb(rv: string, atMs: number): Heartbeat {
 
 describe('HeartbeatStaleness', () => {
   it('counts from the start until a heartbeat changes; the first one seen is only a baseline', () => {
-    let mono = 1000;
-    const s = new HeartbeatStaleness(
-      () => mono,
-      () => 5_000_000,
-    );
-    mono += 3000;
+    const clock = new FakeClock(1000, 5_000_000);
+    const s = new HeartbeatStaleness(clock);
+    clock.advance(3000);
     s.observe(hb('10', 0)); // written long ago (a dead controller's last heartbeat, from the initial list)
     assert.equal(s.stalenessSeconds(), 3, 'the baseline does not make the view look fresh');
     s.observe(hb('10', 0));
     assert.equal(s.stalenessSeconds(), 3, 'the same resourceVersion again (a relist) is not news');
-    s.observe(hb('11', 5_000_000));
+    s.observe(hb('11', clock.wallNow()));
     assert.equal(s.stalenessSeconds(), 0);
-    mono += 7000;
+    clock.advance(7000);
     assert.equal(s.stalenessSeconds(), 7, 'grows one second per second without news');
   });
 
   for (const skewMs of [-3_600_000, 0, 3_600_000]) {
     it(`is not hidden or inflated by a constant clock skew of ${skewMs / 1000} s, and still sees growing lag`, () => {
-      let mono = 0;
-      let wall = 1_000_000;
-      const s = new HeartbeatStaleness(
-        () => mono,
-        () => wall + skewMs,
-      );
+      // The router's clock runs skewMs off the controller's: the controller stamps wallNow() - skewMs.
+      const clock = new FakeClock(0, 1_000_000 + skewMs);
+      const s = new HeartbeatStaleness(clock);
       let rv = 1;
       const deliver = (transitMs: number): void => {
-        const writtenAt = wall;
-        mono += transitMs;
-        wall += transitMs;
+        const writtenAt = clock.wallNow() - skewMs;
+        clock.advance(transitMs);
         s.observe(hb(String(rv++), writtenAt));
       };
       deliver(5); // baseline
       for (let i = 0; i < 5; i++) {
         deliver(5);
         assert.ok(s.stalenessSeconds() < 0.01, `healthy path reads fresh under skew ${skewMs}: ${s.stalenessSeconds()}`);
-        mono += 1000;
-        wall += 1000;
+        clock.advance(1000);
       }
       deliver(2005); // the path now delivers two seconds late
       assert.ok(Math.abs(s.stalenessSeconds() - 2) < 0.01, `lag shows as staleness: ${s.stalenessSeconds()}`);

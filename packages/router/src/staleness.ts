@@ -1,4 +1,5 @@
-import { performance } from 'node:perf_hooks';
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 import type { Heartbeat } from '@kars/policy-api';
 
 /** What `/internal/policy-status` reports about the heartbeat (snake_case, as the contract spells it). */
@@ -43,11 +44,9 @@ export class HeartbeatStaleness {
   private seen = 0;
   private readonly transits: number[] = [];
 
-  constructor(
-    private readonly mono: () => number = () => performance.now(),
-    private readonly wall: () => number = Date.now,
-  ) {
-    this.startedAt = mono();
+  /** `clock.now()` measures staleness; `clock.wallNow()` stamps receipt (compared with the controller's stamp). */
+  constructor(private readonly clock: Clock = systemClock) {
+    this.startedAt = clock.now();
   }
 
   /** Record a heartbeat delivered by the watch. */
@@ -58,8 +57,8 @@ export class HeartbeatStaleness {
     this.seen++;
     if (baseline) return;
     this.last = hb;
-    this.receivedAt = this.mono();
-    this.receivedWallMs = this.wall();
+    this.receivedAt = this.clock.now();
+    this.receivedWallMs = this.clock.wallNow();
     if (Number.isFinite(hb.atMs)) {
       const transit = this.receivedWallMs - hb.atMs;
       this.transits.push(transit);
@@ -73,7 +72,7 @@ export class HeartbeatStaleness {
   /** Current staleness in seconds. */
   stalenessSeconds(): number {
     const since = this.receivedAt ?? this.startedAt;
-    return Math.max(0, this.mono() - since + (this.receivedAt === undefined ? 0 : this.lagMs)) / 1000;
+    return Math.max(0, this.clock.now() - since + (this.receivedAt === undefined ? 0 : this.lagMs)) / 1000;
   }
 
   /** Controller time of the newest heartbeat seen (ms since epoch), if any. */

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { FakeClock } from '@kars/kube-core';
 import type { EgressEntry, PolicySnapshot } from '../snapshot.js';
 import { parseAuthority, startEgressProxy, type EgressDecision, type EgressProxy } from './proxy.js';
 
@@ -162,20 +163,18 @@ describe('egress proxy', () => {
   let current: PolicySnapshot;
   let reads = 0;
   const decisions: EgressDecision[] = [];
-  const clock = {
-    t: 1_700_000_000_000,
-    now(): number {
-      return this.t;
-    },
-  };
+  const clock = new FakeClock(0, 1_700_000_000_000);
+  /** The allowlist: the echo server by the baseline, the web target by an approval valid for 60 s from now. */
+  const allowlist = (): PolicySnapshot =>
+    snap([
+      { host: '127.0.0.1', port: echo.port },
+      { host: 'LOCALHOST', port: web.port, approval: 'web-approval', expiresAtMs: clock.wallNow() + 60_000 },
+    ]);
 
   before(async () => {
     echo = await echoServer();
     web = await httpTarget();
-    current = snap([
-      { host: '127.0.0.1', port: echo.port },
-      { host: 'LOCALHOST', port: web.port, approval: 'web-approval', expiresAtMs: clock.t + 60_000 },
-    ]);
+    current = allowlist();
     proxy = await startEgressProxy({
       listen: '127.0.0.1:0',
       sandbox: 'sb1',
@@ -290,15 +289,15 @@ describe('egress proxy', () => {
   });
 
   it('denies an approval entry once it has expired, checking expiresAt itself', T, async () => {
-    const saved = clock.t;
     try {
-      clock.t = saved + 60_000;
+      current = allowlist();
+      clock.advance(59_999);
+      assert.equal((await proxiedGet(proxy.port, `http://localhost:${web.port}/just-in-time`)).status, 200);
+      clock.advance(1);
       const r = await proxiedGet(proxy.port, `http://localhost:${web.port}/late`);
       assert.equal(r.status, 403);
-      clock.t = saved + 59_999;
-      assert.equal((await proxiedGet(proxy.port, `http://localhost:${web.port}/just-in-time`)).status, 200);
     } finally {
-      clock.t = saved;
+      current = allowlist();
     }
   });
 

@@ -28,7 +28,8 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { lookup } from 'node:dns/promises';
 import { connect, isIP, isIPv6, type Socket } from 'node:net';
 import { specialHostReason } from '@kars/policy-api';
-import { listenOn, parseListen } from '@kars/kube-core';
+import { listenOn, parseListen, systemClock } from '@kars/kube-core';
+import type { Clock, Timer } from '@kars/kube-core';
 import { endToEndHeaders } from '../http/headers.js';
 import type { Duplex } from 'node:stream';
 import type { EgressEntry, SnapshotSource } from '../snapshot.js';
@@ -55,8 +56,8 @@ export interface EgressProxyOptions {
   listen: string;
   snapshot: SnapshotSource;
   sandbox: string;
-  /** Wall-clock epoch ms, compared with `expiresAtMs`. Default `Date.now()`. */
-  clock?: { now(): number };
+  /** `wallNow()` (epoch ms) is compared with `expiresAtMs`; the sweep runs on its timers. Default the system clock. */
+  clock?: Clock;
   /** Called synchronously per decision; exceptions it throws are swallowed. */
   onDecision?: (d: EgressDecision) => void;
   /** Give up connecting to a target after this long (504). Default 10 s. */
@@ -127,13 +128,16 @@ function jsonResponse(res: ServerResponse, status: number, error: string): void 
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   parseListen(opts.listen, 'egress proxy listen address');
   const { sandbox } = opts;
-  const now = (): number => (opts.clock === undefined ? Date.now() : opts.clock.now());
+  const clock = opts.clock ?? systemClock;
+  const now = (): number => clock.wallNow();
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
   const counts = new Map<string, number>();
   const open = new Set<Duplex>();
   /** Admitted tunnels and forwarded requests, re-checked by the sweep. */
   const admitted = new Set<{ host: string; port: number; kill: () => void }>();
-  const sweep = setInterval(() => {
+  let sweep: Timer | undefined;
+  const sweepOnce = (): void => {
+    sweep = clock.setTimeout(sweepOnce, SWEEP_INTERVAL_MS);
     if (admitted.size === 0) return;
     const entries = opts.snapshot().egress;
     const t = now();
@@ -143,8 +147,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         a.kill();
       }
     }
-  }, SWEEP_INTERVAL_MS);
-  sweep.unref();
+  };
+  sweep = clock.setTimeout(sweepOnce, SWEEP_INTERVAL_MS);
 
   /** Track an admitted connection until `sockets` close; the sweep kills it when no longer allowed. */
   function admit(host: string, port: number, kill: () => void, closed: { once(event: 'close', fn: () => void): unknown }): void {
@@ -395,7 +399,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     usage: () => Object.fromEntries(counts),
     close: () =>
       new Promise<void>((resolve) => {
-        clearInterval(sweep);
+        sweep?.cancel();
         server.close(() => resolve());
         for (const s of open) s.destroy();
         server.closeAllConnections();

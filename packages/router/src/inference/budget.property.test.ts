@@ -9,6 +9,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { FakeClock } from '@kars/kube-core';
 import { TokenBudgetTracker, type Reservation } from './budget.js';
 
 type Op = { kind: 'reserve'; amount: number } | { kind: 'settle'; pick: number; fraction: number };
@@ -22,7 +23,7 @@ describe('TokenBudgetTracker reserve/settle (property)', () => {
   it('concurrent spend never exceeds the budget by more than one request', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2000 }), fc.boolean(), fc.array(op, { maxLength: 300 }), (cap, daily, ops) => {
-        const t = new TokenBudgetTracker({ now: () => Date.parse('2026-01-10T12:00:00Z') });
+        const t = new TokenBudgetTracker({ clock: new FakeClock(0, Date.parse('2026-01-10T12:00:00Z')) });
         const caps = daily ? { dailyTokens: cap, monthlyTokens: null } : { dailyTokens: null, monthlyTokens: cap };
         const open: Reservation[] = [];
         let largest = 0;

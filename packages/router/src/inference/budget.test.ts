@@ -1,12 +1,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { FakeClock } from '@kars/kube-core';
 import { TokenBudgetTracker } from './budget.js';
 
 const at = (iso: string): number => Date.parse(iso);
+/** A clock whose wall time starts at `iso`. */
+const clockAt = (iso: string): FakeClock => new FakeClock(0, at(iso));
+/** Move `clock`'s wall time forward to `iso`. */
+const moveTo = (clock: FakeClock, iso: string): void => clock.advance(at(iso) - clock.wallNow());
 
 describe('TokenBudgetTracker', () => {
   it('refuses once daily usage has reached the cap, and says who, how much and when it resets', () => {
-    const t = new TokenBudgetTracker({ now: () => at('2025-03-14T12:00:00Z') });
+    const t = new TokenBudgetTracker({ clock: clockAt('2025-03-14T12:00:00Z') });
     const caps = { dailyTokens: 100, monthlyTokens: null };
     assert.deepEqual(t.check('sb', caps), { ok: true });
     t.record('sb', 99);
@@ -22,31 +27,31 @@ describe('TokenBudgetTracker', () => {
   });
 
   it('starts a new day at 00:00:00.000 UTC and keeps counting the month across it', () => {
-    let now = at('2025-03-14T23:59:59.999Z');
-    const t = new TokenBudgetTracker({ now: () => now });
+    const clock = clockAt('2025-03-14T23:59:59.999Z');
+    const t = new TokenBudgetTracker({ clock });
     const caps = { dailyTokens: 100, monthlyTokens: 1000 };
     t.record('sb', 150);
     assert.equal(t.check('sb', caps).ok, false);
-    now = at('2025-03-15T00:00:00.000Z');
+    moveTo(clock, '2025-03-15T00:00:00.000Z');
     assert.equal(t.check('sb', caps).ok, true);
     t.record('sb', 10);
     assert.deepEqual(t.usage('sb'), { day: '2025-03-15', month: '2025-03', dailyUsed: 10, monthlyUsed: 160, reserved: 0 });
   });
 
   it('refuses on the monthly cap and starts a new month on the 1st at 00:00 UTC', () => {
-    let now = at('2025-01-31T23:00:00Z');
-    const t = new TokenBudgetTracker({ now: () => now });
+    const clock = clockAt('2025-01-31T23:00:00Z');
+    const t = new TokenBudgetTracker({ clock });
     const caps = { dailyTokens: null, monthlyTokens: 500 };
     t.record('sb', 500);
     const v = t.check('sb', caps);
     assert.equal(v.ok ? undefined : v.period, 'monthly');
-    now = at('2025-02-01T00:00:00Z');
+    moveTo(clock, '2025-02-01T00:00:00Z');
     assert.equal(t.check('sb', caps).ok, true);
     assert.deepEqual(t.usage('sb'), { day: '2025-02-01', month: '2025-02', dailyUsed: 0, monthlyUsed: 0, reserved: 0 });
   });
 
   it('keeps sandboxes apart', () => {
-    const t = new TokenBudgetTracker({ now: () => at('2025-03-14T12:00:00Z') });
+    const t = new TokenBudgetTracker({ clock: clockAt('2025-03-14T12:00:00Z') });
     t.record('a', 100);
     assert.equal(t.check('a', { dailyTokens: 100, monthlyTokens: null }).ok, false);
     assert.equal(t.check('b', { dailyTokens: 100, monthlyTokens: null }).ok, true);

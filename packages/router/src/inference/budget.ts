@@ -30,6 +30,8 @@
  * Memory: one small entry per sandbox seen; entries not touched in the current UTC month are
  * dropped when more than {@link PRUNE_THRESHOLD} sandboxes are tracked.
  */
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 
 /** When this many sandboxes are tracked, entries from past months are pruned on the next record. */
 export const PRUNE_THRESHOLD = 4096;
@@ -56,8 +58,8 @@ export interface BudgetUsage {
 }
 
 export interface TokenBudgetTrackerOptions {
-  /** Epoch ms; default `Date.now`. Inject a fake clock in tests. */
-  now?: () => number;
+  /** Periods are UTC days and months of `clock.wallNow()`; default the system clock. Inject a `FakeClock` in tests. */
+  clock?: Clock;
 }
 
 interface Entry {
@@ -82,14 +84,14 @@ const OK: BudgetVerdict = Object.freeze({ ok: true }) as BudgetVerdict;
 
 /** Tracks token usage per sandbox by UTC day and month. See the module comment for semantics. */
 export class TokenBudgetTracker {
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #entries = new Map<string, Entry>();
   /** Month index cached for one day index, so the hot path rarely builds a Date. */
   #cachedDay = Number.NaN;
   #cachedMonth = 0;
 
   constructor(opts: TokenBudgetTrackerOptions = {}) {
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
   }
 
   /** Whether `sandbox` may send another request under `caps` (usage plus reservations below every cap). */
@@ -181,7 +183,7 @@ export class TokenBudgetTracker {
   }
 
   #period(): { day: number; month: number } {
-    const day = Math.floor(this.#now() / DAY_MS);
+    const day = Math.floor(this.#clock.wallNow() / DAY_MS);
     if (day !== this.#cachedDay) {
       const d = new Date(day * DAY_MS);
       this.#cachedMonth = d.getUTCFullYear() * 12 + d.getUTCMonth();

@@ -4,6 +4,7 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { FakeClock } from '@kars/kube-core';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -33,7 +34,7 @@ interface Rig {
   stub: OpenAIStub;
   budget: TokenBudgetTracker;
   decisions: InferenceDecision[];
-  clock: { ms: number };
+  clock: FakeClock;
   snapshotCalls: () => number;
   setPolicy(r: InferenceRules | undefined): void;
 }
@@ -53,8 +54,8 @@ async function listen(server: http.Server | net.Server): Promise<number> {
 
 async function rig(t: TestContext, opts: RigOptions = {}): Promise<Rig> {
   const stub = await startOpenAIStub();
-  const clock = { ms: Date.parse(opts.now ?? '2025-03-14T12:00:00Z') };
-  const budget = new TokenBudgetTracker({ now: () => clock.ms });
+  const clock = new FakeClock(0, Date.parse(opts.now ?? '2025-03-14T12:00:00Z'));
+  const budget = new TokenBudgetTracker({ clock });
   const decisions: InferenceDecision[] = [];
   let snap: PolicySnapshot = { ...EMPTY_SNAPSHOT, inference: opts.inference };
   let calls = 0;
@@ -342,15 +343,15 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     });
     assert.equal((await chat(r, MSG, { 'x-stub-usage': '100' })).status, 200);
     assert.equal((await chat(r, MSG)).status, 429);
-    r.clock.ms = Date.parse('2025-03-15T00:00:00.000Z');
+    r.clock.advance(Date.parse('2025-03-15T00:00:00.000Z') - r.clock.wallNow());
     assert.equal((await chat(r, MSG, { 'x-stub-usage': '100' })).status, 200);
-    r.clock.ms = Date.parse('2025-03-16T09:00:00Z');
+    r.clock.advance(Date.parse('2025-03-16T09:00:00Z') - r.clock.wallNow());
     assert.equal((await chat(r, MSG, { 'x-stub-usage': '100' })).status, 200);
-    r.clock.ms = Date.parse('2025-03-17T09:00:00Z');
+    r.clock.advance(Date.parse('2025-03-17T09:00:00Z') - r.clock.wallNow());
     const monthly = await chat(r, MSG);
     assert.equal(monthly.status, 429);
     assert.match(monthly.json.error.message, /^Monthly token budget exhausted for sandbox "sb-default": 300 of 250/);
-    r.clock.ms = Date.parse('2025-04-01T00:00:00Z');
+    r.clock.advance(Date.parse('2025-04-01T00:00:00Z') - r.clock.wallNow());
     assert.equal((await chat(r, MSG)).status, 200);
   });
 

@@ -1,8 +1,9 @@
-import type { KubeObject } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
+import type { Clock, KubeObject, Logger, Timer } from '@kars/kube-core';
 import { Resources, traceHop } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
 import { Reflector } from '@kars/kube-runtime';
-import type { RuntimeLogger, RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
+import type { RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
 import { HEARTBEAT_CONFIGMAP, KARS_SANDBOX, readHeartbeat } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler';
@@ -21,7 +22,9 @@ export interface ApiSourceOptions {
   /** What this router can enforce beyond the core (MCP servers it fronts, guardrail backends). */
   capabilities: RouterCapabilities;
   metrics?: RuntimeMetrics;
-  log?: RuntimeLogger;
+  log?: Logger;
+  /** Time for the watches' freshness and timers, the heartbeat staleness and approval expiry; default the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -32,12 +35,21 @@ export interface ApiSourceOptions {
 export class ApiPolicySource {
   private readonly sandboxes: Reflector<KarsSandbox & KubeObject>;
   private readonly configmaps: Reflector<KubeObject & { data?: Record<string, string> }>;
-  private expiryTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: Timer | undefined;
+  private readonly clock: Clock;
   /** Staleness from the controller's heartbeat, which arrives on the same ConfigMap watch as the policy. */
-  readonly staleness = new HeartbeatStaleness();
+  readonly staleness: HeartbeatStaleness;
 
   constructor(private readonly opts: ApiSourceOptions) {
-    const common = { client: opts.client, namespace: opts.namespace, config: opts.config, ...(opts.log ? { log: opts.log } : {}) };
+    this.clock = opts.clock ?? systemClock;
+    this.staleness = new HeartbeatStaleness(this.clock);
+    const common = {
+      client: opts.client,
+      namespace: opts.namespace,
+      config: opts.config,
+      clock: this.clock,
+      ...(opts.log ? { log: opts.log } : {}),
+    };
     this.sandboxes = new Reflector({
       ...common,
       name: 'router-sandbox',
@@ -59,17 +71,14 @@ export class ApiPolicySource {
     return this.sandboxes.store.isReady() && this.configmaps.store.isReady();
   }
 
-  /**
-   * How long the view has gone without confirmation that it is current (the older of the two
-   * watches), measured on the reflectors' clock (monotonic: pass no `now` from `Date.now()`).
-   */
-  viewAgeMs(now?: number): number {
-    return Math.max(this.sandboxes.staleForMs(now), this.configmaps.staleForMs(now));
+  /** How long the view has gone without confirmation that it is current (the older of the two watches), on this source's clock. */
+  viewAgeMs(): number {
+    return Math.max(this.sandboxes.staleForMs(), this.configmaps.staleForMs());
   }
 
-  /** Whether both watches are confirmed fresh within their bound (on the reflectors' clock). */
-  isFresh(now?: number): boolean {
-    return this.sandboxes.isFresh(now) && this.configmaps.isFresh(now);
+  /** Whether both watches are confirmed fresh within their bound (on this source's clock). */
+  isFresh(): boolean {
+    return this.sandboxes.isFresh() && this.configmaps.isFresh();
   }
 
   private recompute(): void {
@@ -81,14 +90,13 @@ export class ApiPolicySource {
       (name) => this.configmaps.store.get(`${this.opts.namespace}/${name}`)?.data ?? undefined,
       `configmap:${this.opts.namespace}/`,
       this.opts.capabilities,
+      this.clock.wallNow(),
     );
     traceHop('router.loaded');
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer?.cancel();
     this.expiryTimer = undefined;
-    if (next !== undefined) {
-      this.expiryTimer = setTimeout(() => this.recompute(), Math.max(0, next - Date.now()) + 5);
-      this.expiryTimer.unref();
-    }
+    // `next` is an approval's expiry in epoch ms (wall time, as written into the approval).
+    if (next !== undefined) this.expiryTimer = this.clock.setTimeout(() => this.recompute(), Math.max(0, next - this.clock.wallNow()) + 5);
   }
 
   /** Watch and load until `signal` aborts. */
@@ -111,7 +119,7 @@ export class ApiPolicySource {
       await Promise.all([this.sandboxes.run(signal), this.configmaps.run(signal), both]);
     } finally {
       for (const u of unsub) u();
-      if (this.expiryTimer) clearTimeout(this.expiryTimer);
+      this.expiryTimer?.cancel();
     }
   }
 }

@@ -9,7 +9,7 @@ export type { DataReader } from '@kars/policy-compiler';
  * Recompute everything this sandbox's router enforces from the sandbox and its compiled
  * ConfigMaps, with the wire contract's `routerView` (the same function the controller's test
  * router uses), and load it into `state`. Returns when the next approval expires (epoch ms), so
- * the caller can recompute then.
+ * the caller can recompute then. `nowMs` is wall time (epoch ms), compared with approvals' expiry.
  */
 export function loadFromConfigMaps(
   state: PolicyState,
@@ -17,7 +17,7 @@ export function loadFromConfigMaps(
   read: DataReader,
   sourcePrefix: string,
   capabilities: RouterCapabilities,
-  nowMs = Date.now(),
+  nowMs: number,
 ): number | undefined {
   const view = routerView(sandbox, read, { nowMs, capabilities, sourcePrefix });
   state.setView(view);

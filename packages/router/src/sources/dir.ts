@@ -3,6 +3,8 @@ import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { directoryDigest, egressOutcome, inferenceOutcome, toolOutcome } from '@kars/policy-compiler';
 import type { RouterCapabilities } from '@kars/policy-compiler';
+import { sleep, systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 import type { PolicyState } from '../state.js';
 
 /**
@@ -21,12 +23,15 @@ import type { PolicyState } from '../state.js';
 export class DirPolicySource {
   private lastSignature = '';
   private lastLoadMs = 0;
+  private loaded = false;
 
   constructor(
     private readonly dir: string,
     private readonly state: PolicyState,
     private readonly capabilities: RouterCapabilities,
     private readonly pollMs = 500,
+    /** `now()` for the view's age and the poll; `wallNow()` for approvals' expiry. Default the system clock. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   private files(sub: string, exts: string[]): Array<{ name: string; path: string }> {
@@ -69,7 +74,8 @@ export class DirPolicySource {
   /** Load everything now. */
   load(): void {
     this.lastSignature = this.signature();
-    this.lastLoadMs = Date.now();
+    this.lastLoadMs = this.clock.now();
+    this.loaded = true;
     const read = (p: string): string | undefined => {
       try {
         return readFileSync(p, 'utf8');
@@ -117,12 +123,12 @@ export class DirPolicySource {
     }
     const approvalFiles: Record<string, string> = {};
     for (const f of this.files('egress-approvals', ['.json'])) approvalFiles[f.name] = read(f.path) ?? '';
-    this.state.setEgress(egressOutcome(baseline, approvalFiles, Date.now(), join(this.dir, 'egress-approvals')).outcome);
+    this.state.setEgress(egressOutcome(baseline, approvalFiles, this.clock.wallNow(), join(this.dir, 'egress-approvals')).outcome);
   }
 
-  /** Milliseconds since the directory was last checked (the view's age). */
-  viewAgeMs(now = Date.now()): number {
-    return this.lastLoadMs === 0 ? Infinity : now - this.lastLoadMs;
+  /** Milliseconds since the directory was last checked (the view's age); Infinity before the first load. */
+  viewAgeMs(): number {
+    return this.loaded ? this.clock.now() - this.lastLoadMs : Infinity;
   }
 
   /** Load, then reload on change until `signal` aborts. */
@@ -133,7 +139,7 @@ export class DirPolicySource {
       if (signal.aborted) return;
       const sig = this.signature();
       if (sig !== this.lastSignature) this.load();
-      else this.lastLoadMs = Date.now();
+      else this.lastLoadMs = this.clock.now();
     };
     for (const sub of ['', 'inference', 'policies', 'egress', 'egress-approvals']) {
       try {
@@ -144,12 +150,11 @@ export class DirPolicySource {
         // the directory may not exist yet; the poll covers it
       }
     }
-    const poll = setInterval(check, this.pollMs);
-    await new Promise<void>((resolve) => {
-      if (signal.aborted) return resolve();
-      signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-    clearInterval(poll);
+    // The poll: one check every pollMs on the clock until `signal` aborts (sleep ends at once then).
+    while (!signal.aborted) {
+      await sleep(this.clock, this.pollMs, signal);
+      check();
+    }
     for (const w of watchers) w.close();
   }
 }

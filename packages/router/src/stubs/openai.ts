@@ -34,7 +34,7 @@
  * Caveats: no auth, no tools/function calling, no `n > 1`; token counts are whatever it is told.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn, readBody } from '@kars/kube-core';
+import { listenOn, readBody, sleep as sleepOn, systemClock } from '@kars/kube-core';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -226,7 +226,7 @@ function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: 
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number): Promise<void> => sleepOn(systemClock, ms);
 
 /** Start the stub. See the module comment. */
 /** Most recorded requests kept; older ones are dropped. */
@@ -343,7 +343,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     }
 
     const id = `chatcmpl-stub-${++seq}`;
-    const created = Math.floor(Date.now() / 1000);
+    const created = Math.floor(systemClock.wallNow() / 1000);
     const name = target ?? 'gpt-4o-stub';
     const promptFilter = b.noFilter ? undefined : [{ prompt_index: 0, content_filter_results: filterResults(b) }];
     const choiceFilter = b.noFilter ? undefined : filterResults({ ...b, filter: {} });

@@ -8,8 +8,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { silentLogger } from '@kars/kube-core';
 import { RuntimeMetrics } from '@kars/kube-runtime';
-import { pino } from 'pino';
 import { startRouter, type RouterOptions, type RunningRouter } from '../server.js';
 
 /** The files of a policy directory, by kind; each is optional. */
@@ -70,7 +70,7 @@ export async function startDirRouter(
       source: { kind: 'dir', dir },
       instance: 'test',
       metrics: new RuntimeMetrics(),
-      log: pino({ level: 'silent' }),
+      log: silentLogger,
       ...opts,
     },
     ac.signal,

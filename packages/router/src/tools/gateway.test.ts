@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeClock } from '@kars/kube-core';
 import type { PolicySnapshot, ToolRules } from '../snapshot.js';
 import { startMcpStub, type McpStub } from '../stubs/mcp.js';
 import { parseAgtProfile } from './agt.js';
@@ -32,7 +33,7 @@ interface Fixture {
   decisions: ToolDecision[];
   snapshotReads: () => number;
   setTools(tools: ToolRules[]): void;
-  clock: { t: number; now(): number };
+  clock: FakeClock;
   close(): Promise<void>;
 }
 
@@ -45,12 +46,7 @@ async function fixture(
   let current = snap(tools);
   let reads = 0;
   const decisions: ToolDecision[] = [];
-  const clock = {
-    t: 0,
-    now(): number {
-      return this.t;
-    },
-  };
+  const clock = new FakeClock();
   const gw = createMcpGateway({
     snapshot: () => {
       reads++;
@@ -298,7 +294,7 @@ describe('MCP gateway: tools/call', () => {
       assert.equal(limited.json.error.data.code, 'rate_limited');
       assert.equal(limited.json.error.data.retryAfterMs, 1000);
       assert.ok((await post(f.url, call(4, 'read_file'))).json.result, 'another tool has its own bucket');
-      f.clock.t = 1000;
+      f.clock.advance(1000);
       assert.ok((await post(f.url, call(5, 'search'))).json.result);
       assert.equal((await post(f.url, call(6, 'search'))).json.error.code, -32003);
       assert.equal(f.stub.calls.filter((c) => c.tool === 'search').length, 3);

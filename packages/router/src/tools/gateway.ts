@@ -39,7 +39,8 @@ import {
   type JsonRpcId,
   type JsonRpcResponse,
 } from './jsonrpc.js';
-import { ToolRateLimiter, type NowClock } from './ratelimit.js';
+import { ToolRateLimiter } from './ratelimit.js';
+import type { Clock } from '@kars/kube-core';
 import { SseEventSplitter, eventData } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
 import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
@@ -67,8 +68,8 @@ export interface McpGatewayOptions {
   sandbox: string;
   /** The upstream MCP server's name, for `appliesTo.mcpServer` and `server/tool` globs. */
   server?: string;
-  /** Time for the rate limiter (ms; only differences matter). Default `performance.now()`. */
-  clock?: NowClock;
+  /** Time for the rate limiter (its monotonic `now()`). Default the system clock. */
+  clock?: Clock;
   /** Called synchronously for each decision; exceptions it throws are swallowed. */
   onDecision?: (d: ToolDecision) => void;
   /** Path served; default `/mcp`. Other paths return `false`. */

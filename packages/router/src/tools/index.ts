@@ -5,5 +5,5 @@ export type { ToolCallDecision, ToolRefusalCode } from './decide.js';
 export { createMcpGateway, rewriteSse } from './gateway.js';
 export type { McpGatewayHandler, McpGatewayOptions, ToolDecision } from './gateway.js';
 export { effectiveLimit, ToolRateLimiter } from './ratelimit.js';
-export type { NowClock, RateLimitSpec, TakeResult } from './ratelimit.js';
+export type { RateLimitSpec, TakeResult } from './ratelimit.js';
 export { selectToolPolicy, specificity } from './select.js';

@@ -17,12 +17,8 @@
  * Memory: one small record per key ever used; full buckets (indistinguishable from new ones) are
  * swept once the map holds more than `sweepAbove` entries.
  */
-
-/** The parts of a clock this module needs; `@kars/kube-runtime`'s `Clock` fits. */
-export interface NowClock {
-  /** Milliseconds; only differences are used. */
-  now(): number;
-}
+import { systemClock } from '@kars/kube-core';
+import type { Clock } from '@kars/kube-core';
 
 /** A ToolPolicy rate limit, as compiled. */
 export interface RateLimitSpec {
@@ -49,12 +45,13 @@ export function effectiveLimit(spec: RateLimitSpec): { capacity: number; rps: nu
 }
 
 export class ToolRateLimiter {
-  readonly #clock: NowClock;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #buckets = new Map<string, Bucket>();
   readonly #sweepAbove: number;
 
-  constructor(opts: { clock?: NowClock; sweepAbove?: number } = {}) {
-    this.#clock = opts.clock ?? { now: () => performance.now() };
+  /** `clock.now()` (monotonic) measures refill; default the system clock. */
+  constructor(opts: { clock?: Pick<Clock, 'now'>; sweepAbove?: number } = {}) {
+    this.#clock = opts.clock ?? systemClock;
     this.#sweepAbove = opts.sweepAbove ?? 10_000;
   }
 
