@@ -8,7 +8,6 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { FakeClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
-import { SWEEP_INTERVAL_MS } from './egress/proxy.js';
 import { startOpenAIStub } from './stubs/openai.js';
 import { startDirRouter, type DirRouter } from './testing/policy-dir.js';
 
