@@ -3,6 +3,8 @@
 // printed), and a closing summary line "N passed, N failed, N skipped" that ends the output.
 //
 // Used by scripts/run-tests.mjs; set KARS_TEST_REPORTER=spec to get node's own verbose reporter.
+// With KARS_TEST_SUMMARY_FILE set, the counts go to that file as JSON instead of the closing lines.
+import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { inspect } from 'node:util';
 
@@ -98,6 +100,12 @@ export default async function* conciseReporter(source) {
     }
   }
   const secs = ((Date.now() - started) / 1000).toFixed(0);
+  const summaryFile = process.env.KARS_TEST_SUMMARY_FILE;
+  if (summaryFile) {
+    // run-tests.mjs merges several runs into one closing summary (see there).
+    writeFileSync(summaryFile, JSON.stringify({ files: files.size, passed, failed, skipped }));
+    return;
+  }
   yield `\n${files.size} test files in ${secs}s\n`;
   yield `${passed} passed, ${failed} failed, ${skipped} skipped\n`;
 }
