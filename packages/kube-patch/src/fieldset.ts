@@ -2,7 +2,7 @@
  * Which fields an object sets (Apply) and which fields changed between two objects (Update).
  * Without schemas, maps are walked key by key; lists are atomic unless FieldOptions says otherwise.
  */
-import { FieldSet, type FieldPath, type FieldsV1 } from './paths.js';
+import { FieldSet, SEP, type FieldPath, type FieldsV1 } from './paths.js';
 import { deepEqual, isObject } from './util.js';
 
 export interface FieldOptions {
@@ -72,29 +72,39 @@ function ext(p: FieldPath, el: string): FieldPath {
   return [...p, el];
 }
 
+/** The joined key of `ext(p, el)`, given the key of `p` (paths and keys grow together). */
+function extKey(key: string, el: string): string {
+  return key === '' ? el : key + SEP + el;
+}
+
 /** The fields an applied configuration sets (structured-merge-diff ToFieldSet, for typed structs). */
 export function appliedFields(obj: Record<string, unknown>, opts: FieldOptions = {}): FieldSet {
   const set = new FieldSet();
-  const walk = (v: unknown, path: FieldPath, dotted: string, root: boolean): void => {
+  const walk = (v: unknown, path: FieldPath, key: string, dotted: string, root: boolean): void => {
     if (Array.isArray(v)) {
       const kind = listKindOf(dotted, opts);
       const els = listElements(v, kind);
-      if (els === undefined) return set.insert(path);
+      if (els === undefined) return set.insertKeyed(key, path);
       for (const [el, item] of els) {
-        set.insert(ext(path, el));
-        if (isObject(item)) walkMap(item, ext(path, el), `${dotted}[]`, false);
+        const p = ext(path, el);
+        const k = extKey(key, el);
+        set.insertKeyed(k, p);
+        if (isObject(item)) walkMap(item, p, k, `${dotted}[]`, false);
       }
     } else if (isObject(v)) {
-      if (Object.keys(v).length === 0) set.insert(path);
-      else walkMap(v, path, dotted, root);
+      if (Object.keys(v).length === 0) set.insertKeyed(key, path);
+      else walkMap(v, path, key, dotted, root);
     } else {
-      set.insert(path);
+      set.insertKeyed(key, path);
     }
   };
-  const walkMap = (v: Record<string, unknown>, path: FieldPath, dotted: string, root: boolean): void => {
-    for (const k of trackedKeys(v, dotted, opts, root)) walk(v[k], ext(path, `f:${k}`), root ? k : childDotted(dotted, k), false);
+  const walkMap = (v: Record<string, unknown>, path: FieldPath, key: string, dotted: string, root: boolean): void => {
+    for (const k of trackedKeys(v, dotted, opts, root)) {
+      const el = `f:${k}`;
+      walk(v[k], ext(path, el), extKey(key, el), root ? k : childDotted(dotted, k), false);
+    }
   };
-  walkMap(obj, [], '', true);
+  walkMap(obj, [], '', '', true);
   return set;
 }
 
@@ -110,24 +120,27 @@ export interface Comparison {
 }
 
 /** A value and everything under it (maps, list items and leaves), as when it appears or disappears. */
-function addSubtree(v: unknown, path: FieldPath, dotted: string, opts: FieldOptions, set: FieldSet): void {
-  if (!(path.length === 1 && path[0] === 'f:metadata')) set.insert(path);
+function addSubtree(v: unknown, path: FieldPath, key: string, dotted: string, opts: FieldOptions, set: FieldSet): void {
+  if (!(path.length === 1 && path[0] === 'f:metadata')) set.insertKeyed(key, path);
   if (Array.isArray(v)) {
     const els = listElements(v, listKindOf(dotted, opts));
-    for (const [el, item] of els ?? []) addSubtree(item, ext(path, el), `${dotted}[]`, opts, set);
+    for (const [el, item] of els ?? []) addSubtree(item, ext(path, el), extKey(key, el), `${dotted}[]`, opts, set);
   } else if (isObject(v)) {
-    for (const k of trackedKeys(v, dotted, opts, false)) addSubtree(v[k], ext(path, `f:${k}`), childDotted(dotted, k), opts, set);
+    for (const k of trackedKeys(v, dotted, opts, false)) {
+      const el = `f:${k}`;
+      addSubtree(v[k], ext(path, el), extKey(key, el), childDotted(dotted, k), opts, set);
+    }
   }
 }
 
 /** What changed between two objects (structured-merge-diff Compare). */
 export function compareObjects(a: Record<string, unknown>, b: Record<string, unknown>, opts: FieldOptions = {}): Comparison {
   const cmp: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
-  const values = (x: unknown, y: unknown, path: FieldPath, dotted: string): void => {
+  const values = (x: unknown, y: unknown, path: FieldPath, key: string, dotted: string): void => {
     if (x === undefined && y === undefined) return;
-    if (x === undefined) return addSubtree(y, path, dotted, opts, cmp.added);
-    if (y === undefined) return addSubtree(x, path, dotted, opts, cmp.removed);
-    if (isObject(x) && isObject(y)) return maps(x, y, path, dotted, false);
+    if (x === undefined) return addSubtree(y, path, key, dotted, opts, cmp.added);
+    if (y === undefined) return addSubtree(x, path, key, dotted, opts, cmp.removed);
+    if (isObject(x) && isObject(y)) return maps(x, y, path, key, dotted, false);
     if (Array.isArray(x) && Array.isArray(y)) {
       const kind = listKindOf(dotted, opts);
       const ex = listElements(x, kind);
@@ -135,24 +148,39 @@ export function compareObjects(a: Record<string, unknown>, b: Record<string, unk
       if (ex !== undefined && ey !== undefined) {
         const mx = new Map(ex);
         const my = new Map(ey);
-        for (const el of new Set([...mx.keys(), ...my.keys()])) values(mx.get(el), my.get(el), ext(path, el), `${dotted}[]`);
+        for (const el of new Set([...mx.keys(), ...my.keys()]))
+          values(mx.get(el), my.get(el), ext(path, el), extKey(key, el), `${dotted}[]`);
         return;
       }
     }
     if (deepEqual(x, y)) return;
     const sameShape = Array.isArray(x) === Array.isArray(y) && isObject(x) === isObject(y);
-    if (!sameShape) addSubtree(x, path, dotted, opts, cmp.removed);
-    cmp.modified.insert(path);
+    if (!sameShape) addSubtree(x, path, key, dotted, opts, cmp.removed);
+    cmp.modified.insertKeyed(key, path);
   };
-  const maps = (x: Record<string, unknown>, y: Record<string, unknown>, path: FieldPath, dotted: string, root: boolean): void => {
-    const keys = new Set([...trackedKeys(x, dotted, opts, root), ...trackedKeys(y, dotted, opts, root)]);
-    for (const k of keys) {
-      const vx = Object.hasOwn(x, k) ? x[k] : undefined;
-      const vy = Object.hasOwn(y, k) ? y[k] : undefined;
-      values(vx, vy, ext(path, `f:${k}`), root ? k : childDotted(dotted, k));
-    }
+  const maps = (
+    x: Record<string, unknown>,
+    y: Record<string, unknown>,
+    path: FieldPath,
+    key: string,
+    dotted: string,
+    root: boolean,
+  ): void => {
+    const visit = (k: string): void => {
+      const el = `f:${k}`;
+      values(
+        Object.hasOwn(x, k) ? x[k] : undefined,
+        Object.hasOwn(y, k) ? y[k] : undefined,
+        ext(path, el),
+        extKey(key, el),
+        root ? k : childDotted(dotted, k),
+      );
+    };
+    // Keys of x, then those only y has (which keys are tracked depends on the key alone).
+    for (const k of trackedKeys(x, dotted, opts, root)) visit(k);
+    for (const k of trackedKeys(y, dotted, opts, root)) if (!Object.hasOwn(x, k)) visit(k);
   };
-  maps(a, b, [], '', true);
+  maps(a, b, [], '', '', true);
   return cmp;
 }
 

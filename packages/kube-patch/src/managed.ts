@@ -5,7 +5,7 @@
 import type { KubeObject, ManagedFieldsEntry } from '@kars/kube-core';
 import { compareObjects, type FieldOptions } from './fieldset.js';
 import { FieldSet } from './paths.js';
-import { clone, isObject } from './util.js';
+import { clone, isObject, setOwn } from './util.js';
 
 export interface Entry {
   manager: string;
@@ -105,12 +105,27 @@ export function setManagedFields(obj: KubeObject, entries: Entry[]): void {
   else delete obj.metadata.managedFields;
 }
 
-/** A copy of obj without metadata.managedFields. */
+/** A copy of obj without metadata.managedFields (which is not copied at all). */
 export function withoutManagedFields<T extends Record<string, unknown>>(obj: T): T {
-  const c = clone(obj);
-  const meta = c['metadata'];
-  if (isObject(meta)) delete meta['managedFields'];
-  return c;
+  const meta = obj['metadata'];
+  if (!isObject(meta) || !Object.hasOwn(meta, 'managedFields')) return clone(obj);
+  const c: Record<string, unknown> = {};
+  for (const k of Object.keys(obj)) setOwn(c, k, k === 'metadata' ? metaWithout(meta, true) : clone(obj[k]));
+  return c as T;
+}
+
+/** metadata without managedFields: deep-copied, or (copy false) a shallow view for reading only. */
+function metaWithout(meta: Record<string, unknown>, copy: boolean): Record<string, unknown> {
+  const m: Record<string, unknown> = {};
+  for (const k of Object.keys(meta)) if (k !== 'managedFields') setOwn(m, k, copy ? clone(meta[k]) : meta[k]);
+  return m;
+}
+
+/** obj without metadata.managedFields, sharing everything else with obj: only for reading. */
+function viewWithoutManagedFields(obj: KubeObject): Record<string, unknown> {
+  const meta = obj.metadata as unknown;
+  if (!isObject(meta) || !Object.hasOwn(meta, 'managedFields')) return obj;
+  return { ...obj, metadata: metaWithout(meta, false) };
 }
 
 /** kube treats managedFields: [] and managedFields: [{}] as a request to clear them. */
@@ -147,16 +162,18 @@ export function trackUpdate(
   const result = withoutManagedFields(newObj);
   // Like kube's skipNonApplied manager: an existing object without managed fields stays untracked until an apply.
   if (oldObj !== undefined && entries.length === 0) return result;
-  const before = oldObj === undefined ? {} : withoutManagedFields(oldObj);
+  // The old object is only compared, never changed or returned: no copy.
+  const before = oldObj === undefined ? {} : viewWithoutManagedFields(oldObj);
   const opts: FieldOptions = subresource === 'status' ? { ...options, ignoreStatus: false } : options;
   const cmp = compareObjects(before, result, opts);
   const changed = cmp.modified.union(cmp.added);
-  const id = identity(manager, 'Update', apiVersion, subresource || undefined);
+  const sub = subresource || undefined;
   let mine: Entry | undefined;
   for (const e of entries) {
-    e.set = e.set.difference(cmp.removed);
-    if (entryId(e) === id) mine = e;
-    else e.set = e.set.difference(changed);
+    if (cmp.removed.size > 0) e.set = e.set.difference(cmp.removed);
+    // identity(manager, 'Update', apiVersion, sub), compared field by field
+    if (e.manager === manager && e.operation === 'Update' && e.apiVersion === apiVersion && (e.subresource ?? '') === (sub ?? '')) mine = e;
+    else if (changed.size > 0) e.set = e.set.difference(changed);
   }
   if (changed.size > 0) {
     if (mine === undefined) {

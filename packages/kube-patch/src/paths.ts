@@ -9,11 +9,22 @@ import { isObject } from './util.js';
 export type FieldsV1 = Record<string, unknown>;
 export type FieldPath = readonly string[];
 
-const SEP = '\u0000';
+/** Joins a path's elements into the key a {@link FieldSet} stores it under. */
+export const SEP = '\u0000';
 
-/** A set of field paths. A path is a member on its own; prefixes are not implied. */
+/**
+ * A set of field paths. A path is a member on its own; prefixes are not implied.
+ * Members are kept by their joined key, so set operations compare and copy keys without joining
+ * paths again (field tracking runs on every write of the apiserver).
+ */
 export class FieldSet {
-  private readonly members = new Map<string, FieldPath>();
+  private members = new Map<string, FieldPath>();
+
+  private static wrap(members: Map<string, FieldPath>): FieldSet {
+    const s = new FieldSet();
+    s.members = members;
+    return s;
+  }
 
   static of(paths: Iterable<FieldPath>): FieldSet {
     const s = new FieldSet();
@@ -23,6 +34,11 @@ export class FieldSet {
 
   insert(p: FieldPath): void {
     if (p.length > 0) this.members.set(p.join(SEP), p);
+  }
+
+  /** Insert `p` whose joined key (`p.join(SEP)`) the caller already has. */
+  insertKeyed(key: string, p: FieldPath): void {
+    if (p.length > 0) this.members.set(key, p);
   }
 
   has(p: FieldPath): boolean {
@@ -38,21 +54,27 @@ export class FieldSet {
   }
 
   union(o: FieldSet): FieldSet {
-    const s = FieldSet.of(this.paths());
-    for (const p of o.paths()) s.insert(p);
-    return s;
+    const m = new Map(this.members);
+    for (const [k, p] of o.members) m.set(k, p);
+    return FieldSet.wrap(m);
   }
 
   difference(o: FieldSet): FieldSet {
-    return FieldSet.of(this.paths().filter((p) => !o.has(p)));
+    const m = new Map<string, FieldPath>();
+    for (const [k, p] of this.members) if (!o.members.has(k)) m.set(k, p);
+    return FieldSet.wrap(m);
   }
 
   intersection(o: FieldSet): FieldSet {
-    return FieldSet.of(this.paths().filter((p) => o.has(p)));
+    const m = new Map<string, FieldPath>();
+    for (const [k, p] of this.members) if (o.members.has(k)) m.set(k, p);
+    return FieldSet.wrap(m);
   }
 
   equals(o: FieldSet): boolean {
-    return this.size === o.size && this.paths().every((p) => o.has(p));
+    if (this.size !== o.size) return false;
+    for (const k of this.members.keys()) if (!o.members.has(k)) return false;
+    return true;
   }
 
   /** Every strict prefix of every member, as joined keys (to ask "is anything owned below p?"). */
@@ -80,19 +102,26 @@ export class FieldSet {
   /** Parse the FieldsV1 wire form; throws PatchError when it is not a FieldsV1 tree. */
   static fromFieldsV1(f: unknown): FieldSet {
     const s = new FieldSet();
-    const walk = (node: unknown, path: string[]): void => {
+    const walk = (node: unknown, path: string[], key: string): void => {
       if (!isObject(node)) throw new PatchError('invalid fieldsV1: every node must be an object', 'KARS_PATCH_INVALID');
       const keys = Object.keys(node);
-      if (path.length > 0 && (keys.length === 0 || keys.includes('.'))) s.insert(path);
+      if (path.length > 0 && (keys.length === 0 || Object.hasOwn(node, '.'))) s.members.set(key, path);
       for (const k of keys) {
         if (k === '.') continue;
-        if (!/^[fkvi]:/.test(k)) throw new PatchError(`invalid fieldsV1 key ${JSON.stringify(k)}`, 'KARS_PATCH_INVALID');
-        walk(node[k], [...path, k]);
+        if (!isElement(k)) throw new PatchError(`invalid fieldsV1 key ${JSON.stringify(k)}`, 'KARS_PATCH_INVALID');
+        walk(node[k], [...path, k], path.length === 0 ? k : key + SEP + k);
       }
     };
-    walk(f ?? {}, []);
+    walk(f ?? {}, [], '');
     return s;
   }
+}
+
+/** A FieldsV1 path element: `f:`, `k:`, `v:` or `i:` and its body. */
+function isElement(k: string): boolean {
+  if (k.length < 2 || k.charCodeAt(1) !== 58 /* : */) return false;
+  const c = k.charCodeAt(0);
+  return c === 102 /* f */ || c === 107 /* k */ || c === 118 /* v */ || c === 105; /* i */
 }
 
 const ORDER = 'fkvi';
