@@ -128,11 +128,26 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
-  const requests = new Counter({
+  // Counted in plain numbers per request and handed to prom-client at scrape time: a labelled
+  // `inc()` hashes its labels on every call, which the hot path need not pay.
+  const decisions = new Map<string, { labels: { surface: string; decision: string }; n: number; published: number }>();
+  const countDecision = (surface: string, decision: string): void => {
+    const key = `${surface}\0${decision}`;
+    const c = decisions.get(key);
+    if (c !== undefined) c.n++;
+    else decisions.set(key, { labels: { surface, decision }, n: 1, published: 0 });
+  };
+  new Counter({
     name: 'kars_router_requests_total',
     help: 'Agent requests by surface and decision.',
     labelNames: ['surface', 'decision'],
     registers: [registry],
+    collect() {
+      for (const c of decisions.values()) {
+        if (c.n > c.published) this.inc(c.labels, c.n - c.published);
+        c.published = c.n;
+      }
+    },
   });
   const stale = new Counter({
     name: 'kars_router_stale_requests_total',
@@ -189,10 +204,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     budget,
     ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
     ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
-    onDecision: (d) => requests.inc({ surface: 'inference', decision: d.decision }),
+    onDecision: (d) => countDecision('inference', d.decision),
   });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
-    if (d.kind === 'call') requests.inc({ surface: 'tools', decision: d.decision });
+    if (d.kind === 'call') countDecision('tools', d.decision);
   };
   // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
   const gateways = new Map<string, McpGatewayHandler>();
@@ -348,7 +363,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       snapshot: () => state.current(),
       sandbox: opts.sandbox,
       clock,
-      onDecision: (d) => requests.inc({ surface: 'egress', decision: d.decision }),
+      onDecision: (d) => countDecision('egress', d.decision),
     });
     egressUrl = egress.url;
     egressClose = () => egress.close();

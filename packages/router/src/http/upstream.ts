@@ -71,6 +71,31 @@ export interface UpstreamResponse {
   body: Readable;
 }
 
+/**
+ * Receives one upstream answer from {@link UpstreamClient.dispatch}, in order: `onHead`, any number
+ * of `onData`, then `onEnd` or `onError`; or `onError` alone when no answer came. Exactly one of
+ * `onEnd` / `onError` is called, once. The callbacks run inside undici's parser: they must not
+ * throw (a throw aborts the request, and `onError` follows).
+ */
+export interface UpstreamSink {
+  /** The response head (header names lower case, repeated headers as arrays); `call` is the request's. */
+  onHead(status: number, headers: IncomingHttpHeaders, call: UpstreamCall): void;
+  /** A body chunk; return false to pause the upstream until {@link UpstreamCall.resume}. */
+  onData(chunk: Buffer): boolean;
+  /** The body has ended. */
+  onEnd(): void;
+  /** The request failed; `answered` says whether `onHead` had been called (the body was cut short). */
+  onError(err: Error, answered: boolean): void;
+}
+
+/** A request in flight from {@link UpstreamClient.dispatch}. */
+export interface UpstreamCall {
+  /** Continue after `onData` returned false. */
+  resume(): void;
+  /** Cut the request (before or after its head); the sink's `onError` follows unless it had ended. */
+  abort(): void;
+}
+
 const STALE_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 /** Set on a socket error by our connector: whether the socket had read bytes before it failed. */
 const HAD_READ = Symbol('kars.upstream.hadRead');
@@ -124,11 +149,7 @@ export class UpstreamClient {
     } catch (err) {
       if (r.retryStale !== true || (r.signal instanceof AbortSignal && r.signal.aborted) || !isStaleConnectionError(err)) throw err;
       // A connection of its own: the other pooled ones may be just as stale.
-      const fresh = new Client(r.origin, {
-        connect: this.#connect,
-        headersTimeout: this.#opts.headersTimeoutMs,
-        bodyTimeout: this.#opts.bodyTimeoutMs,
-      });
+      const fresh = this.freshClient(r.origin);
       try {
         return await this.#send(fresh, r);
       } finally {
@@ -136,6 +157,39 @@ export class UpstreamClient {
         void fresh.close().catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * Send `r` and hand its answer to `sink` as it arrives, with no stream or promise in between (the
+   * inference hot path). The same pool, timeouts and stale-connection rule as {@link request};
+   * `r.signal` is not used (call `abort()` on the result).
+   */
+  dispatch(r: UpstreamRequest, sink: UpstreamSink): UpstreamCall {
+    const ex = new Exchange(this, r, sink);
+    ex.send(this.#agent);
+    return ex;
+  }
+
+  /** A client with a connection of its own, for the one retry after a stale pooled connection. */
+  freshClient(origin: string): Client {
+    return new Client(origin, {
+      connect: this.#connect,
+      headersTimeout: this.#opts.headersTimeoutMs,
+      bodyTimeout: this.#opts.bodyTimeoutMs,
+    });
+  }
+
+  /** undici dispatch options of `r`. */
+  dispatchOptions(r: UpstreamRequest): Dispatcher.DispatchOptions {
+    return {
+      origin: r.origin,
+      path: r.path,
+      method: r.method,
+      headers: r.headers as Record<string, string | string[]>,
+      body: r.body ?? null,
+      headersTimeout: r.headersTimeoutMs ?? this.#opts.headersTimeoutMs,
+      bodyTimeout: r.bodyTimeoutMs ?? this.#opts.bodyTimeoutMs,
+    };
   }
 
   async #send(d: Dispatcher, r: UpstreamRequest): Promise<UpstreamResponse> {
@@ -155,5 +209,89 @@ export class UpstreamClient {
   /** Close every pooled connection (requests in flight are cut). */
   async close(): Promise<void> {
     await this.#agent.destroy().catch(() => undefined);
+  }
+}
+
+/**
+ * One {@link UpstreamClient.dispatch}: an undici dispatch handler (undici 7's controller interface:
+ * onRequestStart / onResponseStart / onResponseData / onResponseEnd / onResponseError, called by its
+ * HTTP/1.1 parser) that feeds an {@link UpstreamSink}, applies the stale-connection retry, and is
+ * the caller's {@link UpstreamCall}.
+ */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
+  readonly #client: UpstreamClient;
+  readonly #r: UpstreamRequest;
+  readonly #sink: UpstreamSink;
+  #controller: Dispatcher.DispatchController | undefined = undefined;
+  #answered = false;
+  #aborted = false;
+  #settled = false;
+  #retried = false;
+  #fresh: Client | undefined = undefined;
+
+  constructor(client: UpstreamClient, r: UpstreamRequest, sink: UpstreamSink) {
+    this.#client = client;
+    this.#r = r;
+    this.#sink = sink;
+  }
+
+  send(d: Dispatcher): void {
+    d.dispatch(this.#client.dispatchOptions(this.#r), this);
+  }
+
+  resume(): void {
+    if (!this.#settled) this.#controller?.resume();
+  }
+
+  abort(): void {
+    if (this.#aborted || this.#settled) return;
+    this.#aborted = true;
+    // Before undici has handed the request a connection there is nothing to cut yet: onRequestStart does it.
+    this.#controller?.abort(new Error('upstream request aborted'));
+  }
+
+  // ---- undici's dispatch handler ----
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#aborted) controller.abort(new Error('upstream request aborted'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    // 1xx informational heads (103 Early Hints) precede the answer; they are not it.
+    if (status < 200) return;
+    this.#answered = true;
+    this.#sink.onHead(status, headers, this);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#sink.onData(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#closeFresh();
+    this.#sink.onEnd();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    if (this.#settled) return;
+    if (!this.#answered && !this.#aborted && !this.#retried && this.#r.retryStale === true && isStaleConnectionError(err)) {
+      // A connection of its own: the other pooled ones may be just as stale.
+      this.#retried = true;
+      this.#controller = undefined;
+      this.#fresh = this.#client.freshClient(this.#r.origin);
+      this.send(this.#fresh);
+      return;
+    }
+    this.#settled = true;
+    this.#closeFresh();
+    this.#sink.onError(err, this.#answered);
+  }
+
+  #closeFresh(): void {
+    // Closes once its one request is done (or at once when it failed).
+    if (this.#fresh !== undefined) void this.#fresh.close().catch(() => undefined);
   }
 }

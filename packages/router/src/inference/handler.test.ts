@@ -789,3 +789,136 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
     await assert.rejects(chat(r, MSG));
   });
 });
+
+describe('inference route: the dispatch relay (ADR 0020)', { timeout: 30_000 }, () => {
+  /** An http upstream on 127.0.0.1 answering with `handler`, closed after the test. */
+  async function upstreamOf(t: TestContext, handler: http.RequestListener): Promise<URL> {
+    const server = http.createServer(handler);
+    const port = await listen(server);
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    return new URL(`http://127.0.0.1:${port}`);
+  }
+
+  it('pauses the upstream while the client does not read (backpressure), and cuts it when the client leaves', async (t) => {
+    const total = 256 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let sent = 0;
+    let upstreamClosed = false;
+    const upstream = await upstreamOf(t, (req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+      const pump = (): void => {
+        while (sent < total) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('close', () => (upstreamClosed = true));
+      pump();
+    });
+    const r = await rig(t, { upstream });
+    const { port } = new URL(r.url);
+    const client = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions' });
+    client.end(JSON.stringify(MSG));
+    const res = await new Promise<http.IncomingMessage>((resolve) => client.once('response', resolve));
+    res.pause();
+    assert.equal(res.statusCode, 200);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Without backpressure the router keeps reading into memory (50 MiB in 1.5 s on a loaded 2-core
+    // VM, far more on a quiet one); with it the upstream stalls once the socket buffers on the way
+    // are full (~9 MiB measured; send buffers are capped at 4 MiB and a receive buffer that is not
+    // read does not grow).
+    assert.ok(sent < 32 * 1024 * 1024, `the upstream wrote ${sent} bytes while the client read nothing`);
+    res.destroy();
+    await until(() => upstreamClosed, 'the upstream request was cut after the client left');
+  });
+
+  it('judges the final answer, not a 103 Early Hints head before it', async (t) => {
+    const blocked = JSON.stringify({
+      choices: [{ index: 0, message: { content: 'x' } }],
+      prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: 'high' } } }],
+      usage: { total_tokens: 3 },
+    });
+    const server = net.createServer((sock) => {
+      sock.on('error', () => undefined);
+      sock.once('data', () => {
+        sock.write('HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n');
+        sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(blocked)}\r\n\r\n${blocked}`);
+      });
+    });
+    const port = await listen(server);
+    t.after(() => server.close());
+    const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`), inference: rules({ contentSafety: safety({ hate: 'Low' }) }) });
+    const res = await chat(r, MSG);
+    assert.equal(res.status, 403);
+    assert.equal(res.json.error.code, 'inference_policy_content_safety_exceeded');
+    assert.deepEqual(r.decisions.at(-1), { sandbox: 'sb-default', decision: 'deny', code: 'inference_policy_content_safety_exceeded' });
+  });
+
+  it('refuses with 502 a body to judge that grows past 16 MiB, and cuts the upstream', async (t) => {
+    let upstreamClosed = false;
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    const upstream = await upstreamOf(t, (req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      let n = 0;
+      const pump = (): void => {
+        while (n++ < 64) if (!res.write(chunk)) return void res.once('drain', pump);
+        res.end();
+      };
+      res.on('close', () => (upstreamClosed = true));
+      pump();
+    });
+    const r = await rig(t, { upstream, inference: rules({ contentSafety: safety({ hate: 'Low' }) }) });
+    const res = await chat(r, MSG);
+    assert.equal(res.status, 502);
+    assert.equal(res.json.error.type, 'proxy_error');
+    await until(() => upstreamClosed, 'the upstream was cut at the limit');
+  });
+
+  it('settles a request whose client left before the answer: its reservation no longer holds the budget', async (t) => {
+    let hanging: http.ServerResponse | undefined;
+    let hangClosed = false;
+    const upstream = await upstreamOf(t, (req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (body.includes('hang')) {
+          hanging = res;
+          res.on('close', () => (hangClosed = true));
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"choices":[],"usage":{"total_tokens":1}}');
+      });
+    });
+    const r = await rig(t, { upstream, inference: rules({ tokenBudget: tokens({ dailyTokens: 100 }) }) });
+    const ac = new AbortController();
+    const gone = fetch(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ ...MSG, messages: [{ role: 'user', content: 'hang' }] }),
+      signal: ac.signal,
+    }).catch(() => undefined);
+    await until(() => hanging !== undefined, 'the first request reached the upstream');
+    assert.equal((await chat(r, MSG)).status, 429, 'the request in flight holds its reservation');
+    ac.abort();
+    await gone;
+    await until(() => hangClosed, 'the upstream request was cut when the client left');
+    let status = 0;
+    await until(async () => (status = (await chat(r, MSG)).status) === 200, 'the reservation was settled at 0');
+    assert.equal(status, 200);
+  });
+});
+
+/** Poll `cond` every 20 ms for up to 5 s. */
+async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > 5000) throw new Error(`not within 5 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

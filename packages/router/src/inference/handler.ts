@@ -59,52 +59,36 @@
  *   usage chunk (`choices: []`) even when they did not ask for it.
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { EventEmitter } from 'node:events';
 import { readBody } from '@kars/kube-core';
 import type { SnapshotSource } from '../snapshot.js';
 import type { TokenBudgetTracker } from './budget.js';
-import {
-  budgetExceeded,
-  decisionHeaders,
-  guardrailFlagged,
-  guardrailUnavailable,
-  proxyError,
-  refusalHeaders,
-  refusalJson,
-  sendRefusal,
-  streamRefusalFrames,
-  type InferenceRefusal,
-} from './errors.js';
-import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
-import { eventData, splitEvents } from '../http/sse.js';
+import { budgetExceeded, guardrailFlagged, guardrailUnavailable, proxyError, refusalHeaders, refusalJson, sendRefusal } from './errors.js';
+import type { InferenceRefusal } from './errors.js';
 import { endToEndHeaders } from '../http/headers.js';
-import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
-import { answerTexts, moderate, type GuardrailBackend } from './guardrails.js';
+import { UpstreamClient, type UpstreamCall, type UpstreamSink } from '../http/upstream.js';
+import { moderate, type GuardrailBackend } from './guardrails.js';
 import {
   MAX_REQUEST_BODY_BYTES,
   SANDBOX_HEADER,
   attemptFor,
   decideHead,
   decideRequest,
-  judgeAnswer,
   matchInferencePath,
   relayMode,
   settleTokens,
   tooLarge,
   tryNext,
-  upstreamFilterReason,
   type Forward,
   type Meter,
   type PipelineContext,
   type Reject,
 } from './pipeline.js';
-import type { ContentSafetyRules } from './safety.js';
+import { createRelay, type BodyRelay, type Decide } from './relay.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, matchInferencePath, routePlan } from './pipeline.js';
 export type { InferenceRoute } from './pipeline.js';
 
-/** Largest upstream body the route buffers to judge; a larger one is refused (floor active) or passed unjudged. */
-export const MAX_BUFFERED_RESPONSE_BYTES = 16 * 1024 * 1024;
+export { MAX_BUFFERED_RESPONSE_BYTES } from './relay.js';
 /** Default time allowed for upstream response headers. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 300_000;
 
@@ -142,11 +126,8 @@ export interface InferenceHandlerOptions {
 /** The request handler; `close()` drops the upstream keep-alive connections of a client it owns. */
 export type InferenceHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & { close(): void };
 
-type Decide = (decision: 'allow' | 'deny', code?: string) => void;
-
 /** Request headers the route sets itself, or never forwards (the identity header is internal). */
 const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set(['host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
-const CONTENT_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 
 function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
   const out = endToEndHeaders(inh, REQUEST_RECOMPUTED);
@@ -154,23 +135,6 @@ function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): Outgoing
   // The route reads response bodies (usage, annotations), so they must arrive uncompressed.
   out['accept-encoding'] = 'identity';
   return out;
-}
-
-function tryParse(b: Buffer): unknown {
-  try {
-    return JSON.parse(b.toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-/** One answer being relayed: the client response, the upstream answer, its meter and the decision reporter. */
-interface Relay {
-  res: ServerResponse;
-  up: UpstreamResponse;
-  status: number;
-  meter: Meter;
-  decide: Decide;
 }
 
 /** Create the chat-completions handler. See the module comment for what it enforces. */
@@ -241,135 +205,140 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide): Promise<void> {
-    const headers = forwardRequestHeaders(req.headers, host);
-    // An EventEmitter as the abort signal: an AbortController per request costs more on the hot path.
-    const abort = new EventEmitter();
-    let current: UpstreamResponse | undefined;
-    let gone = false;
-    const onClose = (): void => {
-      if (res.writableFinished) return;
-      gone = true;
-      abort.emit('abort');
-      current?.body.destroy();
-    };
-    res.once('close', onClose);
-    const { candidates } = d;
-    for (let i = 0; i < candidates.length; i++) {
-      if (gone) return;
-      const last = i === candidates.length - 1;
-      const attempt = attemptFor(d, candidates[i], ctx.basePath);
-      let up: UpstreamResponse;
-      try {
-        up = await client.request({
-          origin,
-          path: attempt.path,
-          method: 'POST',
-          headers,
-          body: attempt.body,
-          headersTimeoutMs: timeoutMs,
-          retryStale: true,
-          signal: abort,
-        });
-      } catch {
-        if (gone) return;
-        if (!last) continue;
-        decide('allow', 'proxy_error');
-        sendRefusal(res, proxyError());
-        return;
-      }
-      up.body.on('error', () => undefined);
-      if (tryNext(up.status, last)) {
-        up.body.resume();
-        continue;
-      }
-      current = up;
-      meter.status = up.status;
-      const relay: Relay = { res, up, status: up.status, meter, decide };
-      switch (relayMode(up.status, up.headers['content-type'], d)) {
-        case 'stream-moderated':
-          await relayStreamModerated(relay, d.floor, opts.guardrail);
-          return;
-        case 'stream':
-          await relayStream(relay, d.floor);
-          return;
-        case 'judged':
-          await relayJudged(relay, d.floor, d.moderateOutput ? opts.guardrail : undefined);
-          return;
-        case 'plain':
-          await relayPlain(relay);
-          return;
-      }
-    }
-  }
-
-  /** Moderate an answer's texts; on anything but clean, refuse (when the client is still there) and say so. */
-  async function refusedByOutputStage(x: Relay, guard: GuardrailBackend, docs: unknown[]): Promise<boolean> {
-    const m = await moderate(guard, answerTexts(docs), client);
-    if (m.kind === 'clean') return false;
-    const r = m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail);
-    refuse(x.res, r, x.decide);
-    return true;
-  }
-
-  /** Buffer the whole body, judge it (floor, output stage), and send it or the refusal. */
-  async function relayJudged(x: Relay, floor: ContentSafetyRules | undefined, guard: GuardrailBackend | undefined): Promise<void> {
-    const body = await bufferToJudge(x);
-    if (body === undefined) return;
-    const { res, status } = x;
-    const doc = tryParse(body);
-    const ok = status >= 200 && status < 300;
-    if (ok) {
-      const total = usageTotal(doc);
-      if (total !== undefined) x.meter.usage = total;
-    }
-    const blocked = judgeAnswer(status, doc, floor);
-    if (blocked !== undefined) {
-      refuse(res, blocked, x.decide);
-      return;
-    }
-    if (guard !== undefined && ok && (await refusedByOutputStage(x, guard, [doc]))) return;
-    const headers = endToEndHeaders(x.up.headers, CONTENT_LENGTH);
-    headers['content-length'] = body.length;
-    if (status === 400 || status === 403) {
-      const reason = upstreamFilterReason(doc);
-      if (reason !== undefined) Object.assign(headers, decisionHeaders('UpstreamContentFilter', reason));
-    }
-    x.decide('allow');
-    res.writeHead(status, headers);
-    res.end(body);
+  /**
+   * Send the request to each candidate in turn (step 6) and relay the answer that is not passed
+   * over; resolves when the exchange is over and `meter` holds what the settlement needs.
+   */
+  function forward(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide): Promise<void> {
+    return new Promise((resolve) => new Exchange(req, res, d, meter, decide, resolve).next());
   }
 
   /**
-   * A stream under an output guardrail: buffered whole (up to the judging limit), moderated, then
-   * passed through the content-safety gate and sent — or refused with a plain JSON 403/503, since
-   * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
+   * One request's upstream exchange: the attempts at each candidate, each an {@link UpstreamSink}
+   * fed straight by the upstream client, and the relay of the answer kept.
    */
-  async function relayStreamModerated(x: Relay, floor: ContentSafetyRules | undefined, guard: GuardrailBackend | undefined): Promise<void> {
-    const all = await bufferToJudge(x);
-    if (all === undefined) return;
-    const docs: unknown[] = [];
-    for (const ev of splitEvents(all)) {
-      const data = eventData(ev.toString('utf8'))?.trim();
-      if (data !== undefined && data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
+  class Exchange {
+    readonly #res: ServerResponse;
+    readonly #d: Forward;
+    readonly #meter: Meter;
+    readonly #decide: Decide;
+    readonly #headers: OutgoingHttpHeaders;
+    readonly #resolve: () => void;
+    #i = 0;
+    /** The latest attempt: the one the client's going away aborts. */
+    #attempt: Attempt | undefined = undefined;
+    #gone = false;
+    #over = false;
+    readonly #onClose = (): void => {
+      if (this.#res.writableFinished) return;
+      this.#gone = true;
+      // The attempt hears of it through its aborted upstream request's onError (at once when it
+      // has a connection, else when undici gives it one), and ends the exchange from there.
+      const call = this.#attempt?.call;
+      if (call === undefined) this.done();
+      else call.abort();
+    };
+
+    constructor(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide, resolve: () => void) {
+      this.#res = res;
+      this.#d = d;
+      this.#meter = meter;
+      this.#decide = decide;
+      this.#resolve = resolve;
+      this.#headers = forwardRequestHeaders(req.headers, host);
+      res.once('close', this.#onClose);
     }
-    if (guard !== undefined && (await refusedByOutputStage(x, guard, docs))) return;
-    const gate = new SseGate(floor);
-    const g1 = gate.push(all);
-    const g2 = g1.blocked === undefined ? gate.end() : g1;
-    const usage = gate.usage();
-    if (usage !== undefined) x.meter.usage = usage;
-    const headers = endToEndHeaders(x.up.headers, CONTENT_LENGTH);
-    const blocked = g1.blocked ?? g2.blocked;
-    if (blocked !== undefined) {
-      x.decide('deny', blocked.body.error.code);
-      x.res.writeHead(x.status, { ...headers, ...decisionHeaders('InferencePolicy', blocked.body.error.message) });
-      x.res.end(streamRefusalFrames(blocked));
-      return;
+
+    /** The exchange is over (idempotent). */
+    readonly done = (): void => {
+      if (this.#over) return;
+      this.#over = true;
+      this.#res.off('close', this.#onClose);
+      this.#resolve();
+    };
+
+    /** Send the attempt at the next candidate. */
+    next(): void {
+      if (this.#gone || this.#over) return this.done();
+      const { candidates } = this.#d;
+      const i = this.#i++;
+      const last = i === candidates.length - 1;
+      const target = attemptFor(this.#d, candidates[i], ctx.basePath);
+      const a = new Attempt(this, last);
+      this.#attempt = a;
+      // (A failure inside dispatch() reaches a.onError first, which may already have moved on.)
+      a.call = client.dispatch(
+        {
+          origin,
+          path: target.path,
+          method: 'POST',
+          headers: this.#headers,
+          body: target.body,
+          headersTimeoutMs: timeoutMs,
+          retryStale: true,
+        },
+        a,
+      );
     }
-    x.decide('allow');
-    x.res.writeHead(x.status, headers);
-    x.res.end(g2 === g1 ? g1.out : Buffer.concat([g1.out, g2.out]));
+
+    /** The answer of an attempt arrived: pass it over (step 6) or relay it (steps 8, 9). */
+    head(status: number, headers: IncomingHttpHeaders, last: boolean, call: UpstreamCall): BodyRelay | undefined {
+      if (this.#gone || this.#over) {
+        call.abort();
+        return undefined;
+      }
+      if (tryNext(status, last)) {
+        // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
+        this.next();
+        return undefined;
+      }
+      this.#meter.status = status;
+      const mode = relayMode(status, headers['content-type'], this.#d);
+      return createRelay(
+        mode,
+        { res: this.#res, status, headers, meter: this.#meter, decide: this.#decide, call, done: this.done },
+        { floor: this.#d.floor, guard: mode === 'judged' && !this.#d.moderateOutput ? undefined : opts.guardrail, client },
+      );
+    }
+
+    /** An attempt failed before its answer: the next candidate, or 502 after the last. */
+    failed(last: boolean): void {
+      if (this.#gone || this.#over) return this.done();
+      if (!last) return this.next();
+      this.#decide('allow', 'proxy_error');
+      sendRefusal(this.#res, proxyError());
+      this.done();
+    }
+  }
+
+  /** One attempt at one candidate: the sink its upstream request feeds. */
+  class Attempt implements UpstreamSink {
+    readonly #x: Exchange;
+    readonly #last: boolean;
+    #relay: BodyRelay | undefined = undefined;
+    call: UpstreamCall | undefined = undefined;
+
+    constructor(x: Exchange, last: boolean) {
+      this.#x = x;
+      this.#last = last;
+    }
+
+    onHead(status: number, headers: IncomingHttpHeaders, call: UpstreamCall): void {
+      this.#relay = this.#x.head(status, headers, this.#last, call);
+    }
+
+    onData(chunk: Buffer): boolean {
+      return this.#relay === undefined ? true : this.#relay.onData(chunk);
+    }
+
+    onEnd(): void {
+      this.#relay?.onEnd();
+    }
+
+    onError(_err: Error, answered: boolean): void {
+      if (!answered) this.#x.failed(this.#last);
+      else this.#relay?.onError();
+    }
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
@@ -404,158 +373,5 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     close: (): void => {
       if (opts.client === undefined) void client.close();
     },
-  });
-}
-
-/** Resolve when the upstream body has ended or failed, or the client went away. */
-function settled(x: Relay): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => resolve();
-    x.up.body.once('end', done);
-    x.up.body.once('error', done);
-    x.up.body.once('close', done);
-    x.res.once('close', done);
-  });
-}
-
-/** Relay the upstream body to the client with backpressure, handing each chunk to `onChunk` (which returns what to write). */
-function pump(x: Relay, onChunk: (c: Buffer) => Buffer | undefined): void {
-  const { up, res } = x;
-  up.body.on('data', (c: Buffer) => {
-    const out = onChunk(c);
-    if (out === undefined || out.length === 0 || res.destroyed) return;
-    if (!res.write(out)) {
-      up.body.pause();
-      res.once('drain', () => up.body.resume());
-    }
-  });
-}
-
-/** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
-async function relayPlain(x: Relay): Promise<void> {
-  const { res, up, status, meter } = x;
-  x.decide('allow');
-  res.writeHead(status, endToEndHeaders(up.headers));
-  const ok = status >= 200 && status < 300;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  pump(x, (c) => {
-    meter.bytes += c.length;
-    if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
-      chunks.push(c);
-      size += c.length;
-    }
-    return c;
-  });
-  up.body.once('end', () => {
-    res.end();
-    if (ok && size <= MAX_BUFFERED_RESPONSE_BYTES) {
-      const total = usageFromJsonTail(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-      if (total !== undefined) meter.usage = total;
-    }
-  });
-  up.body.once('error', () => res.destroy());
-  await settled(x);
-}
-
-/** Relay an SSE stream through the content-safety gate; record usage from its last usage chunk. */
-async function relayStream(x: Relay, floor: ContentSafetyRules | undefined): Promise<void> {
-  const { res, up, status, meter, decide } = x;
-  const gate = new SseGate(floor);
-  const headers = endToEndHeaders(up.headers, CONTENT_LENGTH);
-  let blocked = false;
-  const head = (extra?: Record<string, string>): void => {
-    if (res.headersSent) return;
-    res.writeHead(status, extra === undefined ? headers : { ...headers, ...extra });
-  };
-  const block = (out: Buffer, r: InferenceRefusal): void => {
-    blocked = true;
-    decide('deny', r.body.error.code);
-    if (!res.headersSent) head(out.length === 0 ? decisionHeaders('InferencePolicy', r.body.error.message) : undefined);
-    if (out.length > 0) res.write(out);
-    res.end(streamRefusalFrames(r));
-    up.body.destroy();
-  };
-  if (!gate.gating) {
-    decide('allow');
-    head();
-  }
-  pump(x, (c) => {
-    meter.bytes += c.length;
-    if (blocked) return undefined;
-    const g = gate.push(c);
-    if (g.blocked !== undefined) {
-      block(g.out, g.blocked);
-      return undefined;
-    }
-    if (g.out.length > 0) head();
-    return g.out;
-  });
-  up.body.once('end', () => {
-    if (blocked) return;
-    const g = gate.end();
-    if (g.blocked !== undefined) {
-      block(g.out, g.blocked);
-      return;
-    }
-    decide('allow');
-    head();
-    res.end(g.out.length > 0 ? g.out : undefined);
-    const total = gate.usage();
-    if (total !== undefined) meter.usage = total;
-  });
-  up.body.once('error', () => {
-    if (!blocked) res.destroy();
-  });
-  await settled(x);
-  if (!blocked) decide('allow');
-}
-
-/**
- * The whole upstream body to judge, or undefined once the client is gone or the refusal is sent:
- * an upstream cut short, or too large to judge (already cut upstream), fails closed.
- */
-async function bufferToJudge(x: Relay): Promise<Buffer | undefined> {
-  const buffered = await bufferUpstream(x);
-  if (x.res.destroyed || x.res.headersSent) return undefined;
-  if (buffered === 'incomplete' || buffered === 'too_large') {
-    x.decide('allow', 'proxy_error');
-    sendRefusal(x.res, proxyError());
-    return undefined;
-  }
-  return buffered;
-}
-
-/**
- * Read a whole upstream body to judge it, up to MAX_BUFFERED_RESPONSE_BYTES (counted into
- * `meter.bytes`): the body, or 'too_large' (the upstream is cut at the limit), or 'incomplete'
- * (the upstream failed or the client went away first).
- */
-function bufferUpstream(x: Relay): Promise<Buffer | 'too_large' | 'incomplete'> {
-  const { up, res, meter } = x;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (r: Buffer | 'too_large' | 'incomplete'): void => {
-      if (done) return;
-      done = true;
-      resolve(r);
-    };
-    up.body.on('data', (c: Buffer) => {
-      if (done) return;
-      size += c.length;
-      meter.bytes += c.length;
-      if (size > MAX_BUFFERED_RESPONSE_BYTES) {
-        up.body.destroy();
-        finish('too_large');
-        return;
-      }
-      chunks.push(c);
-    });
-    up.body.once('end', () => finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
-    up.body.once('error', () => finish('incomplete'));
-    up.body.once('close', () => finish('incomplete'));
-    res.once('close', () => finish('incomplete'));
   });
 }
