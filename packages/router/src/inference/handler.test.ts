@@ -790,7 +790,7 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
   });
 });
 
-describe('inference route: the dispatch relay (ADR 0020)', { timeout: 30_000 }, () => {
+describe('inference route: the dispatch relay (ADR 0021)', { timeout: 30_000 }, () => {
   /** An http upstream on 127.0.0.1 answering with `handler`, closed after the test. */
   async function upstreamOf(t: TestContext, handler: http.RequestListener): Promise<URL> {
     const server = http.createServer(handler);
