@@ -84,6 +84,9 @@ export class Lifecycle {
   /** Turn a committed batch into follow-up tasks. Synchronous and cheap: the work runs later. */
   private observe(changes: readonly ChangeRecord[]): void {
     for (const c of changes) {
+      // Only deletions and objects marked for deletion bring follow-up work. A body without the
+      // text "deletionTimestamp" cannot be marked, so most changes are not parsed at all.
+      if (c.type !== 'DELETED' && !c.body.includes('"deletionTimestamp"')) continue;
       const obj = parse(c.body);
       if (c.type === 'DELETED') {
         const uid = obj.metadata.uid;

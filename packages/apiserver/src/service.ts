@@ -224,7 +224,8 @@ export class ObjectService {
     if (!t.ri.namespaced) return;
     const row = this.store.get(NS_GR, '', t.ns);
     if (!row) throw notFound({ group: '', resource: 'namespaces', name: t.ns, kind: 'Namespace' });
-    if (parse(row.body).metadata.deletionTimestamp) {
+    // (Parsed only when the text says it may be marked for deletion: a create reads its namespace.)
+    if (row.body.includes('"deletionTimestamp"') && parse(row.body).metadata.deletionTimestamp) {
       throw new ApiError(
         403,
         'Forbidden',

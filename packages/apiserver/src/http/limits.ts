@@ -29,6 +29,9 @@ function tooDeep(format: string): ApiError {
 
 /** Refuse JSON text nested deeper than {@link MAX_DEPTH}, without parsing it (one linear pass). */
 export function checkJsonDepth(text: string): void {
+  // Nesting needs an opening bracket per level: with no more than MAX_DEPTH of them in the whole
+  // text (found by the native indexOf), no scan is needed. Most bodies end here.
+  if (countUpTo(text, '{', MAX_DEPTH + 1) + countUpTo(text, '[', MAX_DEPTH + 1) <= MAX_DEPTH) return;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -41,6 +44,13 @@ export function checkJsonDepth(text: string): void {
       if (++depth > MAX_DEPTH) throw tooDeep('JSON');
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
+}
+
+/** How often `ch` occurs in `text`, counting no further than `max`. */
+function countUpTo(text: string, ch: string, max: number): number {
+  let n = 0;
+  for (let i = text.indexOf(ch); i >= 0 && n < max; i = text.indexOf(ch, i + 1)) n++;
+  return n;
 }
 
 /**

@@ -208,6 +208,28 @@ describe('Store group commit', () => {
     assert.equal(store.get(GR, 'ns', 'f1'), undefined, 'a reader never saw the unsynced batch');
   });
 
+  it('keeps the owner index equal to the stored ownerReferences through creates, updates and deletes', async () => {
+    const { store } = open();
+    const put = (type: 'ADDED' | 'MODIFIED' | 'DELETED', owners: string[], data = ''): Promise<unknown> =>
+      store.write((stage) => {
+        const prev = store.get(GR, 'ns', 'dep')?.body ?? null;
+        const meta = owners.length > 0 ? { name: 'dep', ownerReferences: owners.map((uid) => ({ uid })) } : { name: 'dep' };
+        return stage({ gr: GR, ns: 'ns', name: 'dep', type, prev, owners, render: () => JSON.stringify({ metadata: meta, data }) });
+      });
+    const deps = (uid: string): string[] => store.dependentsOf(uid).map((d) => d.name);
+    await put('ADDED', ['a']);
+    assert.deepEqual(deps('a'), ['dep']);
+    await put('MODIFIED', ['b'], 'mentions "ownerReferences" in its data only');
+    assert.deepEqual([deps('a'), deps('b')], [[], ['dep']], 'the old owner is dropped, the new one indexed');
+    await put('MODIFIED', []);
+    assert.deepEqual(deps('b'), [], 'removing every owner reference empties the index');
+    await put('MODIFIED', [], 'text "ownerReferences" without any reference');
+    await put('MODIFIED', ['c']);
+    await put('DELETED', []);
+    assert.deepEqual(deps('c'), [], 'a deleted object owns nothing');
+    store.close();
+  });
+
   it('keeps the WAL bounded under writes that never pause', async () => {
     const { store, dir } = open({ walResetBytes: 256 * 1024 });
     const payload = 'x'.repeat(8192);
@@ -222,7 +244,8 @@ describe('Store group commit', () => {
   });
 
   it('checkpoints on a worker thread: the database file fills while the WAL is never truncated in place', async () => {
-    const { store, dir } = open({ walResetBytes: 1 << 30 });
+    let asked = 0;
+    const { store, dir } = open({ walResetBytes: 1 << 30, onCheckpoint: () => asked++ });
     const payload = 'y'.repeat(8192);
     for (let round = 0; round < 200; round++)
       await Promise.all(Array.from({ length: 8 }, (_, i) => create(store, `c${round}-${i}`, payload)));
@@ -233,6 +256,9 @@ describe('Store group commit', () => {
       statSync(db).size >= 8 * 1024 * 1024,
       `the database file holds ${statSync(db).size} bytes: the 13 MiB written were not checkpointed (automatic checkpoints are off)`,
     );
+    // One checkpoint per 4 MiB of WAL growth, not one per batch once the WAL passed 4 MiB.
+    const wal = statSync(join(dir, 'state.db-wal')).size;
+    assert.ok(asked >= 1 && asked <= Math.ceil(wal / (4 * 1024 * 1024)), `${asked} checkpoints asked for a WAL of ${wal} bytes`);
     store.close();
   });
 });

@@ -72,6 +72,8 @@ export interface StoreOptions {
   syncWal?: (fd: number, done: (err: Error | null) => void) => void;
   /** TEST ONLY: the WAL size above which a sync's end truncates the WAL (default 32 MiB). */
   walResetBytes?: number;
+  /** TEST ONLY: called each time a background checkpoint is asked for. */
+  onCheckpoint?: () => void;
 }
 
 /** Default most writes per group commit. */
@@ -129,7 +131,12 @@ interface Batch {
  */
 const WAL_RESET_BYTES = 32 * 1024 * 1024;
 
-/** With group commit, a background checkpoint starts when a sync ends with a WAL larger than this. */
+/**
+ * With group commit, a background checkpoint starts when a sync ends with a WAL that grew by this
+ * much since the last one started. (While the reader is pinned the WAL never starts over, so it
+ * only grows until it is truncated; a threshold on its size alone would checkpoint after every
+ * batch once it passed 4 MiB.)
+ */
 const CHECKPOINT_BYTES = 4 * 1024 * 1024;
 
 /**
@@ -204,6 +211,9 @@ export class Store {
   private readonly walResetBytes: number;
   private checkpointer: Worker | undefined;
   private checkpointing = false;
+  /** WAL size when the last background checkpoint was asked for (0 after a truncation). */
+  private checkpointMark = 0;
+  private readonly onCheckpoint: (() => void) | undefined;
   private flushScheduled: NodeJS.Immediate | undefined;
   /** True while a write's logic runs: reads then see the open batch. */
   private inWrite = false;
@@ -252,6 +262,7 @@ export class Store {
     this.walPath = `${file}-wal`;
     this.syncWal = opts.syncWal ?? ((fd, done) => fdatasync(fd, done));
     this.walResetBytes = opts.walResetBytes ?? WAL_RESET_BYTES;
+    this.onCheckpoint = opts.onCheckpoint;
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS objects (
@@ -389,7 +400,8 @@ export class Store {
     const body = c.render(rv);
     const bytes = Buffer.byteLength(body);
     if (bytes > MAX_OBJECT_BYTES) throw objectTooLarge(bytes, `${c.gr.slice(c.gr.indexOf('/') + 1)} "${c.name}"`);
-    this.st.clearOwners.run(c.gr, c.ns, c.name);
+    // Owner rows exist for a key only while its stored object has ownerReferences (its `prev`).
+    if (c.prev !== null && c.prev.includes('"ownerReferences"')) this.st.clearOwners.run(c.gr, c.ns, c.name);
     if (c.type === 'DELETED') this.st.del.run(c.gr, c.ns, c.name);
     else {
       this.st.put.run(c.gr, c.ns, c.name, rv, body);
@@ -484,10 +496,11 @@ export class Store {
       this.unpinReader();
       this.complete(b, undefined);
       const wal = this.walBytes();
+      if (wal < this.checkpointMark) this.checkpointMark = 0; // the WAL was truncated
       if (wal > this.walResetBytes) {
         this.commitBatch(true);
         this.truncateWal();
-      } else if (wal > CHECKPOINT_BYTES) this.checkpointInBackground();
+      } else if (wal > this.checkpointMark + CHECKPOINT_BYTES && this.checkpointInBackground()) this.checkpointMark = wal;
       // The writes that arrived during the sync form the next batch: commit it now.
       if (this.batch) this.commitBatch(false);
     });
@@ -520,10 +533,13 @@ export class Store {
     }
   }
 
-  private checkpointInBackground(): void {
-    if (!this.checkpointer || this.checkpointing) return;
+  /** Ask the checkpointer thread for a checkpoint; false when there is none or one is running. */
+  private checkpointInBackground(): boolean {
+    if (!this.checkpointer || this.checkpointing) return false;
     this.checkpointing = true;
     this.checkpointer.postMessage('checkpoint');
+    this.onCheckpoint?.();
+    return true;
   }
 
   /** Checkpoint everything and truncate the WAL (nothing is open or pinned when this runs). */
@@ -531,6 +547,7 @@ export class Store {
     if (this.broken || !this.db.open) return;
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
+      this.checkpointMark = 0;
     } catch {
       // A busy checkpoint is retried at the next sync's end.
     }
