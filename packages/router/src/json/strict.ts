@@ -9,7 +9,8 @@
  * library reports duplicate keys without building its own slower parser, so this module scans the
  * text once after `JSON.parse` has validated it (ADR 0015).
  *
- * Guarantees: pure and synchronous; never throws; O(n) in the text length, with an explicit stack
+ * Guarantees: pure and synchronous; never throws; O(n) in the text length (strings are skipped
+ * with `indexOf`), with an explicit stack
  * (no recursion), so a deeply nested body cannot overflow the call stack.
  */
 
@@ -39,6 +40,8 @@ function scan(text: string, maxDepth: number): { code: 'duplicate_key' | 'too_de
   const stack: Array<Set<string> | null> = [];
   const path: string[] = [];
   const n = text.length;
+  let quote = -2; // not searched yet
+  let backslash = -2;
   let i = 0;
   while (i < n) {
     const c = text.charCodeAt(i);
@@ -52,14 +55,26 @@ function scan(text: string, maxDepth: number): { code: 'duplicate_key' | 'too_de
       path.pop();
       i++;
     } else if (c === 0x22 /* " */) {
+      // The closing quote: the first `"` not taken by a backslash escape. Found with indexOf, so
+      // a long string (a prompt) costs a native search, not a JS loop over its characters.
+      // `quote` and `backslash` cache the next `"` and `\` at or after the scan position (-1: none
+      // left): each is searched for once per occurrence, so the scan stays linear even for a
+      // string of a million escapes or a million short strings.
       let j = i + 1;
       let escaped = false;
-      for (; j < n; j++) {
-        const d = text.charCodeAt(j);
-        if (d === 0x5c /* \ */) {
-          escaped = true;
-          j++;
-        } else if (d === 0x22) break;
+      for (;;) {
+        if (quote !== -1 && quote < j) quote = text.indexOf('"', j);
+        if (backslash !== -1 && backslash < j) backslash = text.indexOf('\\', j);
+        if (quote === -1) {
+          j = n; // unreachable for text JSON.parse accepted
+          break;
+        }
+        if (backslash === -1 || backslash > quote) {
+          j = quote;
+          break;
+        }
+        escaped = true;
+        j = backslash + 2; // the backslash and the character it escapes
       }
       const end = j + 1; // one past the closing quote
       const top = stack.at(-1);
