@@ -13,6 +13,7 @@ import { ObjectService } from './service.js';
 import type { Target, WriteOptions } from './service.js';
 import { CommitError, Store } from './storage/store.js';
 import { WatchCache } from './watch/cache.js';
+import { until } from '@kars/kube-core/testing';
 
 const dirs: string[] = [];
 after(() => {
@@ -71,13 +72,7 @@ function exists(service: ObjectService, t: Target): boolean {
   }
 }
 
-async function eventually(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const eventually = (check: () => boolean, what: string): Promise<boolean> => until(what, check, { timeoutMs: 10_000, everyMs: 10 });
 
 describe('lifecycle controllers (fed by afterCommit)', () => {
   it('resumes the cleanup of a namespace that was terminating when the process stopped', async () => {

@@ -174,6 +174,16 @@ describe('the packed kube-runtime', { skip: npmAvailable() ? false : 'npm is not
     await run(NPM, ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], dir);
     const installed = JSON.parse(readFileSync(join(dir, 'node_modules/@kars/kube-runtime/package.json'), 'utf8')) as { version: string };
     assert.equal(installed.version, '0.1.0');
+    const probe = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const t = await import('@kars/kube-runtime/testing'); console.log(typeof t.until, t.fastWatchConfig({ pingMs: 0 }).pingIntervalMs)",
+      ],
+      dir,
+    );
+    assert.equal(probe.trim(), 'function 0', 'the ./testing subpath resolves and runs from the installed tarballs');
     t.diagnostic(`packed and installed in ${Date.now() - t0} ms`);
 
     const example = readmeExample(readFileSync(join(PACKAGES, 'kube-runtime', 'README.md'), 'utf8'));

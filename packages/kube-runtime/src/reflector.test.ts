@@ -7,7 +7,7 @@ import type { TestServer } from '@kars/apiserver/testing';
 import { RuntimeMetrics } from './metrics.js';
 import { dropManagedFields, Reflector } from './reflector.js';
 import type { Change } from './store.js';
-import { DEFAULT_WATCH_CONFIG } from './watch-config.js';
+import { clientFor, fastWatchConfig } from './testing/index.js';
 import type { WatchConfig } from './watch-config.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
@@ -15,17 +15,7 @@ const cm = (name: string, v: string): Record<string, unknown> => ({ apiVersion: 
 
 /** Fast settings for tests: the same mechanisms as production, with second-scale bounds. */
 function testConfig(over: Partial<WatchConfig> = {}): WatchConfig {
-  return {
-    ...DEFAULT_WATCH_CONFIG,
-    timeoutSeconds: 60,
-    idleTimeoutMs: 2000,
-    pingIntervalMs: 500,
-    pingTimeoutMs: 500,
-    backoffInitialMs: 200,
-    backoffMaxMs: 2000,
-    relistIntervalMs: 0,
-    ...over,
-  };
+  return fastWatchConfig({ backoffMs: 200, backoffMaxMs: 2000, idleMs: 2000 }, { timeoutSeconds: 60, ...over });
 }
 
 interface Running {
@@ -42,11 +32,7 @@ async function runReflector(
   name = 'configmaps',
   transform?: (o: KubeObject) => KubeObject,
 ): Promise<Running> {
-  const client = KubeClient.fromKubeconfig({
-    kubeconfig: ts.server.kubeconfigPath,
-    pingIntervalMs: cfg.pingIntervalMs,
-    pingTimeoutMs: cfg.pingTimeoutMs,
-  });
+  const client = clientFor(ts.server.kubeconfigPath, cfg);
   const metrics = new RuntimeMetrics();
   const reflector = new Reflector({
     name,

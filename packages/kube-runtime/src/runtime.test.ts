@@ -9,18 +9,11 @@ import { LeaderElector } from './leader.js';
 import { leaseApi } from './lease-api.js';
 import { RuntimeMetrics } from './metrics.js';
 import { Reflector } from './reflector.js';
-import { DEFAULT_WATCH_CONFIG } from './watch-config.js';
-import type { WatchConfig } from './watch-config.js';
 
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 2000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 200,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+import type { WatchConfig } from './watch-config.js';
+import { clientFor, fastWatchConfig } from './testing/index.js';
+
+const cfg = fastWatchConfig({ backoffMs: 200, idleMs: 2000 });
 const CM = '/api/v1/namespaces/default/configmaps';
 
 interface Replica {
@@ -32,11 +25,7 @@ interface Replica {
 
 /** One controller process in miniature: client, reflector, leader elector and controller loop. */
 async function replica(ts: TestServer, name: string, inFlight: { n: number; max: number }): Promise<Replica> {
-  const client = KubeClient.fromKubeconfig({
-    kubeconfig: ts.server.kubeconfigPath,
-    pingIntervalMs: cfg.pingIntervalMs,
-    pingTimeoutMs: cfg.pingTimeoutMs,
-  });
+  const client = clientFor(ts.server.kubeconfigPath, cfg);
   const reflector = new Reflector({
     name: `${name}-cm`,
     client,

@@ -1,14 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer, TestClient } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer, TestClient } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { pino } from 'pino';
 import { PolicyController } from './manager.js';
 import { TestRouter } from './testing/test-router.js';
+import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'team-a';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
@@ -17,30 +18,7 @@ const EA = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/egressapprovals`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
 const CM = `/api/v1/namespaces/${NS}/configmaps`;
 
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 3000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 8000): Promise<T> {
-  const t0 = Date.now();
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const cfg = fastWatchConfig();
 
 function inferencePolicy(name: string, daily: number): Record<string, unknown> {
   return {
@@ -63,14 +41,9 @@ describe('kars controller end to end', () => {
 
   before(async () => {
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    for (const crd of allCrds())
-      assert.equal((await api().post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    await createCrds(api(), ...allCrds());
     assert.equal((await api().post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
-    client = KubeClient.fromKubeconfig({
-      kubeconfig: ts.server.kubeconfigPath,
-      pingIntervalMs: cfg.pingIntervalMs,
-      pingTimeoutMs: cfg.pingTimeoutMs,
-    });
+    client = clientFor(ts.server.kubeconfigPath, cfg);
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     const controller = new PolicyController({
       client,

@@ -7,39 +7,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { pino } from 'pino';
 import { notEnforcedGraceFromEnv } from './context.js';
 import { PolicyController } from './manager.js';
 import { TestRouter } from './testing/test-router.js';
+import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'grace';
 const API = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 3000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+const cfg = fastWatchConfig();
 /** Long enough for a test router to echo on a loaded 2-core machine; short enough for a quick test. */
 const GRACE_MS = 3000;
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('PolicyNotEnforced only after the grace period', () => {
   let ts: TestServer;
@@ -50,9 +33,9 @@ describe('PolicyNotEnforced only after the grace period', () => {
 
   before(async () => {
     ts = await startTestServer();
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
+    client = clientFor(ts.server.kubeconfigPath, cfg);
     routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     const controller = new PolicyController({
       client,

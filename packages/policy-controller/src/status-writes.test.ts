@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
 import type { ResourceRef } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { pino } from 'pino';
@@ -13,30 +13,13 @@ import fc from 'fast-check';
 import { PolicyController } from './manager.js';
 import { appliesAsStored } from './status.js';
 import { TestRouter } from './testing/test-router.js';
+import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'team-w';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
 
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 3000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const cfg = fastWatchConfig();
 
 describe('appliesAsStored', () => {
   it('counts a null member as absent (server-side apply removes it) and anything else as a difference', () => {
@@ -87,8 +70,7 @@ describe('controller status writes', () => {
 
   before(async () => {
     ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
-    for (const crd of allCrds())
-      assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    await createCrds(ts.client, ...allCrds());
     assert.equal((await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
     client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     // Record every status apply the controller sends, with the resourceVersion the server answered.

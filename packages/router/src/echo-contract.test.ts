@@ -11,9 +11,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds, LAST_ERRORS_ANNOTATION, LOADED_DIGESTS_ANNOTATION, REJECTED_DIGESTS_ANNOTATION, routerLeaseName } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
@@ -23,17 +23,10 @@ import { TestRouter } from '@kars/policy-controller/testing';
 import { pino } from 'pino';
 import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
+import { clientFor, fastWatchConfig } from '@kars/kube-runtime/testing';
 
 const testdata = fileURLToPath(new URL('../../policy-compiler/testdata/', import.meta.url));
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 5000,
-  pingIntervalMs: 1000,
-  pingTimeoutMs: 1000,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 const silent = pino({ level: 'silent' });
 const ALL_GUARDRAILS: RouterCapabilities = { mcpServers: [], guardrailProviders: ['openai-moderation'] };
 
@@ -220,8 +213,8 @@ describe('one wire contract: the test router echoes exactly what the real router
 
   before(async () => {
     ts = await startTestServer();
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-    client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 1000, pingTimeoutMs: 1000 });
+    await createCrds(ts.client, ...allCrds());
+    client = clientFor(ts.server.kubeconfigPath, cfg);
   });
 
   after(async () => {

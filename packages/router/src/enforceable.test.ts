@@ -10,9 +10,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds, LAST_ERRORS_ANNOTATION, routerLeaseName } from '@kars/policy-api';
 import { PolicyController } from '@kars/policy-controller';
@@ -23,30 +23,13 @@ import { startMcpStub } from './stubs/mcp.js';
 import type { McpStub } from './stubs/mcp.js';
 import { startOpenAIStub } from './stubs/openai.js';
 import type { OpenAIStub } from './stubs/openai.js';
+import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'enforce';
 const API = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 5000,
-  pingIntervalMs: 1000,
-  pingTimeoutMs: 1000,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 const silent = pino({ level: 'silent' });
 const TOKEN = 'admin-token-enforce';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 interface Cond {
   type: string;
@@ -67,12 +50,12 @@ describe('a router echoes only what it enforces: unenforceable policy never beco
 
   before(async () => {
     ts = await startTestServer();
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     openai = await startOpenAIStub();
     github = await startMcpStub({ tools: [{ name: 'delete_repo' }, { name: 'get_repo' }] });
     other = await startMcpStub({ tools: [{ name: 'delete_repo' }] });
-    client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 1000, pingTimeoutMs: 1000 });
+    client = clientFor(ts.server.kubeconfigPath, cfg);
     const controller = new PolicyController({
       client,
       config: cfg,

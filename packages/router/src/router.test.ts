@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient } from '@kars/kube-client';
 import { FakeClock } from '@kars/kube-core';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
+import { RuntimeMetrics } from '@kars/kube-runtime';
 import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { canonicalDigest } from '@kars/policy-compiler';
@@ -17,30 +17,13 @@ import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 import { startOpenAIStub } from './stubs/openai.js';
 import type { OpenAIStub } from './stubs/openai.js';
+import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'agents';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 3000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+const cfg = fastWatchConfig();
 const silent = pino({ level: 'silent' });
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function chat(router: RunningRouter, maxTokens: number): Promise<{ status: number; body: any }> {
   const res = await fetch(`${router.url}/v1/chat/completions`, {
@@ -62,11 +45,11 @@ describe('kars router with the controller, end to end over the API', () => {
 
   before(async () => {
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     stub = await startOpenAIStub();
-    controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
-    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
+    controllerClient = clientFor(ts.server.kubeconfigPath, cfg);
+    routerClient = clientFor(ts.server.kubeconfigPath, cfg);
     const controller = new PolicyController({
       client: controllerClient,
       config: cfg,
@@ -154,11 +137,17 @@ describe('kars router with the controller, end to end over the API', () => {
     };
     await settle(() => results.length >= 10);
     await ts.client.patch(`${IP}/budget`, { spec: { tokenBudget: { perRequestTokens: 400 } } }, 'merge');
-    const cmAt = await until('ConfigMap updated', async () => {
-      const cm = await ts.client.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`);
-      return /"perRequestTokens":400/.test(cm.body.data?.['inference-policy.json'] ?? '') ? Date.now() : undefined;
+    const cmAt = await until(
+      'ConfigMap updated',
+      async () => {
+        const cm = await ts.client.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-budget-profile`);
+        return /"perRequestTokens":400/.test(cm.body.data?.['inference-policy.json'] ?? '') ? Date.now() : undefined;
+      },
+      { everyMs: 10 },
+    );
+    const enforcedAt = await until('new policy enforced', async () => ((await chat(router, 300)).status === 200 ? Date.now() : undefined), {
+      everyMs: 10,
     });
-    const enforcedAt = await until('new policy enforced', async () => ((await chat(router, 300)).status === 200 ? Date.now() : undefined));
     t.diagnostic(`ConfigMap change → enforcement observed within ${enforcedAt - cmAt} ms (polling granularity ~10 ms)`);
     // …and for at least 200 ms and 10 requests after the switch.
     await settle(() => results.filter((r) => r.at > enforcedAt + 50).length >= 10);
@@ -314,7 +303,7 @@ describe('kars router staleness contract', () => {
   for (const mode of ['closed', 'open'] as const) {
     it(`answers ${mode === 'closed' ? '503 policy_stale' : 'normally, and counts it,'} when the view cannot be confirmed within --max-staleness (${mode})`, async () => {
       const ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
-      for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      await createCrds(ts.client, ...allCrds());
       await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/default/karssandboxes`, {
         apiVersion: 'kars.azure.com/v1alpha1',
         kind: 'KarsSandbox',

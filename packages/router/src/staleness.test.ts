@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds, readHeartbeatSeen } from '@kars/policy-api';
 import type { Heartbeat } from '@kars/policy-api';
@@ -13,6 +13,7 @@ import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 import { HeartbeatStaleness } from './staleness.js';
 import { FakeClock } from '@kars/kube-core';
+import { fastWatchConfig } from '@kars/kube-runtime/testing';
 
 function hb(rv: string, atMs: number): Heartbeat {
   return { atMs, seq: Number(rv), holder: 'c', resourceVersion: rv };
@@ -58,15 +59,7 @@ describe('HeartbeatStaleness', () => {
 });
 
 const NS = 'hb';
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 60_000,
-  pingIntervalMs: 0,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
+const cfg = fastWatchConfig({ pingMs: 0, idleMs: 60_000 });
 const silent = pino({ level: 'silent' });
 
 describe('router staleness from the controller heartbeat (real apiserver, controller and router)', () => {
@@ -79,7 +72,7 @@ describe('router staleness from the controller heartbeat (real apiserver, contro
 
   before(async () => {
     ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`, {
       apiVersion: 'kars.azure.com/v1alpha1',

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { startTestServer } from '@kars/apiserver/testing';
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds, KARS_RESOURCES, validateObject } from '@kars/policy-api';
 import type { KarsObject } from '@kars/policy-api';
@@ -34,7 +34,7 @@ describe('every file in examples/ applies through kars apiserver and through the
   let ts: TestServer;
   before(async () => {
     ts = await startTestServer();
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
     for (const ns of ['via-api', 'via-cli', 'via-kubectl'])
       await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   });

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startTestServer, eventually } from '@kars/apiserver/testing';
+import { createCrds, eventually, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { parseMcpUpstream, routerInstance, routerUsesApi, SERVICE_ACCOUNT_TOKEN } from './router.js';
@@ -93,7 +93,7 @@ describe('kars router echo lease lifecycle (process)', () => {
   let ts: TestServer;
   before(async () => {
     ts = await startTestServer();
-    for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await createCrds(ts.client, ...allCrds());
   });
   after(async () => ts.close());
 

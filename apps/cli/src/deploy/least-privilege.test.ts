@@ -21,13 +21,14 @@ import type { AuditRecord } from '@kars/apiserver';
 import { TestClient, findKubectl, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+
 import { PolicyController } from '@kars/policy-controller';
 import { startRouter } from '@kars/router';
 import type { RunningRouter } from '@kars/router';
 import { coverage, describeCall, describeElement, grantedElements } from './rbac-coverage.js';
 import type { Call, Manifest } from './rbac-coverage.js';
+import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
 const KUBECTL = findKubectl();
@@ -36,30 +37,7 @@ const CONTROLLER = { namespace: 'kars-system', name: 'kars-controller' };
 const ROUTER = { namespace: NS, name: 'kars-router' };
 const user = (sa: { namespace: string; name: string }): string => `system:serviceaccount:${sa.namespace}:${sa.name}`;
 const KARS = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
-const cfg: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 5000,
-  pingIntervalMs: 1000,
-  pingTimeoutMs: 1000,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 30_000): Promise<T> {
-  const t0 = Date.now();
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 
 void describe(
   'least privilege: deploy/ RBAC against the recorded calls of the live pipeline',
@@ -175,16 +153,8 @@ void describe(
       routerKubeconfig = await kubeconfigFor(ROUTER);
 
       // The pipeline, with the components' own credentials.
-      const controllerClient = KubeClient.fromKubeconfig({
-        kubeconfig: controllerKubeconfig,
-        pingIntervalMs: cfg.pingIntervalMs,
-        pingTimeoutMs: cfg.pingTimeoutMs,
-      });
-      routerClient = KubeClient.fromKubeconfig({
-        kubeconfig: routerKubeconfig,
-        pingIntervalMs: cfg.pingIntervalMs,
-        pingTimeoutMs: cfg.pingTimeoutMs,
-      });
+      const controllerClient = clientFor(controllerKubeconfig, cfg);
+      routerClient = clientFor(routerKubeconfig, cfg);
       const cac = new AbortController();
       const controller = new PolicyController({
         client: controllerClient,

@@ -8,9 +8,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { KubeClient } from '@kars/kube-client';
-import { DEFAULT_WATCH_CONFIG, RuntimeMetrics } from '@kars/kube-runtime';
-import type { WatchConfig } from '@kars/kube-runtime';
-import { startTestServer } from '@kars/apiserver/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+import { clientFor, fastWatchConfig } from '@kars/kube-runtime/testing';
+import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { PolicyController } from '@kars/policy-controller';
@@ -56,17 +56,6 @@ export function runKars(
   });
 }
 
-/** Watch knobs short enough for tests. */
-export const TEST_WATCH_CONFIG: WatchConfig = {
-  ...DEFAULT_WATCH_CONFIG,
-  idleTimeoutMs: 3000,
-  pingIntervalMs: 500,
-  pingTimeoutMs: 500,
-  backoffInitialMs: 100,
-  backoffMaxMs: 1000,
-  relistIntervalMs: 0,
-};
-
 export interface TestStack {
   ts: TestServer;
   kubeconfig: string;
@@ -80,20 +69,21 @@ export interface TestStack {
 /** Start apiserver + CRDs + controller + stubs. Routers start on demand and stop with {@link TestStack.close}. */
 export async function startTestStack(opts: { namespaces?: string[] } = {}): Promise<TestStack> {
   const log = pino({ level: 'silent' });
+  const cfg = fastWatchConfig();
   const ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
-  for (const crd of allCrds()) await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+  await createCrds(ts.client, ...allCrds());
   for (const ns of opts.namespaces ?? [])
     await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   const ac = new AbortController();
   const clients: KubeClient[] = [];
   const newClient = (): KubeClient => {
-    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 500, pingTimeoutMs: 500 });
+    const c = clientFor(ts.server.kubeconfigPath, cfg);
     clients.push(c);
     return c;
   };
   const controller = new PolicyController({
     client: newClient(),
-    config: TEST_WATCH_CONFIG,
+    config: cfg,
     metrics: new RuntimeMetrics(),
     log,
     leaderElection: { enabled: false, namespace: 'default', name: 'c', identity: 'c' },
@@ -116,7 +106,7 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
           egressListen: '127.0.0.1:0',
           upstream: openai.url,
           mcpUpstream: mcp.url,
-          source: { kind: 'api', client: newClient(), config: TEST_WATCH_CONFIG },
+          source: { kind: 'api', client: newClient(), config: cfg },
           instance: `test-${++n}`,
           metrics: new RuntimeMetrics(),
           log,
@@ -137,16 +127,7 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
   };
 }
 
-/** Poll until `fn` returns a truthy value. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until } from '@kars/kube-runtime/testing';
 
 /** POST a chat completion asking for `maxTokens` to a router. */
 export async function chat(routerUrl: string, maxTokens: number): Promise<{ status: number; body: any }> {

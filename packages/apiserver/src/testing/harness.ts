@@ -7,6 +7,7 @@ import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiServer } from '../server.js';
 import type { ApiServerOptions } from '../server.js';
+import { until } from '@kars/kube-core/testing';
 
 /** A response from {@link TestClient.request}. */
 export interface TestResponse {
@@ -272,24 +273,13 @@ export function widgetCrd(): Record<string, unknown> {
   };
 }
 
-/** Poll `fn` until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(
+/** Poll `fn` until it returns a truthy value or `timeoutMs` passes (kube-core's `until`, with this harness's defaults). */
+export function eventually<T>(
   fn: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 5000,
   everyMs = 20,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  return until('condition', fn, { timeoutMs, everyMs });
 }
 
 /**
