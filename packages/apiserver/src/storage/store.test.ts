@@ -184,8 +184,9 @@ describe('Store group commit', () => {
     held.shift()?.(null);
     assert.equal(await first, 1);
     assert.equal(store.get(GR, 'ns', 'p1')?.rv, 1);
+    await new Promise((r) => setImmediate(r));
     assert.equal(store.get(GR, 'ns', 'p2'), undefined, 'the next batch is committed but not yet synced');
-    assert.equal(commits.length, 2, 'the end of the sync committed the waiting batch');
+    assert.equal(commits.length, 2, 'the end of the sync committed the waiting batch (at the end of that turn)');
     held.shift()?.(null);
     assert.equal(await second, 2);
     assert.equal(store.currentRv(), 2);

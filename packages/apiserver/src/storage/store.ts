@@ -501,8 +501,10 @@ export class Store {
         this.commitBatch(true);
         this.truncateWal();
       } else if (wal > this.checkpointMark + CHECKPOINT_BYTES && this.checkpointInBackground()) this.checkpointMark = wal;
-      // The writes that arrived during the sync form the next batch: commit it now.
-      if (this.batch) this.commitBatch(false);
+      // The writes that arrived during the sync form the next batch: commit it at the end of this
+      // turn of the event loop, so requests read in this same turn (other connections) join it
+      // rather than waiting for the next sync. Batches grow, and with them the writes per COMMIT.
+      if (this.batch) this.flushScheduled ??= setImmediate(() => this.flush());
     });
   }
 
