@@ -25,7 +25,7 @@ function tooLarge(): ApiError {
  */
 export async function decodeBody(raw: Buffer, contentType: string | undefined): Promise<unknown> {
   const text = raw.toString('utf8');
-  if (text.trim() === '') throw badRequest('the request body is empty');
+  if (!/\S/.test(text)) throw badRequest('the request body is empty');
   const ct = (contentType ?? '').toLowerCase();
   if (ct.includes('yaml')) {
     try {

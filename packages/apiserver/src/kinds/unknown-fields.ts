@@ -14,7 +14,19 @@ import { BUILTIN_KINDS, DEFINITIONS } from './generated.js';
 
 type Schema = Record<string, unknown>;
 
+/** Resolved schemas, by the schema they were resolved from (all come from the constant DEFINITIONS). */
+const resolvedOf = new WeakMap<Schema, Schema>();
+
 function resolve(s: Schema): Schema {
+  let hit = resolvedOf.get(s);
+  if (hit === undefined) {
+    hit = resolveRefs(s);
+    resolvedOf.set(s, hit);
+  }
+  return hit;
+}
+
+function resolveRefs(s: Schema): Schema {
   let cur = s;
   for (let i = 0; i < 16; i++) {
     const ref =
@@ -33,9 +45,14 @@ function resolve(s: Schema): Schema {
 
 /** The definition of a built-in group/version/kind, if kars has one. */
 export function builtinSchema(group: string, version: string, kind: string): Schema | undefined {
+  const key = `${group}/${version}/${kind}`;
+  if (schemaOf.has(key)) return schemaOf.get(key);
   const k = BUILTIN_KINDS.find((x) => x.group === group && x.version === version && x.kind === kind);
-  return k ? DEFINITIONS[k.definition] : undefined;
+  const schema = k ? DEFINITIONS[k.definition] : undefined;
+  if (schemaOf.size < 1000) schemaOf.set(key, schema);
+  return schema;
 }
+const schemaOf = new Map<string, Schema | undefined>();
 
 /**
  * Remove the fields `schema` does not know from `obj` (in place) and return their paths.
