@@ -447,10 +447,9 @@ export class ObjectService {
    */
   delete(t: Target, opts: DeleteOptions): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
-    const pre: Preconditions = {
-      ...(opts.preconditionUid ? { uid: opts.preconditionUid } : {}),
-      ...(opts.preconditionRv ? { resourceVersion: opts.preconditionRv } : {}),
-    };
+    const pre: Preconditions = {};
+    if (opts.preconditionUid) pre.uid = opts.preconditionUid;
+    if (opts.preconditionRv) pre.resourceVersion = opts.preconditionRv;
     const writeOpts: WriteOptions = { ...SYSTEM_OPTS, dryRun: opts.dryRun };
     return this.write(
       t,
