@@ -523,10 +523,13 @@ const isReadyFor = (o) => {
 async function main() {
   const tStart = performance.now();
   const quick = process.env.BENCH_QUICK === '1';
+  // BENCH_ONLY=coldstart: no measured, warm-up or loaded edits (controller #1 still starts once).
+  const coldOnly = process.env.BENCH_ONLY === 'coldstart';
+  if (process.env.BENCH_ONLY !== undefined && !coldOnly) throw new Error(`BENCH_ONLY must be "coldstart", got "${process.env.BENCH_ONLY}"`);
   const cfg = {
     quick,
-    edits: envInt('BENCH_EDITS', quick ? 30 : 200),
-    warmupEdits: envInt('BENCH_WARMUP_EDITS', quick ? 5 : 20),
+    edits: envInt('BENCH_EDITS', coldOnly ? 0 : quick ? 30 : 200),
+    warmupEdits: envInt('BENCH_WARMUP_EDITS', coldOnly ? 0 : quick ? 5 : 20),
     editSandboxes: envInt('BENCH_EDIT_SANDBOXES', 3),
     editGapMs: envInt('BENCH_EDIT_GAP_MS', 100),
     editTimeoutMs: envInt('BENCH_EDIT_TIMEOUT_SECS', 30) * 1000,
@@ -534,7 +537,7 @@ async function main() {
     coldSandboxes: envInt('BENCH_COLD_SANDBOXES', 100),
     coldNamespaces: envInt('BENCH_COLD_NAMESPACES', 10),
     coldTimeoutMs: envInt('BENCH_COLD_TIMEOUT_SECS', quick ? 180 : 600) * 1000,
-    loadedEdits: envInt('BENCH_LOADED_EDITS', quick ? 10 : 30),
+    loadedEdits: envInt('BENCH_LOADED_EDITS', coldOnly ? 0 : quick ? 10 : 30),
     createConcurrency: 16,
     goals: { editToConfigMapP99Ms: 100, editToReadyP99Ms: 250, coldStartS: 30, coldRssMb: 400 },
   };
@@ -596,7 +599,14 @@ async function main() {
     const currentRv = async () => Number((await api.list(Resources.configmaps, { limit: 1 })).metadata.resourceVersion);
 
     const reflectorWarnings = [];
-    const rlog = { info: () => undefined, warn: (o, msg) => reflectorWarnings.push(`${msg} ${JSON.stringify(o).slice(0, 300)}`) };
+    const rlog = {
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (o, msg) => reflectorWarnings.push(`${msg} ${JSON.stringify(o).slice(0, 300)}`),
+      error: (o, msg) => reflectorWarnings.push(`${msg} ${JSON.stringify(o).slice(0, 300)}`),
+      child: () => rlog,
+      isLevelEnabled: (level) => level !== 'debug' && level !== 'info',
+    };
     const cms = new Reflector({
       name: 'bench-configmaps',
       client: routerClient,
@@ -917,7 +927,7 @@ async function main() {
     const ctl2 = await startController(srv.kubeconfig, 'cold');
     ctls.push(ctl2);
     const t0 = ctl2.tSpawn;
-    const qs = queueSampler(ctl2, 500);
+    const qs = queueSampler(ctl2, 1000);
     const up2 = await ctl2.waitUp(cfg.coldTimeoutMs);
     log(
       `  controller #2 pid ${ctl2.pid}: /metrics after ${up2.metricsUpMs.toFixed(0)} ms, /readyz 200 (every watch listed) after ${up2.readyMs.toFixed(0)} ms`,
@@ -1032,7 +1042,7 @@ async function main() {
       's',
       `${fmtS(raw.cold.queueDrainedMs)} s`,
       '',
-      `inferencepolicy work queue (kars_controller_queue_depth, sampled every 0.5 s) empty twice in a row; max depth ${fmtInt(qs.max)}, ${fmtInt(depthAtConv ?? NaN)} keys still waiting at convergence (re-reconciles caused by the controller's own writes)`,
+      `inferencepolicy work queue (kars_controller_queue_depth, sampled every 1 s) empty twice in a row; max depth ${fmtInt(qs.max)}, ${fmtInt(depthAtConv ?? NaN)} keys still waiting at convergence (re-reconciles caused by the controller's own writes)`,
     );
     add(
       'cold start: controller RSS at convergence',

@@ -402,7 +402,10 @@ export class ObjectService {
       throw badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${t.name})`);
     if (old === undefined) this.requireNamespace(t);
     if (t.ri.namespaced && meta && meta['namespace'] === undefined) meta['namespace'] = t.ns;
-    const live = old ? (JSON.parse(this.render(t.ri, t.version, JSON.stringify(old))) as KubeObject) : undefined;
+    // serverSideApply copies what it changes (it never writes to `live`), so the stored object is
+    // passed as it is when the request is at the storage version.
+    const live =
+      old && t.version !== storageVersion(t.ri) ? (JSON.parse(this.render(t.ri, t.version, JSON.stringify(old))) as KubeObject) : old;
     let res;
     try {
       res = serverSideApply({

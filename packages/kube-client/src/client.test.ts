@@ -120,4 +120,48 @@ describe('KubeClient against kars apiserver', () => {
       c.close();
     }
   });
+  it('fails a request on a connection that went silent at its deadline, and one whose signal aborts at once', async () => {
+    // Periodic PINGs off, so only the request's own deadline (or its signal) can end it.
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0, pingTimeoutMs: 300 });
+    const ac = new AbortController();
+    try {
+      const rv = (await c.list(Resources.configmaps, { namespace: 'default' })).metadata.resourceVersion ?? '0';
+      const watching = (async () => {
+        for await (const _e of c.watch(Resources.configmaps, {
+          namespace: 'default',
+          resourceVersion: rv,
+          timeoutSeconds: 60,
+          allowWatchBookmarks: false,
+          idleTimeoutMs: 60_000,
+          signal: ac.signal,
+        })) {
+          /* none expected */
+        }
+      })().catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(ts.server.faults!.freezeWatches() >= 1, 'the watch (and so its connection) is frozen');
+
+      const aborter = new AbortController();
+      const t1 = Date.now();
+      setTimeout(() => aborter.abort(), 100);
+      await assert.rejects(
+        c.transport.request({ method: 'GET', path: '/api/v1/namespaces/default', signal: aborter.signal, timeoutMs: 10_000 }),
+        (e: unknown) => e instanceof Error && !(e instanceof ConnectionLostError),
+      );
+      assert.ok(Date.now() - t1 < 5000, `the abort ended the request after ${Date.now() - t1} ms`);
+
+      const t0 = Date.now();
+      await assert.rejects(
+        c.transport.request({ method: 'GET', path: '/api/v1/namespaces/default', timeoutMs: 300 }),
+        (e: unknown) => e instanceof ConnectionLostError && e.reason === 'idle' && /did not complete within 300 ms/.test(e.message),
+      );
+      const took = Date.now() - t0;
+      assert.ok(took >= 250 && took < 5000, `deadline after ${took} ms`);
+      ac.abort();
+      await watching;
+    } finally {
+      ac.abort();
+      c.close();
+    }
+  });
 });

@@ -230,13 +230,17 @@ export class Http2Transport {
     if (cur && cur.id === connectionId) this.kill(cur, reason, undefined);
   }
 
-  /** Open a request and wait for its response headers. */
+  /**
+   * Open a request and wait for its response headers. `onStream` is handed the stream as soon as it
+   * exists (so a caller's deadline can destroy it without an AbortSignal per request).
+   */
   async open(req: {
     method: string;
     path: string;
     headers?: Record<string, string>;
     body?: string | Buffer;
     signal?: AbortSignal;
+    onStream?: (stream: ClientHttp2Stream) => void;
   }): Promise<OpenStream> {
     const conn = await this.conn();
     const auth = await this.opts.credentials.headers();
@@ -248,6 +252,7 @@ export class Http2Transport {
       ...(req.headers ?? {}),
     };
     const stream = conn.session.request(headers, { endStream: req.body === undefined, ...(req.signal ? { signal: req.signal } : {}) });
+    req.onStream?.(stream);
     if (req.body !== undefined) stream.end(req.body);
     const responseHeaders = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
       const onError = (err: Error): void => {
@@ -293,26 +298,36 @@ export class Http2Transport {
     signal?: AbortSignal;
     timeoutMs?: number;
   }): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
-    const deadline = new AbortController();
+    // The deadline destroys the stream itself: an AbortController + AbortSignal per request (and
+    // node:http2's abort listener on it) cost more than the rest of the request's bookkeeping.
     const timeoutMs = req.timeoutMs ?? 30_000;
     let timedOut = false;
+    let stream: ClientHttp2Stream | undefined;
+    const expire = (s: ClientHttp2Stream): void => {
+      s.destroy(new Error(`${req.method} ${req.path}: deadline of ${timeoutMs} ms passed`));
+    };
     const timer = this.clock.setTimeout(() => {
       timedOut = true;
-      deadline.abort();
+      if (stream) expire(stream);
     }, timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal;
     let connectionId: number | undefined;
     try {
-      const open = await this.open({ ...req, signal });
+      const open = await this.open({
+        ...req,
+        onStream: (s) => {
+          stream = s;
+          if (timedOut) expire(s);
+        },
+      });
       connectionId = open.connectionId;
-      const chunks: Buffer[] = [];
+      let body: Buffer;
       try {
-        for await (const chunk of open.stream) chunks.push(chunk as Buffer);
+        body = await readAll(open.stream);
       } catch (err) {
         const lost = open.lossReason();
         throw lost ? new ConnectionLostError(lost, err instanceof Error ? err.message : String(err), { cause: err }) : err;
       }
-      return { status: open.status, headers: open.headers, body: Buffer.concat(chunks) };
+      return { status: open.status, headers: open.headers, body };
     } catch (err) {
       if (timedOut) {
         void this.probe(connectionId);
@@ -338,4 +353,46 @@ export class Http2Transport {
       () => undefined,
     );
   }
+}
+
+/**
+ * The whole body of a response stream. Rejects when the stream fails or closes before its end
+ * (reset, destroyed by a deadline or an abort), like `for await` over it, with less per-chunk work.
+ */
+function readAll(stream: ClientHttp2Stream): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    const onData = (c: Buffer): void => {
+      chunks.push(c);
+    };
+    const onEnd = (): void => {
+      ended = true;
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const onClose = (): void => {
+      if (ended) return;
+      cleanup();
+      reject(Object.assign(new Error('the stream closed before the end of the response'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    const cleanup = (): void => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    if (stream.destroyed && !stream.readableEnded) {
+      reject(Object.assign(new Error('the stream closed before the end of the response'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+      return;
+    }
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
 }

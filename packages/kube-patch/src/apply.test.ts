@@ -196,3 +196,74 @@ void test('applying null to a field another manager owns is a conflict, and with
   const forced = ok(apply(obj, nulled, 'B', { force: true }));
   assert.deepEqual(forced.data, { b: '1' });
 });
+
+/** Freeze a JSON value and everything in it, so any write into it throws (modules are strict). */
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object') {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+void test('never writes into a deep-frozen live object or configuration on the prune, forced-conflict and status paths (the apiserver passes its stored copy)', () => {
+  // The paths that build the result: merge into a nested map, prune a field the manager dropped,
+  // a keyed list, a forced conflict taking a field from another manager, and a status apply.
+  let live = ok(apply(undefined, cm({ a: '1', b: '2' }, { labels: { x: '1', y: '2' } }), 'A', { now: T1 }));
+  live = ok(apply(live, cm({ c: '3' }), 'B'));
+  deepFreeze(live);
+  const snapshot = JSON.stringify(live);
+  const steps: Array<[Record<string, unknown>, string, Partial<ApplyRequest>]> = [
+    [cm({ a: '9' }, { labels: { x: '1' } }), 'A', {}],
+    [cm({ c: '4', a: '5' }), 'B', { force: true }],
+    [
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'ns' }, status: { phase: 'x' } },
+      'S',
+      { subresource: 'status' },
+    ],
+    [{ ...cm({}), spec: { items: [{ name: 'k', v: 1 }] } }, 'A', {}],
+  ];
+  for (const [applied, manager, more] of steps) {
+    deepFreeze(applied);
+    const r = apply(live, applied, manager, more);
+    assert.equal(r.ok, true);
+  }
+  assert.equal(JSON.stringify(live), snapshot);
+  // And the result shares nothing mutable with the input that a later write could reach.
+  const out = ok(apply(live, cm({ a: '1', b: '2', d: '7' }, { labels: { x: '1', y: '2' } }), 'A'));
+  assert.doesNotThrow(() => {
+    (out.data as Record<string, string>)['e'] = '8';
+    out.metadata.labels = { z: '1' };
+  });
+});
+
+void test('an entry another write leaves alone keeps its fieldsV1 as stored, in a copy that shares nothing with the input', () => {
+  let live = ok(apply(undefined, cm({ a: '1' }, { labels: { x: '1' } }), 'A', { now: T1 }));
+  live = ok(apply(live, cm({ b: '2' }), 'B'));
+  const before = (live.metadata.managedFields ?? []).find((e) => e.manager === 'A');
+  const out = ok(apply(live, cm({ b: '3' }), 'B'));
+  const after = (out.metadata.managedFields ?? []).find((e) => e.manager === 'A');
+  assert.deepEqual(after?.fieldsV1, before?.fieldsV1);
+  assert.notEqual(after?.fieldsV1, before?.fieldsV1, 'a copy, not the stored object');
+  // An entry that loses fields is re-encoded: A's data.a goes when C takes it by force.
+  const taken = ok(apply(out, cm({ a: '9' }), 'C', { force: true }));
+  assert.deepEqual(owners(taken)['A/Apply'], { 'f:metadata': { 'f:labels': { 'f:x': {} } } });
+  // managedFields a client sends are re-encoded in kube's form, never stored as sent.
+  const sent = trackUpdate(
+    taken,
+    {
+      ...taken,
+      managedFields: undefined,
+      metadata: {
+        ...taken.metadata,
+        managedFields: [
+          { manager: 'D', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { 'f:b': { '.': {} } } } },
+        ],
+      },
+    } as KubeObject,
+    'D',
+    'v1',
+    T2,
+  );
+  assert.deepEqual(owners(sent)['D/Update'], { 'f:data': { 'f:b': {} } });
+});

@@ -103,7 +103,7 @@ function removePath(obj: Record<string, unknown>, path: FieldPath, opts: FieldOp
   }
 }
 
-/** Server-side apply. Throws PatchError for an invalid apply configuration. */
+/** Server-side apply. Throws PatchError for an invalid apply configuration. Never modifies `req.live` or `req.applied`. */
 export function serverSideApply(req: ApplyRequest): ApplyResult {
   validate(req.applied);
   const statusOnly = req.subresource === 'status';
@@ -128,7 +128,7 @@ export function serverSideApply(req: ApplyRequest): ApplyResult {
   }
 
   const live = withoutManagedFields(req.live);
-  let entries = decodeEntries(req.live.metadata.managedFields) ?? [];
+  let entries = decodeEntries(req.live.metadata.managedFields, true) ?? [];
   if (entries.length === 0) {
     // kube: fields of an object nobody tracks yet belong to "before-first-apply" (operation Update).
     entries = [{ manager: 'before-first-apply', operation: 'Update', apiVersion: req.apiVersion, set: allFields(live, opts) }];

@@ -137,7 +137,8 @@ function addSubtree(v: unknown, path: FieldPath, key: string, dotted: string, op
 export function compareObjects(a: Record<string, unknown>, b: Record<string, unknown>, opts: FieldOptions = {}): Comparison {
   const cmp: Comparison = { added: new FieldSet(), modified: new FieldSet(), removed: new FieldSet() };
   const values = (x: unknown, y: unknown, path: FieldPath, key: string, dotted: string): void => {
-    if (x === undefined && y === undefined) return;
+    // One value on both sides (a merge shares the subtrees it did not touch): nothing changed below.
+    if (x === y) return;
     if (x === undefined) return addSubtree(y, path, key, dotted, opts, cmp.added);
     if (y === undefined) return addSubtree(x, path, key, dotted, opts, cmp.removed);
     if (isObject(x) && isObject(y)) return maps(x, y, path, key, dotted, false);

@@ -14,6 +14,11 @@ export interface Entry {
   time?: string;
   subresource?: string;
   set: FieldSet;
+  /**
+   * The wire form this entry was decoded from, with the set it decoded to: while `set` is still
+   * that set, encoding reuses the wire form (a copy) instead of rebuilding it from the paths.
+   */
+  decoded?: { set: FieldSet; fieldsV1: unknown };
 }
 
 /** Update managers kept before the oldest are folded into "ancient-changes" (kube's DefaultMaxUpdateManagers). */
@@ -27,8 +32,12 @@ export function entryId(e: Entry): string {
   return identity(e.manager, e.operation, e.apiVersion, e.subresource);
 }
 
-/** Decode wire entries; undefined when any entry is malformed (kube then falls back to the live object's). */
-export function decodeEntries(raw: unknown): Entry[] | undefined {
+/**
+ * Decode wire entries; undefined when any entry is malformed (kube then falls back to the live object's).
+ * `stored`: they come from a stored object, so this module encoded them (canonical form) and
+ * encoding may reuse them unchanged; never for managedFields a client sent.
+ */
+export function decodeEntries(raw: unknown, stored = false): Entry[] | undefined {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) return undefined;
   const out: Entry[] = [];
@@ -44,6 +53,7 @@ export function decodeEntries(raw: unknown): Entry[] | undefined {
       return undefined;
     }
     const entry: Entry = { manager: typeof manager === 'string' ? manager : '', operation, apiVersion, set };
+    if (stored) entry.decoded = { set, fieldsV1 };
     if (typeof time === 'string') entry.time = time;
     if (typeof subresource === 'string' && subresource !== '') entry.subresource = subresource;
     out.push(entry);
@@ -89,7 +99,9 @@ export function encodeEntries(entries: Entry[]): ManagedFieldsEntry[] {
       operation: e.operation,
       apiVersion: e.apiVersion,
       fieldsType: 'FieldsV1',
-      fieldsV1: e.set.toFieldsV1() as ManagedFieldsEntry['fieldsV1'],
+      fieldsV1: (e.decoded !== undefined && e.decoded.set === e.set
+        ? clone(e.decoded.fieldsV1)
+        : e.set.toFieldsV1()) as ManagedFieldsEntry['fieldsV1'],
     };
     if (e.time !== undefined) out.time = e.time;
     if (e.subresource !== undefined) out.subresource = e.subresource;
@@ -151,7 +163,7 @@ export function trackUpdate(
   options: FieldOptions = {},
 ): KubeObject {
   const provided = isObject(newObj.metadata) ? newObj.metadata.managedFields : undefined;
-  const liveEntries = (): Entry[] => decodeEntries(oldObj?.metadata.managedFields) ?? [];
+  const liveEntries = (): Entry[] => decodeEntries(oldObj?.metadata.managedFields, true) ?? [];
   let entries: Entry[];
   if (subresource !== undefined && subresource !== '') entries = liveEntries();
   else if (isReset(provided)) entries = [];

@@ -59,7 +59,16 @@ export class FieldSet {
     return FieldSet.wrap(m);
   }
 
+  /** This set without o's members; `this` itself when they share none (sets are not changed after they are built). */
   difference(o: FieldSet): FieldSet {
+    let shared = false;
+    if (o.members.size > 0)
+      for (const k of this.members.keys())
+        if (o.members.has(k)) {
+          shared = true;
+          break;
+        }
+    if (!shared) return this;
     const m = new Map<string, FieldPath>();
     for (const [k, p] of this.members) if (!o.members.has(k)) m.set(k, p);
     return FieldSet.wrap(m);
@@ -80,7 +89,13 @@ export class FieldSet {
   /** Every strict prefix of every member, as joined keys (to ask "is anything owned below p?"). */
   prefixes(): Set<string> {
     const out = new Set<string>();
-    for (const p of this.members.values()) for (let i = 1; i < p.length; i++) out.add(p.slice(0, i).join(SEP));
+    for (const p of this.members.values()) {
+      let key = p[0] ?? '';
+      for (let i = 1; i < p.length; i++) {
+        out.add(key);
+        key += SEP + (p[i] ?? '');
+      }
+    }
     return out;
   }
 

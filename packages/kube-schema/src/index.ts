@@ -4,11 +4,11 @@
  */
 import { SchemaError, invalid, isBlocking, type SchemaCause } from './causes.js';
 import { defaultValue } from './defaults.js';
-import { deepCopy, findTooDeep } from './json.js';
+import { deepCopy, findTooDeep, jsonEqual } from './json.js';
 import { child, key } from './path.js';
 import { pruneValue } from './prune.js';
-import { validateRules } from './rules.js';
-import { MAX_VALUE_DEPTH, compileStructural, type Node } from './structural.js';
+import { readsOldSelfBelow, validateRules } from './rules.js';
+import { MAX_VALUE_DEPTH, compileStructural, isNode, type Node } from './structural.js';
 import { validateValue } from './validate.js';
 
 export { SchemaError, type SchemaCause, type CauseReason } from './causes.js';
@@ -54,17 +54,37 @@ class Compiled implements CompiledSchema {
     try {
       const deep = findTooDeep(obj, MAX_VALUE_DEPTH);
       if (deep !== undefined) return [invalid(deep, 'object', `nesting exceeds the maximum depth of ${MAX_VALUE_DEPTH}`)];
-      validateValue(this.root, obj, '', out, true);
+      const skip = old === undefined ? undefined : unchangedChildren(this.root, obj, old);
+      validateValue(this.root, obj, '', out, true, 0, skip);
       if (out.some(isBlocking)) {
         out.push(invalid('', null, BLOCKED));
         return out;
       }
-      validateRules(this.root, obj, old === undefined ? undefined : { value: old }, out);
+      validateRules(this.root, obj, old === undefined ? undefined : { value: old }, out, skip);
     } catch (e) {
       out.push(invalid('', null, `internal validation error: ${e instanceof Error ? e.message : String(e)}`));
     }
     return out;
   }
+}
+
+/**
+ * Validation ratcheting (kube's CRDValidationRatcheting, on by default since 1.30, GA in 1.33): on
+ * an update, errors in a value the update left unchanged are not reported. Here that is applied to
+ * the root's children (`spec`, `status`, …; never metadata, apiVersion or kind): one deep-equal to
+ * its old value, with no rule at or below it reading oldSelf, is not validated again. A status
+ * write or a metadata-only patch thus does not re-validate an unchanged spec. Rules on the root
+ * itself still see the whole object.
+ */
+function unchangedChildren(root: Node, obj: Record<string, unknown>, old: Record<string, unknown>): Set<string> | undefined {
+  let out: Set<string> | undefined;
+  for (const k of Object.keys(obj)) {
+    if (k === 'metadata' || k === 'apiVersion' || k === 'kind' || !Object.hasOwn(old, k)) continue;
+    const node = root.properties?.get(k) ?? (isNode(root.additionalProperties) ? root.additionalProperties : undefined);
+    if (node !== undefined && readsOldSelfBelow(node)) continue;
+    if (jsonEqual(obj[k], old[k])) (out ??= new Set()).add(k);
+  }
+  return out;
 }
 
 /**

@@ -56,3 +56,29 @@ export function findTooDeep(value: unknown, limit: number): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * Structural equality of two JSON values without serialising them (key order ignored; a member
+ * whose value is undefined counts as absent, as in JSON). For a deep but small value; depth-capped.
+ */
+export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
+  if (a === b) return true;
+  if (depth > 200 || typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i], depth + 1)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  let na = 0;
+  for (const k of Object.keys(ra)) {
+    if (ra[k] === undefined) continue;
+    na++;
+    if (!Object.hasOwn(rb, k) || !jsonEqual(ra[k], rb[k], depth + 1)) return false;
+  }
+  let nb = 0;
+  for (const k of Object.keys(rb)) if (rb[k] !== undefined) nb++;
+  return na === nb;
+}

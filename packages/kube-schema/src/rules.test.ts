@@ -161,6 +161,36 @@ void test('transition rules correlate list-type map items by key', () => {
   );
 });
 
+void test('a message expression that reads oldSelf gets it on an update, though its rule reads only self', () => {
+  const s = compileSchema({
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: { size: { type: 'integer' } },
+        'x-kubernetes-validations': [
+          { rule: 'self.size < 10', messageExpression: "'size ' + string(self.size) + ' was ' + string(oldSelf.size)" },
+          { rule: 'self.size >= oldSelf.size', message: 'cannot shrink' },
+        ],
+      },
+    },
+  });
+  const causes = s.validate({ spec: { size: 3 } }, { spec: { size: 12 } });
+  assert.deepEqual(
+    causes.map((c) => c.message),
+    ['Invalid value: "object": cannot shrink'],
+  );
+  const grown = s.validate({ spec: { size: 15 } }, { spec: { size: 12 } });
+  assert.deepEqual(
+    grown.map((c) => c.message),
+    ['Invalid value: "object": size 15 was 12'],
+  );
+  // Without an old object the transition rule is skipped; the message expression then cannot read oldSelf.
+  const created = s.validate({ spec: { size: 15 } });
+  assert.equal(created.length, 1);
+  assert.equal(created[0]?.field, 'spec');
+});
+
 void test('CEL rules are skipped when schema validation already failed with a blocking error', () => {
   const obj = { ...validPolicy(), spec: { agent: 'a', tokenBudget: { daily: 'lots', monthly: 1 } } };
   const causes = policy.validate(obj);

@@ -9,8 +9,23 @@ import { MAX_DEPTH, MAX_VALUE_DEPTH, isNode, type Node, type Rule } from './stru
 /** An old value at the same place, or absent. */
 type Old = { value: unknown } | undefined;
 
-export function validateRules(root: Node, obj: unknown, old: Old, out: SchemaCause[]): void {
-  walk(root, obj, old, '', out, 0, new WeakMap());
+/** Evaluate every rule of the schema over obj; `skip`: names of the root's children not to descend into. */
+export function validateRules(root: Node, obj: unknown, old: Old, out: SchemaCause[], skip?: ReadonlySet<string>): void {
+  walk(root, obj, old, '', out, 0, new WeakMap(), skip);
+}
+
+const readsOldCache = new WeakMap<Node, boolean>();
+
+/** Whether a rule at this node or below it (or its message) reads oldSelf. */
+export function readsOldSelfBelow(node: Node, depth = 0): boolean {
+  const hit = readsOldCache.get(node);
+  if (hit !== undefined) return hit;
+  let r = depth > MAX_DEPTH || node.rules.some((x) => x.program.usesOldSelf || x.messageExpression?.usesOldSelf === true);
+  if (!r) for (const p of node.properties?.values() ?? []) if ((r = readsOldSelfBelow(p, depth + 1))) break;
+  if (!r && node.items !== undefined) r = readsOldSelfBelow(node.items, depth + 1);
+  if (!r && isNode(node.additionalProperties)) r = readsOldSelfBelow(node.additionalProperties, depth + 1);
+  readsOldCache.set(node, r);
+  return r;
 }
 
 function walk(
@@ -21,14 +36,23 @@ function walk(
   out: SchemaCause[],
   depth: number,
   cache: WeakMap<object, CelInput>,
+  skip?: ReadonlySet<string>,
 ): void {
   if (value === undefined || depth > MAX_DEPTH) return;
   if (node.rules.length > 0 && value !== null) {
     const self = toCel(node, value, 0, cache);
-    const oldSelf = old === undefined ? undefined : toCel(node, old.value, 0, cache);
+    // The old value is converted only for a rule (or its message) that reads oldSelf: converting it
+    // for every rule tripled the cost of admitting an update.
+    let oldSelf: CelInput | undefined;
+    let oldConverted = false;
     for (const rule of node.rules) {
+      const readsOld = rule.program.usesOldSelf || rule.messageExpression?.usesOldSelf === true;
+      if (readsOld && !oldConverted) {
+        oldSelf = old === undefined ? undefined : toCel(node, old.value, 0, cache);
+        oldConverted = true;
+      }
       if (rule.program.usesOldSelf && oldSelf === undefined) continue;
-      const cause = evaluate(rule, node, value, self, oldSelf, path);
+      const cause = evaluate(rule, node, value, self, readsOld ? oldSelf : undefined, path);
       if (cause !== undefined) out.push(cause);
     }
   }
@@ -36,11 +60,13 @@ function walk(
     const oldObj = old !== undefined && isObject(old.value) ? old.value : undefined;
     const at = (k: string): Old => (oldObj !== undefined && hasOwn(oldObj, k) ? { value: oldObj[k] } : undefined);
     for (const [name, p] of node.properties ?? []) {
+      if (skip?.has(name) === true) continue;
       if (hasOwn(value, name)) walk(p, value[name], at(name), child(path, name), out, depth + 1, cache);
     }
     const ap = node.additionalProperties;
     if (isNode(ap)) {
       for (const [k, v] of Object.entries(value)) {
+        if (skip?.has(k) === true) continue;
         if (node.properties?.has(k) !== true) walk(ap, v, at(k), key(path, k), out, depth + 1, cache);
       }
     }

@@ -154,3 +154,54 @@ void test('array items are validated with index paths', () => {
 void test('metadata is not validated against the schema', () => {
   assert.deepEqual(policy.validate({ ...validPolicy(), metadata: { name: 5, weird: [] } }), []);
 });
+
+void test('ratcheting: an update does not re-validate a root child it left unchanged, and does validate one it changed', () => {
+  // The stored object predates a tightened schema (maxLength 3): kube reports no error for the
+  // unchanged spec on a status write, and does for a spec that changed.
+  const s = compileSchema({
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: { name: { type: 'string', maxLength: 3 } },
+        'x-kubernetes-validations': [{ rule: "self.name != 'bad'", message: 'name must not be bad' }],
+      },
+      status: { type: 'object', properties: { phase: { type: 'string', enum: ['Ok', 'Failed'] } } },
+    },
+  });
+  const old = { metadata: { name: 'o' }, spec: { name: 'toolong' }, status: { phase: 'Ok' } };
+  assert.deepEqual(s.validate({ metadata: { name: 'o' }, spec: { name: 'toolong' }, status: { phase: 'Failed' } }, old), []);
+  // The changed child is still validated in full.
+  assert.equal(only(s.validate({ ...old, status: { phase: 'Lost' } }, old).filter((c) => c.field !== '')).field, 'status.phase');
+  assert.equal(only(s.validate({ ...old, spec: { name: 'longer' } }, old).filter((c) => c.field !== '')).field, 'spec.name');
+  assert.equal(
+    only(s.validate({ ...old, spec: { name: 'bad' } }, { ...old, spec: { name: 'ok' } })).message,
+    'Invalid value: "object": name must not be bad',
+  );
+  // Without an old object (a create), everything is validated.
+  assert.equal(only(s.validate({ spec: { name: 'toolong' } }).filter((c) => c.field !== '')).field, 'spec.name');
+});
+
+void test('ratcheting never skips a child whose rules read oldSelf, nor rules on the root', () => {
+  const s = compileSchema({
+    type: 'object',
+    'x-kubernetes-validations': [
+      { rule: "!has(self.status) || self.status.phase != 'Stuck' || self.spec.v > 0", message: 'stuck needs v' },
+    ],
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          v: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self != oldSelf', message: 'must change on every write' }] },
+        },
+      },
+      status: { type: 'object', properties: { phase: { type: 'string' } } },
+    },
+  });
+  const old = { spec: { v: 0 }, status: { phase: 'Ok' } };
+  const causes = s.validate({ spec: { v: 0 }, status: { phase: 'Stuck' } }, old);
+  assert.deepEqual(causes.map((c) => c.message).sort(), [
+    'Invalid value: "integer": must change on every write',
+    'Invalid value: "object": stuck needs v',
+  ]);
+});

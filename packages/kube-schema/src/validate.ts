@@ -31,7 +31,15 @@ function matchesType(t: SchemaType, v: unknown): boolean {
 }
 
 /** Validate a value against a structural node; appends causes to out. */
-export function validateValue(node: Node, value: unknown, path: string, out: SchemaCause[], isRoot: boolean, depth = 0): void {
+export function validateValue(
+  node: Node,
+  value: unknown,
+  path: string,
+  out: SchemaCause[],
+  isRoot: boolean,
+  depth = 0,
+  skip?: ReadonlySet<string>,
+): void {
   if (depth > MAX_DEPTH) {
     out.push(invalid(path, typeName(value), `nesting exceeds the maximum depth of ${MAX_DEPTH}`));
     return;
@@ -59,12 +67,14 @@ export function validateValue(node: Node, value: unknown, path: string, out: Sch
     if (node.embedded) checkEmbedded(value, path, out);
     for (const [name, p] of node.properties ?? []) {
       if (isRoot && name === 'metadata') continue;
+      if (skip?.has(name) === true) continue;
       if (hasOwn(value, name)) validateValue(p, value[name], child(path, name), out, false, depth + 1);
     }
     const ap = node.additionalProperties;
     if (isNode(ap)) {
       for (const [k, v] of Object.entries(value)) {
         if (node.properties?.has(k) === true || (resource && RESOURCE_META.has(k))) continue;
+        if (skip?.has(k) === true) continue;
         validateValue(ap, v, key(path, k), out, false, depth + 1);
       }
     }

@@ -265,8 +265,10 @@ async function writeStatus<T extends KubeObject & { status?: { conditions?: Cond
     `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`,
     state.kind === 'Confirmed' || state.kind === 'NotApplicable',
   );
+  // Debug, not info: a cold start writes one status per policy, and a line each held a measurable
+  // share of the controller's CPU (ADR 0017). Phase changes that need attention come as Events.
   if (wrote)
-    ctx.log.info(
+    ctx.log.debug(
       { kind: k.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, phase: status['phase'], state: state.kind, generation },
       'status updated',
     );

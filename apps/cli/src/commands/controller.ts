@@ -16,6 +16,7 @@ interface ControllerFlags {
   logLevel: string;
   livenessMaxLoopDelay: number;
   livenessReconcileStall: number;
+  concurrency?: number;
 }
 
 function positiveSeconds(name: string): (v: string) => number {
@@ -24,6 +25,20 @@ function positiveSeconds(name: string): (v: string) => number {
     if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive number of seconds, got "${v}"`);
     return n;
   };
+}
+
+function positiveInt(name: string): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 4096) throw new InvalidArgumentError(`${name} must be an integer from 1 to 4096, got "${v}"`);
+    return n;
+  };
+}
+
+/** A positive integer from the environment; unset or invalid: undefined (the default applies). */
+function envInt(env: string): number | undefined {
+  const n = Number(process.env[env] ?? '');
+  return Number.isInteger(n) && n >= 1 && n <= 4096 ? n : undefined;
 }
 
 function envSeconds(env: string, fallback: number): number {
@@ -93,6 +108,12 @@ export function controllerCommand(): Command {
       positiveSeconds('--liveness-reconcile-stall'),
       envSeconds('KARS_LIVENESS_RECONCILE_STALL_SECS', 300),
     )
+    .option(
+      '--concurrency <n>',
+      'reconciles in flight per kind (env KARS_CONTROLLER_CONCURRENCY; default 32, see ADR 0017)',
+      positiveInt('--concurrency'),
+      envInt('KARS_CONTROLLER_CONCURRENCY'),
+    )
     .action(async (flags: ControllerFlags) => {
       // Asynchronous: a cold start logs a line per policy, and a synchronous write per line held the
       // event loop. pino flushes what is buffered when the process exits.
@@ -112,6 +133,7 @@ export function controllerCommand(): Command {
         metrics,
         log,
         env: process.env,
+        ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
         ...(flags.namespace ? { namespace: flags.namespace } : {}),
         leaderElection: {
           enabled: leaderElectionEnabled(process.env),
