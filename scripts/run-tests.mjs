@@ -83,7 +83,10 @@ for (const f of summaries) {
   for (const k of Object.keys(total)) total[k] += s[k];
 }
 rmSync(dir, { recursive: true, force: true });
-if (missing > 0) console.error(`${missing} test runner(s) ended without a summary`);
+// A runner stopped before its summary (the timeout above, or a crash) counts as one failure, so the
+// closing line never reads "0 failed" over a run that did not finish.
+if (missing > 0) console.error(`${missing} test runner(s) ended without a summary: counted as failed`);
+total.failed += missing;
 process.stdout.write(`\n${total.files} test files in ${((Date.now() - started) / 1000).toFixed(0)}s\n`);
 process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
 process.exit(main.code !== 0 || side.code !== 0 || missing > 0 || total.failed > 0 ? 1 : 0);
