@@ -193,16 +193,7 @@ export class UpstreamClient {
   }
 
   async #send(d: Dispatcher, r: UpstreamRequest): Promise<UpstreamResponse> {
-    const res = await d.request({
-      origin: r.origin,
-      path: r.path,
-      method: r.method,
-      headers: r.headers as Record<string, string | string[]>,
-      body: r.body ?? null,
-      headersTimeout: r.headersTimeoutMs ?? this.#opts.headersTimeoutMs,
-      bodyTimeout: r.bodyTimeoutMs ?? this.#opts.bodyTimeoutMs,
-      ...(r.signal !== undefined ? { signal: r.signal } : {}),
-    });
+    const res = await d.request({ ...this.dispatchOptions(r), ...(r.signal !== undefined ? { signal: r.signal } : {}) });
     return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body };
   }
 
