@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { listenOn } from '@kars/kube-core';
 
 interface Pair {
   client: net.Socket;
@@ -18,16 +19,11 @@ export class FaultRelay {
 
   constructor(private readonly upstreamPort: number) {}
 
-  /** Listen on host:port; resolves with the port actually bound. */
-  async listen(host: string, port: number): Promise<number> {
+  /** Listen on `address` (`HOST:PORT`, kube-core's `listenOn`); resolves with the port actually bound. */
+  async listen(address: string): Promise<number> {
     const server = net.createServer((client) => this.accept(client));
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    const addr = server.address();
-    return typeof addr === 'object' && addr !== null ? addr.port : port;
+    return (await listenOn(server, address, '--listen')).port;
   }
 
   private accept(client: net.Socket): void {

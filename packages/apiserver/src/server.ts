@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
-import { badRequest, parseListen } from '@kars/kube-core';
+import { badRequest, formatHostPort, listenOn, parseListen } from '@kars/kube-core';
 import { bootstrapPolicy } from './auth/api.js';
 import { Auth } from './auth/authorizer.js';
 import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
@@ -188,11 +188,10 @@ export class ApiServer {
     server.setTimeout(0);
     let relay: FaultRelay | undefined;
     if (this.opts.faultInjection) {
-      const internalPort = await listen(server, '127.0.0.1', 0);
-      relay = new FaultRelay(internalPort);
-      this.port = await relay.listen(this.host, this.port);
+      relay = new FaultRelay((await listenOn(server, '127.0.0.1:0', 'the fault relay upstream')).port);
+      this.port = await relay.listen(formatHostPort(this.host, this.port));
     } else {
-      this.port = await listen(server, this.host, this.port);
+      this.port = (await listenOn(server, formatHostPort(this.host, this.port), '--listen')).port;
     }
     this.running = { store, service, lifecycle, cache, registry, server, relay, sockets, watches, auth };
   }
@@ -277,15 +276,4 @@ export class ApiServer {
     if (!this.running) throw new Error('kars apiserver is not running');
     return this.running;
   }
-}
-
-function listen(server: http2.Http2SecureServer, host: string, port: number): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      const a = server.address();
-      resolvePort(typeof a === 'object' && a !== null ? a.port : port);
-    });
-  });
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
-import { ListenAddressError, listenOn, parseListen, readBody } from './http.js';
+import { formatHostPort, ListenAddressError, listenOn, parseListen, readBody } from './http.js';
 
 describe('parseListen', () => {
   it('reads HOST:PORT, [IPv6]:PORT and :PORT', () => {
@@ -52,6 +52,16 @@ describe('parseListen', () => {
       fc.property(fc.ipV4(), fc.integer({ min: 0, max: 65535 }), (h, p) => {
         const r = parseListen(`${h}:${p}`);
         return r.host === h && r.port === p;
+      }),
+    );
+  });
+
+  it('property: formatHostPort is the inverse of parseListen for IPv4, IPv6 and names', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.ipV4(), fc.ipV6(), fc.domain()), fc.integer({ min: 0, max: 65535 }), (h, p) => {
+        const text = formatHostPort(h, p);
+        assert.deepEqual(parseListen(text), { host: h, port: p });
+        assert.equal(h.includes(':'), text.startsWith('['));
       }),
     );
   });

@@ -34,7 +34,12 @@ export function parseListen(address: string, what?: string): { host: string; por
 
 /** The `http://host:port` URL of a bound address (IPv6 in brackets). */
 export function urlOfAddress(host: string, port: number): string {
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return `http://${formatHostPort(host, port)}`;
+}
+
+/** `host:port`, with an IPv6 host in brackets: the inverse of {@link parseListen}. */
+export function formatHostPort(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Where {@link listenOn} bound a server. */

@@ -28,7 +28,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { lookup } from 'node:dns/promises';
 import { connect, isIP, isIPv6, type Socket } from 'node:net';
 import { specialHostReason } from '@kars/policy-api';
-import { listenOn, parseListen, systemClock } from '@kars/kube-core';
+import { formatHostPort, listenOn, parseListen, systemClock } from '@kars/kube-core';
 import type { Clock, Timer } from '@kars/kube-core';
 import { endToEndHeaders } from '../http/headers.js';
 import type { Duplex } from 'node:stream';
@@ -94,13 +94,9 @@ export function parseAuthority(target: string): { host: string; port: number } |
   return { host, port };
 }
 
-function hostPort(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
-
 /** The 403 message, naming the target and how to ask for it. */
 export function deniedMessage(sandbox: string, host: string, port: number): string {
-  const hp = hostPort(host, port);
+  const hp = formatHostPort(host, port);
   return `egress to ${hp} is not allowed for sandbox ${sandbox}; request a temporary approval with: kars egress allow-extra ${sandbox} --host ${hp} --ttl PT1H --reason "..."`;
 }
 
@@ -207,7 +203,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         }
       : { sandbox, host, port, via, allowed: false, decision: 'denied' };
     if (v.allowed) {
-      const key = hostPort(host, port);
+      const key = formatHostPort(host, port);
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
     try {
@@ -235,7 +231,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     void resolveChecked(target.host, d.entry?.approval === undefined).then((r) => {
       if (client.destroyed) return;
       if (!r.ok) {
-        rawResponse(client, 403, 'Forbidden', `egress to ${hostPort(target.host, target.port)} refused: ${r.error}`);
+        rawResponse(client, 403, 'Forbidden', `egress to ${formatHostPort(target.host, target.port)} refused: ${r.error}`);
         return;
       }
       client.resume();
@@ -263,7 +259,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
           client,
           504,
           'Gateway Timeout',
-          `egress to ${hostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`,
+          `egress to ${formatHostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`,
         );
       }
     });
@@ -281,7 +277,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       if (!established)
-        rawResponse(client, 502, 'Bad Gateway', `egress to ${hostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
+        rawResponse(client, 502, 'Bad Gateway', `egress to ${formatHostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
       else client.destroy();
     });
     upstream.on('close', (hadError) => {
@@ -329,7 +325,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (res.destroyed) return;
       if (!r.ok) {
         req.resume();
-        jsonResponse(res, 403, `egress to ${hostPort(host, port)} refused: ${r.error}`);
+        jsonResponse(res, 403, `egress to ${formatHostPort(host, port)} refused: ${r.error}`);
         return;
       }
       forwardHttp(req, res, url, host, port, r.address);
@@ -367,7 +363,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
     up.on('error', (err: NodeJS.ErrnoException) => {
       if (res.headersSent) res.destroy();
-      else jsonResponse(res, 502, `egress to ${hostPort(host, port)} failed: ${err.code ?? err.message}`);
+      else jsonResponse(res, 502, `egress to ${formatHostPort(host, port)} failed: ${err.code ?? err.message}`);
     });
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();
