@@ -199,6 +199,43 @@ describe('watcher loop on virtual time (scripted API)', () => {
     }
   });
 
+  it('after an outage grew the backoff, a fault right after the server came back waits the initial delay; a second drop at once grows again (ADR 0007)', async () => {
+    const clock = new FakeClock();
+    const api = new ScriptedApi(clock);
+    api.lists.push(page('1', []));
+    const healthyThenCut: WatchStep = async function* (p) {
+      p.onOpen?.();
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, MIN_HEALTHY_WATCH_MS + 200));
+      yield* [];
+      throw new ConnectionLostError('reset', 'connection reset');
+    };
+    // The outage: every reconnect is refused before a watch opens.
+    const refused: WatchStep = async function* () {
+      yield* [];
+      throw new ConnectionLostError('connect', 'connect ECONNREFUSED');
+    };
+    // Back: the server accepts the watch, and a new fault cuts it at once.
+    const acceptedThenCut: WatchStep = async function* (p) {
+      p.onOpen?.();
+      yield* [];
+      throw new ConnectionLostError('reset', 'connection reset');
+    };
+    api.watches.push(healthyThenCut, refused, refused, refused, acceptedThenCut, acceptedThenCut);
+    const w = run(api, clock, cfg({ backoffInitialMs: 200 }));
+    try {
+      await clock.advanceAsync(MIN_HEALTHY_WATCH_MS + 200 + 200 + 400 + 800 + 1600 + 200 + 400);
+      const delays = w.events.flatMap((e) => (e.type === 'restart' ? [e.delayMs] : []));
+      assert.deepEqual(
+        delays,
+        [200, 400, 800, 1600, 200, 400],
+        'outage grows; the first fault after the recovery waits the initial delay; a second drop grows',
+      );
+      assert.deepEqual(api.ops(), ['list()', 'watch(1)', 'watch(1)', 'watch(1)', 'watch(1)', 'watch(1)', 'watch(1)', 'watch(1)']);
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('keeps the backoff growing for a server that accepts each watch and drops it at once', async () => {
     const clock = new FakeClock();
     const api = new ScriptedApi(clock);
