@@ -146,8 +146,8 @@ export class Http2Transport {
     });
   }
 
-  /** Stop using a connection that is closing on its own (GOAWAY, close); streams may finish. */
-  private retire(conn: Conn, reason: ConnectionLossReason): void {
+  /** Stop pinging `conn` and stop handing it out for new requests. */
+  private forget(conn: Conn): void {
     conn.pingTimer?.cancel();
     conn.pingTimer = undefined;
     void this.current?.then(
@@ -156,6 +156,11 @@ export class Http2Transport {
       },
       () => undefined,
     );
+  }
+
+  /** Stop using a connection that is closing on its own (GOAWAY, close); streams may finish. */
+  private retire(conn: Conn, reason: ConnectionLossReason): void {
+    this.forget(conn);
     if (!conn.lost) {
       conn.lost = reason;
       this.notify(conn, reason, undefined);
@@ -166,14 +171,7 @@ export class Http2Transport {
   private kill(conn: Conn, reason: ConnectionLossReason, err: Error | undefined): void {
     const first = !conn.lost;
     conn.lost ??= reason;
-    conn.pingTimer?.cancel();
-    conn.pingTimer = undefined;
-    void this.current?.then(
-      (c) => {
-        if (c === conn) this.current = undefined;
-      },
-      () => undefined,
-    );
+    this.forget(conn);
     if (!conn.session.destroyed)
       conn.session.destroy(
         new ConnectionLostError(

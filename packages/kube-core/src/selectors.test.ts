@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.js';
+import fc from 'fast-check';
+import { labelSelectorFromObject, matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.js';
 
 describe('label selectors', () => {
   it('parses equality, inequality, set and existence terms', () => {
@@ -36,5 +37,54 @@ describe('field selectors', () => {
     assert.equal(matchesFields(reqs, get({ 'metadata.name': 'a', 'metadata.namespace': 'default' })), true);
     assert.equal(matchesFields(reqs, get({ 'metadata.name': 'a', 'metadata.namespace': 'kube-system' })), false);
     assert.throws(() => parseFieldSelector('justtext'));
+  });
+});
+
+describe('label selector objects (metav1.LabelSelector)', () => {
+  it('match as matchLabels AND every expression, with kube operator names; an unknown operator matches nothing', () => {
+    const sel = labelSelectorFromObject({
+      matchLabels: { app: 'web' },
+      matchExpressions: [
+        { key: 'tier', operator: 'In', values: ['a', 'b'] },
+        { key: 'legacy', operator: 'DoesNotExist' },
+        { key: 'zone', operator: 'Exists' },
+        { key: 'env', operator: 'NotIn', values: ['prod'] },
+      ],
+    });
+    assert.ok(sel);
+    assert.equal(matchesLabels(sel, { app: 'web', tier: 'a', zone: 'z' }), true);
+    assert.equal(matchesLabels(sel, { app: 'web', tier: 'a', zone: 'z', env: 'prod' }), false);
+    assert.equal(matchesLabels(sel, { app: 'web', tier: 'c', zone: 'z' }), false);
+    assert.equal(matchesLabels(sel, { app: 'web', tier: 'a', zone: 'z', legacy: '' }), false);
+    assert.equal(matchesLabels(sel, { app: 'api', tier: 'a', zone: 'z' }), false);
+    assert.equal(matchesLabels(labelSelectorFromObject({})!, {}), true, 'the empty selector matches everything');
+    assert.equal(labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'in', values: ['x'] }] }), undefined);
+    assert.equal(labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'constructor' }] }), undefined);
+  });
+
+  it('property: agrees with the string syntax for the same requirements', () => {
+    const key = fc.constantFrom('a', 'b', 'c');
+    const val = fc.constantFrom('x', 'y', 'z');
+    const expr = fc.oneof(
+      fc.record({ key, operator: fc.constantFrom('In', 'NotIn'), values: fc.array(val, { minLength: 1, maxLength: 3 }) }),
+      fc.record({ key, operator: fc.constantFrom('Exists', 'DoesNotExist') }),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(key, val), fc.array(expr, { maxLength: 4 }), fc.dictionary(key, val), (ml, exprs, labels) => {
+        const text = [
+          ...Object.entries(ml).map(([k, v]) => `${k}=${v}`),
+          ...exprs.map((e) =>
+            e.operator === 'Exists'
+              ? e.key
+              : e.operator === 'DoesNotExist'
+                ? `!${e.key}`
+                : `${e.key} ${e.operator === 'In' ? 'in' : 'notin'} (${(e as { values: string[] }).values.join(',')})`,
+          ),
+        ].join(',');
+        const obj = labelSelectorFromObject({ matchLabels: ml, matchExpressions: exprs });
+        assert.ok(obj);
+        assert.equal(matchesLabels(obj, labels), matchesLabels(parseLabelSelector(text), labels), text);
+      }),
+    );
   });
 });

@@ -63,6 +63,28 @@ function check(key: string, term: string): string {
   return key;
 }
 
+/** A `metav1.LabelSelector` object: `matchLabels` and `matchExpressions`, all of which must hold. */
+export interface LabelSelectorObject {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+const OPERATORS: Record<string, LabelRequirement['op']> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' };
+
+/**
+ * The requirements of a selector object, for {@link matchesLabels}; undefined when an expression has
+ * an operator kube does not know (kube refuses to convert such a selector, so it matches nothing).
+ */
+export function labelSelectorFromObject(sel: LabelSelectorObject): LabelSelector | undefined {
+  const out: LabelSelector = Object.entries(sel.matchLabels ?? {}).map(([key, v]) => ({ key, op: '=', values: [v] }));
+  for (const e of sel.matchExpressions ?? []) {
+    const op = Object.prototype.hasOwnProperty.call(OPERATORS, e.operator) ? OPERATORS[e.operator] : undefined;
+    if (op === undefined) return undefined;
+    out.push({ key: e.key, op, values: e.values ?? [] });
+  }
+  return out;
+}
+
 /** True when the labels satisfy every requirement of the selector. */
 export function matchesLabels(sel: LabelSelector, labels: Record<string, string> | undefined): boolean {
   const l = labels ?? {};

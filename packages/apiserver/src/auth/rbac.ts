@@ -12,6 +12,8 @@
  * nothing). Aggregated ClusterRoles are expanded at evaluation time rather than written back into the
  * object by a controller, so `kubectl get clusterrole X -o yaml` shows the rules it was given.
  */
+import { labelSelectorFromObject, matchesLabels } from '@kars/kube-core';
+import type { LabelSelectorObject } from '@kars/kube-core';
 
 /** Who is asking. */
 export interface UserInfo {
@@ -62,10 +64,7 @@ export interface RoleLike {
   metadata: { name?: string; namespace?: string; labels?: Record<string, string> };
   rules?: PolicyRule[] | null;
   aggregationRule?: {
-    clusterRoleSelectors?: Array<{
-      matchLabels?: Record<string, string>;
-      matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
-    }>;
+    clusterRoleSelectors?: LabelSelectorObject[];
   } | null;
 }
 
@@ -152,33 +151,9 @@ export function subjectMatches(user: UserInfo, s: Subject, bindingNamespace: str
   }
 }
 
-function selectorMatches(
-  sel: NonNullable<NonNullable<RoleLike['aggregationRule']>['clusterRoleSelectors']>[number],
-  labels: Record<string, string>,
-): boolean {
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = Object.prototype.hasOwnProperty.call(labels, e.key);
-    const val = labels[e.key];
-    const vals = e.values ?? [];
-    switch (e.operator) {
-      case 'In':
-        if (!has || !vals.includes(val ?? '')) return false;
-        break;
-      case 'NotIn':
-        if (has && vals.includes(val ?? '')) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
+function selectorMatches(sel: LabelSelectorObject, labels: Record<string, string>): boolean {
+  const reqs = labelSelectorFromObject(sel);
+  return reqs !== undefined && matchesLabels(reqs, labels);
 }
 
 /**
