@@ -6,6 +6,7 @@ import type { ResourceInfo } from '../registry/resource.js';
 import type { Auth } from './authorizer.js';
 import type { RequestAttributes, UserInfo } from './rbac.js';
 import { DEFAULT_TOKEN_SECONDS, MAX_TOKEN_SECONDS, MIN_TOKEN_SECONDS, TOKEN_ISSUER } from './tokens.js';
+import { nonResourceAttributes } from './request-info.js';
 
 /** An answer for the handler to send. */
 export interface AuthApiResponse {
@@ -136,17 +137,7 @@ function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>)
         name: str(ra['name']),
         path: '',
       }
-    : {
-        verb: str(nra?.['verb']),
-        resourceRequest: false,
-        apiGroup: '',
-        apiVersion: '',
-        resource: '',
-        subresource: '',
-        namespace: '',
-        name: '',
-        path: str(nra?.['path']),
-      };
+    : nonResourceAttributes(str(nra?.['verb']), str(nra?.['path']));
   const allowed = auth.decide(user, a);
   return {
     code: 201,

@@ -2,6 +2,11 @@ import { parseFieldSelector } from '@kars/kube-core';
 import type { Route } from '../http/route.js';
 import type { RequestAttributes } from './rbac.js';
 
+/** The attributes of a non-resource request (`verb` on `path`, every resource field empty). */
+export function nonResourceAttributes(verb: string, path: string): RequestAttributes {
+  return { verb, resourceRequest: false, apiGroup: '', apiVersion: '', resource: '', subresource: '', namespace: '', name: '', path };
+}
+
 /**
  * The authorization attributes of a request, as kube-apiserver's RequestInfoFactory derives them:
  * GET on a name is `get`, on a collection `list`, with `watch=true` (or the legacy `/watch/` prefix)
@@ -12,17 +17,7 @@ import type { RequestAttributes } from './rbac.js';
  */
 export function requestAttributes(route: Route, method: string, path: string, q: URLSearchParams): RequestAttributes {
   const m = method.toUpperCase();
-  const base: RequestAttributes = {
-    verb: m.toLowerCase(),
-    resourceRequest: false,
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-    path,
-  };
+  const base = nonResourceAttributes(m.toLowerCase(), path);
   if (route.kind !== 'object') {
     // A namespace-less "/api/v1/namespaces" style path is an object route; discovery is not.
     return base;
