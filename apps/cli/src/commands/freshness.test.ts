@@ -44,12 +44,7 @@ async function leftovers(stack: LocalStack): Promise<{ policies: string[]; sandb
 describe('kars freshness probe (process, against the local stack)', () => {
   const stack = new LocalStack();
   before(async () => {
-    try {
-      await stack.start();
-    } catch (err) {
-      await stack.stop();
-      throw err;
-    }
+    await stack.start();
   });
   after(async () => stack.stop());
 

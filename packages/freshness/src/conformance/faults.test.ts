@@ -21,12 +21,7 @@ describe('freshness conformance: edit → router echo under each fault', () => {
       client = KubeClient.fromKubeconfig({ kubeconfig: foreign, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
     } else {
       stack = new LocalStack();
-      try {
-        await stack.start();
-      } catch (err) {
-        await stack.stop();
-        throw err;
-      }
+      await stack.start();
       client = stack.client;
     }
     try {

@@ -36,12 +36,7 @@ describe('freshness conformance suite against a foreign cluster (kubeconfig only
   const stack = new LocalStack();
 
   before(async () => {
-    try {
-      await stack.start();
-    } catch (err) {
-      await stack.stop();
-      throw err;
-    }
+    await stack.start();
   });
   after(async () => stack.stop());
 

@@ -106,7 +106,17 @@ export class LocalStack {
     readonly sandbox = 'kars-probe',
   ) {}
 
+  /** Start the stack; if any part fails to start, stop what did start before rethrowing. */
   async start(): Promise<void> {
+    try {
+      await this.startAll();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  private async startAll(): Promise<void> {
     const ready = new Promise<void>((resolve, reject) => {
       this.apiserver = start(
         [
