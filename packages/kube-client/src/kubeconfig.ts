@@ -1,4 +1,5 @@
 import type { KubeConfig as ClientNodeKubeConfig } from '@kubernetes/client-node';
+import { fileURLToPath } from 'node:url';
 
 /** Where {@link KubeConfig} was loaded from: kube-client's build-time bundle of it, or client-node's package entry. */
 export type KubeConfigSource = 'bundle' | 'package';
@@ -16,7 +17,8 @@ async function loadKubeConfigClass(): Promise<{ KubeConfig: typeof ClientNodeKub
     const m = (await import(bundle.href)) as { KubeConfig: typeof ClientNodeKubeConfig };
     return { KubeConfig: m.KubeConfig, source: 'bundle' };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND' || !String((err as Error).message).includes(bundle.pathname))
+    // Only the bundle's own absence falls back (its path in the message, decoded); a bundle that fails to load throws.
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND' || !String((err as Error).message).includes(fileURLToPath(bundle)))
       throw err;
     const m = await import('@kubernetes/client-node');
     return { KubeConfig: m.KubeConfig, source: 'package' };
