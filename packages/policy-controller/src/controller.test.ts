@@ -3,13 +3,12 @@ import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 
-import { createCrds, startTestServer, TestClient } from '@kars/apiserver/testing';
+import { TestClient } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
-import { allCrds } from '@kars/policy-api';
-import { pino } from 'pino';
-import { PolicyController } from './manager.js';
+import { startControllerStack } from './testing/controller-stack.js';
+import type { ControllerStack } from './testing/controller-stack.js';
 import { TestRouter } from './testing/test-router.js';
-import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
+import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'team-a';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
@@ -31,40 +30,24 @@ function inferencePolicy(name: string, daily: number): Record<string, unknown> {
 
 describe('kars controller end to end', () => {
   let ts: TestServer;
-  let client: KubeClient;
   let routerClient: KubeClient;
   let router: TestRouter;
-  const ac = new AbortController();
-  let run: Promise<void>;
+  let stack: ControllerStack;
   const metrics = new RuntimeMetrics();
   const api = (): TestClient => ts.client;
 
   before(async () => {
-    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    await createCrds(api(), ...allCrds());
-    assert.equal((await api().post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
-    client = clientFor(ts.server.kubeconfigPath, cfg);
-    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({
-      client,
+    stack = await startControllerStack({
+      namespace: NS,
       config: cfg,
+      server: { faultInjection: true, bookmarkIntervalSeconds: 1 },
       metrics,
-      log: pino({ level: 'silent' }),
-      leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' },
-      env: {},
       notEnforcedGraceMs: 300,
     });
-    run = controller.run(ac.signal);
+    ({ ts, routerClient } = stack);
     router = new TestRouter(routerClient, NS, 'sb1', 'r1');
   });
-
-  after(async () => {
-    ac.abort();
-    await run;
-    client.close();
-    routerClient.close();
-    await ts.close();
-  });
+  after(() => stack.close());
 
   it('compiles a new InferencePolicy into its ConfigMap and reports NoSandboxesReferencing', async () => {
     assert.equal((await api().post(IP, inferencePolicy('ip1', 1000))).status, 201);

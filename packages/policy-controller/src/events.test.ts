@@ -7,16 +7,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
-import { RuntimeMetrics } from '@kars/kube-runtime';
 
-import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
-import { allCrds } from '@kars/policy-api';
-import { pino } from 'pino';
 import { notEnforcedGraceFromEnv } from './context.js';
-import { PolicyController } from './manager.js';
+import { startControllerStack } from './testing/controller-stack.js';
+import type { ControllerStack } from './testing/controller-stack.js';
 import { TestRouter } from './testing/test-router.js';
-import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
+import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 const NS = 'grace';
 const API = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
@@ -26,36 +23,14 @@ const GRACE_MS = 3000;
 
 describe('PolicyNotEnforced only after the grace period', () => {
   let ts: TestServer;
-  let client: KubeClient;
   let routerClient: KubeClient;
-  const ac = new AbortController();
-  let run: Promise<void>;
+  let stack: ControllerStack;
 
   before(async () => {
-    ts = await startTestServer();
-    await createCrds(ts.client, ...allCrds());
-    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    client = clientFor(ts.server.kubeconfigPath, cfg);
-    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({
-      client,
-      config: cfg,
-      metrics: new RuntimeMetrics(),
-      log: pino({ level: 'silent' }),
-      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' },
-      env: {},
-      notEnforcedGraceMs: GRACE_MS,
-    });
-    run = controller.run(ac.signal);
+    stack = await startControllerStack({ namespace: NS, config: cfg, notEnforcedGraceMs: GRACE_MS });
+    ({ ts, routerClient } = stack);
   });
-
-  after(async () => {
-    ac.abort();
-    await run;
-    client.close();
-    routerClient.close();
-    await ts.close();
-  });
+  after(() => stack.close());
 
   const warnings = async (name: string): Promise<Array<{ reason: string; message: string }>> =>
     (

@@ -3,15 +3,12 @@ import assert from 'node:assert/strict';
 import { KubeClient } from '@kars/kube-client';
 import type { ResourceRef } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
-import { RuntimeMetrics } from '@kars/kube-runtime';
 
-import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
-import { allCrds } from '@kars/policy-api';
-import { pino } from 'pino';
 import fc from 'fast-check';
-import { PolicyController } from './manager.js';
 import { appliesAsStored } from './status.js';
+import { startControllerStack } from './testing/controller-stack.js';
+import type { ControllerStack } from './testing/controller-stack.js';
 import { TestRouter } from './testing/test-router.js';
 import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
@@ -62,49 +59,34 @@ describe('appliesAsStored', () => {
  */
 describe('controller status writes', () => {
   let ts: TestServer;
-  let client: KubeClient;
   let routerClient: KubeClient;
-  const ac = new AbortController();
-  let run: Promise<void>;
+  let stack: ControllerStack;
   const applies: Array<{ resource: string; rv: string }> = [];
 
   before(async () => {
-    ts = await startTestServer({ bookmarkIntervalSeconds: 1 });
-    await createCrds(ts.client, ...allCrds());
-    assert.equal((await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })).status, 201);
-    client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    // Record every status apply the controller sends, with the resourceVersion the server answered.
-    const apply = client.apply.bind(client);
-    client.apply = async <T extends KubeObject = KubeObject>(
-      ref: ResourceRef,
-      obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } },
-      fieldManager: string,
-      opts: { force?: boolean; subresource?: 'status' } = {},
-    ): Promise<T> => {
-      const out = await apply<T>(ref, obj, fieldManager, opts);
-      if (opts.subresource === 'status')
-        applies.push({ resource: `${ref.resource}/${obj.metadata.name}`, rv: out.metadata.resourceVersion ?? '' });
-      return out;
-    };
-    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const controller = new PolicyController({
-      client,
+    stack = await startControllerStack({
+      namespace: NS,
       config: cfg,
-      metrics: new RuntimeMetrics(),
-      log: pino({ level: 'silent' }),
-      leaderElection: { enabled: false, namespace: NS, name: 'kars-controller', identity: 'test' },
-      env: {},
+      server: { bookmarkIntervalSeconds: 1 },
+      // Record every status apply the controller sends, with the resourceVersion the server answered.
+      instrument: (c) => {
+        const apply = c.apply.bind(c);
+        c.apply = async <T extends KubeObject = KubeObject>(
+          ref: ResourceRef,
+          obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } },
+          fieldManager: string,
+          opts: { force?: boolean; subresource?: 'status' } = {},
+        ): Promise<T> => {
+          const out = await apply<T>(ref, obj, fieldManager, opts);
+          if (opts.subresource === 'status')
+            applies.push({ resource: `${ref.resource}/${obj.metadata.name}`, rv: out.metadata.resourceVersion ?? '' });
+          return out;
+        };
+      },
     });
-    run = controller.run(ac.signal);
+    ({ ts, routerClient } = stack);
   });
-
-  after(async () => {
-    ac.abort();
-    await run;
-    client.close();
-    routerClient.close();
-    await ts.close();
-  });
+  after(() => stack.close());
 
   it('never sends a status the server already holds (policy and sandbox, over several edits)', async () => {
     const router = new TestRouter(routerClient, NS, 'sb1', 'r1');
