@@ -15,9 +15,11 @@
 // (default 3) alternating rounds, each after BENCH_GC_WARMUP (default 1000) unmeasured creates and
 // as many updates; BENCH_ONLY=groupcommit stops after it; BENCH_GC_MODES=group (or single) runs one
 // mode only, e.g. to compare server builds or flags (no ratio row then); BENCH_GC_SETTLE_MS
-// (default 2000) syncs and waits before each server starts.
+// (default 2000) syncs and waits before each server starts. BENCH_GC_BEFORE=<dir of a built kars
+// checkout> adds a third mode, "before": that checkout's apiserver (e.g. the last commit before
+// group commit; bench/README.md says how to make one), with the ratio group / before.
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import tls from 'node:tls';
@@ -411,16 +413,32 @@ async function settleDisk(ms) {
 }
 
 /**
+ * The `before` mode: kars apiserver as built from another checkout (BENCH_GC_BEFORE, e.g. a
+ * worktree of the last commit before group commit), so "before" is the code as it was, not
+ * today's code with `--commit-batch 1`. Undefined when the variable is unset.
+ */
+function beforeMode(tree) {
+  if (!tree) return undefined;
+  const bin = join(tree, 'apps/cli/bin/kars.js');
+  if (!existsSync(bin)) throw new Error(`BENCH_GC_BEFORE=${tree}: no ${bin} (a built kars checkout is needed)`);
+  const git = spawnSync('git', ['-C', tree, 'log', '-1', '--format=%h %cs'], { encoding: 'utf8' });
+  const rev = git.status === 0 ? git.stdout.trim() : tree;
+  return { key: 'before', label: `before group commit (build of \`${rev}\`)`, args: [], bin };
+}
+
+/**
  * Create and update throughput at concurrency `conc` against a fresh server per mode and round.
  * Modes alternate (A B A B …) so drift in the shared machine's load hits both alike; the table
- * gives per-mode medians over rounds, and the ratio group/one.
+ * gives per-mode medians over rounds, and the ratios group/one (and group/before with
+ * BENCH_GC_BEFORE).
  */
 async function groupCommitPhase(cfg, dataRoot, failures) {
   const modes = [
+    beforeMode(cfg.gcBefore),
     { key: 'single', label: 'one fsync per write (`--commit-batch 1`)', args: ['--commit-batch', '1'] },
     { key: 'group', label: 'group commit (default `--commit-batch 256`)', args: [] },
-  ].filter((m) => cfg.gcModes.includes(m.key));
-  const runs = { single: [], group: [] };
+  ].filter((m) => m && (m.key === 'before' || cfg.gcModes.includes(m.key)));
+  const runs = { before: [], single: [], group: [] };
   const conc = cfg.gcConcurrency;
   for (let round = 0; round < cfg.gcRounds; round++) {
     for (const mode of modes) {
@@ -429,7 +447,7 @@ async function groupCommitPhase(cfg, dataRoot, failures) {
         `group commit ${round + 1}/${cfg.gcRounds}, ${mode.key}: ${cfg.gcWarmup} + ${cfg.gcWarmup} warm-up, ${cfg.gcOps} creates + ${cfg.gcOps} updates, concurrency ${conc}`,
       );
       await settleDisk(cfg.gcSettleMs);
-      const srv = await startKarsApiserver(dir, mode.args);
+      const srv = await startKarsApiserver(dir, mode.args, { bin: mode.bin });
       const client = await makeRawClient(srv.url, srv.ca, srv.token, conc);
       try {
         const { request } = client;
@@ -558,21 +576,26 @@ async function groupCommitPhase(cfg, dataRoot, failures) {
         ]),
       );
     }
-    const a = summary[`${op}/single`];
     const b = summary[`${op}/group`];
-    if (a && b)
-      lines.push(
-        mdRow([
-          op,
-          '**group / one**',
-          `**${fmt2(b.opsPerSec / a.opsPerSec)}×** (goal ≥ 5×)`,
-          `${fmt2(b.p50 / a.p50)}×`,
-          `${fmt2(b.p99 / a.p99)}× (goal ≤ 1×)`,
-          `${fmt2(b.cpuMsPerOp / a.cpuMsPerOp)}×`,
-          '',
-          '',
-        ]),
-      );
+    for (const [base, label] of [
+      ['before', '**group / before**'],
+      ['single', '**group / one**'],
+    ]) {
+      const a = summary[`${op}/${base}`];
+      if (a && b)
+        lines.push(
+          mdRow([
+            op,
+            label,
+            `**${fmt2(b.opsPerSec / a.opsPerSec)}×** (goal ≥ 5×)`,
+            `${fmt2(b.p50 / a.p50)}×`,
+            `${fmt2(b.p99 / a.p99)}× (goal ≤ 1×)`,
+            `${fmt2(b.cpuMsPerOp / a.cpuMsPerOp)}×`,
+            '',
+            '',
+          ]),
+        );
+    }
   }
   // What the two cores could serve at all at the measured CPU per operation (server + load
   // generator, both cores fully busy): when 5× the one-fsync throughput is above it, no batching
@@ -587,10 +610,13 @@ async function groupCommitPhase(cfg, dataRoot, failures) {
     `CPU ceiling of this machine (${cores} cores fully busy at group commit's server + load generator CPU per op): ` +
       ['create', 'update']
         .map((op) => {
-          const one = summary[`${op}/single`];
-          return (
-            `${op} ≤ ${fmtInt(ceiling(op))} ops/s` + (one ? ` (5× one fsync per write would be ${fmtInt(5 * one.opsPerSec)} ops/s)` : '')
-          );
+          const five = ['before', 'single']
+            .filter((k) => summary[`${op}/${k}`])
+            .map(
+              (k) =>
+                `5× ${k === 'before' ? 'before' : 'one fsync per write'} would be ${fmtInt(5 * summary[`${op}/${k}`].opsPerSec)} ops/s`,
+            );
+          return `${op} ≤ ${fmtInt(ceiling(op))} ops/s` + (five.length ? ` (${five.join(', ')})` : '');
         })
         .join('; ') +
       '.',
@@ -626,6 +652,7 @@ async function main() {
     gcOps: envInt('BENCH_GC_OPS', sc(4000, 64)),
     gcRounds: envInt('BENCH_GC_ROUNDS', 3),
     gcWarmup: envInt('BENCH_GC_WARMUP', 1000),
+    gcBefore: process.env.BENCH_GC_BEFORE || undefined,
     gcSettleMs: envInt('BENCH_GC_SETTLE_MS', 2000, { min: 0 }),
     gcModes: (process.env.BENCH_GC_MODES ?? 'single,group').split(','),
     gcConcurrency: 64,

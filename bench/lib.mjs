@@ -206,13 +206,14 @@ export async function spawnListening(
 /**
  * Start `kars apiserver --listen 127.0.0.1:0 --data-dir <dataDir> ...extraArgs` as a child
  * process (with BENCH_SERVER_NODE_ARGS as node flags); resolves once it listens on https.
+ * `opts.bin` runs another checkout's `apps/cli/bin/kars.js` instead of this one's.
  * The handle of `spawnListening`, plus `kubeconfig` (default `<dataDir>/kubeconfig`), `token`
  * and `ca` read from the data dir.
  */
-export async function startKarsApiserver(dataDir, extraArgs, opts = {}) {
+export async function startKarsApiserver(dataDir, extraArgs, { bin = KARS_BIN, ...opts } = {}) {
   const args = [
     ...splitArgs(process.env.BENCH_SERVER_NODE_ARGS),
-    KARS_BIN,
+    bin,
     'apiserver',
     '--listen',
     '127.0.0.1:0',
