@@ -1,7 +1,7 @@
 import { ApiError } from '@kars/kube-core';
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -232,6 +232,8 @@ export class Store {
     commit: Statement<[]>;
     rollback: Statement<[]>;
     pin: Statement<[], unknown>;
+    readerBegin: Statement<[]>;
+    readerEnd: Statement<[]>;
   };
   /** Runs a function in a savepoint of the open batch (better-sqlite3 nests transactions as savepoints). */
   private readonly inSavepoint: <T>(fn: () => T) => T;
@@ -300,6 +302,8 @@ export class Store {
       commit: this.db.prepare('COMMIT'),
       rollback: this.db.prepare('ROLLBACK'),
       pin: this.reader.prepare('SELECT k FROM meta LIMIT 1'),
+      readerBegin: this.reader.prepare('BEGIN'),
+      readerEnd: this.reader.prepare('COMMIT'),
     };
     if (this.pipelined) {
       this.walFd = openSync(this.walPath, 'r');
@@ -591,7 +595,7 @@ export class Store {
   /** Hold the reader on the last durable commit while the next one syncs. */
   private pinReader(): void {
     if (this.readerPinned) return;
-    this.reader.exec('BEGIN');
+    this.st.readerBegin.run();
     this.st.pin.get(); // a read starts the snapshot now, not at the next query
     this.readerPinned = true;
   }
@@ -599,18 +603,19 @@ export class Store {
   private unpinReader(): void {
     if (!this.readerPinned) return;
     this.readerPinned = false;
-    this.reader.exec('COMMIT');
+    this.st.readerEnd.run();
   }
 
   /**
    * The descriptor of the current WAL file. SQLite keeps the WAL while a connection is open, but
-   * if the file were ever replaced, syncing the old descriptor would sync the wrong file: compare
-   * inodes and reopen.
+   * if the file were ever unlinked or replaced, syncing the old descriptor would sync the wrong
+   * file: its link count is then 0, and the path is opened again. (One fstat per batch; comparing
+   * inodes with a stat of the path cost a path lookup per batch.)
    */
   private currentWalFd(): number {
     if (this.walFd !== undefined) {
       try {
-        if (fstatSync(this.walFd).ino === statSync(this.walPath).ino) return this.walFd;
+        if (fstatSync(this.walFd).nlink > 0) return this.walFd;
       } catch {
         // fall through and reopen
       }
