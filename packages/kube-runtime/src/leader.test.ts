@@ -1,8 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError, FakeClock, sleep } from '@kars/kube-core';
+import { ApiError, FakeClock, httpStatusOf, sleep } from '@kars/kube-core';
+import { until } from '@kars/kube-core/testing';
 import type { Clock, StatusReason } from '@kars/kube-core';
-import { eventually, startTestServer } from '@kars/apiserver/testing';
+import { startTestServer } from '@kars/apiserver/testing';
 import type { TestClient, TestResponse, TestServer } from '@kars/apiserver/testing';
 import { LeaderElectionError, LeaderElector, leaderElectionEnabled } from './leader.js';
 import type { Lease, LeaseApi, LeaderElectionOptions } from './leader.js';
@@ -80,8 +81,46 @@ async function stop(...cs: Candidate[]): Promise<void> {
   await Promise.all(cs.map((c) => c.done));
 }
 
-const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Records the outcome (HTTP status) of every replace the elector sends, passing calls through. */
+class RecordingLeaseApi implements LeaseApi {
+  readonly replaces: number[] = [];
+  constructor(private readonly inner: LeaseApi) {}
 
+  get(namespace: string, name: string): Promise<Lease | undefined> {
+    return this.inner.get(namespace, name);
+  }
+
+  create(namespace: string, lease: Lease): Promise<Lease> {
+    return this.inner.create(namespace, lease);
+  }
+
+  async replace(namespace: string, lease: Lease): Promise<Lease> {
+    try {
+      const r = await this.inner.replace(namespace, lease);
+      this.replaces.push(200);
+      return r;
+    } catch (err) {
+      this.replaces.push(httpStatusOf(err) ?? 0);
+      throw err;
+    }
+  }
+}
+
+/**
+ * Wait (in real time, while the real HTTP calls finish) until the elector is idle between attempts:
+ * its only timer is the sleep before its next renew, one retry period away on its clock. While a
+ * call is in flight its one timer is that call's deadline instead, at least 500 ms away.
+ */
+function idle(clock: FakeClock): Promise<boolean> {
+  return until('the elector to wait for its next renew', () => clock.pending() === 1 && clock.nextTimerInMs() === RETRY_MS);
+}
+
+/**
+ * These run the elector on a FakeClock against the real server: the server's rules (409 on a stale
+ * replace, the stored fields) are real, and time moves only when the test advances it, so a loaded
+ * machine that makes an HTTP call take longer than the 700 ms renew deadline cannot make the
+ * elector give up (on the real clock that flaked at load 10: 'started', 'stopped', 'started').
+ */
 describe('leader election against kars apiserver', () => {
   let ts: TestServer;
   let api: HttpLeaseApi;
@@ -92,61 +131,81 @@ describe('leader election against kars apiserver', () => {
   after(async () => ts.close());
 
   it('a single elector creates the lease, leads, names itself holder and keeps renewing', async () => {
-    const a = candidate(api, 'single', 'a');
+    const clock = new FakeClock();
+    const a = candidate(api, 'single', 'a', { clock });
     try {
-      await eventually(() => a.elector.isLeader(), 3000);
+      await until('a to lead', () => a.elector.isLeader());
+      await idle(clock);
       const first = await api.get(NS, 'single');
       assert.equal(first?.spec.holderIdentity, 'a');
       assert.equal(first?.spec.leaseDurationSeconds, 1);
       assert.equal(first?.spec.leaseTransitions, 0);
       assert.match(first?.spec.renewTime ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/, 'renewTime is a MicroTime');
       assert.deepEqual(a.events, ['leader:a', 'started']);
-      await realSleep(3 * RETRY_MS);
+      for (let i = 0; i < 3; i++) {
+        await clock.advanceAsync(RETRY_MS);
+        await idle(clock);
+      }
       const later = await api.get(NS, 'single');
-      assert.ok(Date.parse(later!.spec.renewTime!) > Date.parse(first!.spec.renewTime!), 'renewTime advanced');
+      assert.equal(
+        Date.parse(later!.spec.renewTime!) - Date.parse(first!.spec.renewTime!),
+        3 * RETRY_MS,
+        'renewTime advanced with each of the three renews',
+      );
       assert.notEqual(later?.metadata.resourceVersion, first?.metadata.resourceVersion);
       assert.equal(later?.spec.acquireTime, first?.spec.acquireTime, 'renewing keeps acquireTime');
       assert.ok(a.elector.isLeader());
     } finally {
-      const t0 = Date.now();
-      await stop(a);
-      assert.ok(Date.now() - t0 < 500, `run() resolved ${Date.now() - t0} ms after abort`);
+      // Abort needs no time to pass: run() must not wait for its retry sleep (or any timer) to end.
+      const t0 = clock.now();
+      const stopped = await Promise.race([stop(a).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000).unref())]);
+      assert.ok(stopped, 'run() did not resolve after abort without its clock advancing');
+      assert.equal(clock.now(), t0);
     }
     assert.equal(a.elector.isLeader(), false);
     assert.deepEqual(a.events, ['leader:a', 'started', 'stopped']);
+    assert.equal((await api.get(NS, 'single'))?.spec.holderIdentity, '', 'released on abort');
   });
 
   it('a leader whose renew conflicts with an unrelated write re-reads the lease and keeps leading', async () => {
-    const a = candidate(api, 'conflict', 'a');
+    const clock = new FakeClock();
+    const rec = new RecordingLeaseApi(api);
+    const a = candidate(rec, 'conflict', 'a', { clock });
     try {
-      await eventually(() => a.elector.isLeader(), 3000);
+      await until('a to lead', () => a.elector.isLeader());
+      await idle(clock);
       const lease = (await api.get(NS, 'conflict'))!;
       const labelled = await api.replace(NS, { ...lease, metadata: { ...lease.metadata, labels: { touched: 'yes' } } });
-      await eventually(async () => {
-        const now = await api.get(NS, 'conflict');
-        return now !== undefined && now.metadata.resourceVersion !== labelled.metadata.resourceVersion && now.spec.holderIdentity === 'a';
-      }, 2000);
+      await clock.advanceAsync(RETRY_MS); // the renew, based on the lease a wrote, now carries a stale resourceVersion
+      await idle(clock);
+      assert.deepEqual([...rec.replaces], [409, 200], 'the renew conflicted, then succeeded from the re-read lease');
+      const now = (await api.get(NS, 'conflict'))!;
+      assert.notEqual(now.metadata.resourceVersion, labelled.metadata.resourceVersion, 'a renewed after the other write');
+      assert.equal(now.spec.holderIdentity, 'a');
+      assert.ok(Date.parse(now.spec.renewTime!) > Date.parse(labelled.spec.renewTime!), 'renewTime advanced');
       assert.ok(a.elector.isLeader());
       assert.deepEqual(a.events, ['leader:a', 'started'], 'no leadership interruption');
-      assert.equal((await api.get(NS, 'conflict'))?.metadata.labels?.['touched'], 'yes', 'the renew kept the other writer’s change');
+      assert.equal(now.metadata.labels?.['touched'], 'yes', 'the renew kept the other writer’s change');
     } finally {
       await stop(a);
     }
   });
 
   it('a leader that finds another holder in the lease stops leading at once', async () => {
-    const a = candidate(api, 'usurped', 'a');
+    const clock = new FakeClock();
+    const a = candidate(api, 'usurped', 'a', { clock });
     try {
-      await eventually(() => a.elector.isLeader(), 3000);
+      await until('a to lead', () => a.elector.isLeader());
+      await idle(clock);
       const lease = (await api.get(NS, 'usurped'))!;
       await api.replace(NS, {
         ...lease,
         spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') },
       });
-      const t0 = Date.now();
-      await eventually(() => a.events.includes('stopped'), 2000, 5);
-      const took = Date.now() - t0;
-      assert.ok(took < RENEW_MS, `stopped after ${took} ms, i.e. waited for the renew deadline`);
+      // Only the time to a's next renew passes; the renew deadline (RENEW_MS) is far off.
+      await clock.advanceAsync(RETRY_MS);
+      await until('a to stop leading', () => a.events.includes('stopped'));
+      assert.equal(clock.now(), RETRY_MS, 'stopped at its first renew after the takeover, not at the renew deadline');
       assert.equal(a.elector.isLeader(), false);
       assert.ok(a.events.includes('leader:intruder'));
     } finally {
