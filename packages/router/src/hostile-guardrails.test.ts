@@ -11,27 +11,8 @@ import { TokenBudgetTracker } from './inference/budget.js';
 import { createInferenceHandler } from './inference/handler.js';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
+import { chatBody as ask, postChat as chat } from './testing/http.js';
 
-async function chat(url: string, body: unknown): Promise<{ status: number; body: any; text: string }> {
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
-}
-const ask = (content: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-  model: 'gpt-4o',
-  messages: [{ role: 'user', content }],
-  ...extra,
-});
 const moderations = (s: OpenAIStub): number => s.requests.filter((r) => r.path === '/v1/moderations').length;
 const completions = (s: OpenAIStub): number => s.requests.filter((r) => r.path === '/v1/chat/completions').length;
 
@@ -60,7 +41,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
     stub.reset();
     const res = await chat(both.router.url, ask('please kars-flag-me now'));
     assert.equal(res.status, 403, res.text);
-    assert.equal(res.body.error.code, 'inference_policy_guardrail_flagged');
+    assert.equal(res.json.error.code, 'inference_policy_guardrail_flagged');
     assert.equal(completions(stub), 0, 'the model was never asked');
     assert.equal(moderations(stub), 1);
   });
@@ -78,7 +59,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
     try {
       const json = await chat(output.router.url, ask('hello'));
       assert.equal(json.status, 403, json.text);
-      assert.equal(json.body.error.code, 'inference_policy_guardrail_flagged');
+      assert.equal(json.json.error.code, 'inference_policy_guardrail_flagged');
       assert.doesNotMatch(json.text, /here is/);
       const stream = await chat(output.router.url, ask('hello', { stream: true }));
       assert.equal(stream.status, 403, stream.text);
@@ -101,7 +82,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
       stub.reset();
       const res = await chat(dead.router.url, ask('hello'));
       assert.equal(res.status, 503, res.text);
-      assert.equal(res.body.error.code, 'guardrail_unavailable');
+      assert.equal(res.json.error.code, 'guardrail_unavailable');
       assert.equal(completions(stub), 0);
     } finally {
       await dead.stop();
@@ -132,7 +113,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
       const { port } = server.address() as { port: number };
       const res = await chat(`http://127.0.0.1:${port}`, ask('hello'));
       assert.equal(res.status, 503, res.text);
-      assert.equal(res.body.error.code, 'guardrail_misconfigured');
+      assert.equal(res.json.error.code, 'guardrail_misconfigured');
       assert.equal(completions(stub), 0);
     } finally {
       handler.close();

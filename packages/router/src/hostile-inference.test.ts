@@ -7,32 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
+import { chatBody, postChat, type JsonReply } from './testing/http.js';
 
-async function chat(
-  r: DirRouter,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: any; text: string }> {
-  const res = await fetch(`${r.router.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
-}
-
-const msg = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-  model: 'gpt-4o',
-  messages: [{ role: 'user', content: 'hi' }],
-  ...extra,
-});
+/** POST a chat completion to the router of `r`. */
+const chat = (r: DirRouter, body: unknown, headers: Record<string, string> = {}): Promise<JsonReply> =>
+  postChat(r.router.url, body, headers);
+const msg = (extra: Record<string, unknown> = {}): Record<string, unknown> => chatBody('hi', extra);
 
 describe('hostile agent vs token limits (issue 9 item 3)', () => {
   let stub: OpenAIStub;
@@ -90,8 +70,8 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
       try {
         const res = await chat(r, msg({ max_tokens: value }));
         assert.equal(res.status, 400, res.text);
-        assert.equal(res.body?.error?.code, 'invalid_token_limit');
-        assert.match(res.body.error.message, /max_tokens/);
+        assert.equal(res.json?.error?.code, 'invalid_token_limit');
+        assert.match(res.json.error.message, /max_tokens/);
         assert.equal(stub.requests.length, 0);
       } finally {
         await r.stop();
@@ -105,7 +85,7 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
     try {
       const res = await chat(r, msg({ max_completion_tokens: 10, max_tokens: 100000 }));
       assert.equal(res.status, 429, res.text);
-      assert.equal(res.body?.error?.code, 'per_request_tokens_exceeded');
+      assert.equal(res.json?.error?.code, 'per_request_tokens_exceeded');
       assert.equal(stub.requests.length, 0);
     } finally {
       await r.stop();
@@ -118,10 +98,10 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
     try {
       const res = await chat(r, msg({ max_tokens: 100, n: 50 }));
       assert.equal(res.status, 429, res.text);
-      assert.equal(res.body?.error?.code, 'per_request_tokens_exceeded');
+      assert.equal(res.json?.error?.code, 'per_request_tokens_exceeded');
       const bad = await chat(r, msg({ max_tokens: 10, n: '5' }));
       assert.equal(bad.status, 400, bad.text);
-      assert.equal(bad.body?.error?.code, 'invalid_token_limit');
+      assert.equal(bad.json?.error?.code, 'invalid_token_limit');
       // n without max_tokens: the filled cap is shared between the choices.
       const ok = await chat(r, msg({ n: 4 }));
       assert.equal(ok.status, 200, ok.text);
@@ -155,7 +135,7 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
     try {
       const results = await Promise.all(Array.from({ length: 50 }, () => chat(r, msg({ max_tokens: 10 }))));
       const ok = results.filter((x) => x.status === 200).length;
-      const refused = results.filter((x) => x.status === 429 && x.body?.error?.code === 'budget_exceeded').length;
+      const refused = results.filter((x) => x.status === 429 && x.json?.error?.code === 'budget_exceeded').length;
       assert.equal(ok + refused, 50, `unexpected statuses: ${results.map((x) => x.status).join(',')}`);
       // Each answer costs 30 tokens; overshooting by at most one request means at most (100 + 30) / 30 answers.
       assert.ok(ok * 30 <= 100 + 30, `${ok} requests were served (${ok * 30} tokens) against a 100-token budget`);
@@ -177,7 +157,7 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
       ]) {
         const res = await chat(r, body);
         assert.equal(res.status, 400, `${body}: ${res.text}`);
-        assert.equal(res.body?.error?.code, 'duplicate_key', body);
+        assert.equal(res.json?.error?.code, 'duplicate_key', body);
       }
       assert.equal(stub.requests.length, 0);
     } finally {

@@ -9,23 +9,14 @@ import type { AddressInfo } from 'node:net';
 import { startMcpStub, type McpStub } from './stubs/mcp.js';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { startDirRouter, type DirRouter } from './testing/policy-dir.js';
+import { postJson } from './testing/http.js';
 
 const AGT = 'default: allow\nrules:\n  - deny: "*delete*"\n  - deny: "drop_table"\n';
 
+/** POST a JSON-RPC message to the router's /mcp; `body` is the answer parsed, or its text when it is not JSON. */
 async function rpc(r: DirRouter, body: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${r.router.url}/mcp`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body,
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  return { status: res.status, body: parsed };
+  const res = await postJson(`${r.router.url}/mcp`, body, { accept: 'application/json, text/event-stream' });
+  return { status: res.status, body: res.json ?? res.text };
 }
 const call = (name: string, id = 1): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });

@@ -11,13 +11,15 @@ import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { canonicalDigest } from '@kars/policy-compiler';
-import { PolicyController } from '@kars/policy-controller';
 import { pino } from 'pino';
 import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 import { startOpenAIStub } from './stubs/openai.js';
 import type { OpenAIStub } from './stubs/openai.js';
-import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
+import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
+import { startApiRouter, startApiStack } from './testing/api-stack.js';
+import type { ApiStack } from './testing/api-stack.js';
+import { chatBody, postChat } from './testing/http.js';
 
 const NS = 'agents';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
@@ -26,74 +28,50 @@ const cfg = fastWatchConfig();
 const silent = pino({ level: 'silent' });
 
 async function chat(router: RunningRouter, maxTokens: number): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${router.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'gpt-4o', max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }),
-  });
-  return { status: res.status, body: (await res.json()) as unknown };
+  const r = await postChat(router.url, chatBody('hi', { max_tokens: maxTokens }));
+  return { status: r.status, body: r.json };
 }
 
 describe('kars router with the controller, end to end over the API', () => {
+  let stack: ApiStack;
   let ts: TestServer;
   let stub: OpenAIStub;
-  let controllerClient: KubeClient;
-  let routerClient: KubeClient;
   let router: RunningRouter;
-  const ac = new AbortController();
-  let controllerRun: Promise<void>;
 
   before(async () => {
-    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    await createCrds(ts.client, ...allCrds());
-    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     stub = await startOpenAIStub();
-    controllerClient = clientFor(ts.server.kubeconfigPath, cfg);
-    routerClient = clientFor(ts.server.kubeconfigPath, cfg);
-    const controller = new PolicyController({
-      client: controllerClient,
+    stack = await startApiStack({
+      namespace: NS,
       config: cfg,
-      metrics: new RuntimeMetrics(),
-      log: silent,
-      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'c' },
+      server: { faultInjection: true, bookmarkIntervalSeconds: 1 },
+      objects: [
+        [
+          SB,
+          {
+            apiVersion: 'kars.azure.com/v1alpha1',
+            kind: 'KarsSandbox',
+            metadata: { name: 'sb1' },
+            spec: { inferenceRef: { name: 'budget' } },
+          },
+        ],
+        [
+          IP,
+          {
+            apiVersion: 'kars.azure.com/v1alpha1',
+            kind: 'InferencePolicy',
+            metadata: { name: 'budget' },
+            spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { perRequestTokens: 200 } },
+          },
+        ],
+      ],
+      router: { sandbox: 'sb1', adminListen: '127.0.0.1:0', adminToken: 'admin-token-123', upstream: stub.url, instance: 'r1' },
     });
-    controllerRun = controller.run(ac.signal);
-    await ts.client.post(SB, {
-      apiVersion: 'kars.azure.com/v1alpha1',
-      kind: 'KarsSandbox',
-      metadata: { name: 'sb1' },
-      spec: { inferenceRef: { name: 'budget' } },
-    });
-    await ts.client.post(IP, {
-      apiVersion: 'kars.azure.com/v1alpha1',
-      kind: 'InferencePolicy',
-      metadata: { name: 'budget' },
-      spec: { appliesTo: { sandboxName: 'sb1' }, tokenBudget: { perRequestTokens: 200 } },
-    });
-    router = await startRouter(
-      {
-        sandbox: 'sb1',
-        namespace: NS,
-        listen: '127.0.0.1:0',
-        adminListen: '127.0.0.1:0',
-        adminToken: 'admin-token-123',
-        upstream: stub.url,
-        source: { kind: 'api', client: routerClient, config: cfg },
-        instance: 'r1',
-        metrics: new RuntimeMetrics(),
-        log: silent,
-      },
-      ac.signal,
-    );
+    ({ ts, router } = stack);
   });
 
   after(async () => {
-    ac.abort();
-    await Promise.all([controllerRun, router.done]);
-    controllerClient.close();
-    routerClient.close();
+    await stack.close();
     await stub.close();
-    await ts.close();
   });
 
   it('loads the compiled policy, enforces it, and the policy goes Ready by the real router echo', async () => {
@@ -267,21 +245,8 @@ describe('kars router before its first load', () => {
     const ts = await startTestServer();
     const stub = await startOpenAIStub();
     const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
-    const ac = new AbortController();
     // No kars CRDs are installed, so the sandbox list fails and nothing can load.
-    const router = await startRouter(
-      {
-        sandbox: 'sb',
-        namespace: 'default',
-        listen: '127.0.0.1:0',
-        upstream: stub.url,
-        source: { kind: 'api', client, config: cfg },
-        instance: 'n',
-        metrics: new RuntimeMetrics(),
-        log: silent,
-      },
-      ac.signal,
-    );
+    const { router, stop } = await startApiRouter(client, cfg, { sandbox: 'sb', namespace: 'default', upstream: stub.url, instance: 'n' });
     try {
       await new Promise((r) => setTimeout(r, 300));
       const r = await chat(router, 10);
@@ -290,8 +255,7 @@ describe('kars router before its first load', () => {
       assert.equal((await fetch(`${router.url}/readyz`)).status, 503);
       assert.equal(stub.requests.length, 0, 'nothing reached the upstream');
     } finally {
-      ac.abort();
-      await router.done;
+      await stop();
       client.close();
       await stub.close();
       await ts.close();
@@ -312,7 +276,6 @@ describe('kars router staleness contract', () => {
       });
       const stub = await startOpenAIStub();
       const client = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 300, pingTimeoutMs: 300 });
-      const ac = new AbortController();
       const quick: WatchConfig = {
         ...cfg,
         idleTimeoutMs: 800,
@@ -324,22 +287,16 @@ describe('kars router staleness contract', () => {
       const metrics = new RuntimeMetrics();
       // The view's age runs on virtual time (ADR 0016); the watches themselves on the real network.
       const clock = new FakeClock();
-      const router = await startRouter(
-        {
-          sandbox: 'sb',
-          namespace: 'default',
-          listen: '127.0.0.1:0',
-          upstream: stub.url,
-          source: { kind: 'api', client, config: quick },
-          maxStalenessMs: 1500,
-          onStale: mode,
-          instance: 's',
-          metrics,
-          log: silent,
-          clock,
-        },
-        ac.signal,
-      );
+      const { router, stop } = await startApiRouter(client, quick, {
+        sandbox: 'sb',
+        namespace: 'default',
+        upstream: stub.url,
+        maxStalenessMs: 1500,
+        onStale: mode,
+        instance: 's',
+        metrics,
+        clock,
+      });
       try {
         await until('ready', () => router.isReady());
         assert.equal((await chat(router, 10)).status, 200);
@@ -356,8 +313,7 @@ describe('kars router staleness contract', () => {
         assert.match(await metrics.registry.metrics(), new RegExp(`kars_router_stale_requests_total\\{mode="${mode}"\\} [1-9]`));
         assert.equal((await fetch(`${router.url}/readyz`)).status, 503, 'readyz is false while stale');
       } finally {
-        ac.abort();
-        await router.done;
+        await stop();
         client.close();
         await stub.close();
       }

@@ -1,19 +1,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeClient } from '@kars/kube-client';
-import { RuntimeMetrics } from '@kars/kube-runtime';
-
-import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
-import { allCrds, readHeartbeatSeen } from '@kars/policy-api';
+import { readHeartbeatSeen } from '@kars/policy-api';
 import type { Heartbeat } from '@kars/policy-api';
-import { PolicyController } from '@kars/policy-controller';
-import { pino } from 'pino';
-import { startRouter } from './server.js';
 import type { RunningRouter } from './server.js';
 import { HeartbeatStaleness } from './staleness.js';
 import { FakeClock } from '@kars/kube-core';
 import { fastWatchConfig } from '@kars/kube-runtime/testing';
+import { startApiStack } from './testing/api-stack.js';
+import type { ApiStack } from './testing/api-stack.js';
 
 function hb(rv: string, atMs: number): Heartbeat {
   return { atMs, seq: Number(rv), holder: 'c', resourceVersion: rv };
@@ -60,62 +55,35 @@ describe('HeartbeatStaleness', () => {
 
 const NS = 'hb';
 const cfg = fastWatchConfig({ pingMs: 0, idleMs: 60_000 });
-const silent = pino({ level: 'silent' });
 
 describe('router staleness from the controller heartbeat (real apiserver, controller and router)', () => {
+  let stack: ApiStack;
   let ts: TestServer;
-  let controllerClient: KubeClient;
-  let routerClient: KubeClient;
   let router: RunningRouter;
-  const ac = new AbortController();
-  let controllerRun: Promise<void>;
 
   before(async () => {
-    ts = await startTestServer({ faultInjection: true, bookmarkIntervalSeconds: 1 });
-    await createCrds(ts.client, ...allCrds());
-    await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    await ts.client.post(`/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`, {
-      apiVersion: 'kars.azure.com/v1alpha1',
-      kind: 'KarsSandbox',
-      metadata: { name: 'sb' },
-      spec: {},
-    });
     // The controller detects the freeze by PING and keeps writing heartbeats; the router has pings
     // off and a long idle deadline, so its frozen watch stays dead: exactly a silently dead watch.
-    controllerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 200, pingTimeoutMs: 200 });
-    routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
-    const controller = new PolicyController({
-      client: controllerClient,
-      config: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 },
-      metrics: new RuntimeMetrics(),
-      log: silent,
-      heartbeatIntervalMs: 250,
-      leaderElection: { enabled: false, namespace: NS, name: 'c', identity: 'ctl-1' },
+    stack = await startApiStack({
+      namespace: NS,
+      config: cfg,
+      controllerConfig: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 },
+      controllerIdentity: 'ctl-1',
+      controller: { heartbeatIntervalMs: 250 },
+      server: { faultInjection: true, bookmarkIntervalSeconds: 1 },
+      objects: [
+        [
+          `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`,
+          { apiVersion: 'kars.azure.com/v1alpha1', kind: 'KarsSandbox', metadata: { name: 'sb' }, spec: {} },
+        ],
+      ],
+      router: { sandbox: 'sb', adminListen: '127.0.0.1:0', adminToken: 'tok', upstream: new URL('http://127.0.0.1:9'), instance: 'r1' },
     });
-    controllerRun = controller.run(ac.signal);
-    router = await startRouter(
-      {
-        sandbox: 'sb',
-        namespace: NS,
-        listen: '127.0.0.1:0',
-        adminListen: '127.0.0.1:0',
-        adminToken: 'tok',
-        upstream: new URL('http://127.0.0.1:9'),
-        source: { kind: 'api', client: routerClient, config: cfg },
-        instance: 'r1',
-        metrics: new RuntimeMetrics(),
-        log: silent,
-      },
-      ac.signal,
-    );
+    ({ ts, router } = stack);
   });
 
   after(async () => {
-    ac.abort();
-    await Promise.all([controllerRun, router.done]);
-    controllerClient.close();
-    routerClient.close();
-    await ts.close();
+    await stack.close();
   });
 
   async function status(): Promise<{ staleness_seconds: number; heartbeat: { seen: number; holder: string | null } }> {

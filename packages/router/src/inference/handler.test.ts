@@ -14,6 +14,7 @@ import { TokenBudgetTracker } from './budget.js';
 import { createInferenceHandler, type InferenceDecision } from './handler.js';
 import { inferenceRules, safetyRules } from '../testing/rules.js';
 import { startStaleOnReuse } from '../testing/upstreams.js';
+import { postJson, type JsonReply } from '../testing/http.js';
 
 // ---------------------------------------------------------------------------------------------
 // Rig
@@ -102,28 +103,9 @@ async function rig(t: TestContext, opts: RigOptions = {}): Promise<Rig> {
   };
 }
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
-
-async function chat(r: Rig | string, body: unknown, headers: Record<string, string> = {}, path = '/v1/chat/completions'): Promise<Reply> {
-  const base = typeof r === 'string' ? r : r.url;
-  const res = await fetch(base + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
+/** POST to the handler's rig (or a URL) at `path`. */
+function chat(r: Rig | string, body: unknown, headers: Record<string, string> = {}, path = '/v1/chat/completions'): Promise<JsonReply> {
+  return postJson((typeof r === 'string' ? r : r.url) + path, body, headers);
 }
 
 const MSG = { model: 'client-model', messages: [{ role: 'user', content: 'hello' }] };

@@ -1,19 +1,11 @@
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startOpenAIStub, type OpenAIStub } from './openai.js';
+import { postJson, type JsonReply } from '../testing/http.js';
 
-async function post(
-  stub: OpenAIStub,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; text: string }> {
-  const r = await fetch(new URL(path, stub.url), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: r.status, headers: r.headers, text: await r.text() };
+/** POST `body` as JSON to `path` on the stub. */
+function post(stub: OpenAIStub, path: string, body: object, headers: Record<string, string> = {}): Promise<JsonReply> {
+  return postJson(new URL(path, stub.url), body, headers);
 }
 
 const events = (text: string): string[] =>

@@ -7,6 +7,7 @@ import type { PolicySnapshot, ToolRules } from '../snapshot.js';
 import { startMcpStub, type McpStub } from '../stubs/mcp.js';
 import { parseAgtProfile } from './agt.js';
 import { createMcpGateway, rewriteSse, type McpGatewayOptions, type ToolDecision } from './gateway.js';
+import { postJson, type JsonReply } from '../testing/http.js';
 
 /** Socket tests fail instead of hanging when bytes never arrive. */
 const T = { timeout: 5000 };
@@ -84,24 +85,9 @@ async function fixture(
   };
 }
 
-async function post(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; text: string; json: any }> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, headers: r.headers, text, json };
+/** POST a JSON-RPC message as an MCP client does (it accepts JSON or an event stream). */
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonReply> {
+  return postJson(url, body, { accept: 'application/json, text/event-stream', ...headers });
 }
 
 function call(id: number, name: string, args: unknown = {}) {
