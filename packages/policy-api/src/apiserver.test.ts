@@ -11,13 +11,7 @@ import { join } from 'node:path';
 import { eventually, findKubectl, startTestServer, type TestServer } from '@kars/apiserver/testing';
 import { allCrds } from './crds.js';
 import { KARS_RESOURCES, type KarsObject } from './types.js';
-import {
-  sampleBundleInferencePolicy,
-  sampleEgressApproval,
-  sampleInferencePolicy,
-  sampleKarsSandbox,
-  sampleToolPolicy,
-} from './testing/samples.js';
+import { samples } from './testing/samples.js';
 
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const path = (kind: KarsObject['kind'], ns = 'default'): string => {
@@ -44,13 +38,7 @@ describe('kars CRDs on a real kars apiserver', () => {
   after(async () => ts.close());
 
   it('creates a sample of each kind with 201', async () => {
-    for (const obj of [
-      sampleInferencePolicy(),
-      sampleBundleInferencePolicy(),
-      sampleToolPolicy(),
-      sampleEgressApproval(),
-      sampleKarsSandbox(),
-    ]) {
+    for (const obj of Object.values(samples).map((make) => make())) {
       const r = await ts.client.post(path(obj.kind), obj);
       assert.equal(r.status, 201, `${obj.kind}/${obj.metadata.name}: ${r.text}`);
       assert.equal(r.body.metadata.generation, 1);
@@ -58,7 +46,7 @@ describe('kars CRDs on a real kars apiserver', () => {
   });
 
   it('stores server defaults: sandboxMatchLabels {} and action "*"', async () => {
-    const ip = sampleBundleInferencePolicy('defaults');
+    const ip = samples.bundleInferencePolicy('defaults');
     ip.spec.appliesTo = {};
     const r = await ts.client.post(path('InferencePolicy'), ip);
     assert.equal(r.status, 201, r.text);
@@ -79,7 +67,7 @@ describe('kars CRDs on a real kars apiserver', () => {
   });
 
   it('rejects bundleRef with tokenBudget with 422 naming spec.bundleRef', async () => {
-    const ip = sampleBundleInferencePolicy('bad-bundle');
+    const ip = samples.bundleInferencePolicy('bad-bundle');
     ip.spec.tokenBudget = { dailyTokens: 1 };
     const r = await ts.client.post(path('InferencePolicy'), ip);
     assert.equal(r.status, 422, r.text);
@@ -87,11 +75,11 @@ describe('kars CRDs on a real kars apiserver', () => {
   });
 
   it('rejects an invalid ToolPolicy, EgressApproval and KarsSandbox with 422 naming the field', async () => {
-    const tp = sampleToolPolicy('bad-tp');
+    const tp = samples.toolPolicy('bad-tp');
     tp.spec.commerce = { dailyCap: 'USD 10', monthlyCap: 'USD 9' };
-    const ea = sampleEgressApproval('bad-ea');
+    const ea = samples.egressApproval('bad-ea');
     ea.spec.hosts = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
-    const sb = sampleKarsSandbox('bad-sb');
+    const sb = samples.karsSandbox('bad-sb');
     sb.spec.networkPolicy = { allowedEndpoints: [{ host: 'example.com', port: 70000 }] };
     const cases: [KarsObject, string][] = [
       [tp, 'spec.commerce.monthlyCap'],
@@ -108,7 +96,7 @@ describe('kars CRDs on a real kars apiserver', () => {
   // Kubernetes drops `status` on create when the status subresource is enabled (apiextensions strategy
   // PrepareForCreate). kars apiserver keeps it today; this runs as a TODO so it turns green when that is fixed.
   it('drops status sent on create, as kube-apiserver does for a status subresource', async () => {
-    const ea = sampleEgressApproval('status-on-create');
+    const ea = samples.egressApproval('status-on-create');
     ea.status = { phase: 'Active' };
     const c = await ts.client.post(path('EgressApproval'), ea);
     assert.equal(c.status, 201, c.text);
@@ -116,7 +104,7 @@ describe('kars CRDs on a real kars apiserver', () => {
   });
 
   it('validates status written through the status subresource', async () => {
-    const c = await ts.client.post(path('EgressApproval'), sampleEgressApproval('with-status'));
+    const c = await ts.client.post(path('EgressApproval'), samples.egressApproval('with-status'));
     assert.equal(c.status, 201, c.text);
     const status = {
       phase: 'Pending',
@@ -215,7 +203,7 @@ describe('READY and REASON printer columns (issue 9 item 7)', () => {
   after(async () => ts.close());
 
   it('shows a router-rejected policy as Ready=False/RouterRejected in the Table kubectl get renders', async () => {
-    assert.equal((await ts.client.post(path('InferencePolicy'), sampleInferencePolicy('refused'))).status, 201);
+    assert.equal((await ts.client.post(path('InferencePolicy'), samples.inferencePolicy('refused'))).status, 201);
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const cond = (type: string, status: string, reason: string): Record<string, unknown> => ({
       type,

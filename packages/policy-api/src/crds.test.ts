@@ -5,14 +5,7 @@ import { admit, compileSchema, type CompiledSchema, type SchemaCause } from '@ka
 import { allCrds, egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd, type CustomResourceDefinition } from './crds.js';
 import { GROUP, KARS_RESOURCES, VERSION, type KarsObject } from './types.js';
 import { parseTtl } from './validate.js';
-import {
-  SAMPLE_DIGEST,
-  sampleBundleInferencePolicy,
-  sampleEgressApproval,
-  sampleInferencePolicy,
-  sampleKarsSandbox,
-  sampleToolPolicy,
-} from './testing/samples.js';
+import { SAMPLE_DIGEST, samples } from './testing/samples.js';
 
 function schemaOf(crd: CustomResourceDefinition): CompiledSchema {
   return compileSchema(crd.spec.versions[0].schema.openAPIV3Schema);
@@ -114,7 +107,7 @@ describe('kars CRDs', () => {
   });
 
   describe('admission of valid samples', () => {
-    for (const make of [sampleInferencePolicy, sampleBundleInferencePolicy, sampleToolPolicy, sampleEgressApproval, sampleKarsSandbox]) {
+    for (const make of Object.values(samples)) {
       it(`admits the ${make.name} sample unchanged apart from defaults`, () => {
         const { causes, object } = admitObj(make());
         assert.deepEqual(causes, []);
@@ -124,8 +117,8 @@ describe('kars CRDs', () => {
 
     it('defaults appliesTo.sandboxMatchLabels to {} and appliesTo.action to "*", but never provider', () => {
       const { object, causes } = admitObj({
-        ...sampleBundleInferencePolicy(),
-        spec: { appliesTo: {}, bundleRef: sampleBundleInferencePolicy().spec.bundleRef },
+        ...samples.bundleInferencePolicy(),
+        spec: { appliesTo: {}, bundleRef: samples.bundleInferencePolicy().spec.bundleRef },
       });
       assert.deepEqual(causes, []);
       assert.deepEqual(object.spec.appliesTo, { sandboxMatchLabels: {}, action: '*' });
@@ -133,13 +126,13 @@ describe('kars CRDs', () => {
     });
 
     it('defaults a ToolPolicy counterpartyAllowlist to [] (deny all)', () => {
-      const tp = sampleToolPolicy();
+      const tp = samples.toolPolicy();
       delete tp.spec.commerce!.counterpartyAllowlist;
       assert.deepEqual(admitObj(tp).object.spec.commerce.counterpartyAllowlist, []);
     });
 
     it('keeps no KarsSandbox spec field it does not model (a closed schema: strict clients are refused, see ADR 0013), and prunes unknown status fields', () => {
-      const sb = { ...sampleKarsSandbox(), status: { phase: 'Running', bogus: 1 } } as Record<string, unknown>;
+      const sb = { ...samples.karsSandbox(), status: { phase: 'Running', bogus: 1 } } as Record<string, unknown>;
       (sb['spec'] as Record<string, unknown>)['agent'] = { image: 'ghcr.io/x/agent:1' };
       const { object, causes } = admitObj(sb);
       assert.deepEqual(causes, []);
@@ -148,13 +141,13 @@ describe('kars CRDs', () => {
     });
 
     it('prunes unknown fields in a policy spec', () => {
-      const ip = sampleInferencePolicy() as unknown as { spec: Record<string, unknown> };
+      const ip = samples.inferencePolicy() as unknown as { spec: Record<string, unknown> };
       ip.spec['typo'] = true;
       assert.equal(admitObj(ip as unknown as KarsObject).object.spec.typo, undefined);
     });
 
     it('admits a status with a null loadedDigest and full conditions', () => {
-      const ip = sampleInferencePolicy();
+      const ip = samples.inferencePolicy();
       ip.status = {
         phase: 'Compiled',
         observedGeneration: 3,
@@ -179,7 +172,7 @@ describe('kars CRDs', () => {
 
   describe('admission of invalid objects names the field', () => {
     it('rejects bundleRef together with tokenBudget with the CEL message on spec.bundleRef', () => {
-      const ip = sampleBundleInferencePolicy();
+      const ip = samples.bundleInferencePolicy();
       ip.spec.tokenBudget = { dailyTokens: 10 };
       const [c] = causesAt(ip, 'spec.bundleRef');
       assert.match(c!.message, /bundleRef is mutually exclusive with tokenBudget/);
@@ -187,7 +180,7 @@ describe('kars CRDs', () => {
     });
 
     it('rejects monthlyTokens below dailyTokens on spec.tokenBudget.monthlyTokens', () => {
-      const ip = sampleInferencePolicy();
+      const ip = samples.inferencePolicy();
       ip.spec.tokenBudget = { dailyTokens: 10, monthlyTokens: 9 };
       assert.match(
         causesAt(ip, 'spec.tokenBudget.monthlyTokens')[0]!.message,
@@ -196,19 +189,19 @@ describe('kars CRDs', () => {
     });
 
     it('admits monthlyTokens equal to dailyTokens', () => {
-      const ip = sampleInferencePolicy();
+      const ip = samples.inferencePolicy();
       ip.spec.tokenBudget = { dailyTokens: 10, monthlyTokens: 10 };
       assert.deepEqual(admitObj(ip).causes, []);
     });
 
     it('rejects a severity outside Safe|Low|Medium|High', () => {
-      const ip = sampleInferencePolicy() as any;
+      const ip = samples.inferencePolicy() as any;
       ip.spec.contentSafety.hate = 'Extreme';
       assert.equal(causesAt(ip, 'spec.contentSafety.hate')[0]!.reason, 'FieldValueNotSupported');
     });
 
     it('rejects an unknown provider, action and guardrail applyTo', () => {
-      const ip = sampleInferencePolicy() as any;
+      const ip = samples.inferencePolicy() as any;
       ip.spec.provider = 'openai';
       ip.spec.appliesTo.action = 'speech';
       ip.spec.guardrails[0].applyTo = 'sideways';
@@ -218,46 +211,46 @@ describe('kars CRDs', () => {
     });
 
     it('rejects negative token budgets', () => {
-      const ip = sampleInferencePolicy() as any;
+      const ip = samples.inferencePolicy() as any;
       ip.spec.tokenBudget.perRequestTokens = -1;
       assert.equal(causesAt(ip, 'spec.tokenBudget.perRequestTokens').length, 1);
     });
 
     it('rejects a bundleRef digest that is not sha256:<64 hex>', () => {
-      const ip = sampleBundleInferencePolicy();
+      const ip = samples.bundleInferencePolicy();
       ip.spec.bundleRef!.digest = 'latest';
       assert.equal(causesAt(ip, 'spec.bundleRef.digest').length, 1);
     });
 
     it('rejects an InferencePolicy without appliesTo', () => {
-      const ip = sampleInferencePolicy() as any;
+      const ip = samples.inferencePolicy() as any;
       delete ip.spec.appliesTo;
       assert.equal(causesAt(ip, 'spec.appliesTo')[0]!.reason, 'FieldValueRequired');
     });
 
     it('rejects an agtProfile with both inline and bundleRef, and one with neither', () => {
-      const both = sampleToolPolicy();
-      both.spec.agtProfile = { inline: 'a: 1', bundleRef: sampleBundleInferencePolicy().spec.bundleRef! };
+      const both = samples.toolPolicy();
+      both.spec.agtProfile = { inline: 'a: 1', bundleRef: samples.bundleInferencePolicy().spec.bundleRef! };
       assert.match(causesAt(both, 'spec.agtProfile')[0]!.message, /exactly one of inline or bundleRef/);
-      const neither = sampleToolPolicy();
+      const neither = samples.toolPolicy();
       neither.spec.agtProfile = {};
       assert.match(causesAt(neither, 'spec.agtProfile')[0]!.message, /exactly one of inline or bundleRef/);
     });
 
     it('rejects monthlyCap below dailyCap, or in another currency, and admits an equal one written differently', () => {
-      const low = sampleToolPolicy();
+      const low = samples.toolPolicy();
       low.spec.commerce = { dailyCap: 'USD 100.00', monthlyCap: 'USD 99.999' };
       assert.match(causesAt(low, 'spec.commerce.monthlyCap')[0]!.message, /monthlyCap must be in the same currency as dailyCap/);
-      const other = sampleToolPolicy();
+      const other = samples.toolPolicy();
       other.spec.commerce = { dailyCap: 'USD 100', monthlyCap: 'EUR 5000' };
       assert.equal(causesAt(other, 'spec.commerce.monthlyCap').length, 1);
-      const equal = sampleToolPolicy();
+      const equal = samples.toolPolicy();
       equal.spec.commerce = { dailyCap: 'USD 100', monthlyCap: 'USD 100.000' };
       assert.deepEqual(admitObj(equal).causes, []);
     });
 
     it('rejects a malformed money amount with the pattern only (no CEL evaluation error)', () => {
-      const tp = sampleToolPolicy();
+      const tp = samples.toolPolicy();
       tp.spec.commerce = { dailyCap: '100 dollars', monthlyCap: 'USD 1' };
       const { causes } = admitObj(tp);
       assert.deepEqual(
@@ -268,7 +261,7 @@ describe('kars CRDs', () => {
     });
 
     it('rejects an approval mode outside never|always|aboveThreshold and a malformed rate window', () => {
-      const tp = sampleToolPolicy() as any;
+      const tp = samples.toolPolicy() as any;
       tp.spec.approval.mode = 'sometimes';
       tp.spec.rateLimit.window = 'hourly';
       assert.equal(causesAt(tp, 'spec.approval.mode').length, 1);
@@ -276,43 +269,43 @@ describe('kars CRDs', () => {
     });
 
     it('rejects 17 hosts on spec.hosts and zero hosts too', () => {
-      const many = sampleEgressApproval();
+      const many = samples.egressApproval();
       many.spec.hosts = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
       assert.equal(causesAt(many, 'spec.hosts')[0]!.reason, 'FieldValueTooMany');
-      const none = sampleEgressApproval();
+      const none = samples.egressApproval();
       none.spec.hosts = [];
       assert.equal(causesAt(none, 'spec.hosts').length, 1);
-      const sixteen = sampleEgressApproval();
+      const sixteen = samples.egressApproval();
       sixteen.spec.hosts = Array.from({ length: 16 }, (_, i) => ({ host: `h${i}.example.com` }));
       assert.deepEqual(admitObj(sixteen).causes, []);
     });
 
     it('rejects a 513-byte reason, and a 257-character reason that is 514 UTF-8 bytes', () => {
-      const ascii = sampleEgressApproval();
+      const ascii = samples.egressApproval();
       ascii.spec.reason = 'x'.repeat(513);
       assert.equal(causesAt(ascii, 'spec.reason').length, 1);
-      const wide = sampleEgressApproval();
+      const wide = samples.egressApproval();
       wide.spec.reason = 'é'.repeat(257);
       assert.match(causesAt(wide, 'spec.reason')[0]!.message, /at most 512 bytes/);
-      const exact = sampleEgressApproval();
+      const exact = samples.egressApproval();
       exact.spec.reason = 'é'.repeat(256);
       assert.deepEqual(admitObj(exact).causes, []);
     });
 
     it('rejects an empty reason, an empty ticket and a 129-character ticket', () => {
-      const ea = sampleEgressApproval();
+      const ea = samples.egressApproval();
       ea.spec.reason = '';
       assert.equal(causesAt(ea, 'spec.reason').length, 1);
-      const t0 = sampleEgressApproval();
+      const t0 = samples.egressApproval();
       t0.spec.ticket = '';
       assert.equal(causesAt(t0, 'spec.ticket').length, 1);
-      const t129 = sampleEgressApproval();
+      const t129 = samples.egressApproval();
       t129.spec.ticket = 'T'.repeat(129);
       assert.equal(causesAt(t129, 'spec.ticket').length, 1);
     });
 
     it('rejects URLs, ports in the host, and ports outside 1..65535', () => {
-      const ea = sampleEgressApproval();
+      const ea = samples.egressApproval();
       ea.spec.hosts = [
         { host: 'https://example.com/x' },
         { host: 'example.com:443' },
@@ -327,25 +320,25 @@ describe('kars CRDs', () => {
 
     it('rejects a TTL outside the grammar at admission (the hard cap is checked too; the lower ceiling is the controller’s)', () => {
       for (const ttl of ['1h', 'P1W', 'PT', 'P', 'P1DT', 'pt1h', 'PT1.5H']) {
-        const ea = sampleEgressApproval();
+        const ea = samples.egressApproval();
         ea.spec.ttl = ttl;
         assert.equal(causesAt(ea, 'spec.ttl').length, 1, ttl);
       }
-      const long = sampleEgressApproval();
+      const long = samples.egressApproval();
       long.spec.ttl = 'P2D';
       assert.deepEqual(admitObj(long).causes, [], 'P2D is under the 7 d hard cap; only the controller knows its (lower) ceiling');
     });
 
     it('rejects a missing sandbox, hosts, reason or ttl as required', () => {
       for (const f of ['sandbox', 'hosts', 'reason', 'ttl']) {
-        const ea = sampleEgressApproval() as any;
+        const ea = samples.egressApproval() as any;
         delete ea.spec[f];
         assert.equal(causesAt(ea, `spec.${f}`)[0]!.reason, 'FieldValueRequired', f);
       }
     });
 
     it('rejects a KarsSandbox with an empty inferenceRef name, a bad phase and a bad baseline endpoint', () => {
-      const sb = sampleKarsSandbox() as any;
+      const sb = samples.karsSandbox() as any;
       sb.spec.inferenceRef.name = '';
       sb.spec.networkPolicy.allowedEndpoints[0].host = 'http://x';
       sb.status = { phase: 'Done' };
@@ -355,7 +348,7 @@ describe('kars CRDs', () => {
     });
 
     it('rejects an EgressApproval status phase outside Pending|Active|Expired and a condition without a reason', () => {
-      const ea = sampleEgressApproval() as any;
+      const ea = samples.egressApproval() as any;
       ea.status = {
         phase: 'Ready',
         conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z', message: '' }],
@@ -368,7 +361,7 @@ describe('kars CRDs', () => {
 
 describe('EgressApproval TTL at admission (CEL): grammar, > 0 and the 7 d hard cap', () => {
   const admitTtl = (ttl: string): string[] => {
-    const a = sampleEgressApproval();
+    const a = samples.egressApproval();
     a.spec.ttl = ttl;
     return admitObj(a)
       .causes.filter((c) => c.field === 'spec.ttl')
@@ -402,7 +395,7 @@ describe('EgressApproval TTL at admission (CEL): grammar, > 0 and the 7 d hard c
 
 describe('KarsSandbox refuses unknown fields', () => {
   it('drops nothing silently: a typo like inferenceREF is an unknown field the strict path names', () => {
-    const sb = sampleKarsSandbox() as unknown as { spec: Record<string, unknown> };
+    const sb = samples.karsSandbox() as unknown as { spec: Record<string, unknown> };
     sb.spec['inferenceREF'] = { name: 'x' };
     const pruned = admitObj(sb as unknown as Record<string, unknown>).object as { spec: Record<string, unknown> };
     assert.equal(pruned.spec['inferenceREF'], undefined, 'the closed schema does not keep it (kubectl strict validation reports it)');

@@ -17,14 +17,7 @@ import {
   validateToolPolicySpec,
   type ValidationCause,
 } from './validate.js';
-import {
-  SAMPLE_DIGEST,
-  sampleBundleInferencePolicy,
-  sampleEgressApproval,
-  sampleInferencePolicy,
-  sampleKarsSandbox,
-  sampleToolPolicy,
-} from './testing/samples.js';
+import { SAMPLE_DIGEST, samples } from './testing/samples.js';
 
 const fields = (cs: ValidationCause[]): string[] => cs.map((c) => c.field);
 
@@ -98,11 +91,11 @@ describe('ttlCeilingSeconds', () => {
 
 describe('validateEgressApprovalSpec', () => {
   it('accepts the sample (TAB and LF in the reason are allowed)', () => {
-    assert.deepEqual(validateEgressApprovalSpec(sampleEgressApproval().spec), []);
+    assert.deepEqual(validateEgressApprovalSpec(samples.egressApproval().spec), []);
   });
 
   it('reports an unparseable TTL as TtlInvalid on spec.ttl', () => {
-    const s = { ...sampleEgressApproval().spec, ttl: 'P1W' };
+    const s = { ...samples.egressApproval().spec, ttl: 'P1W' };
     assert.deepEqual(
       validateEgressApprovalSpec(s).map((c) => [c.field, c.reason]),
       [['spec.ttl', 'TtlInvalid']],
@@ -110,20 +103,20 @@ describe('validateEgressApprovalSpec', () => {
   });
 
   it('reports a zero TTL as TtlInvalid', () => {
-    const [c] = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'PT0S' });
+    const [c] = validateEgressApprovalSpec({ ...samples.egressApproval().spec, ttl: 'PT0S' });
     assert.equal(c?.reason, 'TtlInvalid');
     assert.match(c?.message ?? '', /greater than zero/);
   });
 
   it('reports a TTL above the default 24h ceiling as TtlExceedsCeiling, and accepts exactly 24h', () => {
-    const [c] = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'P1DT1S' });
+    const [c] = validateEgressApprovalSpec({ ...samples.egressApproval().spec, ttl: 'P1DT1S' });
     assert.equal(c?.reason, 'TtlExceedsCeiling');
     assert.match(c?.message ?? '', /P1D \(86400s\)/);
-    assert.deepEqual(validateEgressApprovalSpec({ ...sampleEgressApproval().spec, ttl: 'PT24H' }), []);
+    assert.deepEqual(validateEgressApprovalSpec({ ...samples.egressApproval().spec, ttl: 'PT24H' }), []);
   });
 
   it('reads the ceiling from the env it is given, capped at 7d', () => {
-    const spec = { ...sampleEgressApproval().spec, ttl: 'P3D' };
+    const spec = { ...samples.egressApproval().spec, ttl: 'P3D' };
     assert.deepEqual(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '345600' } }), []);
     assert.equal(validateEgressApprovalSpec(spec, { env: { EGRESS_APPROVAL_MAX_TTL_SECONDS: '3600' } })[0]?.reason, 'TtlExceedsCeiling');
     const eightDays = { ...spec, ttl: 'P8D' };
@@ -145,7 +138,7 @@ describe('validateEgressApprovalSpec', () => {
       ['vt\u000b', /0x0b/],
     ];
     for (const [reason, msg] of cases) {
-      const cs = validateEgressApprovalSpec({ ...sampleEgressApproval().spec, reason });
+      const cs = validateEgressApprovalSpec({ ...samples.egressApproval().spec, reason });
       assert.deepEqual(
         cs.map((c) => [c.field, c.reason]),
         [['spec.reason', 'ReasonInvalid']],
@@ -158,14 +151,14 @@ describe('validateEgressApprovalSpec', () => {
   });
 
   it('checks ticket length in characters: 1..128 when set', () => {
-    const spec = sampleEgressApproval().spec;
+    const spec = samples.egressApproval().spec;
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, ticket: '' })), ['spec.ticket']);
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, ticket: 'T'.repeat(129) })), ['spec.ticket']);
     assert.deepEqual(validateEgressApprovalSpec({ ...spec, ticket: 'T'.repeat(128) }), []);
   });
 
   it('checks host count 1..16, each host a bare name and each port 1..65535', () => {
-    const spec = sampleEgressApproval().spec;
+    const spec = samples.egressApproval().spec;
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: [] })), ['spec.hosts']);
     const seventeen = Array.from({ length: 17 }, (_, i) => ({ host: `h${i}.example.com` }));
     assert.deepEqual(fields(validateEgressApprovalSpec({ ...spec, hosts: seventeen })), ['spec.hosts']);
@@ -197,7 +190,7 @@ describe('validateEgressApprovalSpec', () => {
   });
 
   it('requires a sandbox name', () => {
-    assert.deepEqual(fields(validateEgressApprovalSpec({ ...sampleEgressApproval().spec, sandbox: '' })), ['spec.sandbox']);
+    assert.deepEqual(fields(validateEgressApprovalSpec({ ...samples.egressApproval().spec, sandbox: '' })), ['spec.sandbox']);
   });
 });
 
@@ -214,12 +207,12 @@ describe('parseHostArg', () => {
 
 describe('validateInferencePolicySpec', () => {
   it('accepts the content sample and the bundle sample', () => {
-    assert.deepEqual(validateInferencePolicySpec(sampleInferencePolicy().spec), []);
-    assert.deepEqual(validateInferencePolicySpec(sampleBundleInferencePolicy().spec), []);
+    assert.deepEqual(validateInferencePolicySpec(samples.inferencePolicy().spec), []);
+    assert.deepEqual(validateInferencePolicySpec(samples.bundleInferencePolicy().spec), []);
   });
 
   it('reports bundleRef with content fields as InvalidSpec on spec.bundleRef, naming each field set', () => {
-    const spec = { ...sampleInferencePolicy().spec, bundleRef: { registry: 'r.io', repository: 'p', digest: SAMPLE_DIGEST } };
+    const spec = { ...samples.inferencePolicy().spec, bundleRef: { registry: 'r.io', repository: 'p', digest: SAMPLE_DIGEST } };
     const cs = validateInferencePolicySpec(spec);
     assert.deepEqual(
       cs.map((c) => [c.field, c.reason]),
@@ -229,14 +222,14 @@ describe('validateInferencePolicySpec', () => {
   });
 
   it('reports monthlyTokens below dailyTokens on spec.tokenBudget.monthlyTokens', () => {
-    const spec = { ...sampleInferencePolicy().spec, tokenBudget: { dailyTokens: 100, monthlyTokens: 99 } };
+    const spec = { ...samples.inferencePolicy().spec, tokenBudget: { dailyTokens: 100, monthlyTokens: 99 } };
     assert.deepEqual(fields(validateInferencePolicySpec(spec)), ['spec.tokenBudget.monthlyTokens']);
     assert.deepEqual(validateInferencePolicySpec({ ...spec, tokenBudget: { dailyTokens: 100, monthlyTokens: 100 } }), []);
     assert.deepEqual(validateInferencePolicySpec({ ...spec, tokenBudget: { monthlyTokens: 1 } }), []);
   });
 
   it('reports a negative or fractional budget and an unknown severity', () => {
-    const spec = sampleInferencePolicy().spec;
+    const spec = samples.inferencePolicy().spec;
     const bad = { ...spec, tokenBudget: { perRequestTokens: -1, dailyTokens: 1.5 }, contentSafety: { hate: 'Extreme' as 'High' } };
     assert.deepEqual(fields(validateInferencePolicySpec(bad)), [
       'spec.tokenBudget.perRequestTokens',
@@ -248,11 +241,11 @@ describe('validateInferencePolicySpec', () => {
 
 describe('validateToolPolicySpec', () => {
   it('accepts the sample', () => {
-    assert.deepEqual(validateToolPolicySpec(sampleToolPolicy().spec, { clientSide: true }), []);
+    assert.deepEqual(validateToolPolicySpec(samples.toolPolicy().spec, { clientSide: true }), []);
   });
 
   it('reports agtProfile with both inline and bundleRef, or neither, as InvalidSpec on spec.agtProfile', () => {
-    const spec = sampleToolPolicy().spec;
+    const spec = samples.toolPolicy().spec;
     const both = validateToolPolicySpec({
       ...spec,
       agtProfile: { inline: 'a: 1', bundleRef: { registry: 'r', repository: 'p', digest: SAMPLE_DIGEST } },
@@ -267,14 +260,14 @@ describe('validateToolPolicySpec', () => {
   });
 
   it('reports inline AGT text that is not YAML on spec.agtProfile.inline', () => {
-    const cs = validateToolPolicySpec({ ...sampleToolPolicy().spec, agtProfile: { inline: 'rules: [unclosed\n  - a: {' } });
+    const cs = validateToolPolicySpec({ ...samples.toolPolicy().spec, agtProfile: { inline: 'rules: [unclosed\n  - a: {' } });
     assert.deepEqual(fields(cs), ['spec.agtProfile.inline']);
     assert.match(cs[0]!.message, /not valid YAML/);
-    assert.deepEqual(validateToolPolicySpec({ ...sampleToolPolicy().spec, agtProfile: { inline: 'a: 1\n---\nb: 2\n' } }), []);
+    assert.deepEqual(validateToolPolicySpec({ ...samples.toolPolicy().spec, agtProfile: { inline: 'a: 1\n---\nb: 2\n' } }), []);
   });
 
   it('requires a selector only client side', () => {
-    const spec = { ...sampleToolPolicy().spec, appliesTo: { sandboxMatchLabels: {} } };
+    const spec = { ...samples.toolPolicy().spec, appliesTo: { sandboxMatchLabels: {} } };
     assert.deepEqual(validateToolPolicySpec(spec), []);
     assert.deepEqual(fields(validateToolPolicySpec(spec, { clientSide: true })), ['spec.appliesTo']);
     assert.deepEqual(validateToolPolicySpec({ ...spec, appliesTo: { sandboxMatchLabels: { a: 'b' } } }, { clientSide: true }), []);
@@ -282,7 +275,7 @@ describe('validateToolPolicySpec', () => {
   });
 
   it('compares caps exactly as decimals and by currency', () => {
-    const spec = sampleToolPolicy().spec;
+    const spec = samples.toolPolicy().spec;
     const at = (dailyCap: string, monthlyCap: string): string[] =>
       fields(validateToolPolicySpec({ ...spec, commerce: { dailyCap, monthlyCap } }));
     assert.deepEqual(at('USD 100.00', 'USD 100'), []);
@@ -298,13 +291,13 @@ describe('validateToolPolicySpec', () => {
 
 describe('validateKarsSandboxSpec and validateObject', () => {
   it('checks reference names and baseline endpoints', () => {
-    assert.deepEqual(validateKarsSandboxSpec(sampleKarsSandbox().spec), []);
+    assert.deepEqual(validateKarsSandboxSpec(samples.karsSandbox().spec), []);
     const spec = { inferenceRef: { name: '' }, networkPolicy: { allowedEndpoints: [{ host: 'https://x' }] } };
     assert.deepEqual(fields(validateKarsSandboxSpec(spec)), ['spec.inferenceRef.name', 'spec.networkPolicy.allowedEndpoints[0].host']);
   });
 
   it('dispatches by kind and throws a PolicyValidationError with a stable code listing every cause', () => {
-    const ea = sampleEgressApproval();
+    const ea = samples.egressApproval();
     ea.spec.ttl = 'P8D';
     ea.spec.reason = '';
     assert.deepEqual(fields(validateObject(ea)), ['spec.reason', 'spec.ttl']);
@@ -316,7 +309,7 @@ describe('validateKarsSandboxSpec and validateObject', () => {
         e.causes.length === 2 &&
         /EgressApproval default\/alice-extra is invalid: spec\.reason/.test(e.message),
     );
-    const ip = sampleInferencePolicy();
+    const ip = samples.inferencePolicy();
     assert.equal(assertValid(ip), ip);
   });
 });

@@ -89,3 +89,16 @@ export function sampleKarsSandbox(name = 'alice', namespace = 'default'): KarsSa
     },
   };
 }
+
+/**
+ * The sample makers by name, one valid sample of each kind (an InferencePolicy twice: with content
+ * and from a bundle). Iterate it where a test must cover every kind, so a new kind is covered once
+ * it is added here.
+ */
+export const samples = {
+  inferencePolicy: sampleInferencePolicy,
+  bundleInferencePolicy: sampleBundleInferencePolicy,
+  toolPolicy: sampleToolPolicy,
+  egressApproval: sampleEgressApproval,
+  karsSandbox: sampleKarsSandbox,
+} as const;
