@@ -19,7 +19,7 @@
 // checkout> adds a third mode, "before": that checkout's apiserver (e.g. the last commit before
 // group commit; bench/README.md says how to make one), with the ratio group / before.
 
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import tls from 'node:tls';
@@ -28,12 +28,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import {
+  cpuLine,
   envInt,
+  expectStatus,
+  finishRun,
   fmt1,
   fmt2,
   fmtInt,
-  failureLines,
   fsTypeOf,
+  httpsJsonClient,
   log,
   mb,
   mdRow,
@@ -42,7 +45,8 @@ import {
   procCpu,
   procStatus,
   removeTempDir,
-  resultsFile,
+  runMain,
+  runPool,
   selfCpuSec,
   sleep,
   startKarsApiserver,
@@ -229,36 +233,11 @@ async function startServer(dataDir, historyWindow) {
   return srv;
 }
 
-function makeClient(url, ca, token, maxSockets) {
-  const u = new URL(url);
-  const agent = new https.Agent({ ca, keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
-  const base = { host: u.hostname, port: u.port, agent };
-  function request(method, path, body) {
-    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const headers = { accept: 'application/json', authorization: `Bearer ${token}` };
-    if (payload !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(payload));
-    }
-    return new Promise((res, rej) => {
-      const req = https.request({ ...base, method, path, headers }, (r) => {
-        const chunks = [];
-        r.on('data', (c) => chunks.push(c));
-        r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        r.on('error', rej);
-      });
-      req.on('error', rej);
-      req.end(payload);
-    });
-  }
-  return { request, agent, close: () => agent.destroy() };
-}
-
 /**
  * A cheap load generator for the group-commit phase: `conns` keep-alive TLS connections speaking
  * raw HTTP/1.1 (request bytes built by hand, responses framed by Content-Length), so the
  * benchmark process spends far less CPU per request than with `node:https` and does not compete
- * with the server for the shared cores. Same interface as {@link makeClient}. A request waits for
+ * with the server for the shared cores. Same interface as {@link httpsJsonClient}. A request waits for
  * a free connection; the server must answer with Content-Length (kars apiserver always does).
  */
 async function makeRawClient(url, ca, token, conns) {
@@ -331,40 +310,6 @@ async function makeRawClient(url, ca, token, conns) {
 }
 
 /** Throw unless the response has one of the expected statuses; returns the parsed body. */
-function expectStatus(r, ok, what) {
-  if (!ok.includes(r.status)) throw new Error(`${what}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r.text === '' ? undefined : JSON.parse(r.text);
-}
-
-/**
- * Run `count` operations with `concurrency` in flight, pulling indexes from a shared queue.
- * Returns latencies (ms), wall time (ms) and failures (the run continues past failures).
- */
-async function runPool(count, concurrency, op, progress) {
-  const lat = new Float64Array(count);
-  let next = 0;
-  let done = 0;
-  const errors = [];
-  const t0 = performance.now();
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= count) return;
-      const s = performance.now();
-      try {
-        await op(i);
-      } catch (err) {
-        errors.push(err instanceof Error ? err.message : String(err));
-      }
-      lat[i] = performance.now() - s;
-      done++;
-      progress?.(done);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-  return { lat, wallMs: performance.now() - t0, errors };
-}
-
 /**
  * Like runPool, but worker w only ever touches objects j with j % concurrency === w, so
  * updates carrying a resourceVersion never race each other (no 409s from the benchmark itself).
@@ -685,7 +630,7 @@ async function main() {
     srv = await startServer(dataDir, cfg.historyWindow);
     const bootMs = performance.now() - tBoot;
     log(`server pid ${srv.pid} at ${srv.url} (started in ${bootMs.toFixed(0)} ms)`);
-    client = makeClient(srv.url, srv.ca, srv.token, RSS_CONC);
+    client = httpsJsonClient(srv.url, srv.ca, srv.token, { maxSockets: RSS_CONC });
     const { request } = client;
     expectStatus(await request('GET', '/version'), [200], 'GET /version');
     await sleep(1000);
@@ -1084,52 +1029,27 @@ async function main() {
   const lines = [
     `## kars apiserver benchmark`,
     ``,
-    `${new Date().toISOString()} · scale ${scale} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · data dir on ${fsType} · runtime ${fmt1(runtimeSec)} s`,
+    `${new Date().toISOString()} · scale ${scale} · node ${process.version} · ${cpuLine()} · data dir on ${fsType} · runtime ${fmt1(runtimeSec)} s`,
     ``,
     `| metric | value | notes |`,
     `|---|---|---|`,
     ...metrics.map((m) => mdRow([m.metric, m.display, m.notes])),
   ];
   if (gc) lines.push('', ...gc.lines);
-  lines.push(...failureLines(failures));
-  lines.push(
-    '',
-    'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.',
-  );
-  process.stdout.write(lines.join('\n') + '\n');
-
-  const outFile = resultsFile('apiserver');
-  const json = {
-    timestamp: new Date().toISOString(),
-    config: cfg,
-    machine: {
-      node: process.version,
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
-      dataDirFs: fsType,
-    },
-    runtimeSec,
-    ok: failures.length === 0,
+  return finishRun('apiserver', {
+    lines,
     failures,
-    metrics: metrics.map(({ metric, value, unit, display, notes }) => ({ metric, value, unit, display, notes })),
-    raw,
-  };
-  writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');
-  log(`wrote ${outFile}`);
-  return failures.length === 0 ? 0 : 1;
+    footer:
+      'Shared 2-core machine: quote medians and ratios, not single runs. Server = separate child process; client CPU includes the watch worker thread.',
+    config: cfg,
+    runtimeSec,
+    machine: { dataDirFs: fsType },
+    json: { metrics: metrics.map(({ metric, value, unit, display, notes }) => ({ metric, value, unit, display, notes })), raw },
+  });
 }
 
 if (isMainThread) {
-  main().then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err) => {
-      console.error(err instanceof Error ? err.stack : String(err));
-      process.exitCode = 1;
-    },
-  );
+  runMain(main);
 } else {
   watchWorker();
 }

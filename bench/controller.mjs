@@ -15,34 +15,37 @@
 // Env: see bench/README.md ("Policy controller"). Timings never decide the exit code.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import {
   ROOT,
+  cpuLine,
+  dist,
   envInt as envIntBase,
+  errMsg,
+  finishRun,
   fmt1,
   fmt2,
   fmtInt,
-  failureLines,
+  freePort,
   fsTypeOf,
   log,
   mb,
   mdRow,
   percentile,
+  pinoStderr,
   procCpu,
   procStatus as procStatusBase,
   removeTempDir,
-  resultsFile,
+  runMain,
+  runPool,
   selfCpuSec,
   sleep,
+  splitArgs,
   startKarsApiserver,
 } from './lib.mjs';
-const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
-
 const { Reflector, watchConfigFromEnv } = await import(dist('kube-runtime'));
 const { KubeClient, Resources } = await import(dist('kube-client'));
 const { canonicalDigest, inferencePolicyConfigMapName, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_LABEL } = await import(
@@ -52,7 +55,6 @@ const { echoLease, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } = await import(d
 const { allCrds } = await import(dist('policy-api', 'crds.js'));
 const { INFERENCE_POLICY, KARS_SANDBOX } = await import(dist('policy-api', 'types.js'));
 
-const errMsg = (err) => (err instanceof Error ? err.message : String(err));
 const fmtS = (ms) => (ms === null || ms === undefined ? 'n/a' : fmt1(ms / 1000));
 const remove = (arr, f) => {
   const i = arr.indexOf(f);
@@ -83,40 +85,6 @@ const procStatus = (pid) => procStatusBase(pid, { safe: true });
 /** CPU time (user+system) in seconds of a process; NaN once it is gone. */
 const procCpuSec = (pid) => procCpu(pid, { safe: true }).total;
 
-/** Run `count` operations with `concurrency` in flight. Returns wall time and failures. */
-async function runPool(count, concurrency, op, progress) {
-  let next = 0;
-  let done = 0;
-  const errors = [];
-  const t0 = performance.now();
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= count) return;
-      try {
-        await op(i);
-      } catch (err) {
-        errors.push(errMsg(err));
-      }
-      done++;
-      progress?.(done);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-  return { wallMs: performance.now() - t0, errors };
-}
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
 function httpGet(url, timeoutMs = 5000) {
   return new Promise((res, rej) => {
     const req = http.get(url, { timeout: timeoutMs }, (r) => {
@@ -130,40 +98,13 @@ function httpGet(url, timeoutMs = 5000) {
   });
 }
 
-/** Collect stderr lines of a child: a tail, and counts of pino warn/error lines (first few kept). */
-function stderrCollector(child) {
-  const st = { tail: [], warn: 0, error: 0, fatal: 0, firstErrors: [], lines: 0 };
-  let buf = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c) => {
-    buf += c;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line.trim() === '') continue;
-      st.lines++;
-      st.tail.push(line);
-      if (st.tail.length > 50) st.tail.shift();
-      const lv = line.match(/"level":(\d+)/)?.[1];
-      if (lv === '40') st.warn++;
-      else if (lv === '50' || lv === '60') {
-        if (lv === '50') st.error++;
-        else st.fatal++;
-        if (st.firstErrors.length < 5) st.firstErrors.push(line.slice(0, 500));
-      }
-    }
-  });
-  return st;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Child processes
 // ---------------------------------------------------------------------------------------------
 
 /** Start `kars apiserver` as a child process; resolves once it prints its listening URL. */
 function startServer(dataDir, historyWindow) {
-  return startKarsApiserver(dataDir, ['--history-window', String(historyWindow)], { collectStderr: stderrCollector });
+  return startKarsApiserver(dataDir, ['--history-window', String(historyWindow)], { collectStderr: pinoStderr });
 }
 
 /**
@@ -171,7 +112,7 @@ function startServer(dataDir, historyWindow) {
  * port. RSS is sampled every 100 ms from the moment it is spawned.
  */
 async function startController(kubeconfig, label) {
-  const extra = (process.env.BENCH_CONTROLLER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const extra = splitArgs(process.env.BENCH_CONTROLLER_NODE_ARGS);
   const port = await freePort();
   const bin = process.env.BENCH_CONTROLLER_BIN ? resolve(process.env.BENCH_CONTROLLER_BIN) : join(ROOT, 'apps/cli/bin/kars.js');
   const args = [...extra, bin, 'controller', '--kubeconfig', kubeconfig, '--metrics-addr', `127.0.0.1:${port}`];
@@ -181,7 +122,7 @@ async function startController(kubeconfig, label) {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, LEADER_ELECTION_ENABLED: 'false' },
   });
-  const err = stderrCollector(child);
+  const err = pinoStderr(child);
   const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
   let stopping = false;
   const rss = { maxRssKb: 0, samples: [] };
@@ -1143,7 +1084,7 @@ async function main() {
   const lines = [
     `## kars policy controller benchmark`,
     ``,
-    `${new Date().toISOString()} · ${quick ? 'QUICK · ' : ''}${cfg.edits} edits · ${fmtInt(cfg.coldPolicies)} cold policies · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · data dir on ${fsType} · runtime ${fmt1(runtimeSec)} s`,
+    `${new Date().toISOString()} · ${quick ? 'QUICK · ' : ''}${cfg.edits} edits · ${fmtInt(cfg.coldPolicies)} cold policies · node ${process.version} · ${cpuLine()} · data dir on ${fsType} · runtime ${fmt1(runtimeSec)} s`,
     ``,
     `| metric | value | goal | notes |`,
     `|---|---|---|---|`,
@@ -1197,49 +1138,16 @@ async function main() {
     );
   }
   if (notes.length) lines.push('', '**Notes**', '', ...notes.map((n) => `- ${n}`));
-  lines.push(...failureLines(failures));
-  lines.push(
-    '',
-    'Shared 2-core machine: apiserver, controller and the benchmark (observers + router simulator) compete for the cores. Goals are reported, never asserted.',
-  );
-  process.stdout.write(lines.join('\n') + '\n');
-
-  const outFile = resultsFile('controller');
-  writeFileSync(
-    outFile,
-    JSON.stringify(
-      {
-        timestamp: new Date().toISOString(),
-        config: cfg,
-        machine: {
-          node: process.version,
-          cpus: os.cpus().length,
-          cpuModel: os.cpus()[0]?.model,
-          totalMemMb: Math.round(os.totalmem() / 2 ** 20),
-          dataDirFs: fsType,
-        },
-        runtimeSec,
-        ok: failures.length === 0,
-        failures,
-        notes,
-        metrics: rows,
-        histograms: histJson,
-        raw,
-      },
-      null,
-      2,
-    ) + '\n',
-  );
-  log(`wrote ${outFile}`);
-  return failures.length === 0 ? 0 : 1;
+  return finishRun('controller', {
+    lines,
+    failures,
+    footer:
+      'Shared 2-core machine: apiserver, controller and the benchmark (observers + router simulator) compete for the cores. Goals are reported, never asserted.',
+    config: cfg,
+    runtimeSec,
+    machine: { dataDirFs: fsType },
+    json: { notes, metrics: rows, histograms: histJson, raw },
+  });
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    console.error(err instanceof Error ? err.stack : String(err));
-    process.exitCode = 1;
-  },
-);
+runMain(main);

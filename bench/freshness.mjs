@@ -14,23 +14,28 @@
 // BENCH_BOOKMARK_SECS, BENCH_KEEP (see the README table).
 
 import { execFileSync, fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import {
   ROOT,
-  failureLines,
+  cpuLine,
+  dist,
+  errMsg,
+  expectStatus,
+  finishRun,
   fmt1,
   fmt2,
   fmtInt,
+  httpsJsonClient,
   log,
   mdEscape,
   mdRow,
   nowUs,
   removeTempDir,
-  resultsFile,
+  runMain,
+  runPool,
   sleep,
   startKarsApiserver,
 } from './lib.mjs';
@@ -38,7 +43,6 @@ import {
 const SELF = fileURLToPath(import.meta.url);
 
 const nowMs = () => nowUs() / 1000;
-const errMsg = (e) => (e instanceof Error ? e.message : typeof e === 'object' && e !== null ? JSON.stringify(e).slice(0, 300) : String(e));
 
 function pkgVersion(name) {
   try {
@@ -81,9 +85,8 @@ const PEERS = {
 const ALL_PEERS = Object.keys(PEERS);
 
 async function karsPeer(kind, { kubeconfig, namespace, log: plog }) {
-  const rt = (f) => pathToFileURL(join(ROOT, 'packages/kube-runtime/dist', f)).href;
-  const { Reflector } = await import(rt('reflector.js'));
-  const { watchConfigFromEnv } = await import(rt('watch-config.js'));
+  const { Reflector } = await import(dist('kube-runtime', 'reflector.js'));
+  const { watchConfigFromEnv } = await import(dist('kube-runtime', 'watch-config.js'));
   const { KubeClient, Resources } = await import('@kars/kube-client');
   // kars-idle: KARS_HTTP2_PING_INTERVAL_SECS=0 semantics (config and client both without periodic pings).
   const env = kind === 'kars-idle' ? { ...process.env, KARS_HTTP2_PING_INTERVAL_SECS: '0' } : process.env;
@@ -92,23 +95,20 @@ async function karsPeer(kind, { kubeconfig, namespace, log: plog }) {
     const s = JSON.stringify(o ?? {});
     return s === '{}' ? '' : ` ${s.slice(0, 200)}`;
   };
+  // kube-core's Logger shape ((fields, msg) per level, and child()); the peer's log line carries the
+  // level and fields, not the bindings (the peer's name already says which watch it is).
+  const logger = (prefix) => {
+    const line = (level) => (o, msg) => plog(`${prefix}${level}${msg}${fields(o)}`);
+    const l = { debug: () => {}, info: line(''), warn: line('WARN '), error: line('ERROR '), child: () => l };
+    return l;
+  };
   const client = KubeClient.fromKubeconfig({
     kubeconfig,
     pingIntervalMs: config.pingIntervalMs,
     pingTimeoutMs: config.pingTimeoutMs,
-    log: (level, msg, extra) => plog(`transport ${level}: ${msg}${fields(extra)}`),
+    log: logger('transport: '),
   });
-  const reflector = new Reflector({
-    name: kind,
-    client,
-    resource: Resources.configmaps,
-    namespace,
-    config,
-    log: {
-      info: (o, msg) => plog(`${msg}${fields({ ...o, watch: undefined })}`),
-      warn: (o, msg) => plog(`WARN ${msg}${fields({ ...o, watch: undefined })}`),
-    },
-  });
+  const reflector = new Reflector({ name: kind, client, resource: Resources.configmaps, namespace, config, log: logger('') });
   const ac = new AbortController();
   let running;
   return {
@@ -422,69 +422,6 @@ async function startServer(dataDir, bookmarkSecs) {
   return srv;
 }
 
-/** HTTP/1.1 client. `fresh` requests use a new TCP connection that is closed afterwards. */
-function makeHttp(url, ca, token, maxSockets) {
-  const u = new URL(url);
-  const newAgent = () => new https.Agent({ ca, keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
-  let agent = newAgent();
-  function request(method, path, body, { fresh = false, contentType = 'application/json' } = {}) {
-    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const headers = { accept: 'application/json', authorization: `Bearer ${token}` };
-    if (payload !== undefined) {
-      headers['content-type'] = contentType;
-      headers['content-length'] = String(Buffer.byteLength(payload));
-    }
-    if (fresh) headers.connection = 'close';
-    return new Promise((res, rej) => {
-      const req = https.request(
-        { host: u.hostname, port: u.port, method, path, headers, ...(fresh ? { agent: false, ca } : { agent }) },
-        (r) => {
-          const chunks = [];
-          r.on('data', (c) => chunks.push(c));
-          r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          r.on('error', rej);
-        },
-      );
-      req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no response within 30 s`)));
-      req.on('error', rej);
-      req.end(payload);
-    });
-  }
-  return {
-    request,
-    /** Close the pooled connections (so a fault injected next does not hit the benchmark's own). */
-    resetPool() {
-      agent.destroy();
-      agent = newAgent();
-    },
-    close: () => agent.destroy(),
-  };
-}
-
-function expectStatus(r, ok, what) {
-  if (!ok.includes(r.status)) throw new Error(`${what}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r.text === '' ? undefined : JSON.parse(r.text);
-}
-
-/** Run `count` operations with `concurrency` in flight. */
-async function runPool(count, concurrency, op) {
-  let next = 0;
-  const errors = [];
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= count) return;
-      try {
-        await op(i);
-      } catch (err) {
-        errors.push(errMsg(err));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-  return errors;
-}
-
 function configMap(name, i, extra = {}) {
   return {
     apiVersion: 'v1',
@@ -652,7 +589,7 @@ async function main() {
     srv = await startServer(dataDir, cfg.bookmarkSecs);
     const relayPort = Number(new URL(srv.url).port);
     log(`server pid ${srv.pid} at ${srv.url}, kubeconfig ${srv.kubeconfig}`);
-    http = makeHttp(srv.url, srv.ca, srv.token, cfg.createConcurrency);
+    http = httpsJsonClient(srv.url, srv.ca, srv.token, { maxSockets: cfg.createConcurrency, timeoutMs: 30_000 });
     const { request } = http;
     expectStatus(await request('GET', '/version'), [200], 'GET /version');
     const createNs = async (ns) =>
@@ -663,7 +600,7 @@ async function main() {
       );
     const createMany = async (ns, prefix, n) => {
       await createNs(ns);
-      const errs = await runPool(n, cfg.createConcurrency, async (i) => {
+      const { errors: errs } = await runPool(n, cfg.createConcurrency, async (i) => {
         expectStatus(
           await request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
             ...configMap(`${prefix}${i}`, i),
@@ -690,6 +627,20 @@ async function main() {
       return nowMs() - t0;
     };
     const childEnv = { ...process.env, KUBECONFIG: srv.kubeconfig };
+    /**
+     * Start child `c`'s peer, wait until it has listed, then write a probe value into `ns/name` and
+     * wait until the peer has seen it; resolves with the child's `synced` message.
+     */
+    const startAndSync = async (c, ns, name, { readyMs, listedMs }) => {
+      await c.wait('ready', readyMs);
+      c.send({ cmd: 'start' });
+      await c.wait('listed', listedMs);
+      const probe = `p-${Math.random().toString(36).slice(2, 8)}`;
+      c.send({ cmd: 'probe', value: probe });
+      await c.wait('probe-armed', 10_000);
+      await patchData(ns, name, { probe }, false);
+      return c.wait('synced', 60_000);
+    };
 
     // ---- 1. freshness after a silent drop ---------------------------------------------------
     const freshPeers = cfg.peers;
@@ -840,14 +791,7 @@ async function main() {
           childEnv,
         );
         try {
-          await c.wait('ready', 60_000);
-          c.send({ cmd: 'start' });
-          await c.wait('listed', 120_000);
-          const probe = `p-${Math.random().toString(36).slice(2, 8)}`;
-          c.send({ cmd: 'probe', value: probe });
-          await c.wait('probe-armed', 10_000);
-          await patchData(NS, 't-0', { probe }, false);
-          await c.wait('synced', 60_000);
+          await startAndSync(c, NS, 't-0', { readyMs: 60_000, listedMs: 120_000 });
           // Current objects and resourceVersions; worker w owns objects j ≡ w (mod concurrency).
           const list = expectStatus(await request('GET', `/api/v1/namespaces/${NS}/configmaps`), [200], 'list tput');
           const objs = new Map(list.items.map((o) => [o.metadata.name, o]));
@@ -952,14 +896,7 @@ async function main() {
           childEnv,
         );
         try {
-          await c.wait('ready', 120_000);
-          c.send({ cmd: 'start' });
-          await c.wait('listed', 300_000);
-          const probe = `p-${Math.random().toString(36).slice(2, 8)}`;
-          c.send({ cmd: 'probe', value: probe });
-          await c.wait('probe-armed', 10_000);
-          await patchData(NS, 'm-0', { probe }, false);
-          const synced = await c.wait('synced', 60_000);
+          const synced = await startAndSync(c, NS, 'm-0', { readyMs: 120_000, listedMs: 300_000 });
           c.send({ cmd: 'measure' });
           const m = await c.wait('memory', 60_000);
           const heapMb = (m.after.heapUsed - m.base.heapUsed) / 2 ** 20;
@@ -1049,7 +986,7 @@ async function main() {
   const lines = [
     `## Watch freshness after a silent drop`,
     ``,
-    `${new Date().toISOString()} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · ${cfg.quick ? 'QUICK · ' : ''}fault: ${cfg.fault} · cap ${capS} · ${cfg.trials} trial(s) · ${cfg.objects + 2} ConfigMaps watched · runtime ${fmt1(runtimeSec)} s · load avg ${fmt2(loadStart[0])} at start, ${fmt2(os.loadavg()[0])} at end`,
+    `${new Date().toISOString()} · node ${process.version} · ${cpuLine()} · ${cfg.quick ? 'QUICK · ' : ''}fault: ${cfg.fault} · cap ${capS} · ${cfg.trials} trial(s) · ${cfg.objects + 2} ConfigMaps watched · runtime ${fmt1(runtimeSec)} s · load avg ${fmt2(loadStart[0])} at start, ${fmt2(os.loadavg()[0])} at end`,
     ``,
     `| peer | edit seen after the silent drop | detection mechanism (anchors doc; verified in the installed code) | events/s one watcher received | heap MB per 10k cached objects |`,
     `|---|---|---|---|---|`,
@@ -1100,54 +1037,33 @@ async function main() {
       '',
       ...strays.slice(0, 10).map((s) => `- ${s.split('\n')[0]}`),
     );
-  lines.push(...failureLines(failures));
-  lines.push(
-    '',
-    'Shared 2-core machine: times are dominated by the detection mechanisms (seconds to minutes), not by CPU noise; events/s and heap vary by ~10–20% between runs.',
-  );
-  process.stdout.write(lines.join('\n') + '\n');
-
-  const outFile = resultsFile('freshness');
-  const json = {
-    timestamp: new Date().toISOString(),
-    config: cfg,
-    versions: { node: process.version, clientNode: CN_VERSION, kfc: KFC_VERSION },
-    machine: {
-      loadAvgStart: loadStart,
-      loadAvgEnd: os.loadavg(),
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
-    },
-    runtimeSec,
-    ok: failures.length === 0,
+  return finishRun('freshness', {
+    lines,
     failures,
-    strays,
-    peers: Object.fromEntries(
-      cfg.peers.map((p) => [
-        p,
-        { ...PEERS[p], freshness: summary[p] ?? null, throughput: raw.throughput[p] ?? null, memory: raw.memory[p] ?? null },
-      ]),
-    ),
-    raw,
-  };
-  writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');
-  writeFileSync(outFile.replace(/\.json$/, '.md'), lines.join('\n') + '\n');
-  log(`wrote ${outFile} (and the table as .md)`);
-  return failures.length === 0 ? 0 : 1;
+    footer:
+      'Shared 2-core machine: times are dominated by the detection mechanisms (seconds to minutes), not by CPU noise; events/s and heap vary by ~10–20% between runs.',
+    config: cfg,
+    runtimeSec,
+    machine: { loadAvgStart: loadStart, loadAvgEnd: os.loadavg() },
+    json: {
+      versions: { node: process.version, clientNode: CN_VERSION, kfc: KFC_VERSION },
+      strays,
+      peers: Object.fromEntries(
+        cfg.peers.map((p) => [
+          p,
+          { ...PEERS[p], freshness: summary[p] ?? null, throughput: raw.throughput[p] ?? null, memory: raw.memory[p] ?? null },
+        ]),
+      ),
+      raw,
+    },
+    markdown: true,
+  });
 }
 
 if (process.argv[2] === '--child') {
   void childMain(JSON.parse(process.argv[3]));
 } else {
-  main().then(
-    // Third-party clients leave keep-alive sockets and timers behind (KFC keeps idle undici
-    // connections for 10 min), so exit explicitly.
-    (code) => process.exit(code),
-    (err) => {
-      Blackhole.teardown();
-      console.error(err instanceof Error ? err.stack : String(err));
-      process.exit(1);
-    },
-  );
+  // Third-party clients leave keep-alive sockets and timers behind (KFC keeps idle undici
+  // connections for 10 min), so exit explicitly.
+  runMain(main, { exit: true, onError: () => Blackhole.teardown() });
 }

@@ -3,15 +3,21 @@
 // scripts had when they carried their own copies; where the copies differed, a parameter chooses.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The repository root (the parent of bench/). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The `kars` CLI entry point. */
 export const KARS_BIN = join(ROOT, 'apps/cli/bin/kars.js');
+
+/** The `file:` URL of `packages/<pkg>/dist/<file>` (for `await import(...)` of built workspace code). */
+export const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
 
 /** Monotonic microseconds (CLOCK_MONOTONIC: comparable across threads and processes on one Linux host). */
 export const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -30,6 +36,10 @@ export const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : String(n));
 export const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : String(n));
 /** kB → MB. */
 export const mb = (kb) => kb / 1024;
+
+/** The message of an Error; a plain object as JSON (first 300 characters); anything else as `String(e)`. */
+export const errMsg = (e) =>
+  e instanceof Error ? e.message : typeof e === 'object' && e !== null ? JSON.stringify(e).slice(0, 300) : String(e);
 
 /** Split a space-separated list of extra node flags (e.g. an env var); undefined → []. */
 export const splitArgs = (v) => (v ?? '').split(/\s+/).filter(Boolean);
@@ -89,6 +99,18 @@ export function selfCpuSec() {
   return (u.user + u.system) / 1e6;
 }
 
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
 /** File system type of the mount holding `path` (longest matching mount point), '?' if unknown. */
 export function fsTypeOf(path) {
   try {
@@ -115,6 +137,37 @@ export function collectStderrTail(child, max = 50) {
     }
   });
   return { tail };
+}
+
+/**
+ * Collect a child's pino stderr: the last `tailMax` non-blank lines (`tail`), the number of lines
+ * (`lines`), counts of warn (40), error (50) and fatal (60) lines, and the first 5 error or fatal
+ * lines cut to `lineChars` (`firstErrors`).
+ */
+export function pinoStderr(child, { tailMax = 50, lineChars = 500 } = {}) {
+  const st = { tail: [], warn: 0, error: 0, fatal: 0, firstErrors: [], lines: 0 };
+  let buf = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (c) => {
+    buf += c;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim() === '') continue;
+      st.lines++;
+      st.tail.push(line);
+      if (st.tail.length > tailMax) st.tail.shift();
+      const lv = line.match(/"level":(\d+)/)?.[1];
+      if (lv === '40') st.warn++;
+      else if (lv === '50' || lv === '60') {
+        if (lv === '50') st.error++;
+        else st.fatal++;
+        if (st.firstErrors.length < 5) st.firstErrors.push(line.slice(0, lineChars));
+      }
+    }
+  });
+  return st;
 }
 
 /** SIGTERM `child`, then SIGKILL after `graceMs`; resolves once it has exited (`exited` is its exit promise). */
@@ -232,6 +285,87 @@ export async function startKarsApiserver(dataDir, extraArgs, { bin = KARS_BIN, .
   return srv;
 }
 
+/**
+ * A JSON-over-HTTPS client for `kars apiserver` (bearer `token`, CA `ca`, keep-alive pool of
+ * `maxSockets`). `request(method, path, body?, { fresh, contentType })` resolves with
+ * `{ status, text }`; a string body is sent as is, anything else as JSON. `fresh` sends the request
+ * on a new connection closed afterwards; `timeoutMs` (when set) destroys a request idle that long.
+ * `resetPool()` closes the pooled connections and starts a new pool; `close()` closes them.
+ */
+export function httpsJsonClient(url, ca, token, { maxSockets = Infinity, timeoutMs } = {}) {
+  const u = new URL(url);
+  const newAgent = () => new https.Agent({ ca, keepAlive: true, maxSockets, maxFreeSockets: Math.min(maxSockets, 256) });
+  let agent = newAgent();
+  function request(method, path, body, { fresh = false, contentType = 'application/json' } = {}) {
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const headers = { accept: 'application/json', authorization: `Bearer ${token}` };
+    if (payload !== undefined) {
+      headers['content-type'] = contentType;
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    if (fresh) headers.connection = 'close';
+    return new Promise((res, rej) => {
+      const req = https.request(
+        { host: u.hostname, port: u.port, method, path, headers, ...(fresh ? { agent: false, ca } : { agent }) },
+        (r) => {
+          const chunks = [];
+          r.on('data', (c) => chunks.push(c));
+          r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          r.on('error', rej);
+        },
+      );
+      if (timeoutMs !== undefined)
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no response within ${timeoutMs / 1000} s`)));
+      req.on('error', rej);
+      req.end(payload);
+    });
+  }
+  return {
+    request,
+    resetPool() {
+      agent.destroy();
+      agent = newAgent();
+    },
+    close: () => agent.destroy(),
+  };
+}
+
+/** The JSON body of a response whose status is one of `ok` (undefined when empty); throws otherwise. */
+export function expectStatus(r, ok, what) {
+  if (!ok.includes(r.status)) throw new Error(`${what}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
+  return r.text === '' ? undefined : JSON.parse(r.text);
+}
+
+/**
+ * Run `op(i)` for i in 0..count-1 with `concurrency` in flight, pulling indexes from a shared
+ * queue; `progress(done)` after each. The run continues past failures. Resolves with `lat` (ms per
+ * operation, by index), `wallMs` and `errors` (messages).
+ */
+export async function runPool(count, concurrency, op, progress) {
+  const lat = new Float64Array(count);
+  let next = 0;
+  let done = 0;
+  const errors = [];
+  const t0 = performance.now();
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= count) return;
+      const s = performance.now();
+      try {
+        await op(i);
+      } catch (err) {
+        errors.push(errMsg(err));
+      }
+      lat[i] = performance.now() - s;
+      done++;
+      progress?.(done);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+  return { lat, wallMs: performance.now() - t0, errors };
+}
+
 /** Remove a temporary directory, or keep it (and say so) when BENCH_KEEP=1. */
 export function removeTempDir(dir, what = 'data dir') {
   if (process.env.BENCH_KEEP === '1') log(`kept ${what ? `${what} ` : ''}${dir}`);
@@ -254,4 +388,70 @@ export function resultsFile(name) {
   const outDir = join(ROOT, 'bench', 'results');
   mkdirSync(outDir, { recursive: true });
   return join(outDir, `${name}-${stamp}.json`);
+}
+
+/** `<cores>× <CPU model>`, for a report's header line. */
+export const cpuLine = () => `${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'}`;
+
+/** The machine block of a results file: node version, cores, CPU model, total memory (MB). */
+export const machineInfo = () => ({
+  node: process.version,
+  cpus: os.cpus().length,
+  cpuModel: os.cpus()[0]?.model,
+  totalMemMb: Math.round(os.totalmem() / 2 ** 20),
+});
+
+/**
+ * Write `json` to `bench/results/<name>-<timestamp>.json` and, when `markdown` is given, the same
+ * path ending `.md`; logs and returns the JSON path.
+ */
+export function writeResults(name, json, markdown) {
+  const outFile = resultsFile(name);
+  writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');
+  if (markdown !== undefined) writeFileSync(outFile.replace(/\.json$/, '.md'), markdown);
+  log(`wrote ${outFile}${markdown !== undefined ? ' (+ .md)' : ''}`);
+  return outFile;
+}
+
+/**
+ * The end of every benchmark run: append the FAILURES block and the `footer` line to the report
+ * `lines`, print them, write the results (`timestamp`, `config`, `machine` (`machineInfo()` plus
+ * `machine`), `runtimeSec`, `ok`, `failures`, then the fields of `json`; with `markdown`, the
+ * report as `.md` too) and return the exit code: 0 without failures, 1 with.
+ */
+export function finishRun(name, { lines, failures, footer, config, runtimeSec, machine = {}, json = {}, markdown = false }) {
+  lines.push(...failureLines(failures), '', footer);
+  const text = lines.join('\n') + '\n';
+  process.stdout.write(text);
+  writeResults(
+    name,
+    {
+      timestamp: new Date().toISOString(),
+      config,
+      machine: { ...machineInfo(), ...machine },
+      runtimeSec,
+      ok: failures.length === 0,
+      failures,
+      ...json,
+    },
+    markdown ? text : undefined,
+  );
+  return failures.length === 0 ? 0 : 1;
+}
+
+/**
+ * Run `main()`; its resolved number is the exit code, a rejection prints the stack and exits 1.
+ * `exit: true` calls `process.exit` (for runs whose third-party clients leave sockets and timers
+ * behind); `onError(err)` runs first on a rejection.
+ */
+export function runMain(main, { exit = false, onError } = {}) {
+  const done = (code) => {
+    if (exit) process.exit(code);
+    else process.exitCode = code;
+  };
+  main().then(done, (err) => {
+    onError?.(err);
+    console.error(err instanceof Error ? err.stack : String(err));
+    done(1);
+  });
 }

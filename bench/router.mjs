@@ -34,27 +34,33 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 import {
   KARS_BIN,
   ROOT,
+  cpuLine,
+  dist,
   envInt,
-  failureLines,
+  errMsg,
+  expectStatus,
+  finishRun,
   fmt1,
   fmt2,
   fmtInt,
+  freePort,
+  httpsJsonClient,
   log,
   mdRow,
   percentile,
+  pinoStderr,
   procCpu as procCpuBase,
   procStatus,
   removeTempDir,
-  resultsFile,
+  runMain,
   selfCpuSec,
   sleep,
   spawnListening,
@@ -64,7 +70,6 @@ import {
 
 const SELF = fileURLToPath(import.meta.url);
 const KARS = KARS_BIN;
-const dist = (pkg, file = 'index.js') => pathToFileURL(join(ROOT, 'packages', pkg, 'dist', file)).href;
 
 const fmt3 = (n) => (Number.isFinite(n) ? n.toFixed(3) : String(n));
 const signed3 = (n) => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(3)}` : String(n));
@@ -573,31 +578,6 @@ function cpuDelta(a, b, requests, override = {}) {
   return out;
 }
 
-/** Collect a child's stderr: a tail of lines, and pino warn/error counts. */
-function stderrCollector(child) {
-  const st = { tail: [], warn: 0, error: 0, firstErrors: [] };
-  let buf = '';
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (c) => {
-    buf += c;
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line.trim() === '') continue;
-      st.tail.push(line);
-      if (st.tail.length > 40) st.tail.shift();
-      const lv = line.match(/"level":(\d+)/)?.[1];
-      if (lv === '40') st.warn++;
-      else if (lv === '50' || lv === '60') {
-        st.error++;
-        if (st.firstErrors.length < 5) st.firstErrors.push(line.slice(0, 400));
-      }
-    }
-  });
-  return st;
-}
-
 /**
  * Spawn a node child that prints `listening: <url>` (and maybe `kubeconfig: <path>`) on stdout.
  * `died` is set when it exits before `stop()`.
@@ -606,7 +586,7 @@ async function startChild(label, args, { nodeArgs = [], env = process.env, timeo
   const h = await spawnListening(label, [...nodeArgs, ...args], {
     env,
     timeoutMs,
-    collectStderr: stderrCollector,
+    collectStderr: (child) => pinoStderr(child, { tailMax: 40, lineChars: 400 }),
     diedMessage: (code, signal, h) =>
       `${label} exited unexpectedly (code ${code}, signal ${signal})\n${h.stderr.tail.slice(-10).join('\n')}`,
   });
@@ -760,35 +740,6 @@ function routerBuildId() {
   return { distSha256: h.digest('hex').slice(0, 16), newestMtime: new Date(newest).toISOString() };
 }
 
-function makeApiClient(url, ca, token) {
-  const u = new URL(url);
-  const agent = new https.Agent({ ca, keepAlive: true, maxSockets: 4 });
-  function request(method, path, body) {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers = { accept: 'application/json', authorization: `Bearer ${token}` };
-    if (payload !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(payload));
-    }
-    return new Promise((res, rej) => {
-      const req = https.request({ host: u.hostname, port: u.port, method, path, headers, agent }, (r) => {
-        const chunks = [];
-        r.on('data', (c) => chunks.push(c));
-        r.on('end', () => res({ status: r.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        r.on('error', rej);
-      });
-      req.on('error', rej);
-      req.end(payload);
-    });
-  }
-  return { request, close: () => agent.destroy() };
-}
-
-function expectStatus(r, ok, what) {
-  if (!ok.includes(r.status)) throw new Error(`${what}: HTTP ${r.status}: ${r.text.slice(0, 300)}`);
-  return r.text === '' ? undefined : JSON.parse(r.text);
-}
-
 /** One request on a fresh connection (sanity checks). */
 function oneRequest(url, body, headers = {}) {
   const u = new URL(url);
@@ -922,15 +873,6 @@ function findPortkey() {
 /** The headers that make the Portkey gateway forward to the stub (an OpenAI-compatible custom host). */
 function portkeyHeaders(stubUrl) {
   return { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${stubUrl}/v1` };
-}
-
-/** A free TCP port on 127.0.0.1 (bound, read, released). */
-async function freePort() {
-  const s = net.createServer();
-  await new Promise((r) => s.listen(0, '127.0.0.1', r));
-  const port = s.address().port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** Resolve once `url` answers GET / (any status), or throw after `timeoutMs`. */
@@ -1356,6 +1298,43 @@ async function main() {
     /** Round r runs the peers in order, reversed on odd rounds, so no peer always goes first. */
     const orderOf = (round) => (round % 2 === 0 ? [...peers] : [...peers].reverse());
     const errCount = (r) => r.errors.transport + Object.values(r.errors.status).reduce((x, y) => x + y, 0);
+    /** Run `fn(round, peer, warmSecs)` for every round and every peer in that round's order, children checked first. */
+    const eachRun = async (fn) => {
+      for (let round = 0; round < cfg.rounds; round++) {
+        const warm = round === 0 ? cfg.warmupSecs : cfg.rewarmSecs;
+        for (const peer of orderOf(round)) {
+          checkChildren();
+          await fn(round, peer, warm);
+        }
+      }
+    };
+    /** CPU snapshots at the load generator's `start` and `end` marks; `delta(...)` is `cpuDelta` between them. */
+    const cpuMarks = () => {
+      let a;
+      let b;
+      return {
+        onMark: (m) => {
+          if (m === 'start') a = cpuSnap(pids());
+          else b = cpuSnap(pids());
+        },
+        delta: (requests, override) => (a && b ? cpuDelta(a, b, requests, override) : undefined),
+      };
+    };
+    /** Over a peer's rounds, the median of: µs (and kernel µs) per request and % of a core per process, and other load on the VM. */
+    const cpuOf = (runs) => {
+      const agg = (f) => median(runs.map(f));
+      return {
+        us: (k) => agg((r) => r.cpu?.usPerReq[k] ?? NaN),
+        sysUs: (k) => agg((r) => r.cpu?.sysUsPerReq[k] ?? NaN),
+        pct: (k) => agg((r) => r.cpu?.pctCore[k] ?? NaN),
+        other: agg((r) => r.cpu?.otherPct ?? NaN),
+      };
+    };
+    const has = (p) => peers.includes(p);
+    /** A table row's cells: `f(peer)` for each peer. */
+    const cells = (f) => Object.fromEntries(peers.map((p) => [p, f(p)]));
+    /** `f(peer)` for each peer, joined with ` / `. */
+    const list = (f) => peers.map((p) => f(p)).join(' / ');
     const cpuCell = (peer, S) => {
       const hop = hopOf(peer);
       const parts = [];
@@ -1368,42 +1347,34 @@ async function main() {
     if (phases.has('latency')) {
       const t0 = performance.now();
       const per = Object.fromEntries(peers.map((p) => [p, []]));
-      for (let round = 0; round < cfg.rounds; round++) {
-        const warm = round === 0 ? cfg.warmupSecs : cfg.rewarmSecs;
-        for (const peer of orderOf(round)) {
-          checkChildren();
-          const url = url0[peer]();
-          const u = new URL(url);
-          log(`latency: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.rate} req/s open loop, ${warm} s warm-up + ${cfg.openSecs} s`);
-          let a;
-          let b;
-          const res = await loadgen.run(
-            {
-              kind: 'open',
-              host: u.hostname,
-              port: Number(u.port),
-              req: chatRequest(url, body, headersOf(peer)).toString('base64'),
-              rate: cfg.rate,
-              warmupMs: warm * 1000,
-              durationMs: cfg.openSecs * 1000,
-              maxConns: cfg.maxConns,
-              expectStatus: 200,
-            },
-            (m) => {
-              if (m === 'start') a = cpuSnap(pids());
-              else b = cpuSnap(pids());
-            },
-          );
-          res.cpu = a && b ? cpuDelta(a, b, res.completed) : undefined;
-          per[peer].push(res);
-          const nErr = errCount(res) + (res.requests - res.completed);
-          if (nErr > 0)
-            failures.push(`latency ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
-          log(
-            `  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
-          );
-        }
-      }
+      await eachRun(async (round, peer, warm) => {
+        const url = url0[peer]();
+        const u = new URL(url);
+        log(`latency: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.rate} req/s open loop, ${warm} s warm-up + ${cfg.openSecs} s`);
+        const cpu = cpuMarks();
+        const res = await loadgen.run(
+          {
+            kind: 'open',
+            host: u.hostname,
+            port: Number(u.port),
+            req: chatRequest(url, body, headersOf(peer)).toString('base64'),
+            rate: cfg.rate,
+            warmupMs: warm * 1000,
+            durationMs: cfg.openSecs * 1000,
+            maxConns: cfg.maxConns,
+            expectStatus: 200,
+          },
+          cpu.onMark,
+        );
+        res.cpu = cpu.delta(res.completed);
+        per[peer].push(res);
+        const nErr = errCount(res) + (res.requests - res.completed);
+        if (nErr > 0)
+          failures.push(`latency ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
+        log(
+          `  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
+        );
+      });
       raw.latency = per;
       // Over the rounds (equal-sized): the median of the per-round percentiles.
       const S = {};
@@ -1422,13 +1393,9 @@ async function main() {
           conns: Math.max(...per[p].map((r) => r.maxConnections)),
           stallEpisodes: per[p].reduce((x, r) => x + r.stalls.episodes, 0),
           worstStallMs: Math.max(0, ...per[p].flatMap((r) => r.stalls.worst.map((w) => w.maxMs))),
-          us: (k) => agg((r) => r.cpu?.usPerReq[k] ?? NaN),
-          sysUs: (k) => agg((r) => r.cpu?.sysUsPerReq[k] ?? NaN),
-          pct: (k) => agg((r) => r.cpu?.pctCore[k] ?? NaN),
-          other: agg((r) => r.cpu?.otherPct ?? NaN),
+          ...cpuOf(per[p]),
         };
       }
-      const has = (p) => peers.includes(p);
       const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
       raw.latencySummary = Object.fromEntries(
         peers.map((p) => [
@@ -1447,7 +1414,6 @@ async function main() {
         ]),
       );
       for (const p of peers) if (p !== 'direct') raw.latencySummary[p].addedMs = { p50: added(p, 'p50'), p99: added(p, 'p99') };
-      const cells = (f) => Object.fromEntries(peers.map((p) => [p, f(p)]));
       const addedCell = (q) =>
         has('direct')
           ? peers
@@ -1456,8 +1422,7 @@ async function main() {
               .join('; ')
           : '';
       const roundsNote = `${cfg.rounds} round(s) of ${cfg.openSecs} s per peer (order reversed every other round; ${cfg.warmupSecs} s warm-up in round 1, ${cfg.rewarmSecs} s after); median of the per-round percentiles`;
-      const nList = peers.map((p) => fmtInt(S[p].n)).join(' / ');
-      const list = (f) => peers.map((p) => f(p)).join(' / ');
+      const nList = list((p) => fmtInt(S[p].n));
       dataRows.push({
         metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
         ...cells((p) => `${fmt3(S[p].p50)} ms`),
@@ -1496,30 +1461,26 @@ async function main() {
       const per = Object.fromEntries(peers.map((p) => [p, []]));
       const ttfbFailed = {};
       const gapMs = 2;
-      for (let round = 0; round < cfg.rounds; round++) {
-        for (const peer of orderOf(round)) {
-          checkChildren();
-          log(`ttfb: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.ttfbRequests} streamed requests one at a time, ${gapMs} ms apart`);
-          let samples;
-          try {
-            // Unmeasured warm-up on the same path (JIT, pooled upstream connection).
-            await ttfbRun(url0[peer](), streamBody, headersOf(peer), Math.min(200, cfg.ttfbRequests), 0);
-            samples = await ttfbRun(url0[peer](), streamBody, headersOf(peer), cfg.ttfbRequests, gapMs);
-          } catch (err) {
-            // A peer that cannot stream the stub's answer is a result, not a benchmark failure
-            // (the kars router and direct must stream: their failure is reported below).
-            const why = (err instanceof Error ? err.message : String(err)).split('\n')[0];
-            if (peer === 'router' || peer === 'direct') failures.push(`ttfb ${peer}: ${why}`);
-            ttfbFailed[peer] = why;
-            log(`  failed: ${why}`);
-            continue;
-          }
-          per[peer].push(stats(samples));
-          log(`  first data byte p50 ${fmt3(stats(samples).p50)} ms, p99 ${fmt3(stats(samples).p99)} ms`);
+      await eachRun(async (round, peer) => {
+        log(`ttfb: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.ttfbRequests} streamed requests one at a time, ${gapMs} ms apart`);
+        let samples;
+        try {
+          // Unmeasured warm-up on the same path (JIT, pooled upstream connection).
+          await ttfbRun(url0[peer](), streamBody, headersOf(peer), Math.min(200, cfg.ttfbRequests), 0);
+          samples = await ttfbRun(url0[peer](), streamBody, headersOf(peer), cfg.ttfbRequests, gapMs);
+        } catch (err) {
+          // A peer that cannot stream the stub's answer is a result, not a benchmark failure
+          // (the kars router and direct must stream: their failure is reported below).
+          const why = errMsg(err).split('\n')[0];
+          if (peer === 'router' || peer === 'direct') failures.push(`ttfb ${peer}: ${why}`);
+          ttfbFailed[peer] = why;
+          log(`  failed: ${why}`);
+          return;
         }
-      }
+        per[peer].push(stats(samples));
+        log(`  first data byte p50 ${fmt3(stats(samples).p50)} ms, p99 ${fmt3(stats(samples).p99)} ms`);
+      });
       const S = Object.fromEntries(peers.map((p) => [p, { p50: median(per[p].map((r) => r.p50)), p99: median(per[p].map((r) => r.p99)) }]));
-      const has = (p) => peers.includes(p);
       const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
       raw.ttfb = { per, summary: S, failed: ttfbFailed };
       dataRows.push({
@@ -1543,50 +1504,41 @@ async function main() {
     if (phases.has('throughput')) {
       const t0 = performance.now();
       const per = Object.fromEntries(peers.map((p) => [p, []]));
-      for (let round = 0; round < cfg.rounds; round++) {
-        const warm = round === 0 ? cfg.warmupSecs : cfg.rewarmSecs;
-        for (const peer of orderOf(round)) {
-          checkChildren();
-          const url = url0[peer]();
-          const u = new URL(url);
-          log(
-            `throughput: round ${round + 1}/${cfg.rounds}, ${peer}: closed loop, ${cfg.concurrency} connections, ${warm} s warm-up + ${cfg.closedSecs} s (${wrk ? 'wrk' : 'node'})`,
+      await eachRun(async (round, peer, warm) => {
+        const url = url0[peer]();
+        const u = new URL(url);
+        log(
+          `throughput: round ${round + 1}/${cfg.rounds}, ${peer}: closed loop, ${cfg.concurrency} connections, ${warm} s warm-up + ${cfg.closedSecs} s (${wrk ? 'wrk' : 'node'})`,
+        );
+        let res;
+        const cpu = cpuMarks();
+        if (wrk) {
+          await runWrk(tmp, url, body, cfg.concurrency, warm, undefined, headersOf(peer));
+          res = await runWrk(tmp, url, body, cfg.concurrency, cfg.closedSecs, cpu.onMark, headersOf(peer));
+          res.cpu = cpu.delta(res.requests, { loadgen: res.loadgenCpuSec });
+        } else {
+          res = await loadgen.run(
+            {
+              kind: 'closed',
+              host: u.hostname,
+              port: Number(u.port),
+              req: chatRequest(url, body, headersOf(peer)).toString('base64'),
+              concurrency: cfg.concurrency,
+              warmupMs: warm * 1000,
+              durationMs: cfg.closedSecs * 1000,
+              expectStatus: 200,
+            },
+            cpu.onMark,
           );
-          let res;
-          let a;
-          let b;
-          const onMark = (m) => {
-            if (m === 'start') a = cpuSnap(pids());
-            else b = cpuSnap(pids());
-          };
-          if (wrk) {
-            await runWrk(tmp, url, body, cfg.concurrency, warm, undefined, headersOf(peer));
-            res = await runWrk(tmp, url, body, cfg.concurrency, cfg.closedSecs, onMark, headersOf(peer));
-            res.cpu = a && b ? cpuDelta(a, b, res.requests, { loadgen: res.loadgenCpuSec }) : undefined;
-          } else {
-            res = await loadgen.run(
-              {
-                kind: 'closed',
-                host: u.hostname,
-                port: Number(u.port),
-                req: chatRequest(url, body, headersOf(peer)).toString('base64'),
-                concurrency: cfg.concurrency,
-                warmupMs: warm * 1000,
-                durationMs: cfg.closedSecs * 1000,
-                expectStatus: 200,
-              },
-              onMark,
-            );
-            res.cpu = a && b ? cpuDelta(a, b, res.requests) : undefined;
-          }
-          per[peer].push(res);
-          const nErr = errCount(res);
-          if (nErr > 0) failures.push(`throughput ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')})`);
-          log(
-            `  ${fmtInt(res.throughput)} req/s, p50 ${fmt2(res.latency.p50)} ms, p99 ${fmt2(res.latency.p99)} ms, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
-          );
+          res.cpu = cpu.delta(res.requests);
         }
-      }
+        per[peer].push(res);
+        const nErr = errCount(res);
+        if (nErr > 0) failures.push(`throughput ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')})`);
+        log(
+          `  ${fmtInt(res.throughput)} req/s, p50 ${fmt2(res.latency.p50)} ms, p99 ${fmt2(res.latency.p99)} ms, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
+        );
+      });
       raw.throughput = per;
       const S = {};
       for (const p of peers) {
@@ -1596,13 +1548,9 @@ async function main() {
           p50: agg((r) => r.latency.p50),
           p99: agg((r) => r.latency.p99),
           errors: per[p].reduce((x, r) => x + errCount(r), 0),
-          us: (k) => agg((r) => r.cpu?.usPerReq[k] ?? NaN),
-          sysUs: (k) => agg((r) => r.cpu?.sysUsPerReq[k] ?? NaN),
-          pct: (k) => agg((r) => r.cpu?.pctCore[k] ?? NaN),
-          other: agg((r) => r.cpu?.otherPct ?? NaN),
+          ...cpuOf(per[p]),
         };
       }
-      const has = (p) => peers.includes(p);
       const ratio = (p) => (has('direct') && has(p) ? S[p].rps / S.direct.rps : NaN);
       raw.throughputSummary = {
         ...Object.fromEntries(
@@ -1610,8 +1558,6 @@ async function main() {
         ),
         ratios: Object.fromEntries(peers.filter((p) => p !== 'direct').map((p) => [p, ratio(p)])),
       };
-      const cells = (f) => Object.fromEntries(peers.map((p) => [p, f(p)]));
-      const list = (f) => peers.map((p) => f(p)).join(' / ');
       dataRows.push({
         metric: `max throughput (closed loop, ${cfg.concurrency} connections)`,
         ...cells((p) => `${fmtInt(S[p].rps)} req/s`),
@@ -1714,7 +1660,12 @@ async function main() {
     }
     if (router) {
       await router.stop();
-      raw.routerDirStderr = { warn: router.stderr.warn, error: router.stderr.error, firstErrors: router.stderr.firstErrors };
+      raw.routerDirStderr = {
+        warn: router.stderr.warn,
+        error: router.stderr.error,
+        fatal: router.stderr.fatal,
+        firstErrors: router.stderr.firstErrors,
+      };
       router = undefined;
     }
 
@@ -1727,10 +1678,11 @@ async function main() {
         nodeArgs: splitArgs(process.env.BENCH_SERVER_NODE_ARGS),
       });
       const kubeconfig = srv.kubeconfig ?? join(dataDir, 'kubeconfig');
-      api = makeApiClient(
+      api = httpsJsonClient(
         srv.url,
         readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'),
         readFileSync(join(dataDir, 'token'), 'utf8').trim(),
+        { maxSockets: 4 },
       );
       log(`api: kars apiserver (pid ${srv.pid}) at ${srv.url}; applying deploy/crds/all.yaml`);
       const YAML = (await import('yaml')).default;
@@ -1833,7 +1785,8 @@ async function main() {
       if (!c) continue;
       if (c.died && !failures.some((f) => f.includes(c.died.split('\n')[0]))) failures.push(c.died);
       await c.stop();
-      if (c.stderr.error > 0) failures.push(`${c.label} logged ${c.stderr.error} error(s): ${c.stderr.firstErrors.join(' | ')}`);
+      const errors = c.stderr.error + (c.stderr.fatal ?? 0); // pino error (50) and fatal (60) lines
+      if (errors > 0) failures.push(`${c.label} logged ${errors} error(s): ${c.stderr.firstErrors.join(' | ')}`);
     }
     removeTempDir(tmp, '');
   }
@@ -1845,7 +1798,7 @@ async function main() {
   const lines = [
     `## kars router benchmark${quick ? ' (quick)' : ''}`,
     ``,
-    `${new Date().toISOString()} · node ${process.version} · ${os.cpus().length}× ${os.cpus()[0]?.model ?? '?'} · load average ${la(raw.loadavgStart)} at start, ${la(raw.loadavgEnd)} at end · runtime ${fmt1(runtimeSec)} s (${Object.entries(
+    `${new Date().toISOString()} · node ${process.version} · ${cpuLine()} · load average ${la(raw.loadavgStart)} at start, ${la(raw.loadavgEnd)} at end · runtime ${fmt1(runtimeSec)} s (${Object.entries(
       phaseTimes,
     )
       .map(([k, v]) => `${k} ${fmt1(v)} s`)
@@ -1869,37 +1822,21 @@ async function main() {
       ...ctlRows.map((m) => mdRow([m.metric, m.display, m.goal, m.notes])),
     );
   }
-  lines.push(...failureLines(failures));
-  lines.push(
-    '',
-    `Shared ${os.cpus().length}-core machine: quote medians over several runs, and the added latency / ratio rather than absolute numbers.`,
-  );
-  const text = lines.join('\n') + '\n';
-  process.stdout.write(text);
-
-  const outFile = resultsFile('router');
-  const json = {
-    timestamp: new Date().toISOString(),
-    config: cfg,
-    loadGenerators: { open: openGen, closed: closedGen },
-    routerBuild: build,
-    machine: {
-      node: process.version,
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      totalMemMb: Math.round(os.totalmem() / 2 ** 20),
-    },
-    runtimeSec,
-    phaseTimes,
-    ok: failures.length === 0,
+  return finishRun('router', {
+    lines,
     failures,
-    rows: { dataPlane: dataRows, controlPlane: ctlRows },
-    raw,
-  };
-  writeFileSync(outFile, JSON.stringify(json, null, 2) + '\n');
-  writeFileSync(outFile.replace(/\.json$/, '.md'), text);
-  log(`wrote ${outFile} (+ .md)`);
-  return failures.length === 0 ? 0 : 1;
+    footer: `Shared ${os.cpus().length}-core machine: quote medians over several runs, and the added latency / ratio rather than absolute numbers.`,
+    config: cfg,
+    runtimeSec,
+    json: {
+      loadGenerators: { open: openGen, closed: closedGen },
+      routerBuild: build,
+      phaseTimes,
+      rows: { dataPlane: dataRows, controlPlane: ctlRows },
+      raw,
+    },
+    markdown: true,
+  });
 }
 
 /**
@@ -2045,13 +1982,5 @@ if (mode === '--proxy') {
 } else if (mode === '--loadgen') {
   loadgenMain();
 } else {
-  main().then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err) => {
-      console.error(err instanceof Error ? err.stack : String(err));
-      process.exitCode = 1;
-    },
-  );
+  runMain(main);
 }
