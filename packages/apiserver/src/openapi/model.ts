@@ -113,3 +113,32 @@ export function objectPaths(k: ServedKind): { collection: string; object: string
   const collection = k.ri.namespaced ? `${prefix}/namespaces/{namespace}/${k.ri.resource}` : `${prefix}/${k.ri.resource}`;
   return { collection, object: `${collection}/{name}` };
 }
+
+/** How one OpenAPI version spells the parts of an operation that differ between v2 and v3. */
+export interface OperationSpelling {
+  /** The `responses` of every operation: 200 with the kind's schema. */
+  responses: unknown;
+  /** What a write carries between its GVK and its responses: parameters and, in v3, a request body. */
+  write(action: 'post' | 'put' | 'patch'): Record<string, unknown>;
+}
+
+/**
+ * The operations kubectl looks for on one served kind, by path: create on the collection; read,
+ * replace and patch on the object, each with its operationId, x-kubernetes-action and
+ * x-kubernetes-group-version-kind. v2.ts and v3.ts differ only in the `spelling`.
+ */
+export function kindOperations(k: ServedKind, spelling: OperationSpelling): Record<string, Record<string, unknown>> {
+  const gvk = { group: k.group, version: k.version, kind: k.kind };
+  const op = (action: 'get' | 'post' | 'put' | 'patch', verb: string): Record<string, unknown> => ({
+    operationId: `${verb}${k.kind}`,
+    'x-kubernetes-action': action,
+    'x-kubernetes-group-version-kind': gvk,
+    ...(action === 'get' ? {} : spelling.write(action)),
+    responses: spelling.responses,
+  });
+  const { collection, object } = objectPaths(k);
+  return {
+    [collection]: { post: op('post', 'create') },
+    [object]: { get: op('get', 'read'), put: op('put', 'replace'), patch: op('patch', 'patch') },
+  };
+}

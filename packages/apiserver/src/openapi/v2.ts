@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { isObject } from '@kars/kube-core';
 import type { Registry } from '../registry/registry.js';
 import { encodeGnosticDocument } from './gnostic.js';
-import { definitionsFor, objectPaths, servedKinds, WRITE_PARAMS } from './model.js';
+import { definitionsFor, kindOperations, servedKinds, WRITE_PARAMS } from './model.js';
 import type { ServedKind } from './model.js';
 
 /**
@@ -44,39 +44,18 @@ export const OPENAPI_V2_PROTOBUF_RESPONSE = 'application/com.github.proto-openap
 
 function document(kinds: ServedKind[]): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
+  const params = WRITE_PARAMS.map((name) => ({ name, in: 'query', type: name === 'force' ? 'boolean' : 'string', uniqueItems: true }));
   for (const k of kinds) {
-    const gvk = { group: k.group, version: k.version, kind: k.kind };
-    const params = WRITE_PARAMS.map((name) => ({ name, in: 'query', type: name === 'force' ? 'boolean' : 'string', uniqueItems: true }));
     const ref = { $ref: `#/definitions/${k.definition}` };
-    const ok = { '200': { description: 'OK', schema: ref } };
-    const body = { name: 'body', in: 'body', required: true, schema: ref };
-    const { collection, object } = objectPaths(k);
-    paths[collection] = {
-      post: {
-        operationId: `create${k.kind}`,
-        'x-kubernetes-action': 'post',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: [body, ...params],
-        responses: ok,
-      },
-    };
-    paths[object] = {
-      get: { operationId: `read${k.kind}`, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk, responses: ok },
-      put: {
-        operationId: `replace${k.kind}`,
-        'x-kubernetes-action': 'put',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: [body, ...params],
-        responses: ok,
-      },
-      patch: {
-        operationId: `patch${k.kind}`,
-        'x-kubernetes-action': 'patch',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: [{ name: 'body', in: 'body', required: true, schema: { type: 'object' } }, ...params],
-        responses: ok,
-      },
-    };
+    Object.assign(
+      paths,
+      kindOperations(k, {
+        responses: { '200': { description: 'OK', schema: ref } },
+        write: (action) => ({
+          parameters: [{ name: 'body', in: 'body', required: true, schema: action === 'patch' ? { type: 'object' } : ref }, ...params],
+        }),
+      }),
+    );
   }
   const definitions: Record<string, unknown> = {};
   for (const [name, def] of Object.entries(definitionsFor(kinds))) definitions[name] = toV2(def);

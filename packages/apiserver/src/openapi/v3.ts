@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isObject } from '@kars/kube-core';
 import type { Registry } from '../registry/registry.js';
-import { definitionsFor, objectPaths, servedKinds, WRITE_PARAMS } from './model.js';
+import { definitionsFor, kindOperations, servedKinds, WRITE_PARAMS } from './model.js';
 import type { ServedKind } from './model.js';
 
 /**
@@ -61,44 +61,23 @@ export class OpenApiV3 {
 
 function gvDocument(kinds: ServedKind[]): unknown {
   const paths: Record<string, unknown> = {};
+  const params = WRITE_PARAMS.map((name) => ({
+    name,
+    in: 'query',
+    schema: { type: name === 'force' ? 'boolean' : 'string', uniqueItems: true },
+  }));
   for (const k of kinds) {
-    const gvk = { group: k.group, version: k.version, kind: k.kind };
-    const params = WRITE_PARAMS.map((name) => ({
-      name,
-      in: 'query',
-      schema: { type: name === 'force' ? 'boolean' : 'string', uniqueItems: true },
-    }));
     const ref = { $ref: `#/components/schemas/${k.definition}` };
-    const ok = { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } };
-    const { collection, object } = objectPaths(k);
-    paths[collection] = {
-      post: {
-        operationId: `create${k.kind}`,
-        'x-kubernetes-action': 'post',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: params,
-        requestBody: { content: { '*/*': { schema: ref } }, required: true },
-        responses: ok,
-      },
-    };
-    paths[object] = {
-      get: { operationId: `read${k.kind}`, 'x-kubernetes-action': 'get', 'x-kubernetes-group-version-kind': gvk, responses: ok },
-      put: {
-        operationId: `replace${k.kind}`,
-        'x-kubernetes-action': 'put',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: params,
-        requestBody: { content: { '*/*': { schema: ref } }, required: true },
-        responses: ok,
-      },
-      patch: {
-        operationId: `patch${k.kind}`,
-        'x-kubernetes-action': 'patch',
-        'x-kubernetes-group-version-kind': gvk,
-        parameters: params,
-        responses: ok,
-      },
-    };
+    Object.assign(
+      paths,
+      kindOperations(k, {
+        responses: { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } },
+        write: (action) =>
+          action === 'patch'
+            ? { parameters: params }
+            : { parameters: params, requestBody: { content: { '*/*': { schema: ref } }, required: true } },
+      }),
+    );
   }
   const schemas: Record<string, unknown> = {};
   for (const [name, def] of Object.entries(definitionsFor(kinds))) schemas[name] = toV3(def);
