@@ -68,8 +68,7 @@ describe('router staleness from the controller heartbeat (real apiserver, contro
       namespace: NS,
       config: cfg,
       controllerConfig: { ...cfg, pingIntervalMs: 200, pingTimeoutMs: 200, idleTimeoutMs: 3000 },
-      controllerIdentity: 'ctl-1',
-      controller: { heartbeatIntervalMs: 250 },
+      controller: { identity: 'ctl-1', heartbeatIntervalMs: 250 },
       server: { faultInjection: true, bookmarkIntervalSeconds: 1 },
       objects: [
         [

@@ -1,7 +1,8 @@
 /**
  * The setup the controller's integration tests share: a real `kars apiserver` with the kars CRDs
  * and one namespace, the real PolicyController running against it, and a second client for test
- * routers. Test-only: not exported from the package.
+ * routers. Test-only: exported as `@kars/policy-controller/testing/controller-stack` for other
+ * packages' tests (the router's end-to-end stack builds on it), never imported by product code.
  */
 import assert from 'node:assert/strict';
 import type { ApiServerOptions } from '@kars/apiserver';
@@ -19,10 +20,16 @@ import type { PolicyControllerOptions } from '../manager.js';
 export interface ControllerStackOptions {
   /** Created before the controller starts. */
   namespace: string;
+  /** The controller's watch config; its client is `clientFor(kubeconfig, config)`. */
   config: WatchConfig;
   server?: Partial<ApiServerOptions>;
   metrics?: RuntimeMetrics;
   notEnforcedGraceMs?: PolicyControllerOptions['notEnforcedGraceMs'];
+  heartbeatIntervalMs?: PolicyControllerOptions['heartbeatIntervalMs'];
+  /** The controller's leader-election identity (election is off; heartbeats carry it). Default `test`. */
+  identity?: string;
+  /** PING settings of the router client (default: the client's own defaults). */
+  routerClientConfig?: Pick<WatchConfig, 'pingIntervalMs' | 'pingTimeoutMs'>;
   /** Called with the controller's client before the controller starts (to record its requests). */
   instrument?: (client: KubeClient) => void;
 }
@@ -45,15 +52,18 @@ export async function startControllerStack(o: ControllerStackOptions): Promise<C
   assert.equal(ns.status, 201, ns.text);
   const client = clientFor(ts.server.kubeconfigPath, o.config);
   o.instrument?.(client);
-  const routerClient = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+  const routerClient = o.routerClientConfig
+    ? clientFor(ts.server.kubeconfigPath, o.routerClientConfig)
+    : KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
   const controller = new PolicyController({
     client,
     config: o.config,
     metrics: o.metrics ?? new RuntimeMetrics(),
     log: pino({ level: 'silent' }),
-    leaderElection: { enabled: false, namespace: o.namespace, name: 'kars-controller', identity: 'test' },
+    leaderElection: { enabled: false, namespace: o.namespace, name: 'kars-controller', identity: o.identity ?? 'test' },
     env: {},
     ...(o.notEnforcedGraceMs !== undefined ? { notEnforcedGraceMs: o.notEnforcedGraceMs } : {}),
+    ...(o.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
   });
   const ac = new AbortController();
   const run = controller.run(ac.signal);

@@ -1,20 +1,16 @@
 /**
- * A real router on the API policy source, and the stack the router's end-to-end tests share: a
- * real `kars apiserver` with the kars CRDs and one namespace, the real PolicyController, and the
- * router, each on its own client. Test-only: not exported from the package.
+ * A real router on the API policy source, and the stack the router's end-to-end tests share: the
+ * policy controller's test stack (a real `kars apiserver` with the kars CRDs and one namespace,
+ * the real PolicyController) plus the router on its own client. Test-only: not exported from the
+ * package.
  */
 import assert from 'node:assert/strict';
-import type { ApiServerOptions } from '@kars/apiserver';
-import { createCrds, startTestServer } from '@kars/apiserver/testing';
-import type { TestServer } from '@kars/apiserver/testing';
 import { silentLogger } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 import type { WatchConfig } from '@kars/kube-runtime';
-import { clientFor } from '@kars/kube-runtime/testing';
-import { allCrds } from '@kars/policy-api';
-import { PolicyController } from '@kars/policy-controller';
-import type { PolicyControllerOptions } from '@kars/policy-controller';
+import { startControllerStack } from '@kars/policy-controller/testing/controller-stack';
+import type { ControllerStack, ControllerStackOptions } from '@kars/policy-controller/testing/controller-stack';
 import { startRouter } from '../server.js';
 import type { RouterOptions, RunningRouter } from '../server.js';
 
@@ -58,64 +54,43 @@ export interface ApiStackOptions {
   config: WatchConfig;
   /** The controller's watch config and client settings (default `config`). */
   controllerConfig?: WatchConfig;
-  /** The controller's leader-election identity (leader election is off; the heartbeat carries it). */
-  controllerIdentity?: string;
-  /** Further controller options (e.g. `heartbeatIntervalMs`). */
-  controller?: Partial<Omit<PolicyControllerOptions, 'client' | 'config' | 'leaderElection'>>;
-  server?: Partial<ApiServerOptions>;
+  /** Further controller settings. */
+  controller?: Pick<ControllerStackOptions, 'identity' | 'heartbeatIntervalMs'>;
+  server?: ControllerStackOptions['server'];
   /** Objects created, in order, once the controller runs and before the router starts: [collection path, body]. */
   objects?: ReadonlyArray<readonly [string, unknown]>;
   /** The router (its namespace is `namespace`). */
   router: Omit<ApiRouterOptions, 'namespace'>;
 }
 
-export interface ApiStack {
-  ts: TestServer;
-  controllerClient: KubeClient;
-  routerClient: KubeClient;
+/** The controller stack (its `client` is the controller's) and the router on `routerClient`. */
+export interface ApiStack extends ControllerStack {
   router: RunningRouter;
-  /** Stop the router and the controller, close both clients and the server. */
-  close(): Promise<void>;
 }
 
 /**
- * Start a test apiserver with the kars CRDs and `namespace`, run the controller on it, create
- * `objects`, and start the router on the API source.
+ * Start the controller stack for `namespace`, create `objects`, and start the router on the API
+ * source. `close()` stops the router, then the controller, the clients and the server.
  */
 export async function startApiStack(o: ApiStackOptions): Promise<ApiStack> {
-  const ts = await startTestServer(o.server);
-  await createCrds(ts.client, ...allCrds());
-  const ns = await ts.client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: o.namespace } });
-  assert.equal(ns.status, 201, ns.text);
-  const controllerConfig = o.controllerConfig ?? o.config;
-  const controllerClient = clientFor(ts.server.kubeconfigPath, controllerConfig);
-  const routerClient = clientFor(ts.server.kubeconfigPath, o.config);
-  const controller = new PolicyController({
-    client: controllerClient,
-    config: controllerConfig,
-    metrics: new RuntimeMetrics(),
-    log: silentLogger,
-    leaderElection: { enabled: false, namespace: o.namespace, name: 'c', identity: o.controllerIdentity ?? 'c' },
+  const stack = await startControllerStack({
+    namespace: o.namespace,
+    config: o.controllerConfig ?? o.config,
+    routerClientConfig: o.config,
     ...o.controller,
+    ...(o.server !== undefined ? { server: o.server } : {}),
   });
-  const ac = new AbortController();
-  const controllerRun = controller.run(ac.signal);
   for (const [path, body] of o.objects ?? []) {
-    const r = await ts.client.post(path, body);
+    const r = await stack.ts.client.post(path, body);
     assert.equal(r.status, 201, `create in ${path}: ${r.text}`);
   }
-  const router = await startApiRouter(routerClient, o.config, { ...o.router, namespace: o.namespace });
+  const router = await startApiRouter(stack.routerClient, o.config, { ...o.router, namespace: o.namespace });
   return {
-    ts,
-    controllerClient,
-    routerClient,
+    ...stack,
     router: router.router,
     async close() {
-      ac.abort();
-      await Promise.all([controllerRun, router.stop()]);
-      controllerClient.close();
-      routerClient.close();
-      await ts.close();
+      await router.stop();
+      await stack.close();
     },
   };
 }
