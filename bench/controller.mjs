@@ -15,7 +15,7 @@
 // Env: see bench/README.md ("Policy controller"). Timings never decide the exit code.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { createWriteStream, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
@@ -123,6 +123,8 @@ async function startController(kubeconfig, label) {
     env: { ...process.env, LEADER_ELECTION_ENABLED: 'false' },
   });
   const err = pinoStderr(child);
+  // BENCH_CONTROLLER_LOG=<file>: also append the controller's log lines (stderr) to that file.
+  if (process.env.BENCH_CONTROLLER_LOG) child.stderr.pipe(createWriteStream(resolve(process.env.BENCH_CONTROLLER_LOG), { flags: 'a' }));
   const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
   let stopping = false;
   const rss = { maxRssKb: 0, samples: [] };

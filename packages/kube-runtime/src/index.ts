@@ -11,6 +11,8 @@ export type { Lease, LeaseApi, LeaderElectionErrorCode, LeaderElectionOptions } 
 export { leaseApi } from './lease-api.js';
 export { RuntimeMetrics, WATCH_RESTART_REASONS } from './metrics.js';
 export type { ControllerMetrics, WatchMetrics, WatchRestartReason } from './metrics.js';
+export { compareResourceVersions, OwnWrites } from './own-writes.js';
+export type { OwnWritesOptions } from './own-writes.js';
 export { exponentialRateLimiter, WorkQueue } from './queue.js';
 export type { RateLimiter, WorkQueueOptions } from './queue.js';
 export { dropManagedFields, Reflector } from './reflector.js';

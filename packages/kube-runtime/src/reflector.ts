@@ -2,6 +2,7 @@ import { systemClock } from '@kars/kube-core';
 import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import type { ResourceRef } from '@kars/kube-client';
 import type { WatchMetrics } from './metrics.js';
+import { compareResourceVersions } from './own-writes.js';
 import { keyOf, Store } from './store.js';
 import type { Change, ChangeSource, IndexFn } from './store.js';
 import type { WatchConfig } from './watch-config.js';
@@ -54,9 +55,7 @@ export interface ReflectorHandle<T extends KubeObject = KubeObject> extends Chan
 /** Whether an incoming copy is older than the cached one (resourceVersions compared as integers when both are). */
 function isStale(incoming: KubeObject, cached: KubeObject | undefined): boolean {
   if (!cached) return false;
-  const a = Number(incoming.metadata.resourceVersion);
-  const b = Number(cached.metadata.resourceVersion);
-  return Number.isInteger(a) && Number.isInteger(b) && a < b;
+  return (compareResourceVersions(incoming.metadata.resourceVersion, cached.metadata.resourceVersion) ?? 0) < 0;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { KubeObject } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
-import type { Reflector } from '@kars/kube-runtime';
+import type { OwnWrites, Reflector } from '@kars/kube-runtime';
 import type { EchoKind, EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { readEcho, toolPolicyNameOf } from '@kars/policy-api';
 import type { Logger } from '@kars/kube-core';
@@ -27,6 +27,11 @@ export interface ControllerContext {
   /** Wall-clock epoch ms (the clock's `wallNow`): status timestamps, and comparisons with routers' echo times. */
   now: () => number;
   env: Record<string, string | undefined>;
+  /**
+   * What this controller's own writes of its primary objects told it (read-your-writes, see
+   * `ownWriteKey`): a reconcile never acts on a cached copy that predates one of them.
+   */
+  ownWrites: OwnWrites;
   /** How long a policy may await its routers' echo before the `PolicyNotEnforced` Warning (default 10 s). */
   notEnforcedGraceMs: number;
 }

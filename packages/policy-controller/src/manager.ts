@@ -3,7 +3,17 @@ import { systemClock } from '@kars/kube-core';
 import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient, ResourceRef } from '@kars/kube-client';
-import { Controller, dropManagedFields, LeaderElector, leaseApi, Reflector, reconcileWatchdog, trigger } from '@kars/kube-runtime';
+import {
+  Controller,
+  dropManagedFields,
+  LeaderElector,
+  leaseApi,
+  OwnWrites,
+  Reflector,
+  reconcileWatchdog,
+  splitKey,
+  trigger,
+} from '@kars/kube-runtime';
 import type {
   Change,
   ControllerHandle,
@@ -36,6 +46,7 @@ import { PropagationTracker } from './propagation.js';
 import { reconcileEgressApproval } from './reconcile-egress.js';
 import { reconcileInferencePolicy, reconcileToolPolicy } from './reconcile-policy.js';
 import { reconcileSandbox } from './reconcile-sandbox.js';
+import { CachedCopyOutdated, cacheBehindOwnWrites, ownWriteKey } from './status.js';
 
 export interface LeaderElectionSettings {
   enabled: boolean;
@@ -81,6 +92,46 @@ function both<T extends KubeObject>(c: Change<T>, f: (o: T) => string[]): string
   const out = f(c.object);
   if (c.type === 'apply' && c.old) out.push(...f(c.old));
   return [...new Set(out)];
+}
+
+/**
+ * Run `reconcile` for `key` unless the cached primary predates one of this controller's own writes
+ * (read-your-writes, {@link OwnWrites}): then do nothing and look again when the watch delivers
+ * that write (its event enqueues the key) or, as a backstop, when the record expires. A finalizer
+ * patch that met a 409 ends the same way, without an error and without retrying from the same
+ * outdated copy.
+ */
+async function reconcileOwnWritesSeen(
+  ctx: ControllerContext,
+  ref: ResourceRef,
+  primary: ReflectorHandle,
+  key: string,
+  reconcile: (ctx: ControllerContext, key: string) => Promise<ReconcileResult>,
+  log: Logger,
+): Promise<ReconcileResult> {
+  const cached = primary.store.get(key);
+  if (!cached) ctx.ownWrites.forget(ownWriteKey(ref, { metadata: splitKey(key) }));
+  else {
+    const waitMs = cacheBehindOwnWrites(ctx, ref, cached);
+    if (waitMs !== undefined) {
+      log.debug(
+        { resource: ref.resource, key, resourceVersion: cached.metadata.resourceVersion, waitMs },
+        'cached copy predates our own write; waiting for the watch',
+      );
+      return { requeueAfterMs: waitMs };
+    }
+  }
+  try {
+    return await reconcile(ctx, key);
+  } catch (err) {
+    if (!(err instanceof CachedCopyOutdated) || !cached) throw err;
+    const waitMs = cacheBehindOwnWrites(ctx, ref, cached) ?? 1000;
+    log.debug(
+      { resource: ref.resource, key, resourceVersion: cached.metadata.resourceVersion, waitMs },
+      'conflict: the cached copy is outdated; waiting for the watch',
+    );
+    return { requeueAfterMs: waitMs };
+  }
 }
 
 /**
@@ -164,6 +215,7 @@ export class PolicyController {
       now,
       env: opts.env ?? {},
       notEnforcedGraceMs: opts.notEnforcedGraceMs ?? notEnforcedGraceFromEnv(opts.env ?? {}),
+      ownWrites: new OwnWrites({ clock }),
     };
     const policies: ReflectorHandle[] = [inference, tool, egress];
     for (const r of policies) {
@@ -210,6 +262,7 @@ export class PolicyController {
     const common = { isActive, concurrency: opts.concurrency ?? 32, log, clock };
     const mk = <T extends KubeObject>(
       name: string,
+      ref: ResourceRef,
       primary: Reflector<T>,
       triggers: Trigger[],
       reconcile: (ctx: ControllerContext, key: string) => Promise<ReconcileResult>,
@@ -219,7 +272,7 @@ export class PolicyController {
         primary,
         triggers,
         metrics: metrics.controller(name),
-        reconcile: (k) => reconcile(ctx, k),
+        reconcile: (k) => reconcileOwnWritesSeen(ctx, ref, primary, k, reconcile, log),
         ...common,
       });
     const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
@@ -232,6 +285,7 @@ export class PolicyController {
     this.controllers = [
       mk(
         'inferencepolicy',
+        INFERENCE_POLICY,
         inference,
         [
           trigger(sandboxes, (c) => both(c, inferenceOf)),
@@ -249,6 +303,7 @@ export class PolicyController {
       ),
       mk(
         'toolpolicy',
+        TOOL_POLICY,
         tool,
         [
           trigger(sandboxes, (c) => both(c, toolOf)),
@@ -266,6 +321,7 @@ export class PolicyController {
       ),
       mk(
         'egressapproval',
+        EGRESS_APPROVAL,
         egress,
         [
           trigger(sandboxes, (c) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? ''))),
@@ -283,6 +339,7 @@ export class PolicyController {
       ),
       mk(
         'karssandbox',
+        KARS_SANDBOX,
         sandboxes,
         [trigger(leases, (c) => both(c, (l) => (l.metadata.labels?.[SANDBOX_LABEL] ? [key(l, l.metadata.labels[SANDBOX_LABEL])] : [])))],
         reconcileSandbox,

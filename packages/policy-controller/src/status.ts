@@ -47,7 +47,7 @@ export async function applyStatus(
 ): Promise<boolean> {
   if (appliesAsStored(obj['status'], status)) return false;
   try {
-    await ctx.client.apply(
+    const written = await ctx.client.apply(
       ref,
       {
         apiVersion: obj.apiVersion,
@@ -58,6 +58,7 @@ export async function applyStatus(
       manager,
       { force: true, subresource: 'status' },
     );
+    ctx.ownWrites.wrote(ownWriteKey(ref, obj), obj.metadata.resourceVersion, written);
     return true;
   } catch (err) {
     if (err instanceof ApiError && err.code === 404) return false;
@@ -65,23 +66,70 @@ export async function applyStatus(
   }
 }
 
-/** Set an object's finalizers with an optimistic-concurrency merge patch (a 409 makes the reconcile retry). */
-function patchFinalizers(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizers: string[]): Promise<unknown> {
-  return ctx.client.patch(
-    ref,
-    obj.metadata.namespace,
-    obj.metadata.name ?? '',
-    { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } },
-    'merge',
-  );
+/** The key {@link ControllerContext.ownWrites} records a primary object's writes under. */
+export function ownWriteKey(ref: ResourceRef, obj: { metadata: { namespace?: string; name?: string } }): string {
+  return `${ref.group}/${ref.resource}/${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`;
 }
 
-/** Add a finalizer with an optimistic-concurrency merge patch (409 → the reconcile retries). */
+/**
+ * Milliseconds to hold off reconciling `cached`, or undefined to go on: its cached copy predates
+ * a write of this controller's (the watch has not delivered it yet) or a version a 409 proved
+ * outdated. See {@link OwnWrites}.
+ */
+export function cacheBehindOwnWrites(ctx: ControllerContext, ref: ResourceRef, cached: KubeObject): number | undefined {
+  return ctx.ownWrites.waitMs(ownWriteKey(ref, cached), cached);
+}
+
+/**
+ * Thrown when an optimistic-concurrency write made from the cached copy met a 409: the server holds
+ * a newer version that the watch has not delivered yet. The manager ends the reconcile without an
+ * error and waits for that version (its watch event enqueues the key), instead of retrying with
+ * the same outdated copy.
+ */
+export class CachedCopyOutdated extends Error {
+  readonly code = 'KARS_CACHED_COPY_OUTDATED';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CachedCopyOutdated';
+  }
+}
+
+/**
+ * Set an object's finalizers with an optimistic-concurrency merge patch made from the cached copy
+ * (its resourceVersion as the precondition, so a finalizer list someone else changed meanwhile is
+ * never overwritten). Success is recorded in `ctx.ownWrites`; a 409 is recorded too and thrown as
+ * {@link CachedCopyOutdated}.
+ */
+async function patchFinalizers(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizers: string[]): Promise<void> {
+  const from = obj.metadata.resourceVersion;
+  const key = ownWriteKey(ref, obj);
+  try {
+    const written = await ctx.client.patch<KubeObject>(
+      ref,
+      obj.metadata.namespace,
+      obj.metadata.name ?? '',
+      { metadata: { finalizers, resourceVersion: from } },
+      'merge',
+    );
+    ctx.ownWrites.wrote(key, from, written);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 409) {
+      ctx.ownWrites.conflicted(key, from);
+      throw new CachedCopyOutdated(`${ref.resource} ${key}: the cached copy (resourceVersion ${from ?? 'none'}) is outdated`, {
+        cause: err,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Add a finalizer with an optimistic-concurrency merge patch (409 → {@link CachedCopyOutdated}). */
 export async function addFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
   await patchFinalizers(ctx, ref, obj, [...(obj.metadata.finalizers ?? []), finalizer]);
 }
 
-/** Remove a finalizer with an optimistic-concurrency merge patch; a 404 means it is already gone. */
+/** Remove a finalizer with an optimistic-concurrency merge patch (409 → {@link CachedCopyOutdated}); a 404 means it is already gone. */
 export async function removeFinalizer(ctx: ControllerContext, ref: ResourceRef, obj: KubeObject, finalizer: string): Promise<void> {
   try {
     await patchFinalizers(

@@ -30,6 +30,8 @@ export interface ControllerStackOptions {
   identity?: string;
   /** PING settings of the router client (default: the client's own defaults). */
   routerClientConfig?: Pick<WatchConfig, 'pingIntervalMs' | 'pingTimeoutMs'>;
+  /** Reconciles in flight per kind (the controller's default when unset). */
+  concurrency?: number;
   /** Called with the controller's client before the controller starts (to record its requests). */
   instrument?: (client: KubeClient) => void;
 }
@@ -64,6 +66,7 @@ export async function startControllerStack(o: ControllerStackOptions): Promise<C
     env: {},
     ...(o.notEnforcedGraceMs !== undefined ? { notEnforcedGraceMs: o.notEnforcedGraceMs } : {}),
     ...(o.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: o.heartbeatIntervalMs } : {}),
+    ...(o.concurrency !== undefined ? { concurrency: o.concurrency } : {}),
   });
   const ac = new AbortController();
   const run = controller.run(ac.signal);
