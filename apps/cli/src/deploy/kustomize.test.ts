@@ -2,12 +2,11 @@
 // each rendering through `kubectl apply --server-side`; the CRDs in it are the ones `kars crds` prints.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { findKubectl, startTestServer } from '@kars/apiserver/testing';
-import type { TestServer } from '@kars/apiserver/testing';
+import { findKubectl, runKubectl, startTestServer } from '@kars/apiserver/testing';
+import type { KubectlRun, TestServer } from '@kars/apiserver/testing';
 import { crdYaml } from '@kars/policy-api';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..');
@@ -18,19 +17,8 @@ void describe(
   { skip: KUBECTL ? false : 'kubectl not found on PATH' },
   () => {
     let ts: TestServer;
-    const kubectl = (args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-      new Promise((res, rej) => {
-        const p = execFile(
-          KUBECTL ?? 'kubectl',
-          args,
-          { env: { ...process.env, KUBECONFIG: ts.server.kubeconfigPath }, timeout: 60_000, maxBuffer: 32 << 20 },
-          (err, stdout, stderr) => {
-            if (err && typeof err.code !== 'number') return rej(err);
-            res({ code: err ? (err.code as number) : 0, stdout, stderr });
-          },
-        );
-        if (input !== undefined) p.stdin?.end(input);
-      });
+    const kubectl = (args: string[], input?: string): Promise<KubectlRun> =>
+      runKubectl(KUBECTL ?? 'kubectl', ts.server.kubeconfigPath, args, input === undefined ? {} : { input });
     before(async () => {
       ts = await startTestServer({ authorizationMode: 'RBAC' });
     });

@@ -10,7 +10,6 @@
 // Skipped when no kubectl binary is found.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,8 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { AuditRecord } from '@kars/apiserver';
-import { TestClient, findKubectl, startTestServer } from '@kars/apiserver/testing';
-import type { TestServer } from '@kars/apiserver/testing';
+import { TestClient, findKubectl, runKubectl, startTestServer } from '@kars/apiserver/testing';
+import type { KubectlRun, TestServer } from '@kars/apiserver/testing';
 import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 
@@ -51,19 +50,8 @@ void describe(
     let sandboxText = '';
     const closers: Array<() => Promise<void> | void> = [];
 
-    const kubectl = (args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-      new Promise((res, rej) => {
-        const p = execFile(
-          KUBECTL ?? 'kubectl',
-          args,
-          { env: { ...process.env, KUBECONFIG: ts.server.kubeconfigPath }, timeout: 60_000, maxBuffer: 32 << 20 },
-          (err, stdout, stderr) => {
-            if (err && typeof err.code !== 'number') return rej(err);
-            res({ code: err ? (err.code as number) : 0, stdout, stderr });
-          },
-        );
-        if (input !== undefined) p.stdin?.end(input);
-      });
+    const kubectl = (args: string[], input?: string): Promise<KubectlRun> =>
+      runKubectl(KUBECTL ?? 'kubectl', ts.server.kubeconfigPath, args, input === undefined ? {} : { input });
     const apply = async (text: string): Promise<void> => {
       const r = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], text);
       assert.equal(r.code, 0, `kubectl apply --server-side failed: ${r.stderr}`);

@@ -2,21 +2,15 @@
 // Uses the newest kubectl that speaks JSON for built-in creates (1.32+ may send protobuf); skipped when none.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { findKubectl, startTestServer } from '../testing/harness.js';
-import type { TestServer } from '../testing/harness.js';
+import { findKubectl, runKubectl, startTestServer } from '../testing/harness.js';
+import type { KubectlRun, TestServer } from '../testing/harness.js';
 
 const KUBECTL = findKubectl();
 
 void describe('kubectl create token and kubectl auth can-i (RBAC)', { skip: KUBECTL ? false : 'kubectl not found on PATH' }, () => {
   let ts: TestServer;
-  const run = (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve, reject) => {
-      execFile(KUBECTL ?? 'kubectl', ['--kubeconfig', ts.server.kubeconfigPath, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      });
-    });
+  const run = (...args: string[]): Promise<KubectlRun> =>
+    runKubectl(KUBECTL ?? 'kubectl', ts.server.kubeconfigPath, args, { timeoutMs: 30_000 });
 
   before(async () => {
     ts = await startTestServer({ authorizationMode: 'RBAC' });

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -309,6 +309,38 @@ export function findKubectl(): string | undefined {
     return real;
   }
   return undefined;
+}
+
+/** What a kubectl run printed, and its exit code. */
+export interface KubectlRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run `bin` (a kubectl found by {@link findKubectl}) with `args` against `kubeconfig`, writing
+ * `input` to its stdin when given. Resolves with the exit code and output whatever the code;
+ * rejects only when kubectl did not finish (not found, killed at `timeoutMs`).
+ */
+export function runKubectl(
+  bin: string,
+  kubeconfig: string,
+  args: readonly string[],
+  { input, timeoutMs = 60_000 }: { input?: string; timeoutMs?: number } = {},
+): Promise<KubectlRun> {
+  return new Promise((resolve, reject) => {
+    const p = execFile(
+      bin,
+      args,
+      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs, maxBuffer: 32 << 20 },
+      (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') return reject(err);
+        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+      },
+    );
+    if (input !== undefined) p.stdin?.end(input);
+  });
 }
 
 /** `kars apiserver` running as its own process (see {@link startApiserverProcess}). */
