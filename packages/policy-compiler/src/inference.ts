@@ -29,6 +29,7 @@ import { canonicalDigest, versionHash } from './digest.js';
 import { inferencePolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
 import { checkUint, isObj, orNull, sortedLabels } from './json.js';
 import { fail, type CompileResult } from './result.js';
+import { policyHeader } from './header.js';
 
 /** Filename and ConfigMap key of the compiled InferencePolicy; the digest's domain separator. */
 export const INFERENCE_POLICY_FILENAME = 'inference-policy.json';
@@ -53,12 +54,9 @@ export type InferencePolicyInput = Pick<InferencePolicy, 'metadata' | 'spec'>;
 
 /** Compile one InferencePolicy. Pure; never throws for malformed input. */
 export function compileInferencePolicy(policy: InferencePolicyInput): CompileResult<CompiledInferencePolicy> {
-  const name = policy.metadata.name;
-  if (!name) return fail('InvalidSpec', 'metadata.name', 'metadata.name is required');
-  const spec = policy.spec as InferencePolicy['spec'] | undefined;
-  if (!isObj(spec)) return fail('InvalidSpec', 'spec', 'spec is required');
-  const appliesTo = spec.appliesTo as InferencePolicy['spec']['appliesTo'] | undefined;
-  if (!isObj(appliesTo)) return fail('InvalidSpec', 'spec.appliesTo', 'spec.appliesTo is required');
+  const header = policyHeader(policy);
+  if (!header.ok) return header;
+  const { name, spec, appliesTo } = header;
 
   if (spec.bundleRef !== undefined) {
     const clash = CONTENT_FIELDS.find((f) => spec[f] !== undefined);

@@ -22,8 +22,9 @@
 import type { ToolPolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { toolPolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { checkUint, isObj, orNull, sortedLabels } from './json.js';
+import { checkUint, orNull, sortedLabels } from './json.js';
 import { fail, type CompileResult } from './result.js';
+import { policyHeader } from './header.js';
 
 /** ConfigMap key of the compiled (pretty) profile. */
 export const TOOL_PROFILE_FILENAME = 'profile.json';
@@ -57,12 +58,9 @@ export type ToolPolicyInput = Pick<ToolPolicy, 'metadata' | 'spec'>;
 
 /** Compile one ToolPolicy. Pure; never throws for malformed input. */
 export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<CompiledToolPolicy> {
-  const name = policy.metadata.name;
-  if (!name) return fail('InvalidSpec', 'metadata.name', 'metadata.name is required');
-  const spec = policy.spec as ToolPolicy['spec'] | undefined;
-  if (!isObj(spec)) return fail('InvalidSpec', 'spec', 'spec is required');
-  const appliesTo = spec.appliesTo as ToolPolicy['spec']['appliesTo'] | undefined;
-  if (!isObj(appliesTo)) return fail('InvalidSpec', 'spec.appliesTo', 'spec.appliesTo is required');
+  const header = policyHeader(policy);
+  if (!header.ok) return header;
+  const { name, spec, appliesTo } = header;
 
   let agt: string | undefined;
   const src = spec.agtProfile;
