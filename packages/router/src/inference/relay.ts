@@ -109,12 +109,14 @@ async function refusedByOutputStage(t: RelayTarget, j: JudgeOptions, guard: Guar
  */
 abstract class BufferingRelay implements BodyRelay {
   protected readonly t: RelayTarget;
+  protected readonly j: JudgeOptions;
   readonly #chunks: Buffer[] = [];
   #size = 0;
   #over = false;
 
-  constructor(t: RelayTarget) {
+  constructor(t: RelayTarget, j: JudgeOptions) {
     this.t = t;
+    this.j = j;
   }
 
   onData(chunk: Buffer): boolean {
@@ -156,17 +158,28 @@ abstract class BufferingRelay implements BodyRelay {
 
   /** Judge and answer the whole body; calls `done()` when finished. */
   protected abstract judge(body: Buffer): void;
+
+  /**
+   * Run `guard` (the output guardrail, if any) over `docs`, then `send()` unless it refused, and
+   * call `done()`. Should moderation ever reject, fail closed (502).
+   */
+  protected sendUnlessRefused(guard: GuardrailBackend | undefined, docs: unknown[], send: () => void): void {
+    const { t } = this;
+    const finish = (refused: boolean): void => {
+      if (!refused && !t.res.destroyed) send();
+      t.done();
+    };
+    if (guard === undefined) return finish(false);
+    refusedByOutputStage(t, this.j, guard, docs).then(finish, () => {
+      // moderate() never rejects; should it, fail closed.
+      if (!t.res.destroyed && !t.res.headersSent) sendRefusal(t.res, proxyError());
+      t.done();
+    });
+  }
 }
 
 /** A JSON answer judged whole (floor, output stage), then sent in one write or refused. */
 class JudgedRelay extends BufferingRelay {
-  readonly #j: JudgeOptions;
-
-  constructor(t: RelayTarget, j: JudgeOptions) {
-    super(t);
-    this.#j = j;
-  }
-
   protected judge(body: Buffer): void {
     const { t } = this;
     const { status } = t;
@@ -176,28 +189,14 @@ class JudgedRelay extends BufferingRelay {
       const total = usageTotal(doc);
       if (total !== undefined) t.meter.usage = total;
     }
-    const blocked = judgeAnswer(status, doc, this.#j.floor);
+    const blocked = judgeAnswer(status, doc, this.j.floor);
     if (blocked !== undefined) {
       refuse(t, blocked);
       t.done();
       return;
     }
-    const guard = this.#j.guard;
-    if (guard === undefined || !ok) {
-      this.#send(body, doc);
-      return;
-    }
-    refusedByOutputStage(t, this.#j, guard, [doc]).then(
-      (refused) => {
-        if (!refused && !t.res.destroyed) this.#send(body, doc);
-        t.done();
-      },
-      () => {
-        // moderate() never rejects; should it, fail closed.
-        if (!t.res.destroyed && !t.res.headersSent) sendRefusal(t.res, proxyError());
-        t.done();
-      },
-    );
+    // An error answer is not moderated: it carries no model output.
+    this.sendUnlessRefused(ok ? this.j.guard : undefined, [doc], () => this.#send(body, doc));
   }
 
   #send(body: Buffer, doc: unknown): void {
@@ -211,7 +210,6 @@ class JudgedRelay extends BufferingRelay {
     t.decide('allow');
     t.res.writeHead(t.status, headers);
     t.res.end(body);
-    t.done();
   }
 }
 
@@ -221,36 +219,18 @@ class JudgedRelay extends BufferingRelay {
  * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
  */
 class ModeratedStreamRelay extends BufferingRelay {
-  readonly #j: JudgeOptions;
-
-  constructor(t: RelayTarget, j: JudgeOptions) {
-    super(t);
-    this.#j = j;
-  }
-
   protected judge(all: Buffer): void {
-    const { t } = this;
     const docs: unknown[] = [];
     for (const ev of splitEvents(all)) {
       const data = eventData(ev.toString('utf8'))?.trim();
       if (data !== undefined && data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
     }
-    const guard = this.#j.guard;
-    const after = (refused: boolean): void => {
-      if (!refused && !t.res.destroyed) this.#send(all);
-      t.done();
-    };
-    if (guard === undefined) after(false);
-    else
-      refusedByOutputStage(t, this.#j, guard, docs).then(after, () => {
-        if (!t.res.destroyed && !t.res.headersSent) sendRefusal(t.res, proxyError());
-        t.done();
-      });
+    this.sendUnlessRefused(this.j.guard, docs, () => this.#send(all));
   }
 
   #send(all: Buffer): void {
     const { t } = this;
-    const gate = new SseGate(this.#j.floor);
+    const gate = new SseGate(this.j.floor);
     const g1 = gate.push(all);
     const g2 = g1.blocked === undefined ? gate.end() : g1;
     const usage = gate.usage();
