@@ -29,20 +29,9 @@
  *   `allowlistRef`, gets a merged digest over what is known, with a warning saying so.
  * - Sandbox phase (`Running`) is not checked: offline there is no live status to trust.
  */
-import {
-  API_VERSION,
-  egressApprovalCrd,
-  inferencePolicyCrd,
-  karsSandboxCrd,
-  parseTtl,
-  toolPolicyCrd,
-  validateObject,
-  type CustomResourceDefinition,
-  type EgressApproval,
-  type KarsObject,
-  type KarsSandbox,
-} from '@kars/policy-api';
-import { admit, compileSchema, type CompiledSchema } from '@kars/kube-schema';
+import { API_VERSION, parseTtl, validateObject, type EgressApproval, type KarsObject, type KarsSandbox } from '@kars/policy-api';
+import type { Admission } from '@kars/kube-schema';
+import { admitKarsObject, isKarsKind, suggestKnownField } from './admission.js';
 import { egressApprovalsConfigMap, type CompiledConfigMap } from './configmaps.js';
 import { approvalFile, rfc3339Seconds } from './egress.js';
 import { expectedEgressDigest } from './router-view.js';
@@ -125,31 +114,6 @@ export interface CompileDocumentsResult {
   digests: DigestEntry[];
   errors: CompileError[];
   warnings: CompileWarning[];
-}
-
-type KarsKind = KarsObject['kind'];
-
-const CRDS: Record<KarsKind, () => CustomResourceDefinition> = {
-  InferencePolicy: inferencePolicyCrd,
-  ToolPolicy: toolPolicyCrd,
-  EgressApproval: egressApprovalCrd,
-  KarsSandbox: karsSandboxCrd,
-};
-
-function isKarsKind(k: string): k is KarsKind {
-  return Object.prototype.hasOwnProperty.call(CRDS, k);
-}
-
-/** Compiled CRD schemas, built on first use (never at import time) and reused: they are immutable. */
-let schemas: Map<KarsKind, CompiledSchema> | undefined;
-function schemaFor(kind: KarsKind): CompiledSchema {
-  schemas ??= new Map();
-  let s = schemas.get(kind);
-  if (s === undefined) {
-    s = compileSchema(CRDS[kind]().spec.versions[0].schema.openAPIV3Schema);
-    schemas.set(kind, s);
-  }
-  return s;
 }
 
 interface Admitted {
@@ -337,9 +301,11 @@ function admitDocument(
     return undefined;
   }
   obj['metadata'] = { ...meta, namespace };
-  let schema: CompiledSchema;
+  // The apiserver's own admission (kube-schema's admit(): prune, default, schema + CEL), so the
+  // object compiled here is the object the server would store; plus ObjectMeta's unknown fields.
+  let admission: Admission;
   try {
-    schema = schemaFor(kind);
+    admission = admitKarsObject(kind, obj);
   } catch (e) {
     // Only a broken CRD definition in @kars/policy-api gets here; report it rather than throw.
     errors.push({
@@ -350,15 +316,13 @@ function admitDocument(
     });
     return undefined;
   }
-  // The apiserver's own admission (kube-schema's admit(): prune, default, schema + CEL), so the
-  // object compiled here is the object the server would store.
-  const admission = admit(schema, obj);
   let bad = false;
   for (const p of admission.unknownFields) {
+    const near = suggestKnownField(kind, p);
     errors.push({
       ...at,
       field: p,
-      message: 'unknown field (kubectl would reject it under strict field validation; the API server would drop it)',
+      message: `unknown field${near === undefined ? '' : `; did you mean ${near}?`} (kubectl would reject it under strict field validation; the API server would drop it)`,
       reason: 'InvalidSpec',
     });
     bad = true;

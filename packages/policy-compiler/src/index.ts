@@ -10,5 +10,7 @@ export * from './inference.js';
 export * from './tool.js';
 export * from './egress.js';
 export * from './compile-docs.js';
+export * from './admission.js';
+export * from './nearest.js';
 export * from './agt-subset.js';
 export * from './router-view.js';
