@@ -48,6 +48,39 @@ describe('KubeClient against kars apiserver', () => {
     }
   });
 
+  it('fieldValidation=Strict on create, replace, patch and apply refuses unknown fields (400) and writes nothing', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+    const strict = (e: unknown): boolean =>
+      e instanceof ApiError && e.code === 400 && /strict decoding error: unknown field "datta"/.test(e.message);
+    try {
+      const bad = { ...cm('strict', '1'), datta: { v: 'x' } } as KubeObject;
+      await assert.rejects(c.create(Resources.configmaps, bad, { fieldValidation: 'Strict' }), strict);
+      assert.equal(await c.getOrUndefined(Resources.configmaps, 'default', 'strict'), undefined);
+      // Without it the server's default (Ignore here, as kube-apiserver's default for non-kubectl clients) drops the field.
+      const made = await c.create(Resources.configmaps, bad);
+      assert.equal((made as any).datta, undefined);
+      await assert.rejects(
+        c.replace(Resources.configmaps, { ...made, datta: { v: 'y' } } as KubeObject, { fieldValidation: 'Strict' }),
+        strict,
+      );
+      await assert.rejects(
+        c.patch(Resources.configmaps, 'default', 'strict', { datta: { v: 'y' } }, 'merge', { fieldValidation: 'Strict' }),
+        strict,
+      );
+      await assert.rejects(
+        c.apply(Resources.configmaps, { ...cm('strict', '9'), datta: { v: 'y' } }, 'test-manager', {
+          fieldValidation: 'Strict',
+          force: true,
+        }),
+        strict,
+      );
+      assert.equal(((await c.get(Resources.configmaps, 'default', 'strict')) as any).data.v, '1');
+      await c.delete(Resources.configmaps, 'default', 'strict');
+    } finally {
+      c.close();
+    }
+  });
+
   it('surfaces server errors as ApiError with the Status code and reason', async () => {
     const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
     try {

@@ -21,6 +21,20 @@ export interface ClientOptions {
 }
 
 /** Parameters of a list call. */
+/**
+ * The `fieldValidation` query parameter of a write: what the server does with fields the object's
+ * schema does not declare. `Strict` refuses the write (400 `strict decoding error: unknown field
+ * "spec.x"`), `Warn` drops them with a warning, `Ignore` drops them silently. Omitted, the server
+ * decides (kube-apiserver: Warn; kars apiserver: Ignore). kubectl sends Strict by default.
+ */
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+/** Options of a create, replace or patch. */
+export interface WriteOptions {
+  fieldManager?: string;
+  fieldValidation?: FieldValidation;
+}
+
 export interface ListParams {
   namespace?: string | undefined;
   labelSelector?: string | undefined;
@@ -140,19 +154,18 @@ export class KubeClient {
     return this.call('GET', path, `list ${ref.resource}`, undefined, undefined, signal);
   }
 
-  create<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: { fieldManager?: string } = {}): Promise<T> {
-    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace }), { fieldManager: opts.fieldManager });
+  create<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: WriteOptions = {}): Promise<T> {
+    const path = withQuery(resourcePath(ref, { namespace: obj.metadata.namespace }), {
+      fieldManager: opts.fieldManager,
+      fieldValidation: opts.fieldValidation,
+    });
     return this.call('POST', path, `create ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
   }
 
-  replace<T extends KubeObject = KubeObject>(
-    ref: ResourceRef,
-    obj: T,
-    opts: { subresource?: 'status'; fieldManager?: string } = {},
-  ): Promise<T> {
+  replace<T extends KubeObject = KubeObject>(ref: ResourceRef, obj: T, opts: WriteOptions & { subresource?: 'status' } = {}): Promise<T> {
     const path = withQuery(
       resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }),
-      { fieldManager: opts.fieldManager },
+      { fieldManager: opts.fieldManager, fieldValidation: opts.fieldValidation },
     );
     return this.call('PUT', path, `replace ${ref.resource} ${obj.metadata.name ?? ''}`, obj);
   }
@@ -163,14 +176,17 @@ export class KubeClient {
     name: string,
     patch: unknown,
     type: 'merge' | 'json' | 'strategic',
-    opts: { subresource?: 'status'; fieldManager?: string } = {},
+    opts: WriteOptions & { subresource?: 'status' } = {},
   ): Promise<T> {
     const ct = {
       merge: 'application/merge-patch+json',
       json: 'application/json-patch+json',
       strategic: 'application/strategic-merge-patch+json',
     }[type];
-    const path = withQuery(resourcePath(ref, { namespace, name, subresource: opts.subresource }), { fieldManager: opts.fieldManager });
+    const path = withQuery(resourcePath(ref, { namespace, name, subresource: opts.subresource }), {
+      fieldManager: opts.fieldManager,
+      fieldValidation: opts.fieldValidation,
+    });
     return this.call('PATCH', path, `patch ${ref.resource} ${name}`, patch, ct);
   }
 
@@ -179,11 +195,11 @@ export class KubeClient {
     ref: ResourceRef,
     obj: Record<string, unknown> & { metadata: { name?: string; namespace?: string } },
     fieldManager: string,
-    opts: { force?: boolean; subresource?: 'status' } = {},
+    opts: { force?: boolean; subresource?: 'status'; fieldValidation?: FieldValidation } = {},
   ): Promise<T> {
     const path = withQuery(
       resourcePath(ref, { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '', subresource: opts.subresource }),
-      { fieldManager, force: opts.force ? true : undefined },
+      { fieldManager, force: opts.force ? true : undefined, fieldValidation: opts.fieldValidation },
     );
     return this.call('PATCH', path, `apply ${ref.resource} ${obj.metadata.name ?? ''}`, obj, 'application/apply-patch+yaml');
   }

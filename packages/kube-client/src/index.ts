@@ -1,5 +1,5 @@
 export { KubeClient } from './client.js';
-export type { ClientOptions, ListParams, WatchParams } from './client.js';
+export type { ClientOptions, FieldValidation, ListParams, WatchParams, WriteOptions } from './client.js';
 export { Credentials } from './credentials.js';
 export type { TlsOptions } from './credentials.js';
 export { kubeConfigSource } from './kubeconfig.js';
