@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { compileDocuments, type CompileError } from '@kars/policy-compiler';
+import { describeYamlError } from '../lib/yaml-errors.js';
 
 /** Where `kars compile` reads and writes. Defaults to the process; tests pass their own. */
 export interface CompileIo {
@@ -97,10 +98,7 @@ export function compileCommand(io: CompileIo = processIo): Command {
           const source = { file, doc: i + 1 };
           const err = d.errors[0];
           if (err !== undefined) {
-            const pos = err.linePos?.[0];
-            problems.push(
-              `error: ${where(source)}: invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${err.message.split('\n')[0] ?? err.code}`,
-            );
+            problems.push(`error: ${where(source)}: invalid YAML ${describeYamlError(err)}`);
             return;
           }
           let value: unknown;

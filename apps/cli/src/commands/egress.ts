@@ -2,19 +2,19 @@ import { Command } from 'commander';
 import type { KubeObject } from '@kars/kube-core';
 import { EGRESS_APPROVAL, parseHostArg } from '@kars/policy-api';
 import type { EgressApproval, EgressApprovalSpec } from '@kars/policy-api';
-import { collect } from '../lib/flags.js';
+import { addFilenameOption, collect, filenameOf } from '../lib/flags.js';
+import type { FilenameFlags } from '../lib/flags.js';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
 import { deleteObject, parseTimeout, printEnforced, readObjectFile, refOf, upsert, waitEnforced } from '../lib/objects.js';
 import { age, CliError, outputFormat, render, table } from '../lib/output.js';
 
-interface AllowFlags extends KubeFlags {
+interface AllowFlags extends KubeFlags, FilenameFlags {
   host?: string[];
   ttl?: string;
   reason?: string;
   ticket?: string;
   name?: string;
-  fromFile?: string;
   wait?: boolean;
   timeout: number;
 }
@@ -31,25 +31,28 @@ export function egressCommand(): Command {
   const cmd = new Command('egress').description("temporarily widen a sandbox's egress allowlist (EgressApproval)");
 
   addKubeOptions(
-    cmd
-      .command('allow-extra')
-      .argument('<sandbox>', 'the KarsSandbox to widen')
-      .description('create an EgressApproval: the sandbox may reach these hosts until the TTL runs out')
-      .option('--host <host[:port]>', 'host to allow, port 443 when omitted (repeatable, 1 to 16; URLs are refused)', collect)
-      .option(
-        '--ttl <duration>',
-        'ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H (at most the controller ceiling, default 24 h, hard 7 d)',
-      )
-      .option('--reason <text>', 'why (1 to 512 bytes, no control characters)')
-      .option('--ticket <id>', 'ticket or incident id (at most 128 characters)')
-      .option('--name <name>', 'approval name (default: <sandbox>-extra-<yyyymmdd-hhmmss>z)')
-      .option('-f, --from-file <file>', 'YAML or JSON file with an EgressApproval; flags override its fields')
+    addFilenameOption(
+      cmd
+        .command('allow-extra')
+        .argument('<sandbox>', 'the KarsSandbox to widen')
+        .description('create an EgressApproval: the sandbox may reach these hosts until the TTL runs out')
+        .option('--host <host[:port]>', 'host to allow, port 443 when omitted (repeatable, 1 to 16; URLs are refused)', collect)
+        .option(
+          '--ttl <duration>',
+          'ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H (at most the controller ceiling, default 24 h, hard 7 d)',
+        )
+        .option('--reason <text>', 'why (1 to 512 bytes, no control characters)')
+        .option('--ticket <id>', 'ticket or incident id (at most 128 characters)')
+        .option('--name <name>', 'approval name (default: <sandbox>-extra-<yyyymmdd-hhmmss>z)'),
+      'YAML or JSON file with an EgressApproval; flags override its fields',
+    )
       .option('--wait', "return once the sandbox's router enforces the widened allowlist (router echo)")
       .option('--timeout <seconds>', 'with --wait: give up after this long (exit code 2)', parseTimeout, 60),
   ).action(async (sandbox: string, f: AllowFlags) => {
-    const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, 'EgressApproval') as unknown as EgressApproval) : undefined;
+    const path = filenameOf(f);
+    const file = path !== undefined ? (readObjectFile(path, 'EgressApproval', f.namespace) as unknown as EgressApproval) : undefined;
     if (file && file.spec?.sandbox && file.spec.sandbox !== sandbox)
-      throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${f.fromFile ?? ''}`);
+      throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${path ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
     const hosts = (f.host ?? []).map((h) => {
       const r = parseHostArg(h);

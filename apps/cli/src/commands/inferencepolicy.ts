@@ -90,7 +90,7 @@ export function inferencePolicyCommand(): Command {
     alias: 'ip',
     plural: 'InferencePolicies',
     description: 'manage InferencePolicies (token budgets, content safety, model routing)',
-    applyDescription: 'create or update an InferencePolicy; flags override fields of --from-file or of the existing policy',
+    applyDescription: 'create or update an InferencePolicy; flags override fields of --filename or of the existing policy',
     fromFileHelp: 'YAML or JSON file with an InferencePolicy (its spec replaces the current one)',
     addFieldFlags: (c) =>
       c
@@ -129,7 +129,7 @@ export function inferencePolicyCommand(): Command {
     checkCreate: (f, ctx, name) => {
       if (!CONTENT_FLAGS.some((k) => f[k] !== undefined))
         throw new CliError(
-          `InferencePolicy ${ctx.namespace}/${name} does not exist: to create it, pass --from-file or at least one of --model, --token-budget, --monthly-tokens, --per-request-tokens, --content-safety-severity, --require-prompt-shields`,
+          `InferencePolicy ${ctx.namespace}/${name} does not exist: to create it, pass -f FILE or at least one of --model, --token-budget, --monthly-tokens, --per-request-tokens, --content-safety-severity, --require-prompt-shields`,
         );
     },
     specFrom: inferenceSpecFrom,

@@ -2,14 +2,14 @@ import { Command } from 'commander';
 import type { KubeObject } from '@kars/kube-core';
 import { KARS_SANDBOX, parseHostArg, toolPolicyNameOf } from '@kars/policy-api';
 import type { KarsSandbox, KarsSandboxSpec } from '@kars/policy-api';
-import { collect } from '../lib/flags.js';
+import { addFilenameOption, collect, filenameOf } from '../lib/flags.js';
+import type { FilenameFlags } from '../lib/flags.js';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
 import { deleteObject, getRequired, readObjectFile, refOf, upsert } from '../lib/objects.js';
 import { age, CliError, outputFormat, render, shortDigest, table } from '../lib/output.js';
 
-interface CreateFlags extends KubeFlags {
-  fromFile?: string;
+interface CreateFlags extends KubeFlags, FilenameFlags {
   inference?: string;
   toolPolicy?: string;
   allow?: string[];
@@ -22,16 +22,19 @@ export function sandboxCommand(): Command {
     .description("manage KarsSandboxes (which policies a sandbox's router enforces, baseline egress)");
 
   addKubeOptions(
-    cmd
-      .command('create')
-      .argument('[name]', 'sandbox name (default: metadata.name from --from-file)')
-      .description('create or update a KarsSandbox; flags override fields of --from-file or of the existing sandbox')
-      .option('-f, --from-file <file>', 'YAML or JSON file with a KarsSandbox')
+    addFilenameOption(
+      cmd
+        .command('create')
+        .argument('[name]', 'sandbox name (default: metadata.name from --filename)')
+        .description('create or update a KarsSandbox; flags override fields of --filename or of the existing sandbox'),
+      'YAML or JSON file with a KarsSandbox',
+    )
       .option('--inference <policy>', 'spec.inferenceRef.name: the InferencePolicy its router enforces')
       .option('--tool-policy <policy>', 'spec.governance.toolPolicyRef.name: the ToolPolicy its router enforces')
       .option('--allow <host[:port]>', 'baseline egress endpoint, port 443 when omitted (repeatable)', collect),
   ).action(async (nameArg: string | undefined, f: CreateFlags) => {
-    const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, 'KarsSandbox') as unknown as KarsSandbox) : undefined;
+    const path = filenameOf(f);
+    const file = path !== undefined ? (readObjectFile(path, 'KarsSandbox', f.namespace) as unknown as KarsSandbox) : undefined;
     const name = nameArg ?? file?.metadata?.name;
     if (!name) throw new CliError('a name is required: kars sandbox create NAME [flags] (or a file with metadata.name)');
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;

@@ -96,7 +96,7 @@ export function toolPolicyCommand(): Command {
     alias: 'tp',
     plural: 'ToolPolicies',
     description: 'manage ToolPolicies (which tools an agent may call, rate limits, approvals, AGT profile)',
-    applyDescription: 'create or update a ToolPolicy; flags override fields of --from-file or of the existing policy',
+    applyDescription: 'create or update a ToolPolicy; flags override fields of --filename or of the existing policy',
     fromFileHelp: 'YAML or JSON file with a ToolPolicy (its spec replaces the current one)',
     addFieldFlags: (c) =>
       c

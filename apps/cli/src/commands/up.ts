@@ -362,7 +362,14 @@ export function upCommand(): Command {
               const obj = readObjectFile(join(EXAMPLES_DIR, o.file), o.res.kind) as unknown as KubeObject;
               const name = obj.metadata.name ?? '';
               if (await c.client.getOrUndefined(o.res, c.namespace, name)) continue;
-              await c.client.create(o.res, { ...obj, metadata: { ...obj.metadata, namespace: c.namespace } }, { fieldManager: 'kars-up' });
+              await c.client.create(
+                o.res,
+                { ...obj, metadata: { ...obj.metadata, namespace: c.namespace } },
+                {
+                  fieldManager: 'kars-up',
+                  fieldValidation: 'Strict',
+                },
+              );
               made.push(`${o.res.kind} ${name}`);
             }
             return made;

@@ -1,4 +1,7 @@
 /** Small commander helpers shared by the policy commands. */
+import { Option } from 'commander';
+import type { Command } from 'commander';
+import { CliError } from './output.js';
 
 /** Collect a repeatable option into an array. */
 export function collect(value: string, previous: string[] | undefined): string[] {
@@ -23,4 +26,29 @@ export function labels(values: string[] | undefined, flag: string): Record<strin
     out[v.slice(0, i)] = v.slice(i + 1);
   }
   return out;
+}
+
+/** The flags of a command that reads an object from a file: `-f, --filename`, and the old `--from-file`. */
+export interface FilenameFlags {
+  filename?: string;
+  fromFile?: string;
+}
+
+/**
+ * Add `-f, --filename <file>` (kubectl's and `kars compile`'s name) and the old `--from-file <file>`, hidden from the
+ * help but still accepted, so scripts written against it keep working.
+ */
+export function addFilenameOption(cmd: Command, help: string): Command {
+  return cmd.option('-f, --filename <file>', help).addOption(new Option('--from-file <file>', 'deprecated: use -f, --filename').hideHelp());
+}
+
+/**
+ * The file given with `-f/--filename` or `--from-file` (undefined when neither). `--from-file` prints a deprecation
+ * warning on stderr; both at once is an error naming them.
+ */
+export function filenameOf(f: FilenameFlags): string | undefined {
+  if (f.fromFile === undefined) return f.filename;
+  if (f.filename !== undefined) throw new CliError('pass the file once: -f/--filename and --from-file are the same flag');
+  process.stderr.write('warning: --from-file is deprecated; use -f, --filename\n');
+  return f.fromFile;
 }

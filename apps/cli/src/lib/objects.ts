@@ -12,6 +12,8 @@ import { API_VERSION, ConditionType, validateObject } from '@kars/policy-api';
 import type { Condition, KarsObject, KarsResource } from '@kars/policy-api';
 import type { KubeContext } from './kube.js';
 import { CliError } from './output.js';
+import { unknownFieldErrors } from './strict.js';
+import { describeYamlError } from './yaml-errors.js';
 
 /** `inferencepolicy.kars.azure.com/name`, as kubectl names an object in its messages. */
 export function refOf(res: KarsResource, name: string): string {
@@ -20,9 +22,11 @@ export function refOf(res: KarsResource, name: string): string {
 
 /**
  * Read one object of `kind` from a YAML or JSON file (`-` is stdin). A file with several documents must hold exactly
- * one of that kind; anything else is an error naming the file.
+ * one of that kind; anything else is an error naming the file. A YAML error names its line and column and shows the
+ * offending line. Every kars document in the file (not only the one returned) is checked for unknown fields first:
+ * one anywhere refuses the whole file, so nothing from a file with a typo in it is written.
  */
-export function readObjectFile(path: string, kind: string): Record<string, unknown> {
+export function readObjectFile(path: string, kind: string, defaultNamespace = 'default'): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(path === '-' ? 0 : path, 'utf8');
@@ -30,12 +34,21 @@ export function readObjectFile(path: string, kind: string): Record<string, unkno
     throw new CliError(`cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
   const docs: unknown[] = [];
-  for (const doc of parseAllDocuments(text, { uniqueKeys: true })) {
+  const unknown: string[] = [];
+  for (const [i, doc] of parseAllDocuments(text, { uniqueKeys: true }).entries()) {
     const e = doc.errors[0];
-    if (e !== undefined) throw new CliError(`${path} is not valid YAML or JSON: ${e.message.split('\n')[0] ?? e.code}`);
-    const v: unknown = doc.toJS();
-    if (v !== null && v !== undefined) docs.push(v);
+    if (e !== undefined) throw new CliError(`${path} is not valid YAML or JSON ${describeYamlError(e)}`);
+    let v: unknown;
+    try {
+      v = doc.toJS();
+    } catch (err) {
+      throw new CliError(`${path} is not valid YAML or JSON: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (v === null || v === undefined) continue;
+    docs.push(v);
+    unknown.push(...unknownFieldErrors(v, { file: path, doc: i + 1 }, defaultNamespace));
   }
+  if (unknown.length > 0) throw new CliError(`${unknown.join('\nerror: ')}\nnothing was written`);
   const objs = docs.filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null && !Array.isArray(d));
   const ofKind = objs.filter((d) => d['kind'] === kind);
   if (ofKind.length === 1 && ofKind[0] !== undefined) return ofKind[0];
@@ -44,8 +57,13 @@ export function readObjectFile(path: string, kind: string): Record<string, unkno
   throw new CliError(`${path} holds no ${kind}${kinds.length > 0 ? ` (found: ${kinds.join(', ')})` : ''}`);
 }
 
-/** Refuse, with policy-api's messages, an object the controller would mark Degraded (client-side rules included). */
+/**
+ * Refuse an object with a field its CRD does not declare (naming each, with the nearest known one), then, with
+ * policy-api's messages, an object the controller would mark Degraded (client-side rules included).
+ */
 export function assertValidObject(obj: KarsObject): void {
+  const unknown = unknownFieldErrors(obj);
+  if (unknown.length > 0) throw new CliError(`${unknown.join('\nerror: ')}\nnothing was written`);
   const causes = validateObject(obj, { clientSide: true, env: process.env });
   if (causes.length === 0) return;
   throw new CliError(
@@ -71,6 +89,12 @@ export interface UpsertResult<T> {
   /** When the write was sent (ms since epoch): the start of edit → enforced. */
   writtenAtMs: number;
 }
+
+/**
+ * How the CLI writes: as `kars-cli`, and with strict field validation, as kubectl does by default, so the server too
+ * refuses (400 `strict decoding error: unknown field "spec.x"`) what the client-side check would have missed.
+ */
+const WRITE = { fieldManager: 'kars-cli', fieldValidation: 'Strict' } as const;
 
 /**
  * Create the object, or replace the existing one's spec with `build(existing)`. The spec is validated before anything
@@ -103,9 +127,8 @@ export async function upsert<T extends KarsObject>(
     assertValidObject(obj);
     const writtenAtMs = Date.now();
     try {
-      if (!existing)
-        return { obj: await ctx.client.create<T & KubeObject>(res, obj, { fieldManager: 'kars-cli' }), action: 'created', writtenAtMs };
-      const written = await ctx.client.replace<T & KubeObject>(res, obj, { fieldManager: 'kars-cli' });
+      if (!existing) return { obj: await ctx.client.create<T & KubeObject>(res, obj, WRITE), action: 'created', writtenAtMs };
+      const written = await ctx.client.replace<T & KubeObject>(res, obj, WRITE);
       return {
         obj: written,
         action: written.metadata.resourceVersion === existing.metadata.resourceVersion ? 'unchanged' : 'configured',

@@ -7,6 +7,8 @@
 import { Command } from 'commander';
 import type { KubeObject } from '@kars/kube-core';
 import type { Condition, KarsObject, KarsResource } from '@kars/policy-api';
+import { addFilenameOption, filenameOf } from './flags.js';
+import type { FilenameFlags } from './flags.js';
 import { addKubeOptions, withKube } from './kube.js';
 import type { KubeContext, KubeFlags } from './kube.js';
 import {
@@ -23,8 +25,7 @@ import {
 import { age, CliError, outputFormat, render, table } from './output.js';
 
 /** Flags every `apply` has, besides the kind's own. */
-export interface PolicyApplyFlags extends KubeFlags {
-  fromFile?: string;
+export interface PolicyApplyFlags extends KubeFlags, FilenameFlags {
   wait?: boolean;
   timeout: number;
 }
@@ -38,10 +39,10 @@ export interface PolicyKind<T extends KarsObject, F extends PolicyApplyFlags> {
   /** The kind in plural, for the list's empty message (`InferencePolicies`). */
   plural: string;
   description: string;
-  /** `apply`'s description and its `--from-file` help. */
+  /** `apply`'s description and its `-f, --filename` help. */
   applyDescription: string;
   fromFileHelp: string;
-  /** Add the kind's field flags (between `--from-file` and `--wait`). */
+  /** Add the kind's field flags (between `--filename` and `--wait`). */
   addFieldFlags(cmd: Command): Command;
   /** Whether any field flag was given. */
   anyFieldFlag(f: F): boolean;
@@ -73,27 +74,27 @@ export function policyCommand<T extends KarsObject, F extends PolicyApplyFlags>(
   addKubeOptions(
     k
       .addFieldFlags(
-        cmd
-          .command('apply')
-          .argument('[name]', 'policy name (default: metadata.name from --from-file)')
-          .description(k.applyDescription)
-          .option('-f, --from-file <file>', k.fromFileHelp),
+        addFilenameOption(
+          cmd.command('apply').argument('[name]', 'policy name (default: metadata.name from --filename)').description(k.applyDescription),
+          k.fromFileHelp,
+        ),
       )
       .option('--wait', 'return once every router of every referencing sandbox enforces the edit (router echo), and print the time it took')
       .option('--timeout <seconds>', 'with --wait: give up after this long (exit code 2)', parseTimeout, 60),
   ).action(async (nameArg: string | undefined, f: F) => {
-    const file = f.fromFile !== undefined ? (readObjectFile(f.fromFile, res.kind) as unknown as T) : undefined;
+    const path = filenameOf(f);
+    const file = path !== undefined ? (readObjectFile(path, res.kind, f.namespace) as unknown as T) : undefined;
     const name = nameArg ?? file?.metadata?.name;
     if (!name) throw new CliError(`a name is required: kars ${k.alias} apply NAME [flags] (or a file with metadata.name)`);
     if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg)
-      throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${f.fromFile ?? ''}`);
+      throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${path ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
     const anyFlag = k.anyFieldFlag(f);
     await withKube(f, async (ctx) => {
       const r = await upsert<T>(ctx, res, name, (existing) => {
         if (!file && !existing) k.checkCreate?.(f, ctx, name);
         if (!file && existing && !anyFlag)
-          throw new CliError(`nothing to change: pass --from-file or at least one field flag (see kars ${k.alias} apply --help)`);
+          throw new CliError(`nothing to change: pass -f FILE or at least one field flag (see kars ${k.alias} apply --help)`);
         return {
           spec: k.specFrom(file ? file.spec : existing?.spec, f),
           ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}),
