@@ -30,7 +30,12 @@ function runRefused(dataDir: string): Promise<{ code: number | null; stderr: str
 }
 
 async function putConfigMap(c: TestClient, name: string): Promise<number> {
-  const r = await c.post('/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { a: name } });
+  const r = await c.post('/api/v1/namespaces/default/configmaps', {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name },
+    data: { a: name },
+  });
   return r.status;
 }
 
@@ -93,7 +98,10 @@ describe('a data directory belongs to one process', () => {
     assert.throws(
       () => DataDirLock.acquire(dir, { what: 'test B', flag: '--dir' }),
       (err: unknown) =>
-        err instanceof DataDirLockedError && err.holder?.pid === process.pid && err.holder.what === 'test A' && /pass --dir DIR/.test(err.message),
+        err instanceof DataDirLockedError &&
+        err.holder?.pid === process.pid &&
+        err.holder.what === 'test A' &&
+        /pass --dir DIR/.test(err.message),
     );
     a.release();
     a.release();

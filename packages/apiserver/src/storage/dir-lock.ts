@@ -40,9 +40,7 @@ export class DataDirLockedError extends Error {
     readonly what: string,
     readonly flag: string,
   ) {
-    const by = holder
-      ? `${holder.what} (PID ${holder.pid}, since ${holder.since})`
-      : 'another process (its PID was not recorded yet)';
+    const by = holder ? `${holder.what} (PID ${holder.pid}, since ${holder.since})` : 'another process (its PID was not recorded yet)';
     super(
       `data directory ${dir} is in use by ${by}; ${what} does not share a data directory: stop that process, or pass ${flag} DIR to use another directory`,
     );
@@ -83,7 +81,9 @@ export class DataDirLock {
     };
     try {
       db.pragma('journal_mode = DELETE');
-      db.exec('CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, what TEXT NOT NULL, since TEXT NOT NULL)');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS holder (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, what TEXT NOT NULL, since TEXT NOT NULL)',
+      );
       db.pragma('busy_timeout = 0');
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
@@ -92,7 +92,11 @@ export class DataDirLock {
       throw err;
     }
     try {
-      db.prepare('INSERT OR REPLACE INTO holder (id, pid, what, since) VALUES (1, ?, ?, ?)').run(process.pid, opts.what, new Date().toISOString());
+      db.prepare('INSERT OR REPLACE INTO holder (id, pid, what, since) VALUES (1, ?, ?, ?)').run(
+        process.pid,
+        opts.what,
+        new Date().toISOString(),
+      );
       // COMMIT needs a moment without readers (a refused process reading the holder row).
       db.pragma('busy_timeout = 2000');
       db.exec('COMMIT');
