@@ -191,6 +191,23 @@ export function readEcho(lease: {
   };
 }
 
+/**
+ * How the controller names a router whose echo does not count because two processes write its lease
+ * (ADR 0024), in a policy's Ready condition; `kars policy status` finds it there with {@link contestedIn}.
+ */
+export function contestedDetail(sandbox: string, instance: string, why: string): string {
+  return `${sandbox}: router ${instance}'s echo does not count (${why})`;
+}
+
+/** The reason `message` gives for `sandbox`'s router `instance` not counting (see {@link contestedDetail}), or undefined. */
+export function contestedIn(message: string, sandbox: string, instance: string): string | undefined {
+  const head = `${sandbox}: router ${instance}'s echo does not count (`;
+  const at = message.indexOf(head);
+  if (at < 0) return undefined;
+  const end = message.indexOf(')', at + head.length);
+  return message.slice(at + head.length, end < 0 ? undefined : end);
+}
+
 /** The instance part of a holder identity `<instance>/<process id>` (all of it when there is no `/`). */
 export function instanceOfHolder(holder: string): string {
   const slash = holder.indexOf('/');
