@@ -14,6 +14,7 @@ import { builtinResources } from './registry/builtins.js';
 import { Registry } from './registry/registry.js';
 import { Lifecycle } from './lifecycle.js';
 import { ObjectService } from './service.js';
+import { DataDirLock } from './storage/dir-lock.js';
 import { DEFAULT_MAX_BATCH, Store } from './storage/store.js';
 import { writeKubeconfig } from './tls/kubeconfig.js';
 import { ensurePki, ensureToken } from './tls/pki.js';
@@ -87,6 +88,8 @@ export class ApiServer {
   /** Present when started with `faultInjection: true`. */
   readonly faults: FaultInjector | undefined;
   private running: Running | undefined;
+  /** The data directory's lock, held from start to stop (a fault restart keeps it). */
+  private lock: DataDirLock | undefined;
 
   private constructor(
     private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit'>> & {
@@ -111,6 +114,23 @@ export class ApiServer {
   static async start(options: ApiServerOptions = {}): Promise<ApiServer> {
     const { host, port } = parseListen(options.listen ?? '127.0.0.1:6443', '--listen');
     const dataDir = resolve(options.dataDir ?? '.kars/apiserver');
+    // Before anything in the directory is read or written (ADR 0024): a second process refuses here.
+    const lock = DataDirLock.acquire(dataDir, { what: 'kars apiserver', flag: '--data-dir' });
+    try {
+      return await ApiServer.startLocked(options, host, port, dataDir, lock);
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
+  }
+
+  private static async startLocked(
+    options: ApiServerOptions,
+    host: string,
+    port: number,
+    dataDir: string,
+    lock: DataDirLock,
+  ): Promise<ApiServer> {
     const pki = ensurePki(join(dataDir, 'pki'), [host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host]);
     const token = ensureToken(join(dataDir, 'token'));
     const kubeconfigPath = resolve(options.kubeconfigOut ?? join(dataDir, 'kubeconfig'));
@@ -133,6 +153,7 @@ export class ApiServer {
       token,
       kubeconfigPath,
     );
+    srv.lock = lock;
     await srv.boot();
     const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
     (srv as { url: string }).url = `https://${urlHost}:${srv.port}`;
@@ -196,8 +217,18 @@ export class ApiServer {
     this.running = { store, service, lifecycle, cache, registry, server, relay, sockets, watches, auth };
   }
 
-  /** Stop accepting requests, end watches and connections, close storage. */
+  /** Stop accepting requests, end watches and connections, close storage, let the data directory go. */
   async stop(): Promise<void> {
+    try {
+      await this.halt();
+    } finally {
+      this.lock?.release();
+      this.lock = undefined;
+    }
+  }
+
+  /** Stop serving and close storage; the data directory stays locked. */
+  private async halt(): Promise<void> {
     const r = this.running;
     if (!r) return;
     this.running = undefined;
@@ -248,7 +279,7 @@ export class ApiServer {
       },
       restart: async () => {
         this.opts.log('warn', 'fault: restarting');
-        await this.stop();
+        await this.halt();
         await this.boot();
       },
     };

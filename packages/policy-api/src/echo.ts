@@ -34,10 +34,36 @@ export const REJECTED_DIGESTS_ANNOTATION = 'kars.azure.com/rejected-digests';
 /** kars addition: the capabilities the router has (`mcp-server:<name>`, `guardrail:<provider>`), JSON list. */
 export const CAPABILITIES_ANNOTATION = 'kars.azure.com/capabilities';
 
+/**
+ * kars addition (ADR 0024): the process that holds the lease, JSON `{boot, pod, pid, start}`, so a
+ * router restarted on the same host (or in the same pod) can tell its own dead predecessor from a live
+ * duplicate that claims the same instance name.
+ */
+export const HOLDER_PROCESS_ANNOTATION = 'kars.azure.com/holder-process';
+/**
+ * kars addition (ADR 0024): set by a router that took over a lease whose previous holder was still
+ * within its lease but is known dead (a restart): that holder's `holderIdentity`. A holder change
+ * without it, while the previous holder's lease was valid, is two processes writing one lease.
+ */
+export const TOOK_OVER_ANNOTATION = 'kars.azure.com/took-over-from';
+
 /** What one router reports. */
 export interface RouterEcho {
   sandbox: string;
+  /** The router instance (`holderIdentity` up to its first `/`). */
   instance: string;
+  /**
+   * The lease's full `holderIdentity`: `<instance>/<process id>`, one per router process (ADR 0024);
+   * a lease from a router before that holds just the instance. Default `instance` when writing.
+   */
+  holder?: string;
+  /**
+   * Set by the controller when two processes were seen writing this lease (ADR 0024): until then the
+   * echo does not count ({@link isLive} is false), whatever digests it carries.
+   */
+  contestedUntilMs?: number;
+  /** Why it is contested (the two holder identities). */
+  contested?: string;
   /** Loaded digest per kind (`null`: the kind is configured but nothing is loaded). */
   digests: Partial<Record<EchoKind, string | null>>;
   /** Last load error per kind (a NACK: the previous digest stays loaded). */
@@ -91,7 +117,11 @@ export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
         [CAPABILITIES_ANNOTATION]: JSON.stringify([...(echo.capabilities ?? [])].sort()),
       },
     },
-    spec: { holderIdentity: echo.instance, leaseDurationSeconds: echo.leaseDurationSeconds, renewTime: microTime(echo.renewedAtMs) },
+    spec: {
+      holderIdentity: echo.holder ?? echo.instance,
+      leaseDurationSeconds: echo.leaseDurationSeconds,
+      renewTime: microTime(echo.renewedAtMs),
+    },
   };
 }
 
@@ -147,9 +177,11 @@ export function readEcho(lease: {
   }
   const renew = typeof spec['renewTime'] === 'string' ? Date.parse(spec['renewTime']) : NaN;
   const duration = typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : ROUTER_LEASE_SECONDS;
+  const holder = typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '';
   return {
     sandbox,
-    instance: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '',
+    instance: instanceOfHolder(holder),
+    holder,
     digests,
     errors,
     rejected,
@@ -159,8 +191,35 @@ export function readEcho(lease: {
   };
 }
 
-/** Whether a router's lease is still valid at `nowMs`. */
+/**
+ * How the controller names a router whose echo does not count because two processes write its lease
+ * (ADR 0024), in a policy's Ready condition; `kars policy status` finds it there with {@link contestedIn}.
+ */
+export function contestedDetail(sandbox: string, instance: string, why: string): string {
+  return `${sandbox}: router ${instance}'s echo does not count (${why})`;
+}
+
+/** The reason `message` gives for `sandbox`'s router `instance` not counting (see {@link contestedDetail}), or undefined. */
+export function contestedIn(message: string, sandbox: string, instance: string): string | undefined {
+  const head = `${sandbox}: router ${instance}'s echo does not count (`;
+  const at = message.indexOf(head);
+  if (at < 0) return undefined;
+  const end = message.indexOf(')', at + head.length);
+  return message.slice(at + head.length, end < 0 ? undefined : end);
+}
+
+/** The instance part of a holder identity `<instance>/<process id>` (all of it when there is no `/`). */
+export function instanceOfHolder(holder: string): string {
+  const slash = holder.indexOf('/');
+  return slash < 0 ? holder : holder.slice(0, slash);
+}
+
+/**
+ * Whether a router's lease is still valid at `nowMs` and counts: an echo marked contested (two
+ * processes wrote the lease, ADR 0024) does not count until `contestedUntilMs`.
+ */
 export function isLive(echo: RouterEcho, nowMs: number): boolean {
+  if (echo.contestedUntilMs !== undefined && echo.contestedUntilMs > nowMs) return false;
   return echo.renewedAtMs + echo.leaseDurationSeconds * 1000 > nowMs;
 }
 

@@ -6,6 +6,7 @@ import { readEcho, toolPolicyNameOf } from '@kars/policy-api';
 import type { Logger } from '@kars/kube-core';
 import type { EventRecorder } from './events.js';
 import type { PropagationTracker } from './propagation.js';
+import type { LeaseHolderTracker } from './lease-holders.js';
 
 /** Index names used on the reflector stores. */
 export const BY_SANDBOX = 'bySandbox';
@@ -19,6 +20,8 @@ export interface ControllerContext {
   sandboxes: Reflector<KarsSandbox & KubeObject>;
   /** Router echo Leases (label kars.azure.com/router=true), indexed by `<namespace>/<sandbox>`. */
   leases: Reflector;
+  /** Which of those leases two processes were seen writing (ADR 0024); absent in tests that build a context by hand. */
+  leaseHolders?: LeaseHolderTracker;
   /** The compiled ConfigMaps (label app.kubernetes.io/managed-by=kars-controller). */
   configmaps: Reflector;
   log: Logger;
@@ -50,16 +53,22 @@ export function notEnforcedGraceFromEnv(env: Readonly<Record<string, string | un
 export function echoesFor(ctx: ControllerContext, namespace: string, sandbox: string): RouterEcho[] {
   return ctx.leases.store
     .byIndex(BY_SANDBOX, `${namespace}/${sandbox}`)
-    .map((l) => readEcho(l))
+    .map((l) => {
+      const e = readEcho(l);
+      return e && ctx.leaseHolders ? ctx.leaseHolders.mark(l, e) : e;
+    })
     .filter((e): e is RouterEcho => e !== undefined);
 }
 
-/** The earliest moment a currently live router's lease runs out, so a reconcile can re-check then. */
+/**
+ * The earliest moment a currently live router's lease runs out, or a contested lease (ADR 0024) stops
+ * being contested, so a reconcile can re-check then.
+ */
 export function nextLeaseExpiryMs(echoes: RouterEcho[], nowMs: number): number | undefined {
   let soonest: number | undefined;
   for (const e of echoes) {
-    const at = e.renewedAtMs + e.leaseDurationSeconds * 1000;
-    if (at > nowMs && (soonest === undefined || at < soonest)) soonest = at;
+    for (const at of [e.renewedAtMs + e.leaseDurationSeconds * 1000, e.contestedUntilMs ?? 0])
+      if (at > nowMs && (soonest === undefined || at < soonest)) soonest = at;
   }
   return soonest;
 }

@@ -1,5 +1,5 @@
 import type { Condition, EchoKind, RouterEcho } from '@kars/policy-api';
-import { isLive } from '@kars/policy-api';
+import { contestedDetail, isLive } from '@kars/policy-api';
 
 /** What one referencing sandbox's routers say about one digest. */
 export interface SandboxEcho {
@@ -45,8 +45,16 @@ export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: 
   const details: string[] = [];
   const rejections: string[] = [];
   for (const sb of sandboxes) {
+    // Two processes write this lease (ADR 0024): what it says is not what one router enforces.
+    const contested = sb.routers.filter(
+      (r) => r.contestedUntilMs !== undefined && r.contestedUntilMs > nowMs && r.renewedAtMs + r.leaseDurationSeconds * 1000 > nowMs,
+    );
+    for (const r of contested) {
+      total++;
+      details.push(contestedDetail(sb.sandbox, r.instance, r.contested ?? 'lease written by two processes'));
+    }
     const live = sb.routers.filter((r) => isLive(r, nowMs));
-    if (live.length === 0) {
+    if (live.length === 0 && contested.length === 0) {
       total++;
       details.push(`${sb.sandbox}: router unreachable (no live router lease)`);
       continue;

@@ -38,6 +38,7 @@ import {
 } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
+import { LeaseHolderTracker } from './lease-holders.js';
 import { BY_SANDBOX, notEnforcedGraceFromEnv } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
@@ -183,6 +184,9 @@ export class PolicyController {
     const configmaps = reflector<KubeObject>('compiled-configmaps', Resources.configmaps, {
       labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},!${HEARTBEAT_LABEL}`,
     });
+    // Before any reconcile reads the leases: which of them two processes write (ADR 0024).
+    const leaseHolders = new LeaseHolderTracker();
+    leases.subscribe((c) => leaseHolders.observe(c));
     this.reflectors = [inference, tool, egress, sandboxes, leases, configmaps];
     if (log.isLevelEnabled?.('debug') ?? true) {
       // At debug, every change each watch delivers (the watch lifecycle itself is logged at info).
@@ -208,6 +212,7 @@ export class PolicyController {
       egress,
       sandboxes,
       leases,
+      leaseHolders,
       configmaps,
       log,
       events: new EventRecorder(client, log, clock),

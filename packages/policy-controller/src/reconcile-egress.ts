@@ -148,14 +148,15 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   const file = approvalFile({ metadata: { name: a.metadata.name ?? '' }, spec: a.spec }, effectiveAt, expiresAt);
   await writeKey(ctx, a, file);
   const merged = { digest: expectedEgressDigest(sandbox, liveApprovals(ctx, namespace, a.spec.sandbox, a, expiresAtMs), nowMs) };
-  const routers = echoesFor(ctx, namespace, a.spec.sandbox).filter((r) => isLive(r, nowMs));
+  const echoes = echoesFor(ctx, namespace, a.spec.sandbox);
+  const routers = echoes.filter((r) => isLive(r, nowMs));
   ctx.log.debug(
     { approval: key, sandbox: a.spec.sandbox, mergedDigest: merged.digest, echoes: routers.map((r) => r.digests.EgressApproval ?? null) },
     'compiled egress allowlist',
   );
   const confirmed = routers.length > 0 && routers.every((r) => r.digests.EgressApproval === merged.digest);
   const untilExpiry = Math.max(1, expiresAtMs - nowMs);
-  const leaseExpiry = nextLeaseExpiryMs(routers, nowMs);
+  const leaseExpiry = nextLeaseExpiryMs(echoes, nowMs);
   const leaseWait = leaseExpiry === undefined ? Infinity : Math.max(50, leaseExpiry - nowMs + 50);
   if (confirmed) {
     return finish(

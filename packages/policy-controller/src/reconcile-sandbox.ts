@@ -16,7 +16,8 @@ export async function reconcileSandbox(ctx: ControllerContext, key: string): Pro
   if (!sb || sb.metadata.deletionTimestamp) return;
   const { namespace = '', name } = splitKey(key);
   const nowMs = ctx.now();
-  const live = echoesFor(ctx, namespace, name).filter((e) => isLive(e, nowMs));
+  const echoes = echoesFor(ctx, namespace, name);
+  const live = echoes.filter((e) => isLive(e, nowMs));
   const prevRouters = sb.status?.routers ?? [];
   const routers: RouterInstance[] = [...new Set(live.map((e) => e.instance))].sort().map((instance) => {
     // The newest lease of this instance says what it has loaded (a restarted instance may leave an older one).
@@ -35,7 +36,7 @@ export async function reconcileSandbox(ctx: ControllerContext, key: string): Pro
     observedGeneration: sb.metadata.generation ?? 1,
   };
   await applyStatus(ctx, KARS_SANDBOX, sb, status, 'kars-controller/karssandbox-status');
-  const expiry = nextLeaseExpiryMs(live, nowMs);
+  const expiry = nextLeaseExpiryMs(echoes, nowMs);
   return expiry === undefined ? undefined : { requeueAfterMs: Math.max(50, expiry - nowMs + 50) };
 }
 

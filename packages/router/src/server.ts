@@ -83,8 +83,12 @@ export interface RunningRouter {
   adminUrl: string | undefined;
   egressUrl: string | undefined;
   state: PolicyState;
-  /** Whether a policy view is loaded and confirmed fresh. */
+  /** Whether a policy view is loaded and confirmed fresh, and no other live router keeps it out of its echo lease. */
   isReady(): boolean;
+  /** Why this router does not publish its echo (another live process holds the lease), or undefined. */
+  echoBlocked(): string | undefined;
+  /** This process's holder identity in its echo lease (undefined without an API client). */
+  echoHolder: string | undefined;
   /** Age of the policy view in ms (how long since it was last confirmed current). */
   viewAgeMs(): number;
   /** Heartbeat staleness in seconds (API source only; undefined for a mounted directory). */
@@ -190,7 +194,23 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       },
     });
   const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
-  const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true);
+  // Created here so readiness can see it; run below. A router that another live process keeps out of
+  // its echo lease is not ready (ADR 0024): its echo would merge with that process's.
+  const echoClient = opts.source.client;
+  const echo = echoClient
+    ? new EchoPublisher({
+        client: echoClient,
+        namespace: opts.namespace,
+        sandbox: opts.sandbox,
+        instance: opts.instance,
+        state,
+        capabilities: capabilityNames(capabilities),
+        log,
+        clock,
+        ...(api ? { staleness: api.staleness } : {}),
+      })
+    : undefined;
+  const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true) && echo?.blockedReason() === undefined;
 
   const budget = new TokenBudgetTracker({ clock });
   // One upstream client (keep-alive pool, timeouts, stale-connection retry) for inference, every
@@ -263,9 +283,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     }
     if (path === '/readyz') {
       const ok = isReady();
+      const blocked = echo?.blockedReason();
       res
         .writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' })
-        .end(ok ? 'ok' : `policy view not loaded or not fresh (age ${Math.round(viewAgeMs())} ms)`);
+        .end(ok ? 'ok' : (blocked ?? `policy view not loaded or not fresh (age ${Math.round(viewAgeMs())} ms)`));
       return;
     }
     if (path === '/metrics') {
@@ -372,21 +393,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const parts: Promise<void>[] = [];
   if (api) parts.push(api.run(signal));
   if (dir) parts.push(dir.run(signal));
-  const echoClient = opts.source.client;
-  if (echoClient)
-    parts.push(
-      new EchoPublisher({
-        client: echoClient,
-        namespace: opts.namespace,
-        sandbox: opts.sandbox,
-        instance: opts.instance,
-        state,
-        capabilities: capabilityNames(capabilities),
-        log,
-        clock,
-        ...(api ? { staleness: api.staleness } : {}),
-      }).run(signal),
-    );
+  if (echo) parts.push(echo.run(signal));
   const closeServer = (s: http.Server | undefined): Promise<void> =>
     new Promise((resolve) => {
       if (!s) return resolve();
@@ -403,7 +410,18 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     { url, adminUrl, egressUrl, sandbox: opts.sandbox, namespace: opts.namespace, source: opts.source.kind },
     'kars router listening',
   );
-  return { url, adminUrl, egressUrl, state, isReady, viewAgeMs, stalenessSeconds: () => api?.staleness.stalenessSeconds(), done };
+  return {
+    url,
+    adminUrl,
+    egressUrl,
+    state,
+    isReady,
+    echoBlocked: () => echo?.blockedReason(),
+    echoHolder: echo?.holderIdentity(),
+    viewAgeMs,
+    stalenessSeconds: () => api?.staleness.stalenessSeconds(),
+    done,
+  };
 }
 
 /**

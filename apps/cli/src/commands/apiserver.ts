@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
-import { ApiServer, DEFAULT_MAX_BATCH } from '@kars/apiserver';
+import { ApiServer, DataDirLockedError, DEFAULT_MAX_BATCH } from '@kars/apiserver';
+import { CliError } from '../lib/output.js';
 
 function positiveInt(name: string): (v: string) => number {
   return (v) => {
@@ -70,6 +71,9 @@ export function apiserverCommand(): Command {
         faultInjection: flags.enableFaultInjection === true,
         authorizationMode: flags.authorizationMode,
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+      }).catch((err: unknown) => {
+        // Another live process holds the data directory: one line that says who and what to do.
+        throw err instanceof DataDirLockedError ? new CliError(err.message) : err;
       });
       process.stdout.write(`kubeconfig: ${server.kubeconfigPath}\nlistening: ${server.url}\n`);
       logger.info(

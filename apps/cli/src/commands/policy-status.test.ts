@@ -179,4 +179,32 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+gone-router\s+STALE \((2m|1[2-9]\ds)\)\s.*lease not renewed/);
     assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED/);
   });
+
+  it('never SYNCED for a router whose lease two processes write, even when the last write carries the compiled digest', async () => {
+    const ip = (await stack.ts.client.get('/apis/kars.azure.com/v1alpha1/namespaces/default/inferencepolicies/demo-budget')).body;
+    const leases = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
+    const write = (holder: string): ReturnType<typeof echoLease> =>
+      echoLease('default', {
+        sandbox: 'demo-agent',
+        instance: 'twin',
+        holder,
+        digests: { InferencePolicy: ip.status.compiledDigest },
+        errors: {},
+        renewedAtMs: Date.now(),
+        leaseDurationSeconds: 3600,
+      });
+    assert.equal((await stack.ts.client.post(leases, write('twin/aaaa'))).status, 201);
+    await until('twin SYNCED while one process writes it', async () =>
+      /ip\/demo-budget\s+demo-agent\s+twin\s+SYNCED/.test((await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout),
+    );
+    // A second process, the same instance name, no took-over-from: the lease now holds what it loaded.
+    const put = await stack.ts.client.put(`${leases}/kars-router-demo-agent-twin`, write('twin/bbbb'));
+    assert.equal(put.status, 200, put.text);
+    const out = await until('twin CONTESTED', async () => {
+      const s = (await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout;
+      return /twin\s+CONTESTED/.test(s) ? s : undefined;
+    });
+    assert.match(out, /ip\/demo-budget\s+demo-agent\s+twin\s+CONTESTED\s.*lease written by two processes: twin\/aaaa and twin\/bbbb/);
+    assert.match(out, /ip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED/, 'the other router is unaffected');
+  });
 });

@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import { Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
 import {
+  contestedIn,
   INFERENCE_POLICY,
   isLive,
   readEcho,
@@ -24,7 +25,7 @@ import type { KubeFlags } from '../lib/kube.js';
 import { CliError, outputFormat, render, shortDigest, shortDuration, table } from '../lib/output.js';
 
 /** One router's state for one policy. */
-export type SyncState = 'SYNCED' | 'STALE' | 'NACK' | 'NOT-APPLICABLE' | 'NO-ROUTER' | 'NO-SANDBOX';
+export type SyncState = 'SYNCED' | 'STALE' | 'NACK' | 'CONTESTED' | 'NOT-APPLICABLE' | 'NO-ROUTER' | 'NO-SANDBOX';
 
 export interface RouterRow {
   sandbox: string | null;
@@ -132,11 +133,13 @@ export async function collectPolicyStatus(
     const status = (obj.status ?? {}) as {
       observedGeneration?: number;
       phase?: string;
+      conditions?: Array<{ type?: string; message?: string }>;
       compiledDigest?: string | null;
       lastCompiledAt?: string;
       propagation?: { lastMs?: number; maxMs?: number };
     };
     const compiled = status.compiledDigest ?? null;
+    const readyMessage = status.conditions?.find((c) => c.type === 'Ready')?.message ?? '';
     const compiledAt = status.lastCompiledAt ? Date.parse(status.lastCompiledAt) : NaN;
     const referrers = sbs.items.filter((s) =>
       kind === 'InferencePolicy' ? s.spec?.inferenceRef?.name === pname : toolPolicyNameOf(s) === pname,
@@ -159,10 +162,14 @@ export async function collectPolicyStatus(
           stalenessReportAgeSeconds: null,
         });
       for (const e of mine) {
+        // The controller saw two processes write this router's lease (ADR 0024): whatever the lease says,
+        // it is not what one router enforces, so it is never SYNCED.
+        const contested = contestedIn(readyMessage, sbName, e.instance);
+        const state = routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs);
         routers.push({
           sandbox: sbName,
           instance: e.instance,
-          ...routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs),
+          ...(contested !== undefined && state.state === 'SYNCED' ? { ...state, state: 'CONTESTED', detail: contested } : state),
           leaseRenewedAt: e.renewedAtMs > 0 ? new Date(e.renewedAtMs).toISOString() : null,
           live: isLive(e, nowMs),
           stalenessSeconds: staleness.get(e)?.reported ?? null,

@@ -136,6 +136,18 @@ describe('kars up', { timeout: 600_000 }, () => {
       assert.match(probed, /edit→echo\s+\S+/);
       assert.match(probed, /PASS: 20\/20 edits echoed by every router within the SLO/);
 
+      // A second kars up on the same data directory, with its ports moved, refuses (naming the
+      // directory, this kars up's PID and --data-dir) and leaves the kubeconfig pointing at this stack.
+      const kubeconfigBefore = readFileSync(kubeconfig, 'utf8');
+      const second = await runKars(['up', '--data-dir', dataDir, ...portFlags(await freePorts(7))]);
+      assert.equal(second.code, 1, second.stdout);
+      assert.equal(
+        second.stderr,
+        `error: data directory ${dataDir} is in use by kars up (PID ${up.proc.pid ?? 0}, since ${/since (\S+)\)/.exec(second.stderr)?.[1] ?? '?'}); kars up does not share a data directory: stop that process, or pass --data-dir DIR to use another directory\n`,
+      );
+      assert.equal(readFileSync(kubeconfig, 'utf8'), kubeconfigBefore, 'the refused kars up did not rewrite the kubeconfig');
+      assert.match(await run(pass), /per_request_tokens_exceeded/, 'the first stack still serves');
+
       // SIGINT to kars up alone: it stops every child, then exits 0.
       const kids = childrenOf(up.proc.pid ?? 0);
       assert.equal(kids.length, 6, `apiserver, controller, two stubs, the demo router and the probe's router: ${kids.join(' ')}`);

@@ -19,6 +19,7 @@ import type { KubeObject } from '@kars/kube-core';
 import { allCrds, INFERENCE_POLICY, KARS_SANDBOX, TOOL_POLICY } from '@kars/policy-api';
 import type { KarsResource } from '@kars/policy-api';
 import { DEFAULT_PROBE_SANDBOX } from '@kars/freshness';
+import { DataDirLock, DataDirLockedError } from '@kars/apiserver/dir-lock';
 import { connect } from '../lib/kube.js';
 import type { KubeContext } from '../lib/kube.js';
 import { readObjectFile, waitEnforced } from '../lib/objects.js';
@@ -199,6 +200,14 @@ export function upCommand(): Command {
   return cmd.action(async (flags: UpFlags) => {
     const out = process.stdout;
     const dataDir = resolve(flags.dataDir);
+    // The directory is this process's until it exits (ADR 0024): a second kars up on it refuses here,
+    // before it touches the logs, starts an apiserver, or rewrites the kubeconfig.
+    let lock: DataDirLock;
+    try {
+      lock = DataDirLock.acquire(dataDir, { what: 'kars up', flag: '--data-dir' });
+    } catch (err) {
+      throw err instanceof DataDirLockedError ? new CliError(err.message) : err;
+    }
     const logs = join(dataDir, 'logs');
     mkdirSync(logs, { recursive: true });
     const host = flags.host;
@@ -465,9 +474,11 @@ export function upCommand(): Command {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       process.exitCode = wasInterrupted ? 130 : 1;
+      lock.release();
       return;
     }
     await stopAll();
+    lock.release();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     out.write(`kars up: stopped (data kept in ${dataDir})\n`);

@@ -79,17 +79,23 @@ export class TestRouter {
     return (await this.load(nowMs)).digests;
   }
 
-  /** Publish (renew) this router's echo lease with what it has loaded. */
-  async step(opts: { leaseSeconds?: number } = {}): Promise<void> {
+  /**
+   * Publish (renew) this router's echo lease with what it has loaded. `holder` writes another
+   * holderIdentity (default the instance) and `annotations` adds to the lease's, so a test can play
+   * two processes writing one lease (ADR 0024).
+   */
+  async step(opts: { leaseSeconds?: number; holder?: string; annotations?: Record<string, string> } = {}): Promise<void> {
     const echo = await this.load();
     const lease = echoLease(this.namespace, {
       sandbox: this.sandbox,
       instance: this.instance,
+      ...(opts.holder !== undefined ? { holder: opts.holder } : {}),
       ...echo,
       capabilities: capabilityNames(this.capabilities),
       renewedAtMs: Date.now(),
       leaseDurationSeconds: opts.leaseSeconds ?? ROUTER_LEASE_SECONDS,
     });
+    Object.assign(lease.metadata.annotations, opts.annotations ?? {});
     await this.client.apply(
       Resources.leases,
       lease as unknown as Record<string, unknown> & { metadata: { name: string; namespace: string } },
