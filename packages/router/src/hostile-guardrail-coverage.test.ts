@@ -9,6 +9,8 @@
  */
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
 import { postChat as chat, postJson } from './testing/http.js';
@@ -132,6 +134,29 @@ describe('guardrails see everything the model reads (issue 25 item 1, input)', (
     assert.equal(res.status, 400, res.text);
     assert.equal(res.json?.error?.code, 'duplicate_key');
     assert.equal(completions(stub).length, 0);
+  });
+
+  it('a backend that answers fewer results than it was given inputs fails closed (503 guardrail_unavailable)', async () => {
+    // It judges only the first input: with more, the rest would pass unjudged.
+    const lazy = http.createServer((_req, res) => {
+      _req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"results":[{"flagged":false,"categories":{}}]}');
+    });
+    await new Promise<void>((r) => lazy.listen(0, '127.0.0.1', r));
+    const r = await startDirRouter(
+      { inference: stage('input') },
+      { upstream: stub.url, guardrail: { url: new URL(`http://127.0.0.1:${(lazy.address() as AddressInfo).port}`) } },
+    );
+    try {
+      const res = await chat(r.router.url, req([{ role: 'user', content: `later ${MARK}` }]));
+      assert.equal(res.status, 503, res.text);
+      assert.equal(res.json?.error?.code, 'guardrail_unavailable');
+      assert.equal(completions(stub).length, 0);
+    } finally {
+      await r.stop();
+      lazy.closeAllConnections();
+      await new Promise((done) => lazy.close(done));
+    }
   });
 
   it('a clean request with tools and tool calls still passes, and the moderation saw its tool texts', async () => {

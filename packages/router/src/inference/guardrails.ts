@@ -11,7 +11,8 @@
  *
  * Fail closed: a stage with no backend configured on this router → 503 `guardrail_misconfigured`
  * (the contract's code; `kars router --guardrail-url` configures it); a backend that cannot be
- * reached, answers non-2xx, or answers something unreadable → 503 `guardrail_unavailable`.
+ * reached, answers non-2xx, answers something unreadable, or answers another number of `results`
+ * than it was sent inputs → 503 `guardrail_unavailable`.
  *
  * The API key, when set, is `OPENAI_MODERATION_API_KEY`, else `OPENAI_API_KEY` (read by the CLI,
  * passed in `apiKey`), sent as `Authorization: Bearer`.
@@ -40,7 +41,8 @@ function isObj(v: unknown): v is Record<string, unknown> {
 export async function moderate(backend: GuardrailBackend, texts: readonly string[], client: UpstreamClient): Promise<ModerationOutcome> {
   const base = backend.url.href.endsWith('/') ? backend.url.href.slice(0, -1) : backend.url.href;
   const target = new URL(`${base}/v1/moderations`);
-  const body = Buffer.from(JSON.stringify({ input: texts.length === 0 ? [''] : texts }));
+  const input = texts.length === 0 ? [''] : texts;
+  const body = Buffer.from(JSON.stringify({ input }));
   const timeoutMs = backend.timeoutMs ?? 10_000;
   let status: number;
   let read: Awaited<ReturnType<typeof readBody>>;
@@ -81,6 +83,9 @@ export async function moderate(backend: GuardrailBackend, texts: readonly string
   if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
     return { kind: 'unavailable', detail: 'moderation answer has no results[].flagged' };
   }
+  // One result per input (the OpenAI shape): a backend that judged fewer left the rest unjudged.
+  if (results.length !== input.length)
+    return { kind: 'unavailable', detail: `moderation answered ${results.length} results for ${input.length} inputs` };
   const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
   if (flagged.length === 0) return { kind: 'clean' };
   const cats = new Set<string>();

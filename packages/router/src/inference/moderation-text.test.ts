@@ -62,10 +62,10 @@ describe('answerTexts', () => {
     const docs = [
       chunk(0, { role: 'assistant', tool_calls: [{ index: 0, id: 'c0', type: 'function', function: { name: 'send', arguments: '' } }] }),
       chunk(1, { content: 'kars-' }),
-      chunk(0, { tool_calls: [{ index: 1, id: 'c1', type: 'function', function: { name: 'other', arguments: 'zz' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, id: 'c1', type: 'function', function: { name: 'other', arguments: 'z1' } }] }),
       chunk(0, { tool_calls: [{ index: 0, function: { arguments: '{"a":"kars-fl' } }] }),
       chunk(1, { content: 'flag-me' }),
-      chunk(0, { tool_calls: [{ index: 1, function: { arguments: 'zz' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, function: { arguments: 'z2' } }] }),
       chunk(0, { tool_calls: [{ index: 0, function: { arguments: 'ag-me"}' } }] }),
       chunk(0, { refusal: 'no ' }),
       chunk(0, { refusal: 'way' }),
@@ -76,7 +76,7 @@ describe('answerTexts', () => {
     ];
     const m = answerTexts(docs);
     assert.deepEqual(m.unjudgeable, []);
-    for (const t of ['{"a":"kars-flag-me"}', 'kars-flag-me', 'zzzz', 'send', 'other', 'no way', '{}', 'spoken'])
+    for (const t of ['{"a":"kars-flag-me"}', 'kars-flag-me', 'z1z2', 'send', 'other', 'no way', '{}', 'spoken'])
       assert.ok(m.texts.includes(t), t);
   });
 
@@ -111,5 +111,13 @@ describe('answerTexts', () => {
     ]);
     assert.equal(answerTexts([chunk(0, { content: 'data:image/png;' }), chunk(0, { content: 'base64,AAAA' })]).unjudgeable.length, 1);
     assert.deepEqual(answerTexts([{}]), { texts: [], unjudgeable: [] });
+  });
+
+  it('joins fragments of a stream shape it does not know, and judges a field every event repeats once', () => {
+    const ev = (text: string) => ({ id: 'msg_1', type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
+    const m = answerTexts([ev('kars-fl'), ev('ag-me'), ev('!')]);
+    assert.ok(m.texts.includes('kars-flag-me!'), JSON.stringify(m.texts));
+    assert.equal(m.texts.filter((t) => t.includes('msg_1')).length, 1);
+    assert.ok(m.texts.includes('msg_1'));
   });
 });

@@ -17,11 +17,12 @@
  * - any string that is a base64 `data:` URL, wherever it is.
  *
  * **Answer** ({@link answerTexts}): the parsed JSON body, or the parsed `data:` events of a stream.
- * Under `choices[].message` / `choices[].delta` each string is accumulated per choice (its `index`)
- * and per path, array elements keyed by their own `index` when they have one (streamed
- * `tool_calls`), so a streamed `content`, `refusal`, `function_call.arguments`, tool call name or
- * arguments, `audio.transcript` or `reasoning_content` is judged whole, as the agent reassembles
- * it, not fragment by fragment. Every other string and key of the answer is judged as it stands.
+ * Every string value is accumulated per path across the events, array elements keyed by their
+ * own `index` when they have one (streamed `choices` and `tool_calls`), so a streamed `content`,
+ * `refusal`, `function_call.arguments`, tool call name or arguments, `audio.transcript` or
+ * `reasoning_content` — or a field of a stream shape this module does not know — is judged whole,
+ * as the agent reassembles it, not fragment by fragment. A path whose fragments are all the same
+ * (`id`, `model`, repeated in every event) is judged once, not repeated. Every key is judged too.
  * `unjudgeable`: a body or event that is not JSON, audio data (`audio.data`), a base64 `data:` URL.
  *
  * Texts are returned distinct, in first-seen order, without the empty string.
@@ -115,64 +116,63 @@ export function requestTexts(body: Record<string, unknown>): ModerationInput {
   return { texts: [...texts], unjudgeable };
 }
 
-/** Accumulates the streamed (or whole) strings of one answer, per choice and path. */
+/** One path's fragments across the events of an answer. */
+interface Fragments {
+  first: string;
+  /** Every fragment so far equals `first`. */
+  same: boolean;
+  joined: string;
+}
+
+/** Accumulates the strings of one answer (a JSON body, or a stream's events) per path. */
 class AnswerCollector {
-  readonly #acc = new Map<string, string>();
-  readonly #other = new Set<string>();
+  readonly #acc = new Map<string, Fragments>();
+  readonly #keys = new Set<string>();
   readonly unjudgeable: string[] = [];
 
   doc(d: unknown, n: number): void {
-    if (d === undefined) {
-      this.unjudgeable.push(n === 0 ? 'the answer (not JSON)' : `event ${n} (not JSON)`);
-      return;
-    }
-    if (!isObj(d)) return collect(d, `answer`, this.#other, this.unjudgeable);
-    for (const [k, v] of Object.entries(d)) {
-      this.#other.add(k);
-      if (k === 'choices' && Array.isArray(v)) v.forEach((ch, i) => this.#choice(ch, i));
-      else collect(v, k, this.#other, this.unjudgeable);
-    }
+    if (d === undefined) this.unjudgeable.push(n === 0 ? 'the answer (not JSON)' : `event ${n} (not JSON)`);
+    else this.#walk(d, [], '');
   }
 
-  #choice(ch: unknown, position: number): void {
-    if (!isObj(ch)) return collect(ch, `choices[${position}]`, this.#other, this.unjudgeable);
-    const index = Number.isInteger(ch['index']) ? (ch['index'] as number) : position;
-    for (const [k, v] of Object.entries(ch)) {
-      this.#other.add(k);
-      if (k === 'message' || k === 'delta') this.#acc1(v, [String(index)], `choices[${index}].${k}`);
-      else collect(v, `choices[${index}].${k}`, this.#other, this.unjudgeable);
-    }
-  }
-
-  /** Accumulate `v` at `path` (the key of the map), `where` naming it for a refusal. */
-  #acc1(v: unknown, path: string[], where: string): void {
+  /** `path` keys the accumulation; `where` names the place in a refusal. */
+  #walk(v: unknown, path: string[], where: string): void {
     if (typeof v === 'string') {
       const key = JSON.stringify(path);
-      this.#acc.set(key, (this.#acc.get(key) ?? '') + v);
+      const f = this.#acc.get(key);
+      if (f === undefined) this.#acc.set(key, { first: v, same: true, joined: v });
+      else {
+        f.same &&= v === f.first;
+        f.joined += v;
+      }
     } else if (Array.isArray(v)) {
       v.forEach((el, j) => {
+        // Streamed choices and tool calls say which one a fragment belongs to.
         const id = isObj(el) && Number.isInteger(el['index']) ? `#${el['index'] as number}` : String(j);
-        this.#acc1(el, [...path, id], `${where}[${id}]`);
+        this.#walk(el, [...path, id], `${where}[${id.startsWith('#') ? id.slice(1) : id}]`);
       });
     } else if (isObj(v)) {
       for (const [k, x] of Object.entries(v)) {
-        this.#other.add(k);
+        this.#keys.add(k);
+        const at = where === '' ? k : `${where}.${k}`;
         if (k === 'data' && path.at(-1) === 'audio' && x !== undefined && x !== null) {
-          if (!this.unjudgeable.includes(`${where}.data (audio)`)) this.unjudgeable.push(`${where}.data (audio)`);
+          if (!this.unjudgeable.includes(`${at} (audio)`)) this.unjudgeable.push(`${at} (audio)`);
           continue;
         }
-        this.#acc1(x, [...path, k], `${where}.${k}`);
+        this.#walk(x, [...path, k], at);
       }
     }
   }
 
   result(): ModerationInput {
     const texts = new Set<string>();
-    for (const t of this.#acc.values()) {
+    for (const f of this.#acc.values()) {
+      // A field every event repeats (`id`, `model`) is judged once; any other is judged joined.
+      const t = f.same ? f.first : f.joined;
       if (DATA_URL.test(t)) this.unjudgeable.push('a base64 data URL in the answer');
       else if (t !== '') texts.add(t);
     }
-    for (const t of this.#other) if (t !== '') texts.add(t);
+    for (const k of this.#keys) if (k !== '') texts.add(k);
     return { texts: [...texts], unjudgeable: this.unjudgeable };
   }
 }
