@@ -111,6 +111,15 @@ describe('answerTexts', () => {
     ]);
     assert.equal(answerTexts([chunk(0, { content: 'data:image/png;' }), chunk(0, { content: 'base64,AAAA' })]).unjudgeable.length, 1);
     assert.deepEqual(answerTexts([{}]), { texts: [], unjudgeable: [] });
+    // An image in an answer (OpenRouter-style `images`, an image_url part) is an image, whatever its URL says.
+    const img = { type: 'image_url', image_url: { url: 'https://example.com/out.png' } };
+    assert.deepEqual(
+      answerTexts([{ choices: [{ index: 0, message: { role: 'assistant', content: 'see', images: [img] } }] }]).unjudgeable,
+      ['choices[0].message.images (image)'],
+    );
+    assert.deepEqual(answerTexts([{ choices: [{ index: 0, message: { role: 'assistant', content: [img] } }] }]).unjudgeable, [
+      'choices[0].message.content[0].image_url (image)',
+    ]);
   });
 
   it('joins fragments of a stream shape it does not know, and judges a field every event repeats once', () => {

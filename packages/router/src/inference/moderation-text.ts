@@ -23,7 +23,8 @@
  * `reasoning_content` — or a field of a stream shape this module does not know — is judged whole,
  * as the agent reassembles it, not fragment by fragment. A path whose fragments are all the same
  * (`id`, `model`, repeated in every event) is judged once, not repeated. Every key is judged too.
- * `unjudgeable`: a body or event that is not JSON, audio data (`audio.data`), a base64 `data:` URL.
+ * `unjudgeable`: a body or event that is not JSON, audio data (`audio.data`), an image (`images`,
+ * `image_url`, … keys), a base64 `data:` URL.
  *
  * Texts are returned distinct, in first-seen order, without the empty string.
  */
@@ -116,6 +117,9 @@ export function requestTexts(body: Record<string, unknown>): ModerationInput {
   return { texts: [...texts], unjudgeable };
 }
 
+/** Keys under which an answer carries an image (`message.images`, an `image_url` part, …). */
+const ANSWER_IMAGE_KEYS: ReadonlySet<string> = new Set(['images', 'image', 'image_url', 'output_image', 'video_url']);
+
 /** One path's fragments across the events of an answer. */
 interface Fragments {
   first: string;
@@ -155,8 +159,9 @@ class AnswerCollector {
       for (const [k, x] of Object.entries(v)) {
         this.#keys.add(k);
         const at = where === '' ? k : `${where}.${k}`;
-        if (k === 'data' && path.at(-1) === 'audio' && x !== undefined && x !== null) {
-          if (!this.unjudgeable.includes(`${at} (audio)`)) this.unjudgeable.push(`${at} (audio)`);
+        const media = k === 'data' && path.at(-1) === 'audio' ? 'audio' : ANSWER_IMAGE_KEYS.has(k) ? 'image' : undefined;
+        if (media !== undefined && x !== undefined && x !== null) {
+          if (!this.unjudgeable.includes(`${at} (${media})`)) this.unjudgeable.push(`${at} (${media})`);
           continue;
         }
         this.#walk(x, [...path, k], at);
