@@ -41,7 +41,8 @@ export type InferenceErrorCode =
   | 'sandbox_mismatch'
   | 'guardrail_misconfigured'
   | 'guardrail_unavailable'
-  | 'inference_policy_guardrail_flagged';
+  | 'inference_policy_guardrail_flagged'
+  | 'inference_policy_guardrail_unjudgeable';
 
 /** The OpenAI error envelope. `code` is omitted where the contract has none (502 proxy_error). */
 export interface OpenAIErrorBody {
@@ -143,6 +144,22 @@ export function guardrailFlagged(where: 'input' | 'output', categories: readonly
     'content_policy_violation',
     'inference_policy_guardrail_flagged',
     `A guardrail stage (openai-moderation) flagged the ${where === 'input' ? 'request' : 'answer'}${categories.length > 0 ? ` (${categories.join(', ')})` : ''}`,
+    'InferencePolicy',
+  );
+}
+
+/**
+ * 403: a guardrail stage applies, and the request (or the answer) holds something a text
+ * moderator cannot judge: an image, audio or file part, a base64 data URL, an answer that is not
+ * JSON (ADR 0026). `what` names where; the first three are listed.
+ */
+export function guardrailUnjudgeable(where: 'input' | 'output', what: readonly string[]): InferenceRefusal {
+  const shown = what.slice(0, 3).join(', ') + (what.length > 3 ? ` and ${what.length - 3} more` : '');
+  return refusal(
+    403,
+    'content_policy_violation',
+    'inference_policy_guardrail_unjudgeable',
+    `A guardrail stage (openai-moderation) cannot judge part of the ${where === 'input' ? 'request' : 'answer'}: ${shown}; refusing rather than passing it unjudged`,
     'InferencePolicy',
   );
 }

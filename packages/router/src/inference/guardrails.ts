@@ -2,12 +2,17 @@
  * Guardrail stages of an InferencePolicy (issue 9 item 1, evaluation): each stage sends text to an
  * OpenAI-compatible moderation endpoint (`POST <guardrail-url>/v1/moderations`, body
  * `{"input": [..texts]}`), and the first stage whose answer has `results[].flagged: true` blocks
- * the call. Stages with `applyTo` `input` or `both` judge the request's message texts before it is
- * forwarded; `output` or `both` judge the answer's texts before it is sent on.
+ * the call. Stages with `applyTo` `input` or `both` judge the request's texts before it is
+ * forwarded; `output` or `both` judge the answer's texts before it is sent on. Which texts those
+ * are, and what cannot be judged, is `moderation-text.ts` (ADR 0026).
+ *
+ * Nothing is clean without asking: with no text at all, the backend is asked about `[""]`, so a
+ * backend that is down still fails the call closed, and the verdict is the backend's.
  *
  * Fail closed: a stage with no backend configured on this router → 503 `guardrail_misconfigured`
  * (the contract's code; `kars router --guardrail-url` configures it); a backend that cannot be
- * reached, answers non-2xx, or answers something unreadable → 503 `guardrail_unavailable`.
+ * reached, answers non-2xx, answers something unreadable, or answers another number of `results`
+ * than it was sent inputs → 503 `guardrail_unavailable`.
  *
  * The API key, when set, is `OPENAI_MODERATION_API_KEY`, else `OPENAI_API_KEY` (read by the CLI,
  * passed in `apiKey`), sent as `Authorization: Bearer`.
@@ -32,42 +37,12 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The texts of a chat request: every string `content`, and every `text` part of a content list. */
-export function requestTexts(body: Record<string, unknown>): string[] {
-  const out: string[] = [];
-  const msgs = body['messages'];
-  if (!Array.isArray(msgs)) return out;
-  for (const m of msgs) {
-    if (!isObj(m)) continue;
-    const c = m['content'];
-    if (typeof c === 'string') out.push(c);
-    else if (Array.isArray(c)) for (const p of c) if (isObj(p) && typeof p['text'] === 'string') out.push(p['text']);
-  }
-  return out;
-}
-
-/** The texts of a chat answer: `choices[].message.content` (JSON) or the joined `choices[].delta.content` (stream chunks). */
-export function answerTexts(docs: readonly unknown[]): string[] {
-  const byChoice = new Map<number, string>();
-  for (const d of docs) {
-    if (!isObj(d) || !Array.isArray(d['choices'])) continue;
-    for (const ch of d['choices'] as unknown[]) {
-      if (!isObj(ch)) continue;
-      const i = typeof ch['index'] === 'number' ? ch['index'] : 0;
-      const msg = isObj(ch['message']) ? ch['message'] : isObj(ch['delta']) ? ch['delta'] : undefined;
-      const c = msg?.['content'];
-      if (typeof c === 'string') byChoice.set(i, (byChoice.get(i) ?? '') + c);
-    }
-  }
-  return [...byChoice.values()].filter((t) => t !== '');
-}
-
-/** Ask the backend about `texts` through the router's upstream client. Never rejects. */
+/** Ask the backend about `texts` (`[""]` when there are none) through the router's upstream client. Never rejects. */
 export async function moderate(backend: GuardrailBackend, texts: readonly string[], client: UpstreamClient): Promise<ModerationOutcome> {
-  if (texts.length === 0) return { kind: 'clean' };
   const base = backend.url.href.endsWith('/') ? backend.url.href.slice(0, -1) : backend.url.href;
   const target = new URL(`${base}/v1/moderations`);
-  const body = Buffer.from(JSON.stringify({ input: texts }));
+  const input = texts.length === 0 ? [''] : texts;
+  const body = Buffer.from(JSON.stringify({ input }));
   const timeoutMs = backend.timeoutMs ?? 10_000;
   let status: number;
   let read: Awaited<ReturnType<typeof readBody>>;
@@ -108,6 +83,9 @@ export async function moderate(backend: GuardrailBackend, texts: readonly string
   if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
     return { kind: 'unavailable', detail: 'moderation answer has no results[].flagged' };
   }
+  // One result per input (the OpenAI shape): a backend that judged fewer left the rest unjudged.
+  if (results.length !== input.length)
+    return { kind: 'unavailable', detail: `moderation answered ${results.length} results for ${input.length} inputs` };
   const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
   if (flagged.length === 0) return { kind: 'clean' };
   const cats = new Set<string>();

@@ -125,8 +125,14 @@ describe('pipeline: the request body', () => {
     const r = rules({ guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] });
     assert.deepEqual(refused(decide(MSG, r)), { status: 503, code: 'guardrail_misconfigured' });
     const f = forwarded(decide(MSG, r, { ...CTX, guardrailConfigured: true }));
-    assert.deepEqual(f.moderateInput, ['hello']);
+    // Every string and key of the forwarded body, once each, first-seen order (ADR 0026).
+    assert.deepEqual(f.moderateInput, ['model', 'm', 'messages', 'role', 'user', 'content', 'hello']);
     assert.equal(f.moderateOutput, false);
+    const image = { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] };
+    assert.deepEqual(refused(decide(image, r, { ...CTX, guardrailConfigured: true })), {
+      status: 403,
+      code: 'inference_policy_guardrail_unjudgeable',
+    });
     const out = forwarded(
       decide(MSG, rules({ guardrails: [{ provider: 'openai-moderation', applyTo: 'output' }] }), { ...CTX, guardrailConfigured: true }),
     );

@@ -16,6 +16,7 @@ import {
   contentPolicyViolation,
   duplicateKey,
   guardrailMisconfigured,
+  guardrailUnjudgeable,
   invalidJson,
   invalidTokenLimit,
   methodNotAllowed,
@@ -27,7 +28,7 @@ import {
 } from './errors.js';
 import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
-import { requestTexts } from './guardrails.js';
+import { requestTexts } from './moderation-text.js';
 
 /** Largest request body accepted (10 MiB). */
 export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
@@ -144,7 +145,7 @@ export interface Forward {
   candidates: Array<string | undefined>;
   /** The active content-safety floor, if any (step 9). */
   floor: ContentSafetyRules | undefined;
-  /** Texts an input guardrail stage must clear before forwarding; undefined when none applies. */
+  /** Texts an input guardrail stage must clear before forwarding (`moderation-text.ts`); undefined when none applies. */
   moderateInput: string[] | undefined;
   /** Whether an output guardrail stage judges the answer. */
   moderateOutput: boolean;
@@ -191,6 +192,9 @@ export function decideRequest(
   if (stages.length > 0 && !ctx.guardrailConfigured) return reject(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
   const input = stages.some((g) => g.applyTo !== 'output');
   const output = stages.some((g) => g.applyTo !== 'input');
+  // An input stage judges every text of the forwarded body; what it cannot judge is refused (ADR 0026).
+  const judged = input ? requestTexts(body) : undefined;
+  if (judged !== undefined && judged.unjudgeable.length > 0) return reject(guardrailUnjudgeable('input', judged.unjudgeable));
 
   const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
   return {
@@ -201,7 +205,7 @@ export function decideRequest(
     promptBytes,
     candidates: plan.deployments.length > 0 ? plan.deployments : [undefined],
     floor,
-    moderateInput: input ? requestTexts(body) : undefined,
+    moderateInput: judged?.texts,
     moderateOutput: output,
     reserve: {
       caps: { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null },

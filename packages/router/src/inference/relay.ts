@@ -20,9 +20,18 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import { endToEndHeaders } from '../http/headers.js';
 import { eventData, splitEvents } from '../http/sse.js';
 import type { UpstreamCall } from '../http/upstream.js';
-import { decisionHeaders, guardrailFlagged, guardrailUnavailable, proxyError, sendRefusal, streamRefusalFrames } from './errors.js';
+import {
+  decisionHeaders,
+  guardrailFlagged,
+  guardrailUnavailable,
+  guardrailUnjudgeable,
+  proxyError,
+  sendRefusal,
+  streamRefusalFrames,
+} from './errors.js';
 import type { InferenceRefusal } from './errors.js';
-import { answerTexts, moderate, type GuardrailBackend } from './guardrails.js';
+import { moderate, type GuardrailBackend } from './guardrails.js';
+import { answerTexts } from './moderation-text.js';
 import { judgeAnswer, upstreamFilterReason, type Meter, type RelayMode } from './pipeline.js';
 import type { ContentSafetyRules } from './safety.js';
 import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
@@ -95,9 +104,18 @@ function refuse(t: RelayTarget, r: InferenceRefusal): void {
   if (!t.res.destroyed) sendRefusal(t.res, r);
 }
 
-/** Moderate an answer's texts; on anything but clean, refuse and say so. */
+/**
+ * Moderate every text of an answer (`moderation-text.ts`: content, tool calls, function calls,
+ * refusals, transcripts, streamed fragments joined); on anything but clean, or on something it
+ * cannot judge (audio, a body that is not JSON), refuse and say so.
+ */
 async function refusedByOutputStage(t: RelayTarget, j: JudgeOptions, guard: GuardrailBackend, docs: unknown[]): Promise<boolean> {
-  const m = await moderate(guard, answerTexts(docs), j.client);
+  const a = answerTexts(docs);
+  if (a.unjudgeable.length > 0) {
+    refuse(t, guardrailUnjudgeable('output', a.unjudgeable));
+    return true;
+  }
+  const m = await moderate(guard, a.texts, j.client);
   if (m.kind === 'clean') return false;
   refuse(t, m.kind === 'flagged' ? guardrailFlagged('output', m.categories) : guardrailUnavailable(m.detail));
   return true;

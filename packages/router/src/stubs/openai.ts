@@ -29,9 +29,14 @@
  * | `x-stub-chunk-bytes: 7` | write the stream in pieces of this many bytes (tests SSE reassembly) |
  * | `x-stub-stream-usage: 0` | leave the usage event out of streams |
  *
+ * With `toolCalls` set (by `setBehaviour`), the answer is those tool calls instead of a text:
+ * JSON `message.tool_calls` with `content: null` and `finish_reason: "tool_calls"`; in a stream,
+ * one `delta.tool_calls` event naming each call, then its `arguments` in pieces of at most 4
+ * characters, one event each (so a word is split across events, as real models do).
+ *
  * Every request is recorded in `requests` (path, deployment, model, parsed body, headers).
  *
- * Caveats: no auth, no tools/function calling, no `n > 1`; token counts are whatever it is told.
+ * Caveats: no auth, tools only as canned `toolCalls` (the request's `tools` are not read), no `n > 1`; token counts are whatever it is told.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { listenOn, readBody, sleep as sleepOn, systemClock } from '@kars/kube-core';
@@ -65,6 +70,15 @@ export interface StubBehaviour {
   contentType: string | undefined;
   /** `POST /v1/moderations` flags an input that contains any of these (case-insensitive). */
   moderationFlag: string[];
+  /** Answer with these function tool calls instead of `content` (see the module comment). */
+  toolCalls: StubToolCall[] | undefined;
+}
+
+/** One canned function tool call of the stub's answer. */
+export interface StubToolCall {
+  name: string;
+  /** The arguments, as the JSON text a model writes. */
+  arguments: string;
 }
 
 /** The behaviour before anything is set. */
@@ -81,6 +95,7 @@ export const DEFAULT_STUB_BEHAVIOUR: Readonly<StubBehaviour> = Object.freeze({
   rawBody: undefined,
   contentType: undefined,
   moderationFlag: ['kars-flag-me'],
+  toolCalls: undefined,
 });
 
 /** One request the stub received. */
@@ -357,8 +372,19 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
         choices: [
           {
             index: 0,
-            message: { role: 'assistant', content: b.content },
-            finish_reason: 'stop',
+            message:
+              b.toolCalls === undefined
+                ? { role: 'assistant', content: b.content }
+                : {
+                    role: 'assistant',
+                    content: null,
+                    tool_calls: b.toolCalls.map((c, i) => ({
+                      id: `call_${seq}_${i}`,
+                      type: 'function',
+                      function: { name: c.name, arguments: c.arguments },
+                    })),
+                  },
+            finish_reason: b.toolCalls === undefined ? 'stop' : 'tool_calls',
             ...(choiceFilter ? { content_filter_results: choiceFilter } : {}),
           },
         ],
@@ -387,10 +413,20 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     });
     const events: string[] = [];
     if (promptFilter) events.push(frame({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: promptFilter }));
-    events.push(frame(chunk({ role: 'assistant', content: '' }, null)));
-    const words = b.content.split(' ');
-    for (let i = 0; i < words.length; i++) events.push(frame(chunk({ content: i === 0 ? words[i] : ` ${words[i] ?? ''}` }, null)));
-    events.push(frame(chunk({}, 'stop')));
+    if (b.toolCalls === undefined) {
+      events.push(frame(chunk({ role: 'assistant', content: '' }, null)));
+      const words = b.content.split(' ');
+      for (let i = 0; i < words.length; i++) events.push(frame(chunk({ content: i === 0 ? words[i] : ` ${words[i] ?? ''}` }, null)));
+      events.push(frame(chunk({}, 'stop')));
+    } else {
+      b.toolCalls.forEach((c, i) => {
+        const call = { index: i, id: `call_${seq}_${i}`, type: 'function', function: { name: c.name, arguments: '' } };
+        events.push(frame(chunk(i === 0 ? { role: 'assistant', content: null, tool_calls: [call] } : { tool_calls: [call] }, null)));
+        for (let at = 0; at < c.arguments.length; at += 4)
+          events.push(frame(chunk({ tool_calls: [{ index: i, function: { arguments: c.arguments.slice(at, at + 4) } }] }, null)));
+      });
+      events.push(frame(chunk({}, 'tool_calls')));
+    }
     if (b.streamUsage)
       events.push(frame({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(b.usage) }));
     events.push('data: [DONE]\n\n');

@@ -1,0 +1,194 @@
+/**
+ * What a guardrail stage judges (ADR 0026): every text of a chat-completions request the model
+ * could read, and every text of an answer the agent could read. Pure: no I/O, never throws.
+ *
+ * **Request** ({@link requestTexts}): every string value and every object key, at any depth, of
+ * the body as it is forwarded. Not a list of the fields the chat API defines (message content,
+ * names, tool calls, tool and schema descriptions, `response_format`, `prediction`, …), because
+ * an upstream may read a field that list forgets, and a string the moderation never sees is a
+ * hole; enum values and keys such as `"role"` cost one short input each (texts are deduplicated).
+ * What a text moderator cannot judge is reported in `unjudgeable` instead, and the caller refuses
+ * the request (fail closed):
+ * - a part of `messages[].content` or `prediction.content` whose `type` is not a text type
+ *   (`text`, `input_text`, `output_text`, `refusal`): `image_url`, `input_audio`, `file`,
+ *   `video_url`, an unknown or missing type; or a part of any type that carries a media key
+ *   (`image_url`, `input_audio`, `file`, …) beside its text;
+ * - a message's `audio` (an earlier spoken answer, referenced by id);
+ * - any string that is a base64 `data:` URL, wherever it is.
+ *
+ * **Answer** ({@link answerTexts}): the parsed JSON body, or the parsed `data:` events of a stream.
+ * Every string value is accumulated per path across the events, array elements keyed by their
+ * own `index` when they have one (streamed `choices` and `tool_calls`), so a streamed `content`,
+ * `refusal`, `function_call.arguments`, tool call name or arguments, `audio.transcript` or
+ * `reasoning_content` — or a field of a stream shape this module does not know — is judged whole,
+ * as the agent reassembles it, not fragment by fragment. A path whose fragments are all the same
+ * (`id`, `model`, repeated in every event) is judged once, not repeated. Every key is judged too.
+ * `unjudgeable`: a body or event that is not JSON, audio data (`audio.data`), an image (`images`,
+ * `image_url`, … keys), a base64 `data:` URL.
+ *
+ * Texts are returned distinct, in first-seen order, without the empty string.
+ */
+
+/** What to send a moderation backend, and what it could not be sent. */
+export interface ModerationInput {
+  /** Distinct non-empty texts, first-seen order. */
+  texts: string[];
+  /** Where the message holds something a text moderator cannot judge (`messages[0].content[1] (image_url)`); empty when nothing. */
+  unjudgeable: string[];
+}
+
+/** Content-part types whose payload is text. */
+const TEXT_PART_TYPES: ReadonlySet<string> = new Set(['text', 'input_text', 'output_text', 'refusal']);
+
+/** Keys that carry media in a content part, whatever its `type` says. */
+const MEDIA_KEYS: readonly string[] = [
+  'image_url',
+  'image',
+  'input_image',
+  'input_audio',
+  'audio',
+  'audio_url',
+  'file',
+  'input_file',
+  'video_url',
+  'video',
+];
+
+/** A base64 `data:` URL (an image, a PDF, audio … in a string). */
+const DATA_URL = /^\s*data:[^,]{0,256};base64,/i;
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Why a content part cannot be judged, or undefined when it is text. */
+function partProblem(part: unknown): string | undefined {
+  if (!isObj(part)) return undefined; // a string (or number) in a content list is judged as text
+  const type = part['type'];
+  if (typeof type !== 'string' || !TEXT_PART_TYPES.has(type)) return typeof type === 'string' ? type : 'part without a type';
+  const media = MEDIA_KEYS.find((k) => k in part);
+  return media === undefined ? undefined : `${type} part carrying ${media}`;
+}
+
+/** Every string value and key under `v`, into `out`; a data URL goes to `bad` instead. */
+function collect(v: unknown, path: string, out: Set<string>, bad: string[]): void {
+  if (typeof v === 'string') {
+    if (DATA_URL.test(v)) bad.push(`${path} (base64 data URL)`);
+    else if (v !== '') out.add(v);
+  } else if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) collect(v[i], `${path}[${i}]`, out, bad);
+  } else if (isObj(v)) {
+    for (const [k, x] of Object.entries(v)) {
+      if (k !== '') out.add(k);
+      collect(x, path === '' ? k : `${path}.${k}`, out, bad);
+    }
+  }
+}
+
+/** The parts of a `content` value that cannot be judged. */
+function contentProblems(content: unknown, path: string, bad: string[]): void {
+  if (Array.isArray(content)) {
+    content.forEach((p, i) => {
+      const why = partProblem(p);
+      if (why !== undefined) bad.push(`${path}[${i}] (${why})`);
+    });
+  } else if (isObj(content)) {
+    // Not the chat API's shape; an upstream that reads it as one part must not get media past the moderation.
+    const why = partProblem(content);
+    if (why !== undefined) bad.push(`${path} (${why})`);
+  }
+}
+
+/** The texts of a chat-completions request body for an input stage. See the module comment. */
+export function requestTexts(body: Record<string, unknown>): ModerationInput {
+  const texts = new Set<string>();
+  const unjudgeable: string[] = [];
+  const messages = body['messages'];
+  if (Array.isArray(messages)) {
+    messages.forEach((m, i) => {
+      if (!isObj(m)) return;
+      contentProblems(m['content'], `messages[${i}].content`, unjudgeable);
+      if (m['audio'] !== undefined && m['audio'] !== null) unjudgeable.push(`messages[${i}].audio (spoken audio)`);
+    });
+  }
+  const prediction = body['prediction'];
+  if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', unjudgeable);
+  collect(body, '', texts, unjudgeable);
+  return { texts: [...texts], unjudgeable };
+}
+
+/** Keys under which an answer carries an image (`message.images`, an `image_url` part, …). */
+const ANSWER_IMAGE_KEYS: ReadonlySet<string> = new Set(['images', 'image', 'image_url', 'output_image', 'video_url']);
+
+/** One path's fragments across the events of an answer. */
+interface Fragments {
+  first: string;
+  /** Every fragment so far equals `first`. */
+  same: boolean;
+  joined: string;
+}
+
+/** Accumulates the strings of one answer (a JSON body, or a stream's events) per path. */
+class AnswerCollector {
+  readonly #acc = new Map<string, Fragments>();
+  readonly #keys = new Set<string>();
+  readonly unjudgeable: string[] = [];
+
+  doc(d: unknown, n: number): void {
+    if (d === undefined) this.unjudgeable.push(n === 0 ? 'the answer (not JSON)' : `event ${n} (not JSON)`);
+    else this.#walk(d, [], '');
+  }
+
+  /** `path` keys the accumulation; `where` names the place in a refusal. */
+  #walk(v: unknown, path: string[], where: string): void {
+    if (typeof v === 'string') {
+      const key = JSON.stringify(path);
+      const f = this.#acc.get(key);
+      if (f === undefined) this.#acc.set(key, { first: v, same: true, joined: v });
+      else {
+        f.same &&= v === f.first;
+        f.joined += v;
+      }
+    } else if (Array.isArray(v)) {
+      v.forEach((el, j) => {
+        // Streamed choices and tool calls say which one a fragment belongs to.
+        const id = isObj(el) && Number.isInteger(el['index']) ? `#${el['index'] as number}` : String(j);
+        this.#walk(el, [...path, id], `${where}[${id.startsWith('#') ? id.slice(1) : id}]`);
+      });
+    } else if (isObj(v)) {
+      for (const [k, x] of Object.entries(v)) {
+        this.#keys.add(k);
+        const at = where === '' ? k : `${where}.${k}`;
+        const media = k === 'data' && path.at(-1) === 'audio' ? 'audio' : ANSWER_IMAGE_KEYS.has(k) ? 'image' : undefined;
+        if (media !== undefined && x !== undefined && x !== null) {
+          if (!this.unjudgeable.includes(`${at} (${media})`)) this.unjudgeable.push(`${at} (${media})`);
+          continue;
+        }
+        this.#walk(x, [...path, k], at);
+      }
+    }
+  }
+
+  result(): ModerationInput {
+    const texts = new Set<string>();
+    for (const f of this.#acc.values()) {
+      // A field every event repeats (`id`, `model`) is judged once; any other is judged joined.
+      const t = f.same ? f.first : f.joined;
+      if (DATA_URL.test(t)) this.unjudgeable.push('a base64 data URL in the answer');
+      else if (t !== '') texts.add(t);
+    }
+    for (const k of this.#keys) if (k !== '') texts.add(k);
+    return { texts: [...texts], unjudgeable: this.unjudgeable };
+  }
+}
+
+/**
+ * The texts of an answer for an output stage: `docs` is the parsed JSON body (one element), or the
+ * parsed `data:` events of a stream in order (`undefined` for one that did not parse). See the
+ * module comment.
+ */
+export function answerTexts(docs: readonly unknown[]): ModerationInput {
+  const c = new AnswerCollector();
+  docs.forEach((d, n) => c.doc(d, n));
+  return c.result();
+}
