@@ -153,7 +153,7 @@ describe('hostile agent vs spend: abandoned requests are charged (issue 25 item 
   it('an agent abandoning request after request cannot get more upstream work than the daily budget (hole: 20 abandoned requests cost 840 tokens, the ledger rose by 0)', async (t) => {
     const usage = 42;
     const cap = 500;
-    const { up, r } = await rig(t, { answer: 'json', usage });
+    const { up, r } = await rig(t, { answer: 'json', usage }, cap);
     up.release();
     let admitted = 0;
     for (let round = 0; round < 30; round++) {
