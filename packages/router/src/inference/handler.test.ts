@@ -358,12 +358,12 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     );
   });
 
-  it('charges a stream without a usage chunk the documented estimate (prompt bytes / 4 + answer bytes / 4)', async (t) => {
+  it('charges a stream without a usage chunk the documented estimate (prompt bytes + answer bytes / 4, ADR 0027)', async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 100_000 }) }) });
     const res = await chat(r, STREAM, { 'x-stub-stream-usage': '0' });
     assert.equal(res.status, 200);
     const sent = Buffer.byteLength(r.stub.requests[0]!.rawBody);
-    assert.equal(r.budget.usage('sb-default').dailyUsed, Math.ceil(sent / 4) + Math.ceil(Buffer.byteLength(res.text) / 4));
+    assert.equal(r.budget.usage('sb-default').dailyUsed, sent + Math.ceil(Buffer.byteLength(res.text) / 4));
     assert.equal(r.budget.usage('sb-default').reserved, 0, 'the reservation was settled');
   });
 

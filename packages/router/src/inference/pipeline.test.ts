@@ -105,7 +105,7 @@ describe('pipeline: the request body', () => {
     const f = forwarded(decide({ ...MSG, n: 3 }, rules({ tokenBudget: budget(100, 5000) })));
     assert.equal(JSON.parse(f.text).max_tokens, 33);
     assert.deepEqual(f.reserve.caps, { dailyTokens: 5000, monthlyTokens: null });
-    assert.equal(f.reserve.tokens, Math.ceil(f.promptBytes / 4) + 99);
+    assert.equal(f.reserve.tokens, f.promptBytes + 99, 'one token per prompt byte (ADR 0027) plus the completion maximum');
   });
 
   it('asks streams for usage, so a stream can always be charged', () => {
