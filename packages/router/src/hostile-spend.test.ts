@@ -8,6 +8,8 @@
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
 import { startDropsReused, startHeldUpstream, type HeldUpstreamOptions } from './testing/upstreams.js';
 import { chatBody, postChat } from './testing/http.js';
@@ -199,5 +201,49 @@ describe('hostile upstream vs replay: a written request is never sent twice (iss
     assert.equal(up.connections(), 1, 'no new connection carried it again');
     const l = await settled(r);
     assert.ok(l.daily - 7 >= 50, `the dropped request was charged its reservation: ${l.daily - 7}`);
+  });
+
+  it('a keep-alive connection the upstream closed while idle (before anything was written to it) is not reused: the next request succeeds on a new one', async (t) => {
+    let received = 0;
+    let connections = 0;
+    let closedOne!: () => void;
+    const idleClosed = new Promise<void>((resolve) => (closedOne = resolve));
+    const server = net.createServer((sock) => {
+      connections++;
+      sock.on('error', () => undefined);
+      sock.on('close', () => closedOne());
+      let buf = '';
+      sock.on('data', (d) => {
+        buf += d.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const len = Number(/\r\ncontent-length:\s*(\d+)/i.exec(buf.slice(0, end))?.[1] ?? '0');
+        if (buf.length < end + 4 + len) return;
+        buf = '';
+        received++;
+        const body = JSON.stringify({ choices: [], usage: { total_tokens: 5 } });
+        // Answer with keep-alive, then close the connection at once: it is idle in the router's pool.
+        sock.end(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const r = await startDirRouter(
+      { inference: budgetPolicy({ dailyTokens: 1_000_000 }) },
+      { upstream: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`) },
+    );
+    t.after(async () => {
+      await r.stop();
+      server.close();
+    });
+    assert.equal((await postChat(r.router.url, chatBody('hello', { max_tokens: 50 }))).status, 200);
+    // Closed on both sides: the router's client has seen the upstream's FIN and closed its end.
+    await idleClosed;
+    const again = await postChat(r.router.url, chatBody('hello', { max_tokens: 50 }));
+    assert.equal(again.status, 200, again.text);
+    assert.equal(received, 2, 'each request reached the upstream once');
+    assert.equal(connections, 2, 'the second went on a new connection');
+    assert.equal((await settled(r)).daily, 10);
   });
 });
