@@ -65,6 +65,11 @@ export interface RouterOptions {
   maxConcurrentRequests?: number;
   /** Daily token cap when no InferencePolicy sets one (the contract's TOKEN_BUDGET_DAILY). */
   defaultDailyTokens?: number;
+  /**
+   * Time allowed for an inference upstream's response headers, and for reading the rest of an
+   * answer after the agent has gone (ADR 0027); default 300 s.
+   */
+  fetchTimeoutMs?: number;
   /** Identity of this router instance in its echo lease. */
   instance: string;
   metrics: RuntimeMetrics;
@@ -213,6 +218,18 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true) && echo?.blockedReason() === undefined;
 
   const budget = new TokenBudgetTracker({ clock });
+  new Gauge({
+    name: 'kars_router_budget_tokens',
+    help: "This sandbox's token ledger: tokens charged today (state=daily) and this month (state=monthly) in UTC, and tokens held by requests in flight (state=reserved). In memory: it restarts at 0 with the router.",
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const u = budget.usage(opts.sandbox);
+      this.set({ state: 'daily' }, u.dailyUsed);
+      this.set({ state: 'monthly' }, u.monthlyUsed);
+      this.set({ state: 'reserved' }, u.reserved);
+    },
+  });
   // One upstream client (keep-alive pool, timeouts, stale-connection retry) for inference, every
   // MCP server and the guardrail backend.
   const client = new UpstreamClient();
@@ -223,6 +240,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     sandbox: opts.sandbox,
     budget,
     ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
+    ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
     onDecision: (d) => countDecision('inference', d.decision),
   });

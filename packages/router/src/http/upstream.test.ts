@@ -103,6 +103,8 @@ describe('UpstreamClient', () => {
       bytes: number;
       call: UpstreamCall;
       done: Promise<void>;
+      /** `written` as onError reported it. */
+      written?: boolean;
     }
 
     function dispatch(c: UpstreamClient, origin: string, retryStale: boolean, onData?: (chunk: Buffer, seen: Seen) => boolean): Seen {
@@ -119,7 +121,8 @@ describe('UpstreamClient', () => {
           seen.events.push('end');
           end();
         },
-        onError: (err, answered) => {
+        onError: (err, answered, written) => {
+          seen.written = written;
           seen.events.push(`error ${(err as { code?: string }).code ?? err.message} answered=${answered}`);
           end();
         },
@@ -144,6 +147,26 @@ describe('UpstreamClient', () => {
       assert.equal(retried.body, 'ok');
       assert.equal(s.received(), 4, 'one retry, and not on the other stale connection');
       assert.equal(s.connections(), 3);
+    });
+
+    it('says whether a failed request was written: not when the connection was refused, yes when the upstream read it and dropped (ADR 0027)', async (t) => {
+      const closed = net.createServer();
+      const refused = await listen(t, closed);
+      await new Promise((r) => closed.close(r));
+      const c = new UpstreamClient();
+      t.after(() => c.close());
+      const a = dispatch(c, refused, false);
+      await a.done;
+      assert.deepEqual(a.events, ['error ECONNREFUSED answered=false']);
+      assert.equal(a.written, false);
+      assert.equal(a.call.written, false);
+      const s = await staleOnReuse(t);
+      await Promise.all([dispatch(c, s.origin, false).done, dispatch(c, s.origin, false).done]);
+      const b = dispatch(c, s.origin, false);
+      await b.done;
+      assert.deepEqual(b.events, ['error UND_ERR_SOCKET answered=false']);
+      assert.equal(b.written, true, 'the upstream read it before it dropped the connection');
+      assert.equal(s.received(), 3);
     });
 
     it('never retries a dispatch not marked retryStale', async (t) => {

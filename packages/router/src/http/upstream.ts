@@ -13,13 +13,21 @@
  * - Stale pooled connection: a request marked `retryStale` that fails with a connection error
  *   (`UND_ERR_SOCKET`, `ECONNRESET`, `EPIPE`) before any response header, on a connection that had
  *   already carried an earlier answer, is sent once more on a new connection of its own (not on
- *   another pooled one, which may be just as stale). Nothing was answered, so for a request the
- *   upstream did not act on this cannot duplicate it.
+ *   another pooled one, which may be just as stale).
+ * - Written or not (ADR 0027): {@link UpstreamSink.onError} says whether the request was handed to
+ *   a connection to be written. undici calls the handler's `onRequestStart` on the request's
+ *   connection immediately before it writes the request head and body, in the same turn; a failure
+ *   before it (connect refused or timed out, DNS) wrote nothing, and one after it may have reached
+ *   the upstream whole. undici itself re-sends only requests it had queued and not written.
  *
- * Caveats: "had carried an earlier answer" is read from the socket's `bytesRead`; an upstream that
- * crashes after reading a request on a reused connection gets that request twice. Callers therefore
- * set `retryStale` only where a repeat is harmless (a completion is charged once by the router's
- * ledger either way; a moderation call is a read; an MCP `tools/call` is never retried).
+ * Caveats: "had carried an earlier answer" is read from the socket's `bytesRead`. A stale-connection
+ * failure always comes after the request was written (undici writes as soon as it has a
+ * connection), so the retry cannot tell an upstream that closed the connection before reading the
+ * request from one that read it and then crashed: it sends such a request twice. Callers therefore
+ * set `retryStale` only for reads, where a repeat is harmless (a moderation call, an MCP
+ * `tools/list`); never for a completion (ADR 0027) or an MCP `tools/call`. A connection the
+ * upstream closed while idle is dropped by undici when it sees the close, before any request is
+ * written to it.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
@@ -84,8 +92,12 @@ export interface UpstreamSink {
   onData(chunk: Buffer): boolean;
   /** The body has ended. */
   onEnd(): void;
-  /** The request failed; `answered` says whether `onHead` had been called (the body was cut short). */
-  onError(err: Error, answered: boolean): void;
+  /**
+   * The request failed; `answered` says whether `onHead` had been called (the body was cut short),
+   * `written` whether the request had been handed to a connection to be written (module comment):
+   * false means the upstream cannot have seen it.
+   */
+  onError(err: Error, answered: boolean, written: boolean): void;
 }
 
 /** A request in flight from {@link UpstreamClient.dispatch}. */
@@ -94,6 +106,8 @@ export interface UpstreamCall {
   resume(): void;
   /** Cut the request (before or after its head); the sink's `onError` follows unless it had ended. */
   abort(): void;
+  /** Whether the request has been handed to a connection to be written (module comment). */
+  readonly written: boolean;
 }
 
 const STALE_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
@@ -215,6 +229,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
   readonly #sink: UpstreamSink;
   #controller: Dispatcher.DispatchController | undefined = undefined;
   #answered = false;
+  #written = false;
   #aborted = false;
   #settled = false;
   #retried = false;
@@ -234,6 +249,10 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
     if (!this.#settled) this.#controller?.resume();
   }
 
+  get written(): boolean {
+    return this.#written;
+  }
+
   abort(): void {
     if (this.#aborted || this.#settled) return;
     this.#aborted = true;
@@ -245,7 +264,9 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
+    // undici writes the request right after this returns, unless it was aborted here.
     if (this.#aborted) controller.abort(new Error('upstream request aborted'));
+    else this.#written = true;
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
@@ -278,7 +299,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
     }
     this.#settled = true;
     this.#closeFresh();
-    this.#sink.onError(err, this.#answered);
+    this.#sink.onError(err, this.#answered, this.#written);
   }
 
   #closeFresh(): void {

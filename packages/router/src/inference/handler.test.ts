@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { EMPTY_SNAPSHOT, type InferenceRules, type PolicySnapshot } from '../snapshot.js';
 import { startOpenAIStub, type OpenAIStub } from '../stubs/openai.js';
 import { TokenBudgetTracker } from './budget.js';
-import { createInferenceHandler, type InferenceDecision } from './handler.js';
+import { MAX_BUFFERED_RESPONSE_BYTES, createInferenceHandler, type InferenceDecision } from './handler.js';
 import { inferenceRules, safetyRules } from '../testing/rules.js';
 import { startStaleOnReuse } from '../testing/upstreams.js';
 import { postJson, type JsonReply } from '../testing/http.js';
@@ -358,12 +358,12 @@ describe('inference route: token budgets', { timeout: 30_000 }, () => {
     );
   });
 
-  it('charges a stream without a usage chunk the documented estimate (prompt bytes / 4 + answer bytes / 4)', async (t) => {
+  it('charges a stream without a usage chunk the documented estimate (prompt bytes + answer bytes / 4, ADR 0027)', async (t) => {
     const r = await rig(t, { inference: rules({ tokenBudget: tokens({ dailyTokens: 100_000 }) }) });
     const res = await chat(r, STREAM, { 'x-stub-stream-usage': '0' });
     assert.equal(res.status, 200);
     const sent = Buffer.byteLength(r.stub.requests[0]!.rawBody);
-    assert.equal(r.budget.usage('sb-default').dailyUsed, Math.ceil(sent / 4) + Math.ceil(Buffer.byteLength(res.text) / 4));
+    assert.equal(r.budget.usage('sb-default').dailyUsed, sent + Math.ceil(Buffer.byteLength(res.text) / 4));
     assert.equal(r.budget.usage('sb-default').reserved, 0, 'the reservation was settled');
   });
 
@@ -662,35 +662,50 @@ describe('inference route: streams', { timeout: 30_000 }, () => {
     assert.equal((await chat(r, STREAM)).text, errorFrames(SHIELDS, 'inference_policy_prompt_shields_required'));
   });
 
-  it('aborts the upstream request when the client goes away mid-stream', async (t) => {
-    let upstreamClosed!: () => void;
-    const closedUpstream = new Promise<void>((resolve) => (upstreamClosed = resolve));
-    const endless = http.createServer((req, res) => {
-      req.resume();
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const timer = setInterval(() => res.write('data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'), 10);
-      res.on('close', () => {
-        clearInterval(timer);
-        upstreamClosed();
+  for (const bound of ['bytes', 'time'] as const) {
+    it(`keeps reading a stream after the client went away, and cuts it at the ${bound === 'bytes' ? 'body limit' : 'upstream timeout'} (ADR 0027)`, async (t) => {
+      let upstreamClosed!: () => void;
+      const closedUpstream = new Promise<void>((resolve) => (upstreamClosed = resolve));
+      let written = 0;
+      const endless = http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const event = `data: {"choices":[{"index":0,"delta":{"content":"${'x'.repeat(bound === 'bytes' ? 60_000 : 10)}"}}]}\n\n`;
+        let open = true;
+        const pump = (): void => {
+          if (!open) return;
+          written += event.length;
+          if (res.write(event)) setImmediate(pump);
+          else res.once('drain', pump);
+        };
+        pump();
+        res.on('close', () => {
+          open = false;
+          upstreamClosed();
+        });
       });
+      const port = await listen(endless);
+      t.after(() => {
+        endless.closeAllConnections();
+        endless.close();
+      });
+      const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`), ...(bound === 'time' ? { fetchTimeoutMs: 200 } : {}) });
+      const ac = new AbortController();
+      const res = await fetch(`${r.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ ...STREAM, max_tokens: 10 }),
+        signal: ac.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      ac.abort();
+      await reader.read().catch(() => undefined);
+      await closedUpstream;
+      await until(() => r.budget.usage('sb-default').reserved === 0, 'the request settled');
+      if (bound === 'bytes') assert.ok(written > MAX_BUFFERED_RESPONSE_BYTES, `the router read on after the client left: ${written} bytes`);
+      assert.ok(r.budget.usage('sb-default').dailyUsed >= 10, 'a stream cut short is charged at least its reservation');
     });
-    const port = await listen(endless);
-    t.after(() => {
-      endless.closeAllConnections();
-      endless.close();
-    });
-    const r = await rig(t, { upstream: new URL(`http://127.0.0.1:${port}`) });
-    const ac = new AbortController();
-    const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(STREAM), signal: ac.signal });
-    const reader = res.body!.getReader();
-    await reader.read();
-    ac.abort();
-    await reader.read().catch(() => undefined);
-    await Promise.race([
-      closedUpstream,
-      new Promise((_, reject) => setTimeout(() => reject(new Error('upstream still open after 2 s')), 2000)),
-    ]);
-  });
+  }
 });
 
 describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
@@ -708,7 +723,7 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
     return new URL(`http://127.0.0.1:${port}`);
   }
 
-  it('falls back to the next deployment when one drops the connection, and answers 502 when the last does', async (t) => {
+  it('does not fall back when a deployment drops the connection after reading the request (it may have run it): 502, sent once, charged (ADR 0027)', async (t) => {
     const seen: string[] = [];
     const flaky = http.createServer((req, res) => {
       seen.push(req.url ?? '');
@@ -729,15 +744,14 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
       upstream: new URL(`http://127.0.0.1:${port}`),
       inference: rules({ modelPreference: prefer('dead', 'good') }),
     });
-    assert.equal((await chat(r, MSG, {}, '/openai/deployments/x/chat/completions')).status, 200);
-    assert.deepEqual(seen, ['/openai/deployments/dead/chat/completions', '/openai/deployments/good/chat/completions']);
-    r.setPolicy(rules({ modelPreference: prefer('dead') }));
     const res = await chat(r, MSG, {}, '/openai/deployments/x/chat/completions');
     assert.equal(res.status, 502);
     assert.equal(res.json.error.type, 'proxy_error');
+    assert.deepEqual(seen, ['/openai/deployments/dead/chat/completions'], 'not sent again to the fallback');
+    assert.ok(r.budget.usage('sb-default').dailyUsed > 0, 'charged its reservation');
   });
 
-  it('retries once on a new connection when a pooled keep-alive connection turns out to be closed', async (t) => {
+  it('never sends a completion again when a pooled keep-alive connection drops it: 502 (ADR 0027)', async (t) => {
     // Each connection answers its first request, then drops the connection on the second: the race
     // between an upstream's idle timeout and the router reusing the socket.
     const stale = await startStaleOnReuse();
@@ -748,8 +762,8 @@ describe('inference route: broken upstreams', { timeout: 30_000 }, () => {
       (await Promise.all([chat(r, MSG), chat(r, MSG)])).map((x) => x.status),
       [200, 200],
     );
-    assert.equal((await chat(r, MSG)).status, 200, 'the dropped reuse was retried on a new connection, not on the other stale one');
-    assert.equal(stale.received(), 4);
+    assert.equal((await chat(r, MSG)).status, 502, 'the dropped reuse was not sent again');
+    assert.equal(stale.received(), 3, 'the upstream saw each request once');
   });
 
   it('answers 502 when the upstream speaks something that is not HTTP', async (t) => {
@@ -862,16 +876,14 @@ describe('inference route: the dispatch relay (ADR 0021)', { timeout: 30_000 }, 
     await until(() => upstreamClosed, 'the upstream was cut at the limit');
   });
 
-  it('settles a request whose client left before the answer: its reservation no longer holds the budget', async (t) => {
+  it('a request whose client left before the answer holds its reservation until the upstream answers, then settles at its usage (ADR 0027)', async (t) => {
     let hanging: http.ServerResponse | undefined;
-    let hangClosed = false;
     const upstream = await upstreamOf(t, (req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         if (body.includes('hang')) {
           hanging = res;
-          res.on('close', () => (hangClosed = true));
           return;
         }
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -889,10 +901,12 @@ describe('inference route: the dispatch relay (ADR 0021)', { timeout: 30_000 }, 
     assert.equal((await chat(r, MSG)).status, 429, 'the request in flight holds its reservation');
     ac.abort();
     await gone;
-    await until(() => hangClosed, 'the upstream request was cut when the client left');
-    let status = 0;
-    await until(async () => (status = (await chat(r, MSG)).status) === 200, 'the reservation was settled at 0');
-    assert.equal(status, 200);
+    assert.equal((await chat(r, MSG)).status, 429, 'still held: the upstream is still working on it');
+    hanging!.writeHead(200, { 'content-type': 'application/json' });
+    hanging!.end('{"choices":[],"usage":{"total_tokens":9}}');
+    await until(() => r.budget.usage('sb-default').reserved === 0, 'the abandoned request settled');
+    assert.equal(r.budget.usage('sb-default').dailyUsed, 9, 'charged the usage of the answer nobody read');
+    assert.equal((await chat(r, MSG)).status, 200);
   });
 });
 

@@ -30,31 +30,38 @@
  *    `provider`, else azure-openai; `bedrock` → 501. The candidates are the primary deployment then
  *    the fallbacks (empty names, duplicates and bedrock fallbacks skipped); each replaces the
  *    request's deployment (the Azure path segment, or the body's `model`). A 5xx, a 429 or a
- *    transport failure moves on to the next candidate; the last candidate's answer is returned as
- *    it is. The body forwarded is always the router's re-serialisation of what it parsed and
+ *    transport failure before the request was written moves on to the next candidate (step 7); the
+ *    last candidate's answer is returned as it is. The body forwarded is always the router's re-serialisation of what it parsed and
  *    decided on, never the client's bytes.
- * 7. Forwarding uses the router's shared undici client (`http/upstream.ts`: keep-alive pool, one
- *    retry on a new connection when a pooled one was stale). Response headers must arrive within
- *    `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
- * 8. Usage: `usage.total_tokens` of a 2xx body, or of the last stream chunk that carries usage,
- *    settles the reservation. Bodies nobody needs to judge are not parsed whole: usage is read
- *    from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx answer without
- *    usage (or cut short) is charged an estimate: prompt bytes / 4 + answer bytes relayed / 4
- *    (`estimateUsage`). A non-2xx answer or no answer settles at 0.
+ * 7. Forwarding uses the router's shared undici client (`http/upstream.ts`: keep-alive pool).
+ *    Response headers must arrive within `fetchTimeoutMs`; no answer at all → 502 `proxy_error`.
+ *    A completion is never sent twice (ADR 0027): no retry on a stale pooled connection, and a
+ *    transport failure moves on to the next candidate only when the request was not written (the
+ *    connection could not be made); one that was written gets 502.
+ * 8. Usage (ADR 0027): `usage.total_tokens` of a 2xx body, or of the last stream chunk that
+ *    carries usage, settles the reservation. Bodies nobody needs to judge are not parsed whole:
+ *    usage is read from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx
+ *    answer read to its end without usage is charged an estimate (`estimateUsage`). A request
+ *    that was written and got no whole answer (none, or cut short without usage) is charged at
+ *    least its reservation. A non-2xx answer, or a request never written, settles at 0. When the
+ *    agent goes away after its request was written, the answer is still read (not relayed) to
+ *    learn its usage: for at most `fetchTimeoutMs` more and MAX_BUFFERED_RESPONSE_BYTES of body;
+ *    past either it is cut (and charged at least the reservation).
  * 9. Content-safety floor (when active): a 2xx JSON body is judged whole and replaced by a 403 when
  *    blocked; a 400 carrying `error.innererror.content_filter_result` is judged on severities; a
  *    stream is judged at its first annotated event (see `sse.ts`), keeping the upstream status.
  *    An upstream 400/403 content-filter refusal passes through with the decision headers added.
  *
  * Guarantees: the handler never rejects and never throws; bad upstream output is passed on or
- * refused, never a crash. When the client goes away the upstream request is aborted.
+ * refused, never a crash. When the client goes away before its request was written, the upstream
+ * request is aborted (nothing is sent); after, it is read to its end within the bounds of step 8.
  *
  * Caveats:
  * - One upstream URL serves every provider and deployment; `anthropic` / `ollama` do not change the
  *   upstream (the server wiring picks the URL).
  * - A 400 without content-filter annotations is not subject to `requirePromptShields`: it carries
  *   no model output to protect, and turning every client error into a 403 would hide it.
- * - A stream blocked mid-way is cut upstream too; it is charged the estimate.
+ * - A stream blocked mid-way is cut upstream too; without usage it is charged at least the reservation.
  * - `stream_options.include_usage` is always set on streams, so clients also receive the final
  *   usage chunk (`choices: []`) even when they did not ask for it.
  */
@@ -74,6 +81,7 @@ import {
   decideHead,
   decideRequest,
   matchInferencePath,
+  newMeter,
   relayMode,
   settleTokens,
   tooLarge,
@@ -83,7 +91,8 @@ import {
   type PipelineContext,
   type Reject,
 } from './pipeline.js';
-import { createRelay, type BodyRelay, type Decide } from './relay.js';
+import { MAX_BUFFERED_RESPONSE_BYTES, createRelay, type BodyRelay, type Decide } from './relay.js';
+import { DrainRelay } from './drain.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, matchInferencePath, routePlan } from './pipeline.js';
 export type { InferenceRoute } from './pipeline.js';
@@ -191,17 +200,19 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         return;
       }
     }
+    // The agent left while its request was read or moderated: nothing has been sent, nothing is.
+    if (res.destroyed) return;
     // Step 5: reserve the request's maximum against the daily / monthly budget.
     const reserved = budget.reserve(sandbox, d.reserve.caps, d.reserve.tokens);
     if (!reserved.ok) {
       refuse(res, budgetExceeded(reserved.message), decide);
       return;
     }
-    const meter: Meter = { status: undefined, usage: undefined, bytes: 0 };
+    const meter = newMeter();
     try {
       await forward(req, res, d, meter, decide);
     } finally {
-      reserved.reservation.settle(settleTokens(meter, d.promptBytes));
+      reserved.reservation.settle(settleTokens(meter, d.promptBytes, reserved.reservation.amount));
     }
   }
 
@@ -222,6 +233,10 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     readonly #d: Forward;
     readonly #meter: Meter;
     readonly #decide: Decide;
+    /** The meter, for the attempt relayed. */
+    get meter(): Meter {
+      return this.#meter;
+    }
     readonly #headers: OutgoingHttpHeaders;
     readonly #resolve: () => void;
     #i = 0;
@@ -229,14 +244,21 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     #attempt: Attempt | undefined = undefined;
     #gone = false;
     #over = false;
+    #drainTimer: NodeJS.Timeout | undefined = undefined;
     readonly #onClose = (): void => {
       if (this.#res.writableFinished) return;
       this.#gone = true;
-      // The attempt hears of it through its aborted upstream request's onError (at once when it
-      // has a connection, else when undici gives it one), and ends the exchange from there.
       const call = this.#attempt?.call;
-      if (call === undefined) this.done();
-      else call.abort();
+      if (call === undefined) return this.done();
+      // Not yet written: nothing reached the upstream, so nothing is sent (the attempt hears of it
+      // through its aborted request's onError and ends the exchange from there).
+      if (!call.written) return call.abort();
+      // Written: the upstream runs it and bills it whatever the agent does. Keep reading the answer
+      // (ADR 0027), without the client's backpressure, for at most the upstream timeout; past it,
+      // or past MAX_BUFFERED_RESPONSE_BYTES of answer, cut it (charged at least the reservation).
+      call.resume();
+      this.#drainTimer = setTimeout(() => call.abort(), timeoutMs);
+      this.#drainTimer.unref();
     };
 
     constructor(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide, resolve: () => void) {
@@ -253,6 +275,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     readonly done = (): void => {
       if (this.#over) return;
       this.#over = true;
+      if (this.#drainTimer !== undefined) clearTimeout(this.#drainTimer);
       this.#res.off('close', this.#onClose);
       this.#resolve();
     };
@@ -275,7 +298,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
           headers: this.#headers,
           body: target.body,
           headersTimeoutMs: timeoutMs,
-          retryStale: true,
+          // Never retried: a written completion may have run (ADR 0027).
+          retryStale: false,
         },
         a,
       );
@@ -283,9 +307,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
 
     /** The answer of an attempt arrived: pass it over (step 6) or relay it (steps 8, 9). */
     head(status: number, headers: IncomingHttpHeaders, last: boolean, call: UpstreamCall): BodyRelay | undefined {
-      if (this.#gone || this.#over) {
+      this.#meter.written = true;
+      if (this.#over) {
         call.abort();
         return undefined;
+      }
+      if (this.#gone) {
+        // The agent left while the upstream worked: read the answer only to charge it.
+        this.#meter.status = status;
+        return new DrainRelay(status, headers, this.#meter, this.done);
       }
       if (tryNext(status, last)) {
         // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
@@ -301,10 +331,19 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       );
     }
 
-    /** An attempt failed before its answer: the next candidate, or 502 after the last. */
-    failed(last: boolean): void {
+    /** Whether the agent has gone and the answer is read past the byte bound (the caller cuts it). */
+    overDrained(): boolean {
+      return this.#gone && this.#meter.bytes > MAX_BUFFERED_RESPONSE_BYTES;
+    }
+
+    /**
+     * An attempt failed before its answer: the next candidate, or 502 after the last. A request
+     * that was written is not sent again, to this candidate or another (ADR 0027): 502, charged.
+     */
+    failed(last: boolean, written: boolean): void {
+      if (written) this.#meter.written = true;
       if (this.#gone || this.#over) return this.done();
-      if (!last) return this.next();
+      if (!last && !written) return this.next();
       this.#decide('allow', 'proxy_error');
       sendRefusal(this.#res, proxyError());
       this.done();
@@ -328,15 +367,20 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
 
     onData(chunk: Buffer): boolean {
-      return this.#relay === undefined ? true : this.#relay.onData(chunk);
+      if (this.#relay === undefined) return true;
+      const more = this.#relay.onData(chunk);
+      if (this.#x.overDrained()) this.call?.abort();
+      return more;
     }
 
     onEnd(): void {
-      this.#relay?.onEnd();
+      if (this.#relay === undefined) return;
+      this.#x.meter.complete = true;
+      this.#relay.onEnd();
     }
 
-    onError(_err: Error, answered: boolean): void {
-      if (!answered) this.#x.failed(this.#last);
+    onError(_err: Error, answered: boolean, written: boolean): void {
+      if (!answered) this.#x.failed(this.#last, written);
       else this.#relay?.onError();
     }
   }

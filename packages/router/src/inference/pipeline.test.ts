@@ -13,7 +13,9 @@ import {
   decideRequest,
   judgeAnswer,
   relayMode,
+  newMeter,
   settleTokens,
+  type Meter,
   tryNext,
   upstreamFilterReason,
   type Forward,
@@ -21,6 +23,7 @@ import {
   type Reject,
 } from './pipeline.js';
 import { inferenceRules, safetyRules } from '../testing/rules.js';
+import { estimateUsage } from './limits.js';
 
 const CTX: PipelineContext = { basePath: '', defaultDailyTokens: null, guardrailConfigured: false };
 const OPENAI = { kind: 'openai', query: '' } as const;
@@ -102,7 +105,7 @@ describe('pipeline: the request body', () => {
     const f = forwarded(decide({ ...MSG, n: 3 }, rules({ tokenBudget: budget(100, 5000) })));
     assert.equal(JSON.parse(f.text).max_tokens, 33);
     assert.deepEqual(f.reserve.caps, { dailyTokens: 5000, monthlyTokens: null });
-    assert.equal(f.reserve.tokens, Math.ceil(f.promptBytes / 4) + 99);
+    assert.equal(f.reserve.tokens, f.promptBytes + 99, 'one token per prompt byte (ADR 0027) plus the completion maximum');
   });
 
   it('asks streams for usage, so a stream can always be charged', () => {
@@ -212,10 +215,16 @@ describe('pipeline: answers', () => {
     assert.equal(upstreamFilterReason({ error: { code: 'other', message: 'x' } }), undefined);
   });
 
-  it('settles on reported usage, charges a usage-less 2xx the estimate, and a non-2xx or no answer nothing', () => {
-    assert.equal(settleTokens({ status: 200, usage: 7, bytes: 400 }, 40), 7);
-    assert.equal(settleTokens({ status: 200, usage: undefined, bytes: 400 }, 40), 10 + 100);
-    assert.equal(settleTokens({ status: 500, usage: 7, bytes: 400 }, 40), 0);
-    assert.equal(settleTokens({ status: undefined, usage: undefined, bytes: 0 }, 40), 0);
+  it('settles on reported usage, charges a usage-less 2xx the estimate, a non-2xx or an unwritten request nothing, and a written request without a whole answer at least its reservation (ADR 0027)', () => {
+    const m = (o: Partial<Meter>): Meter => ({ ...newMeter(), written: true, complete: true, ...o });
+    const est = estimateUsage(40, 400);
+    assert.equal(settleTokens(m({ status: 200, usage: 7, bytes: 400 }), 40, 500), 7);
+    assert.equal(settleTokens(m({ status: 200, usage: 7, bytes: 400, complete: false }), 40, 500), 7, 'usage reported, then cut');
+    assert.equal(settleTokens(m({ status: 200, bytes: 400 }), 40, 500), est);
+    assert.equal(settleTokens(m({ status: 200, bytes: 400, complete: false }), 40, 500), Math.max(500, est), 'cut short without usage');
+    assert.equal(settleTokens(m({ status: 200, bytes: 1_000_000, complete: false }), 40, 500), estimateUsage(40, 1_000_000));
+    assert.equal(settleTokens(m({ status: 500, usage: 7, bytes: 400 }), 40, 500), 0);
+    assert.equal(settleTokens(m({ status: undefined, complete: false }), 40, 500), 500, 'written, no answer: the reservation');
+    assert.equal(settleTokens({ ...newMeter() }, 40, 500), 0, 'never written: nothing');
   });
 });

@@ -283,19 +283,36 @@ export function upstreamFilterReason(parsed: unknown): string | undefined {
 
 /** What one upstream answer used, counted by the proxy. */
 export interface Meter {
-  /** Status of the answer relayed to the client; undefined when none was. */
+  /** Status of the answer relayed to the client (or drained after it left); undefined when none was. */
   status: number | undefined;
   /** `usage.total_tokens` when the answer carried it. */
   usage: number | undefined;
   /** Answer bytes relayed or judged. */
   bytes: number;
+  /** Whether a request was handed to an upstream connection to be written (it may have run). */
+  written: boolean;
+  /** Whether the answer's body arrived to its end. */
+  complete: boolean;
+}
+
+/** A meter before anything was sent. */
+export function newMeter(): Meter {
+  return { status: undefined, usage: undefined, bytes: 0, written: false, complete: false };
 }
 
 /**
- * What a reservation settles at (step 8): the reported usage of a 2xx answer, else the estimate
- * `ceil(prompt bytes / 4) + ceil(answer bytes / 4)`; 0 for a non-2xx answer or none.
+ * What a reservation of `reserved` tokens settles at (step 8, ADR 0027):
+ * - nothing written upstream: 0 (no upstream can have run it);
+ * - a non-2xx answer: 0 (the upstream refused it);
+ * - a 2xx answer that reported usage: that usage, whether the agent stayed or not;
+ * - a 2xx answer read to its end without usage: the estimate `estimateUsage(prompt, answer bytes)`;
+ * - otherwise (written, and no answer, or a 2xx answer cut short without usage): the larger of
+ *   the reservation and that estimate. A forwarded request is never free.
  */
-export function settleTokens(m: Meter, promptBytes: number): number {
-  const ok = m.status !== undefined && m.status >= 200 && m.status < 300;
-  return !ok ? 0 : (m.usage ?? estimateUsage(promptBytes, m.bytes));
+export function settleTokens(m: Meter, promptBytes: number, reserved: number): number {
+  if (!m.written) return 0;
+  if (m.status !== undefined && (m.status < 200 || m.status >= 300)) return 0;
+  if (m.status !== undefined && m.usage !== undefined) return m.usage;
+  const estimate = m.status === undefined ? 0 : estimateUsage(promptBytes, m.bytes);
+  return m.status !== undefined && m.complete ? estimate : Math.max(reserved, estimate);
 }
