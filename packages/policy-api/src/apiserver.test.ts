@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { eventually, findKubectl, startTestServer, type TestServer } from '@kars/apiserver/testing';
+import { dirname, join } from 'node:path';
+import { accessSync, constants, realpathSync } from 'node:fs';
+import { eventually, findKubectl, runKubectl, startTestServer, type TestServer } from '@kars/apiserver/testing';
 import { allCrds } from './crds.js';
 import { KARS_RESOURCES, type KarsObject } from './types.js';
 import { samples } from './testing/samples.js';
@@ -191,6 +192,60 @@ describe('operator signals at admission, through kubectl (issue 9 item 7)', () =
       assert.equal(ok.code, 0, ok.out);
     },
   );
+});
+
+/** kubectl 1.33 when it is installed beside the one findKubectl picks (its explain reads OpenAPI v3), else that one. */
+function explainKubectl(): string | undefined {
+  const base = findKubectl();
+  if (base === undefined) return undefined;
+  const k133 = join(dirname(realpathSync(base)), 'kubectl.1.33');
+  try {
+    accessSync(k133, constants.X_OK);
+    return k133;
+  } catch {
+    return base;
+  }
+}
+
+describe('kubectl explain documents the kars kinds (issue 24 item 6)', () => {
+  let ts: TestServer;
+  const kubectl = explainKubectl();
+  before(async () => {
+    ts = await startTestServer();
+    for (const crd of allCrds()) assert.equal((await ts.client.post(CRDS, crd)).status, 201);
+    for (const r of KARS_RESOURCES) await eventually(async () => (await ts.client.get(path(r.kind))).status === 200);
+  });
+  after(async () => ts.close());
+
+  it(
+    'explains inferencepolicy.spec.tokenBudget field by field: meaning, unit, default, what the router does',
+    { skip: kubectl ? false : 'no kubectl binary found' },
+    async () => {
+      const r = await runKubectl(kubectl!, ts.server.kubeconfigPath, ['explain', 'inferencepolicy.spec.tokenBudget']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, /<no description>/, r.stdout);
+      assert.match(r.stdout, /perRequestTokens\s+<integer>\s+Tokens\. Most completion tokens one request may ask for/);
+      assert.match(r.stdout, /429\s+per_request_tokens_exceeded/);
+      assert.match(r.stdout, /dailyTokens\s+<integer>\s+Tokens \(input \+ output/);
+      assert.match(r.stdout, /monthlyTokens\s+<integer>/);
+    },
+  );
+
+  for (const field of [
+    'inferencepolicy.spec',
+    'toolpolicy.spec.rateLimit',
+    'toolpolicy.spec.commerce',
+    'egressapproval.spec',
+    'karssandbox.spec.networkPolicy',
+    'karssandbox.status.routers',
+  ]) {
+    it(`explains ${field} with no field left undocumented`, { skip: kubectl ? false : 'no kubectl binary found' }, async () => {
+      const r = await runKubectl(kubectl!, ts.server.kubeconfigPath, ['explain', field]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /FIELDS:/);
+      assert.doesNotMatch(r.stdout, /<no description>/, r.stdout);
+    });
+  }
 });
 
 describe('READY and REASON printer columns (issue 9 item 7)', () => {

@@ -37,14 +37,30 @@ const conditionSchema = {
   properties: {
     type: {
       type: 'string',
+      description: 'Condition type: Ready, Progressing or Degraded.',
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     },
-    status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
-    lastTransitionTime: { type: 'string', format: 'date-time' },
-    reason: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
-    message: { type: 'string', maxLength: 32768 },
+    status: { type: 'string', enum: ['True', 'False', 'Unknown'], description: 'True, False or Unknown.' },
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'metadata.generation of the spec this condition was computed from.',
+    },
+    lastTransitionTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'RFC 3339 time the status last changed; kept when only the reason or message changes.',
+    },
+    reason: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+      description: 'CamelCase machine-readable reason, e.g. RouterEnforcing, AwaitingRouterEnforcement, InvalidSpec.',
+    },
+    message: { type: 'string', maxLength: 32768, description: 'Human-readable detail, e.g. which routers confirmed the digest.' },
   },
 } as const satisfies JSONSchemaProps;
 
@@ -70,7 +86,7 @@ const ociRefSchema = {
   required: ['registry', 'repository', 'digest'],
   properties: {
     registry: { type: 'string', minLength: 1, maxLength: 253, description: 'Registry host, e.g. myregistry.azurecr.io.' },
-    repository: { type: 'string', minLength: 1, maxLength: 255 },
+    repository: { type: 'string', minLength: 1, maxLength: 255, description: 'Repository path in the registry, e.g. policies/demo.' },
     digest: { type: 'string', pattern: '^sha256:[a-f0-9]{64}$', description: 'Manifest digest, sha256:<64 hex>.' },
     tag: { type: 'string', maxLength: 128, description: 'Informational; the digest decides.' },
   },
@@ -78,8 +94,9 @@ const ociRefSchema = {
 
 const labelMapSchema = {
   type: 'object',
-  additionalProperties: { type: 'string' },
+  additionalProperties: { type: 'string', description: 'Label value.' },
   default: {},
+  description: 'Label selector (key: value, all must match). Default {}.',
 } as const satisfies JSONSchemaProps;
 
 /** Hostname only: no scheme, path, port, user info, query or whitespace. */
@@ -87,46 +104,77 @@ export const HOST_PATTERN = '^[^\\s/:@?#]+$';
 
 const endpointSchema = {
   type: 'object',
+  description: 'One egress endpoint: host and TCP port.',
   required: ['host'],
   properties: {
     host: { type: 'string', minLength: 1, maxLength: 253, pattern: HOST_PATTERN, description: 'Host name only (no scheme, path or port).' },
-    port: { type: 'integer', format: 'int32', minimum: 1, maximum: 65535, description: 'Defaults to 443 in the compiled form.' },
+    port: {
+      type: 'integer',
+      format: 'int32',
+      minimum: 1,
+      maximum: 65535,
+      description: 'TCP port, 1 to 65535. Absent: 443 in the compiled form (the egress proxy then admits host:443 only).',
+    },
   },
 } as const satisfies JSONSchemaProps;
 
 const nameRefSchema = {
   type: 'object',
   required: ['name'],
-  properties: { name: { type: 'string', minLength: 1, maxLength: 253 } },
+  properties: { name: { type: 'string', minLength: 1, maxLength: 253, description: 'Name of the object in the same namespace.' } },
 } as const satisfies JSONSchemaProps;
 
 const propagationSchema = {
   type: 'object',
   description: 'How long the last edit took to reach the routers (kars only).',
   properties: {
-    lastMs: { type: 'integer', format: 'int64', minimum: 0 },
+    lastMs: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'Milliseconds from the last edit (generation change) to every referencing router enforcing its digest.',
+    },
     maxMs: {
       type: 'integer',
       format: 'int64',
       minimum: 0,
-      description: 'The longest edit → every router enforcing recorded for this policy.',
+      description: 'Milliseconds: the longest edit → every router enforcing recorded for this policy.',
     },
-    lastCompileMs: { type: 'integer', format: 'int64', minimum: 0 },
+    lastCompileMs: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'Milliseconds from the last edit to its compiled ConfigMap being written.',
+    },
   },
 } as const satisfies JSONSchemaProps;
 
-const digestStatus = { type: 'string', description: 'sha256:<64 hex> canonical digest.' } as const satisfies JSONSchemaProps;
+const digestStatus = {
+  type: 'string',
+  description: 'sha256:<64 hex> canonical digest of the compiled bytes; the value each router must echo.',
+} as const satisfies JSONSchemaProps;
 const nullableDigestStatus = {
   type: 'string',
   nullable: true,
   description: 'Set to the compiled digest only once every router confirmed it; otherwise null.',
 } as const satisfies JSONSchemaProps;
-const timeStatus = { type: 'string', format: 'date-time' } as const satisfies JSONSchemaProps;
-const policyPhaseStatus = { type: 'string', enum: ['Compiled', 'Ready', 'Degraded'] } as const satisfies JSONSchemaProps;
+const timeStatus = { type: 'string', format: 'date-time', description: 'RFC 3339 UTC time.' } as const satisfies JSONSchemaProps;
+const policyPhaseStatus = {
+  type: 'string',
+  enum: ['Compiled', 'Ready', 'Degraded'],
+  description:
+    'Compiled: the ConfigMap is written, not every referencing router echoes it yet. Ready: every router echoes the compiled digest. Degraded: the spec cannot be compiled (see the Degraded condition).',
+} as const satisfies JSONSchemaProps;
 
 const uint64 = { type: 'integer', format: 'int64', minimum: 0 } as const satisfies JSONSchemaProps;
 const uint32 = { type: 'integer', format: 'int64', minimum: 0, maximum: 4294967295 } as const satisfies JSONSchemaProps;
 const severity = { type: 'string', enum: ['Safe', 'Low', 'Medium', 'High'] } as const satisfies JSONSchemaProps;
+/** The content-safety description for one category. */
+function severityOf(category: string): { readonly description: string } {
+  return {
+    description: `Highest tolerated ${category} severity (Safe < Low < Medium < High). The router blocks a response whose upstream content-filter annotation for ${category} is strictly above it (403 inference_policy_content_safety_exceeded). Absent: ${category} is not policed.`,
+  };
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // InferencePolicy (contract §1.1)
@@ -134,9 +182,19 @@ const severity = { type: 'string', enum: ['Safe', 'Low', 'Medium', 'High'] } as 
 const modelRefSchema = {
   type: 'object',
   required: ['provider', 'deployment'],
+  description: 'One upstream route: provider and deployment.',
   properties: {
-    provider: { type: 'string', minLength: 1 },
-    deployment: { type: 'string', minLength: 1 },
+    provider: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'azure-openai, anthropic, ollama or bedrock. On primary a recognised value overrides spec.provider; a bedrock fallback is skipped.',
+    },
+    deployment: {
+      type: 'string',
+      minLength: 1,
+      description: 'Deployment (model) name; the router writes it into the forwarded request (the Azure path segment, or the body model).',
+    },
   },
 } as const satisfies JSONSchemaProps;
 
@@ -147,20 +205,46 @@ export const inferencePolicySpecSchema = {
   properties: {
     appliesTo: {
       type: 'object',
-      description: 'Selector; the fields are ANDed.',
+      description:
+        'Selector (the fields are ANDed), compiled into the profile unchanged. A sandbox gets this policy through its KarsSandbox spec.inferenceRef; the router does not evaluate appliesTo.',
       properties: {
-        sandboxName: { type: 'string', maxLength: 253, description: 'Empty or absent: any sandbox in the namespace.' },
-        sandboxMatchLabels: labelMapSchema,
-        action: { type: 'string', enum: ['chat', 'responses', 'image', 'embeddings', '*'], default: '*' },
+        sandboxName: {
+          type: 'string',
+          maxLength: 253,
+          description: 'Sandbox name. Empty or absent: any sandbox in the namespace. Recorded, not evaluated by the router.',
+        },
+        sandboxMatchLabels: {
+          ...labelMapSchema,
+          description: 'Sandbox labels that must all match. Default {}. Recorded, not evaluated by the router.',
+        },
+        action: {
+          type: 'string',
+          enum: ['chat', 'responses', 'image', 'embeddings', '*'],
+          default: '*',
+          description:
+            'Which inference action the policy is meant for: chat, responses, image, embeddings or * (default). Recorded, not evaluated: the router applies the policy to every inference request.',
+        },
       },
     },
     tokenBudget: {
       type: 'object',
       description: 'Caps on input+output tokens. Absent: no budget from this policy.',
       properties: {
-        perRequestTokens: uint64,
-        dailyTokens: uint64,
-        monthlyTokens: uint64,
+        perRequestTokens: {
+          ...uint64,
+          description:
+            'Tokens. Most completion tokens one request may ask for (n × max(max_tokens, max_completion_tokens)); above it the router answers 429 per_request_tokens_exceeded. A request that sets no limit gets max_tokens = floor(cap / n) written in. Absent: no per-request cap.',
+        },
+        dailyTokens: {
+          ...uint64,
+          description:
+            'Tokens (input + output, usage.total_tokens) per sandbox per UTC calendar day. Each request reserves its maximum before forwarding; once usage plus reservations reaches the cap the router answers 429 budget_exceeded. Absent: the TOKEN_BUDGET_DAILY env var of the router, else no daily cap. Counters live in router memory and reset when it restarts.',
+        },
+        monthlyTokens: {
+          ...uint64,
+          description:
+            'Tokens per sandbox per UTC calendar month, enforced like dailyTokens (429 budget_exceeded). Must be ≥ dailyTokens. Absent: no monthly cap.',
+        },
       },
       'x-kubernetes-validations': [
         {
@@ -174,42 +258,65 @@ export const inferencePolicySpecSchema = {
       type: 'object',
       description: 'Maximum tolerated severity per category; a finding strictly above it blocks.',
       properties: {
-        hate: severity,
-        selfHarm: severity,
-        sexual: severity,
-        violence: severity,
-        requirePromptShields: { type: 'boolean' },
+        hate: { ...severity, ...severityOf('hate') },
+        selfHarm: { ...severity, ...severityOf('self-harm') },
+        sexual: { ...severity, ...severityOf('sexual') },
+        violence: { ...severity, ...severityOf('violence') },
+        requirePromptShields: {
+          type: 'boolean',
+          description:
+            'When true, the router blocks a response that carries no content-filter annotations at all (403 inference_policy_prompt_shields_required): fail closed. Default false.',
+        },
       },
     },
     modelPreference: {
       type: 'object',
+      description: 'Preferred route and ordered fallbacks. Absent: the request goes to the deployment it names.',
       required: ['primary'],
       properties: {
-        primary: modelRefSchema,
-        fallback: { type: 'array', items: modelRefSchema, default: [] },
+        primary: { ...modelRefSchema, description: 'The route tried first; its deployment replaces the one the request names.' },
+        fallback: {
+          type: 'array',
+          items: modelRefSchema,
+          default: [],
+          description:
+            'Tried in order when the previous candidate answers 5xx or 429 or cannot be reached; the last answer is returned as it is. Empty names, duplicates and bedrock entries are skipped. Default [].',
+        },
       },
     },
     provider: {
       type: 'string',
       enum: ['azure-openai', 'anthropic', 'ollama', 'bedrock'],
-      description: 'Default upstream; absent means the router default (azure-openai). Not defaulted here: bundleRef excludes it.',
+      description:
+        'Upstream provider: azure-openai, anthropic, ollama or bedrock. A recognised modelPreference.primary.provider overrides it. Absent: azure-openai. The router answers bedrock with 501 provider_unimplemented. Not defaulted here: bundleRef excludes it.',
     },
     guardrails: {
       type: 'array',
-      description: 'Ordered guardrail stages; the first that flags content blocks. A stage the router cannot run fails closed.',
+      description:
+        'Ordered guardrail stages; the first that flags content blocks (403 inference_policy_guardrail_flagged). A router without a backend for a stage refuses the whole policy (NACK, never Ready); a backend that cannot answer fails the request closed (503 guardrail_unavailable).',
       items: {
         type: 'object',
+        description: 'One guardrail stage.',
         required: ['provider'],
         properties: {
-          provider: { type: 'string', enum: ['openai-moderation'] },
-          applyTo: { type: 'string', enum: ['input', 'output', 'both'] },
+          provider: {
+            type: 'string',
+            enum: ['openai-moderation'],
+            description: 'openai-moderation: the OpenAI /v1/moderations API (kars router --guardrail-url).',
+          },
+          applyTo: {
+            type: 'string',
+            enum: ['input', 'output', 'both'],
+            description: 'input (the request), output (the answer) or both. Absent: both.',
+          },
         },
       },
     },
-    displayName: { type: 'string' },
+    displayName: { type: 'string', description: 'Human-readable label; compiled, not enforced.' },
     bundleRef: {
       ...ociRefSchema,
-      description: 'Signed bundle; exclusive with every content field. appliesTo always comes from this object.',
+      description:
+        'Signed OCI bundle with the policy content; exclusive with every content field, appliesTo always comes from this object. Accepted by the schema, but this kars does not fetch or verify bundles: the controller marks the policy Degraded (InvalidRef).',
     },
   },
   'x-kubernetes-validations': [
@@ -224,13 +331,19 @@ export const inferencePolicySpecSchema = {
 
 export const inferencePolicyStatusSchema = {
   type: 'object',
+  description: 'Written by the controller.',
   properties: {
     phase: policyPhaseStatus,
     observedGeneration: observedGenerationSchema,
     conditions: conditionsSchema,
-    profileConfigMapRef: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+    profileConfigMapRef: {
+      type: 'object',
+      description: 'The compiled ConfigMap.',
+      required: ['name'],
+      properties: { name: { type: 'string', description: 'inferencepolicy-<name>-profile, in this namespace.' } },
+    },
     versionHash: { type: 'string', description: '32 hex chars (legacy change detection).' },
-    lastCompiledAt: timeStatus,
+    lastCompiledAt: { ...timeStatus, description: 'RFC 3339 UTC time (whole seconds) of the last compile.' },
     compiledDigest: digestStatus,
     loadedDigest: nullableDigestStatus,
     bundleRefDigest: { type: 'string', description: 'OCI manifest digest; only on the bundle path.' },
@@ -259,25 +372,45 @@ export const toolPolicySpecSchema = {
   properties: {
     appliesTo: {
       type: 'object',
-      description: 'AND selector; the most specific selector wins (resolved by the router).',
+      description: 'AND selector; of the policies that match a tool call, the router uses the most specific.',
       properties: {
-        tool: { type: 'string', minLength: 1, description: '"*" means every tool.' },
-        mcpServer: { type: 'string', minLength: 1 },
-        sandboxMatchLabels: labelMapSchema,
+        tool: {
+          type: 'string',
+          minLength: 1,
+          description: 'Tool name the policy governs (compared ignoring case). "*" or absent: every tool.',
+        },
+        mcpServer: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'MCP server name: the NAME of kars router --mcp-upstream NAME=URL (served at /mcp/NAME). "*" or absent: any server. A router that does not front that server refuses the policy (NACK, never Ready).',
+        },
+        sandboxMatchLabels: {
+          ...labelMapSchema,
+          description:
+            'Sandbox labels that must all match. Default {}. Recorded, not evaluated: a sandbox gets its ToolPolicy through spec.governance.toolPolicyRef.',
+        },
       },
     },
     commerce: {
       type: 'object',
-      description: 'AP2 spend caps.',
+      description:
+        'AP2 spend caps. Accepted by the schema, but the kars router has no AP2 evaluator: a router refuses a ToolPolicy with commerce (NACK, never Ready) rather than ignore it.',
       properties: {
-        dailyCap: money,
-        monthlyCap: money,
-        perTransferCap: money,
+        dailyCap: {
+          ...money,
+          description: 'Spend cap per UTC day, "<ISO 4217 code> <amount>", e.g. "USD 100.00". Not enforced (see commerce).',
+        },
+        monthlyCap: {
+          ...money,
+          description: 'Spend cap per UTC month, same currency as dailyCap and ≥ it, e.g. "USD 1000.00". Not enforced (see commerce).',
+        },
+        perTransferCap: { ...money, description: 'Cap per transfer, e.g. "USD 25.00". Not enforced (see commerce).' },
         counterpartyAllowlist: {
           type: 'array',
-          items: { type: 'string', minLength: 1 },
+          items: { type: 'string', minLength: 1, description: 'A counterparty identifier.' },
           default: [],
-          description: 'Empty means deny-all (fail closed).',
+          description: 'Counterparties transfers may go to; empty means deny-all (fail closed). Default []. Not enforced (see commerce).',
         },
       },
       'x-kubernetes-validations': [
@@ -293,29 +426,53 @@ export const toolPolicySpecSchema = {
     },
     rateLimit: {
       type: 'object',
-      description: 'Token bucket.',
+      description:
+        'Token bucket per sandbox, policy and tool, in router memory (each router replica allows the full rate). Over the limit the gateway answers JSON-RPC error rate_limited (-32003) with the time until the next token.',
       properties: {
-        rps: uint32,
-        burst: uint32,
-        window: { type: 'string', pattern: '^[1-9][0-9]{0,5}[smhd]$', description: 'e.g. 1m, 1h, 24h.' },
+        rps: {
+          ...uint32,
+          description: 'Calls per second the bucket refills. 0: never refills (burst calls, then none). Absent: no rate limit.',
+        },
+        burst: { ...uint32, description: 'Bucket size in calls; starts full. Absent or 0: max(1, rps).' },
+        window: {
+          type: 'string',
+          pattern: '^[1-9][0-9]{0,5}[smhd]$',
+          description:
+            'A duration such as 1m, 1h or 24h. Accepted and compiled, not enforced: the bucket is defined by rps and burst alone.',
+        },
       },
     },
     approval: {
       type: 'object',
       description: 'Human in the loop. When commerce is set the effective default mode is aboveThreshold.',
       properties: {
-        mode: { type: 'string', enum: ['never', 'always', 'aboveThreshold'] },
-        threshold: { type: 'string' },
-        channel: { type: 'string' },
+        mode: {
+          type: 'string',
+          enum: ['never', 'always', 'aboveThreshold'],
+          description:
+            'never (default without commerce): no approval. always: the gateway refuses each call with JSON-RPC error approval_required (-32002), as it has no approval channel. aboveThreshold: needs AP2 amounts, so a router refuses the policy (NACK, never Ready).',
+        },
+        threshold: { type: 'string', description: 'Amount above which aboveThreshold asks for approval. Accepted, not enforced.' },
+        channel: { type: 'string', description: 'Where approval requests go. Accepted, not used: the gateway has no approval channel.' },
       },
     },
-    displayName: { type: 'string' },
+    displayName: { type: 'string', description: 'Human-readable label; compiled, not enforced.' },
     agtProfile: {
       type: 'object',
-      description: "The customer's AGT policy profile: exactly one of inline or bundleRef.",
+      description:
+        "The customer's AGT policy profile: exactly one of inline or bundleRef. The only part the router echoes (kind AgtProfile); absent: no AGT rules.",
       properties: {
-        inline: { type: 'string', minLength: 1, description: 'Raw AGT YAML, written verbatim.' },
-        bundleRef: ociRefSchema,
+        inline: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'Raw AGT YAML (rules of allow/deny globs, a default), written verbatim to agt-profile.yaml; the gateway denies a matching tools/call with tool_denied (-32001). A profile outside the subset in packages/router/AGT-SUBSET.md is refused (NACK).',
+        },
+        bundleRef: {
+          ...ociRefSchema,
+          description:
+            'Signed OCI bundle with the AGT YAML. Accepted by the schema, but this kars does not fetch or verify bundles: the controller marks the policy Degraded (InvalidRef).',
+        },
       },
       'x-kubernetes-validations': [
         {
@@ -329,13 +486,14 @@ export const toolPolicySpecSchema = {
 
 export const toolPolicyStatusSchema = {
   type: 'object',
+  description: 'Written by the controller.',
   properties: {
     phase: policyPhaseStatus,
     observedGeneration: observedGenerationSchema,
     conditions: conditionsSchema,
-    lastCompiledAt: timeStatus,
+    lastCompiledAt: { ...timeStatus, description: 'RFC 3339 UTC time (whole seconds) of the last compile.' },
     agtProfileDigest: { type: 'string', nullable: true, description: 'sha256 canonical digest over agt-profile.yaml.' },
-    agtProfileBundleDigest: { type: 'string' },
+    agtProfileBundleDigest: { type: 'string', description: 'OCI manifest digest of agtProfile.bundleRef; only on the bundle path.' },
     compiledDigest: { type: 'string', nullable: true, description: 'The echoed digest (agtProfileDigest when an AGT profile resolves).' },
     loadedDigest: nullableDigestStatus,
     propagation: propagationSchema,
@@ -374,21 +532,39 @@ export const egressApprovalSpecSchema = {
   description: 'A short-lived, additive widening of one sandbox baseline egress allowlist.',
   required: ['sandbox', 'hosts', 'reason', 'ttl'],
   properties: {
-    sandbox: { type: 'string', minLength: 1, maxLength: 253, description: 'A sandbox in the same namespace.' },
-    hosts: { type: 'array', minItems: 1, maxItems: 16, items: endpointSchema },
+    sandbox: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 253,
+      description: 'The KarsSandbox (same namespace) whose egress this widens; the approval stays Pending until it is Running.',
+    },
+    hosts: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 16,
+      items: endpointSchema,
+      description:
+        '1 to 16 host:port endpoints added to the sandbox baseline while the approval is Active; the router egress proxy admits them until expiresAt (it checks the expiry itself too). Exact names only: wildcards and special addresses (loopback, private, link-local, metadata) open nothing.',
+    },
     reason: {
       type: 'string',
       minLength: 1,
       maxLength: 512,
-      description: '1 to 512 bytes; no control bytes except TAB, LF, CR (checked by the controller).',
+      description: 'Why the access is needed, for audit: 1 to 512 bytes; no control bytes except TAB, LF, CR (checked by the controller).',
       'x-kubernetes-validations': [{ rule: 'size(bytes(self)) <= 512', message: 'reason must be at most 512 bytes (UTF-8)' }],
     },
-    ticket: { type: 'string', minLength: 1, maxLength: 128 },
+    ticket: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 128,
+      description: 'Optional change or incident ticket, 1 to 128 characters; recorded, not checked.',
+    },
     ttl: {
       type: 'string',
       maxLength: 64,
       pattern: TTL_PATTERN,
-      description: 'ISO 8601 duration P[nD][T[nH][nM][nS]]; > 0 and at most the controller ceiling (default 24h, never above 7d).',
+      description:
+        'How long the approval lasts from effectiveAt: ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H; > 0 and at most the controller ceiling (EGRESS_APPROVAL_MAX_TTL_SECONDS, default 24h, never above 7d). No default.',
       'x-kubernetes-validations': [
         { rule: "self != 'P' && !self.endsWith('T')", message: 'ttl must name at least one unit, e.g. PT1H' },
         { rule: `!self.matches('${TTL_PATTERN}') || !self.matches('[1-9][0-9]{7,}')`, message: TTL_CAP_MESSAGE },
@@ -407,14 +583,22 @@ export const egressApprovalSpecSchema = {
 
 export const egressApprovalStatusSchema = {
   type: 'object',
+  description: 'Written by the controller.',
   properties: {
-    phase: { type: 'string', enum: ['Pending', 'Active', 'Expired'] },
+    phase: {
+      type: 'string',
+      enum: ['Pending', 'Active', 'Expired'],
+      description: 'Pending: not yet confirmed by the sandbox router. Active: the router enforces it. Expired: past expiresAt, removed.',
+    },
     observedGeneration: observedGenerationSchema,
     effectiveAt: { ...timeStatus, description: 'Stamped once; never moves.' },
     expiresAt: { ...timeStatus, description: 'effectiveAt + ttl.' },
-    mergedDigest: digestStatus,
-    hostCount: { type: 'integer', format: 'int32', minimum: 0 },
-    usageCount: { type: 'integer', format: 'int64', minimum: 0, description: 'Reserved.' },
+    mergedDigest: {
+      type: 'string',
+      description: 'sha256 digest of the merged allowlist (baseline ∪ every active approval of the sandbox) the router must echo.',
+    },
+    hostCount: { type: 'integer', format: 'int32', minimum: 0, description: 'Number of entries in spec.hosts.' },
+    usageCount: { type: 'integer', format: 'int64', minimum: 0, description: 'Reserved; not reported by the router yet.' },
     conditions: conditionsSchema,
     loadedDigest: nullableDigestStatus,
   },
@@ -428,24 +612,38 @@ export const karsSandboxSpecSchema = {
   description:
     'A sandbox: its policy bindings. A closed schema: any other field is unknown (kubectl apply/create, which validate strictly, refuse it with the field named).',
   properties: {
-    inferenceRef: { ...nameRefSchema, description: 'The InferencePolicy (same namespace) this sandbox uses.' },
+    inferenceRef: {
+      ...nameRefSchema,
+      description: 'The InferencePolicy (same namespace) the sandbox router enforces on inference. Absent: no InferencePolicy.',
+    },
     governance: {
       type: 'object',
+      description: 'Tool governance: which ToolPolicy the router MCP gateway enforces.',
       properties: {
-        enabled: { type: 'boolean', description: 'Absent means enabled.' },
+        enabled: { type: 'boolean', description: 'false: no ToolPolicy applies. Absent means enabled.' },
         toolPolicyRef: {
           type: 'object',
+          description: 'The ToolPolicy (same namespace).',
           required: ['name'],
           properties: { name: { type: 'string', maxLength: 253, description: 'Empty means the chart default, kars-default.' } },
         },
       },
     },
-    memoryRef: nameRefSchema,
+    memoryRef: { ...nameRefSchema, description: 'A KarsMemory binding. Accepted, not used by this kars.' },
     networkPolicy: {
       type: 'object',
+      description: 'Egress.',
       properties: {
-        allowedEndpoints: { type: 'array', items: endpointSchema, description: 'The baseline egress allowlist.' },
-        allowlistRef: { ...ociRefSchema, description: 'A signed egress allowlist bundle.' },
+        allowedEndpoints: {
+          type: 'array',
+          items: endpointSchema,
+          description:
+            'The baseline egress allowlist: the only host:port targets the router egress proxy admits besides active EgressApprovals. Absent or empty: no egress (403).',
+        },
+        allowlistRef: {
+          ...ociRefSchema,
+          description: 'A signed egress allowlist bundle. Accepted, not resolved by this kars: the baseline is allowedEndpoints alone.',
+        },
       },
     },
   },
@@ -453,26 +651,32 @@ export const karsSandboxSpecSchema = {
 
 export const karsSandboxStatusSchema = {
   type: 'object',
+  description: 'Written by the controller.',
   properties: {
-    phase: { type: 'string', enum: ['Pending', 'Running'] },
+    phase: {
+      type: 'string',
+      enum: ['Pending', 'Running'],
+      description: 'Running while at least one router echo Lease is live; Pending otherwise.',
+    },
     routers: {
       type: 'array',
       description: 'Router instances whose lease is live.',
       items: {
         type: 'object',
+        description: 'One router and what it reports.',
         required: ['instance', 'lastSeen'],
         properties: {
-          instance: { type: 'string', minLength: 1 },
+          instance: { type: 'string', minLength: 1, description: 'Router instance name (kars router --instance).' },
           lastSeen: { ...timeStatus, description: 'When what this router reports last changed (its echo Lease renews more often).' },
           loaded: {
             type: 'object',
-            additionalProperties: { type: 'string', nullable: true },
+            additionalProperties: { type: 'string', nullable: true, description: 'sha256 digest, or null.' },
             description:
               'Loaded digest per echoed kind (InferencePolicy, AgtProfile, EgressApproval, …); null: configured, nothing loaded.',
           },
           lastErrors: {
             type: 'object',
-            additionalProperties: { type: 'string' },
+            additionalProperties: { type: 'string', description: 'The error message.' },
             description: 'Last load error per kind (a NACK: the previous digest stays loaded).',
           },
         },
@@ -543,9 +747,9 @@ function rootSchema(kind: string, spec: JSONSchemaProps, status: JSONSchemaProps
     description: `${kind} (kars.azure.com/v1alpha1).`,
     required: ['spec'],
     properties: {
-      apiVersion: { type: 'string' },
-      kind: { type: 'string' },
-      metadata: { type: 'object' },
+      apiVersion: { type: 'string', description: 'kars.azure.com/v1alpha1.' },
+      kind: { type: 'string', description: `${kind}.` },
+      metadata: { type: 'object', description: 'Standard object metadata (name, namespace, labels, ...).' },
       spec,
       status,
     },

@@ -244,6 +244,7 @@ export class PolicyController {
             metrics.leader(le.name).set(true);
             log.info({ identity: le.identity }, 'started leading; reconcilers active');
             for (const c of this.controllers) c.wake();
+            this.heartbeat.wake();
           },
           onStoppedLeading: () => {
             metrics.leader(le.name).set(false);
@@ -261,6 +262,15 @@ export class PolicyController {
       log,
       registry: metrics.registry,
       clock,
+    });
+    // The first beat goes out when this replica leads and the sandbox store is ready, and a namespace
+    // that gets its first sandbox is beaten at once, instead of one interval later.
+    void sandboxes.store.ready().then(
+      () => this.heartbeat.wake(),
+      () => undefined,
+    );
+    sandboxes.subscribe((c) => {
+      if (c.type === 'apply') this.heartbeat.noteNamespace(c.object.metadata.namespace ?? '');
     });
     const sandboxOf = (l: KubeObject): SB | undefined => sandboxes.store.get(key(l, l.metadata.labels?.[SANDBOX_LABEL] ?? ''));
     const ctx = this.ctx;

@@ -127,7 +127,76 @@ async function step<T>(out: NodeJS.WriteStream, label: string, fn: () => Promise
   }
 }
 
-/** The instructions `kars up` prints once the stack is ready. Every line runs as written from the repository root. */
+/** Completion tokens of the demo's "Try it" requests #1 and #2. */
+const SMALL_REQUEST = 200;
+const LARGE_REQUEST = 4000;
+
+/**
+ * What the "Try it" text states about the live objects, read from the API when it is printed (so a
+ * resumed stack, whose kept edits may differ from `examples/`, is described as it is).
+ */
+export interface DemoState {
+  /** The live InferencePolicy demo-budget's `tokenBudget.perRequestTokens`; null: none (or no policy). */
+  perRequestTokens: number | null;
+  /** `perRequestTokens` of `examples/inference-policy.yaml` and of the stricter edit `-strict.yaml`. */
+  exampleCap: number | null;
+  strictCap: number | null;
+}
+
+function capOf(obj: unknown): number | null {
+  const v = (obj as { spec?: { tokenBudget?: { perRequestTokens?: unknown } } } | undefined)?.spec?.tokenBudget?.perRequestTokens;
+  return typeof v === 'number' ? v : null;
+}
+
+/** Read {@link DemoState}: the live InferencePolicy (through `ctx`) and the two example files. */
+export async function readDemoState(ctx: KubeContext, examplesDir: string = EXAMPLES_DIR): Promise<DemoState> {
+  const live = await ctx.client.getOrUndefined<KubeObject>(INFERENCE_POLICY, ctx.namespace, 'demo-budget');
+  const file = (f: string): number | null => {
+    try {
+      return capOf(readObjectFile(join(examplesDir, f), INFERENCE_POLICY.kind));
+    } catch {
+      return null;
+    }
+  };
+  return {
+    perRequestTokens: capOf(live),
+    exampleCap: file('inference-policy.yaml'),
+    strictCap: file('inference-policy-strict.yaml'),
+  };
+}
+
+/** Whether a request for `n` completion tokens passes the per-request cap. */
+const passes = (n: number, cap: number | null): boolean => cap === null || n <= cap;
+
+/** The comment over a chat request of `n` tokens, worded from the live cap. */
+function chatComment(step: number, n: number, cap: number | null): string {
+  if (cap === null) return `# ${step}. a ${n}-token request: allowed (InferencePolicy demo-budget sets no per-request cap now)`;
+  return passes(n, cap)
+    ? `# ${step}. a request InferencePolicy demo-budget allows (${n} tokens; the cap is ${cap} per request)`
+    : `# ${step}. a request InferencePolicy demo-budget blocks (${n} tokens > the cap of ${cap} per request: 429 per_request_tokens_exceeded)`;
+}
+
+/** Step 6: the edit that changes the outcome of request 1, worded from the live cap. */
+function editStep(d: DemoState): string {
+  if (d.strictCap !== null && d.perRequestTokens !== d.strictCap) {
+    const after = passes(SMALL_REQUEST, d.strictCap) ? 'it is still allowed' : `now it is blocked (${SMALL_REQUEST} > ${d.strictCap})`;
+    return `# 6. tighten the budget to ${d.strictCap} tokens; returns once the router enforces it, with the time it took
+  npx kars ip apply -f examples/inference-policy-strict.yaml --wait
+  #    then run request 1 again: ${after}`;
+  }
+  const after =
+    d.exampleCap === null || passes(SMALL_REQUEST, d.exampleCap)
+      ? `now it is allowed (${SMALL_REQUEST} ≤ ${d.exampleCap ?? 'no cap'})`
+      : `it is still blocked (${SMALL_REQUEST} > ${d.exampleCap})`;
+  return `# 6. the stricter budget (${d.perRequestTokens ?? 'none'} per request) is already in place (kept from the last run); put the example's back (${d.exampleCap ?? 'no cap'}); returns once the router enforces it, with the time it took
+  npx kars ip apply -f examples/inference-policy.yaml --wait
+  #    then run request 1 again: ${after}`;
+}
+
+/**
+ * The instructions `kars up` prints once the stack is ready. Every line runs as written from the
+ * repository root; what the comments promise is worded from `demo`, the live objects.
+ */
 export function nextSteps(o: {
   repo: string;
   kubeconfig: string;
@@ -137,7 +206,9 @@ export function nextSteps(o: {
   adminPort: number;
   adminTokenFile: string;
   logs: string;
+  demo: DemoState;
 }): string {
+  const cap = o.demo.perRequestTokens;
   const r = `http://${o.host}:${o.routerPort}`;
   const chat = (n: number): string =>
     `curl -s ${r}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"gpt-4o","max_tokens":${n},"messages":[{"role":"user","content":"hi"}]}'`;
@@ -150,11 +221,11 @@ Try it, in another terminal:
   cd ${o.repo}
   export KUBECONFIG=${o.kubeconfig}
 
-  # 1. a request InferencePolicy demo-budget allows (200 tokens; the cap is 1000 per request)
-  ${chat(200)}
+  ${chatComment(1, SMALL_REQUEST, cap)}
+  ${chat(SMALL_REQUEST)}
 
-  # 2. one it blocks (4000 tokens: 429 per_request_tokens_exceeded)
-  ${chat(4000)}
+  ${chatComment(2, LARGE_REQUEST, cap)}
+  ${chat(LARGE_REQUEST)}
 
   # 3. a tool call ToolPolicy demo-tools blocks (its AGT profile denies *delete*)
   curl -s ${r}/mcp -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"notes.txt"}}}'
@@ -165,9 +236,7 @@ Try it, in another terminal:
   # 5. the objects, with kubectl
   kubectl --kubeconfig ${o.kubeconfig} get ksb,ip,tp
 
-  # 6. tighten the budget to 100 tokens; returns once the router enforces it, with the time it took
-  npx kars ip apply -f examples/inference-policy-strict.yaml --wait
-  #    then run request 1 again: now it is blocked (200 > 100)
+  ${editStep(o.demo)}
 
   # 7. which routers enforce which digest, and how fast edits reached them
   npx kars policy status
@@ -447,6 +516,7 @@ export function upCommand(): Command {
           })(),
         ),
       );
+      const demo = await readDemoState(c);
       ctx.close();
       ctx = undefined;
 
@@ -460,6 +530,7 @@ export function upCommand(): Command {
           adminPort: flags.adminPort,
           adminTokenFile,
           logs,
+          demo,
         }),
       );
       await Promise.race([stopped, failed]);

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { spawn } from 'node:child_process';
 import { FakeClock } from '@kars/kube-core';
 import type { EgressEntry, PolicySnapshot } from '../snapshot.js';
 import { parseAuthority, startEgressProxy, type EgressDecision, type EgressProxy } from './proxy.js';
@@ -156,6 +157,56 @@ function deniedBody(host: string, port: number): string {
   });
 }
 
+/** The decision headers of a raw CONNECT answer head. */
+function decisionOf(head: string): { decision?: string; byKind?: string; code?: string } {
+  const get = (name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'im').exec(head)?.[1]?.trim();
+  const out: { decision?: string; byKind?: string; code?: string } = {};
+  const decision = get('x-kars-decision');
+  const byKind = get('x-kars-decision-by-kind');
+  const code = get('x-kars-decision-code');
+  if (decision !== undefined) out.decision = decision;
+  if (byKind !== undefined) out.byKind = byKind;
+  if (code !== undefined) out.code = code;
+  return out;
+}
+
+/** A loopback port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const probe = createNetServer();
+  const port = await listen(probe);
+  await new Promise<void>((r) => probe.close(() => r()));
+  return port;
+}
+
+/**
+ * A loopback port whose TCP connects never complete: a child process listens with backlog 1 and
+ * then blocks its event loop, so it never accepts; two filler connections fill the kernel's
+ * accept queue and the kernel drops every later SYN (Linux: `sk_acceptq_is_full`).
+ */
+async function blackhole(): Promise<{ port: number; close(): void }> {
+  const code =
+    "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{process.stdout.write(s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0);});";
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+  });
+  const fillers: Socket[] = [];
+  for (let i = 0; i < 2; i++) {
+    const f = connect(port, '127.0.0.1');
+    f.on('error', () => undefined);
+    await new Promise((r) => f.once('connect', r));
+    fillers.push(f);
+  }
+  return {
+    port,
+    close: () => {
+      for (const f of fillers) f.destroy();
+      child.kill('SIGKILL');
+    },
+  };
+}
+
 describe('egress proxy', () => {
   let echo: Awaited<ReturnType<typeof echoServer>>;
   let web: Awaited<ReturnType<typeof httpTarget>>;
@@ -214,6 +265,7 @@ describe('egress proxy', () => {
     const c = await rawConnect(proxy.port, `127.0.0.1:${web.port}`);
     assert.equal(c.status, 403);
     assert.match(c.head, /content-type: application\/json/i);
+    assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_not_allowed' });
     assert.equal(await readToEnd(c.socket, c.rest), deniedBody('127.0.0.1', web.port));
     const d = await rawConnect(proxy.port, `localhost:${echo.port}`);
     assert.equal(d.status, 403, 'localhost is not 127.0.0.1: names are compared, not resolved');
@@ -256,6 +308,10 @@ describe('egress proxy', () => {
     const r = await proxiedGet(proxy.port, `http://127.0.0.1:${web.port}/secret`);
     assert.equal(r.status, 403);
     assert.equal(r.headers['content-type'], 'application/json');
+    assert.equal(r.headers['x-kars-decision'], 'blocked');
+    assert.equal(r.headers['x-kars-decision-by-kind'], 'EgressAllowlist');
+    assert.equal(r.headers['x-kars-decision-code'], 'egress_not_allowed');
+    assert.equal(r.headers['x-kars-decision-reason'], JSON.parse(deniedBody('127.0.0.1', web.port)).error);
     assert.equal(r.body, deniedBody('127.0.0.1', web.port));
     assert.equal(web.seen.length, before);
   });
@@ -339,20 +395,132 @@ describe('egress proxy', () => {
     again.socket.destroy();
   });
 
-  it('answers 502 when an allowed target refuses the connection', T, async () => {
-    const probe = createNetServer();
-    const deadPort = await listen(probe);
-    await new Promise<void>((r) => probe.close(() => r()));
+  it('answers 502 upstream_unreachable (decision error) when an allowed target refuses the connection', T, async () => {
+    const deadPort = await closedPort();
     const saved = current;
     current = snap([{ host: '127.0.0.1', port: deadPort }]);
     try {
       const c = await rawConnect(proxy.port, `127.0.0.1:${deadPort}`);
       assert.equal(c.status, 502);
-      assert.match(await readToEnd(c.socket, c.rest), /ECONNREFUSED/);
+      assert.match(c.head, /^HTTP\/1\.1 502 Bad Gateway/);
+      assert.deepEqual(decisionOf(c.head), { decision: 'error', code: 'upstream_unreachable' });
+      assert.equal(
+        await readToEnd(c.socket, c.rest),
+        JSON.stringify({ error: `egress to 127.0.0.1:${deadPort} is allowed, but the target cannot be reached (ECONNREFUSED)` }),
+      );
       const r = await proxiedGet(proxy.port, `http://127.0.0.1:${deadPort}/`);
       assert.equal(r.status, 502);
+      assert.equal(r.headers['x-kars-decision'], 'error');
+      assert.equal(r.headers['x-kars-decision-by-kind'], undefined, 'no policy decided this');
+      assert.equal(r.headers['x-kars-decision-code'], 'upstream_unreachable');
+      assert.match(r.body, /ECONNREFUSED/);
     } finally {
       current = saved;
+    }
+  });
+});
+
+describe('egress proxy: a policy refusal is told apart from a network failure (issue 24 item 4)', () => {
+  let proxy: EgressProxy;
+  let current: PolicySnapshot;
+  const clock = new FakeClock(0, 1_700_000_000_000);
+  const approved = (host: string, port: number): EgressEntry => ({
+    host,
+    port,
+    approval: 'net-approval',
+    expiresAtMs: clock.wallNow() + 3_600_000,
+  });
+
+  before(async () => {
+    current = snap([]);
+    proxy = await startEgressProxy({ listen: '127.0.0.1:0', sandbox: 'sb1', clock, snapshot: () => current, connectTimeoutMs: 150 });
+  });
+  after(async () => {
+    await proxy.close();
+  });
+
+  it('answers an approved name that does not resolve with 502 upstream_unresolvable, on CONNECT and on plain HTTP', T, async () => {
+    current = snap([approved('nothing-here.invalid', 443), approved('nothing-here.invalid', 80)]);
+    const c = await rawConnect(proxy.port, 'nothing-here.invalid:443');
+    assert.equal(c.status, 502);
+    assert.deepEqual(decisionOf(c.head), { decision: 'error', code: 'upstream_unresolvable' });
+    const body = JSON.parse(await readToEnd(c.socket, c.rest)) as { error: string };
+    assert.match(
+      body.error,
+      /^egress to nothing-here\.invalid:443 is allowed, but nothing-here\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN|EAI_FAIL|ENODATA)\)$/,
+    );
+    const r = await proxiedGet(proxy.port, 'http://nothing-here.invalid/x');
+    assert.equal(r.status, 502);
+    assert.equal(r.headers['x-kars-decision'], 'error');
+    assert.equal(r.headers['x-kars-decision-code'], 'upstream_unresolvable');
+    assert.match(r.headers['x-kars-decision-reason'] as string, /does not resolve/);
+    assert.match(r.body, /nothing-here\.invalid does not resolve/);
+  });
+
+  it('keeps an unapproved name 403 whether or not it resolves: the answer reveals nothing about DNS', T, async () => {
+    current = snap([approved('nothing-here.invalid', 443)]);
+    // Same name, unapproved port; an unapproved name that does not resolve; one that does (localhost).
+    for (const [host, port] of [
+      ['nothing-here.invalid', 8443],
+      ['other.invalid', 443],
+      ['localhost', 443],
+    ] as const) {
+      const c = await rawConnect(proxy.port, `${host}:${port}`);
+      assert.equal(c.status, 403, `${host}:${port}`);
+      assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_not_allowed' });
+      assert.equal(await readToEnd(c.socket, c.rest), deniedBody(host, port));
+      const r = await proxiedGet(proxy.port, `http://${host}:${port}/`);
+      assert.equal(r.status, 403, `${host}:${port} over HTTP`);
+      assert.equal(r.headers['x-kars-decision'], 'blocked');
+      assert.equal(r.body, deniedBody(host, port));
+    }
+  });
+
+  it('keeps an approved name that resolves only to special addresses 403 egress_special_address (a policy refusal)', T, async () => {
+    const port = await closedPort();
+    current = snap([approved('localhost', port)]);
+    const c = await rawConnect(proxy.port, `localhost:${port}`);
+    assert.equal(c.status, 403);
+    assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_special_address' });
+    assert.match(await readToEnd(c.socket, c.rest), /resolves only to special addresses/);
+  });
+
+  it('answers 504 upstream_timeout when an allowed target does not complete the connect within the timeout', T, async () => {
+    const hole = await blackhole();
+    try {
+      current = snap([{ host: '127.0.0.1', port: hole.port }]);
+      const c = await rawConnect(proxy.port, `127.0.0.1:${hole.port}`);
+      assert.equal(c.status, 504);
+      assert.match(c.head, /^HTTP\/1\.1 504 Gateway Timeout/);
+      assert.deepEqual(decisionOf(c.head), { decision: 'error', code: 'upstream_timeout' });
+      assert.equal(
+        await readToEnd(c.socket, c.rest),
+        JSON.stringify({ error: `egress to 127.0.0.1:${hole.port} is allowed, but the target did not answer within 150 ms` }),
+      );
+      const r = await proxiedGet(proxy.port, `http://127.0.0.1:${hole.port}/`);
+      assert.equal(r.status, 504);
+      assert.equal(r.headers['x-kars-decision'], 'error');
+      assert.equal(r.headers['x-kars-decision-code'], 'upstream_timeout');
+    } finally {
+      hole.close();
+    }
+  });
+
+  it('answers 504 upstream_timeout when an allowed HTTP target accepts but never sends a response head', T, async () => {
+    const sockets = new Set<Socket>();
+    const mute = createNetServer((s) => {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.resume();
+    });
+    const port = await listen(mute);
+    try {
+      current = snap([{ host: '127.0.0.1', port }]);
+      const r = await proxiedGet(proxy.port, `http://127.0.0.1:${port}/`);
+      assert.equal(r.status, 504);
+      assert.equal(r.headers['x-kars-decision-code'], 'upstream_timeout');
+    } finally {
+      await closeServer(mute, sockets);
     }
   });
 });

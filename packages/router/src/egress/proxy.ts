@@ -4,6 +4,11 @@
  * - plain HTTP with an absolute URI (`GET http://host:port/path`): forwarded when allowed.
  * A target not in the allowlist (see {@link isAllowed}) gets **403** with a flat JSON body
  * `{"error": "egress to <host>:<port> is not allowed for sandbox <sb>; request a temporary approval with: kars egress allow-extra ..."}`.
+ * An allowed target that cannot be reached gets **502** (the name does not resolve, the connection
+ * is refused or reset) or **504** (no connection within the connect timeout). Every such answer
+ * carries the decision headers, `x-kars-decision: blocked|error` and a stable
+ * `x-kars-decision-code` (`answers.ts` lists them), so a client can tell a policy refusal from a
+ * network failure.
  *
  * Guarantees:
  * - The snapshot is taken once per CONNECT and once per plain HTTP request to decide. Open tunnels
@@ -17,7 +22,9 @@
  *   addresses that are special (loopback, private, link-local, metadata, ...) are dropped unless a
  *   baseline entry admitted the name or the baseline lists that address; the proxy connects to the
  *   first remaining address itself, so a DNS answer that changes between check and connect
- *   (rebinding) cannot steer it elsewhere. No acceptable address → 403.
+ *   (rebinding) cannot steer it elsewhere. No acceptable address → 403; no address at all
+ *   (the name does not resolve) → 502. The policy check comes first: a target that is not
+ *   allowed is 403 whether or not it resolves, and is never resolved.
  * - Client errors, resets and half-finished requests never throw out of the server: every socket
  *   has an error handler and a failed side tears down the other.
  *
@@ -34,6 +41,18 @@ import { endToEndHeaders } from '../http/headers.js';
 import type { Duplex } from 'node:stream';
 import type { EgressEntry, SnapshotSource } from '../snapshot.js';
 import { canonicalSpelling, isAllowed, normalizeHost } from './allow.js';
+import {
+  answerHeaders,
+  answerJson,
+  connectFailure,
+  connectTimeout,
+  notAllowed,
+  specialAddress,
+  unresolvable,
+  type EgressAnswer,
+} from './answers.js';
+
+export { deniedMessage } from './answers.js';
 
 /** How often open tunnels and forwarded requests are re-checked against the current policy. */
 export const SWEEP_INTERVAL_MS = 200;
@@ -60,7 +79,10 @@ export interface EgressProxyOptions {
   clock?: Clock;
   /** Called synchronously per decision; exceptions it throws are swallowed. */
   onDecision?: (d: EgressDecision) => void;
-  /** Give up connecting to a target after this long (504). Default 10 s. */
+  /**
+   * Give up connecting to a target after this long (504): the TCP connect for CONNECT, the
+   * connect and the response head for plain HTTP. Default 10 s.
+   */
   connectTimeoutMs?: number;
 }
 
@@ -94,12 +116,6 @@ export function parseAuthority(target: string): { host: string; port: number } |
   return { host, port };
 }
 
-/** The 403 message, naming the target and how to ask for it. */
-export function deniedMessage(sandbox: string, host: string, port: number): string {
-  const hp = formatHostPort(host, port);
-  return `egress to ${hp} is not allowed for sandbox ${sandbox}; request a temporary approval with: kars egress allow-extra ${sandbox} --host ${hp} --ttl PT1H --reason "..."`;
-}
-
 function rawResponse(socket: Duplex, status: number, reason: string, error: string): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
@@ -109,6 +125,30 @@ function rawResponse(socket: Duplex, status: number, reason: string, error: stri
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/** Answer a CONNECT on its raw socket with an {@link EgressAnswer} (status, decision headers, body). */
+function rawAnswer(socket: Duplex, a: EgressAnswer): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = answerJson(a);
+  const head = Object.entries(answerHeaders(a, Buffer.byteLength(body)))
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${a.status} ${a.statusText}\r\n${head}connection: close\r\n\r\n${body}`);
+}
+
+/** Answer a plain HTTP request with an {@link EgressAnswer}. */
+function sendAnswer(res: ServerResponse, a: EgressAnswer): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = answerJson(a);
+  res.writeHead(a.status, answerHeaders(a, Buffer.byteLength(body)));
+  res.end(body);
 }
 
 function jsonResponse(res: ServerResponse, status: number, error: string): void {
@@ -157,14 +197,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
    * Resolve `host` once and pick the address to connect to (see the module comment). `viaBaseline`:
    * a baseline entry admitted the name, so special addresses are the operator's explicit choice.
    */
-  async function resolveChecked(host: string, viaBaseline: boolean): Promise<{ ok: true; address: string } | { ok: false; error: string }> {
+  async function resolveChecked(
+    host: string,
+    port: number,
+    viaBaseline: boolean,
+  ): Promise<{ ok: true; address: string } | { ok: false; answer: EgressAnswer }> {
     if (isIP(host) !== 0) return { ok: true, address: host };
     let addrs: Array<{ address: string }>;
     try {
       addrs = await lookup(host, { all: true, verbatim: true });
     } catch (e) {
-      return { ok: false, error: `cannot resolve ${host}: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+      return { ok: false, answer: unresolvable(host, port, (e as NodeJS.ErrnoException).code ?? String(e)) };
     }
+    if (addrs.length === 0) return { ok: false, answer: unresolvable(host, port, 'no address') };
     const baseline = new Set(
       opts
         .snapshot()
@@ -177,10 +222,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (special === undefined || viaBaseline || baseline.has(canonicalSpelling(a.address))) return { ok: true, address: a.address };
       why.push(special);
     }
-    return {
-      ok: false,
-      error: `${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the address`,
-    };
+    return { ok: false, answer: specialAddress(host, port, why) };
   }
 
   function track(s: Duplex): void {
@@ -224,14 +266,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     const d = decide(target.host, target.port, 'CONNECT');
     if (!d.allowed) {
-      rawResponse(client, 403, 'Forbidden', deniedMessage(sandbox, target.host, target.port));
+      rawAnswer(client, notAllowed(sandbox, target.host, target.port));
       return;
     }
     client.pause();
-    void resolveChecked(target.host, d.entry?.approval === undefined).then((r) => {
+    void resolveChecked(target.host, target.port, d.entry?.approval === undefined).then((r) => {
       if (client.destroyed) return;
       if (!r.ok) {
-        rawResponse(client, 403, 'Forbidden', `egress to ${formatHostPort(target.host, target.port)} refused: ${r.error}`);
+        rawAnswer(client, r.answer);
         return;
       }
       client.resume();
@@ -255,12 +297,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     upstream.setTimeout(connectTimeoutMs, () => {
       if (!established) {
         upstream.destroy();
-        rawResponse(
-          client,
-          504,
-          'Gateway Timeout',
-          `egress to ${formatHostPort(target.host, target.port)}: no connection within ${connectTimeoutMs} ms`,
-        );
+        rawAnswer(client, connectTimeout(target.host, target.port, connectTimeoutMs));
       }
     });
     upstream.once('connect', () => {
@@ -276,8 +313,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       client.pipe(upstream);
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (!established)
-        rawResponse(client, 502, 'Bad Gateway', `egress to ${formatHostPort(target.host, target.port)} failed: ${err.code ?? err.message}`);
+      if (!established) rawAnswer(client, connectFailure(target.host, target.port, err, connectTimeoutMs));
       else client.destroy();
     });
     upstream.on('close', (hadError) => {
@@ -317,15 +353,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const d = decide(host, port, 'HTTP');
     if (!d.allowed) {
       req.resume();
-      jsonResponse(res, 403, deniedMessage(sandbox, host, port));
+      sendAnswer(res, notAllowed(sandbox, host, port));
       return;
     }
     req.pause();
-    void resolveChecked(host, d.entry?.approval === undefined).then((r) => {
+    void resolveChecked(host, port, d.entry?.approval === undefined).then((r) => {
       if (res.destroyed) return;
       if (!r.ok) {
         req.resume();
-        jsonResponse(res, 403, `egress to ${formatHostPort(host, port)} refused: ${r.error}`);
+        sendAnswer(res, r.answer);
         return;
       }
       forwardHttp(req, res, url, host, port, r.address);
@@ -354,7 +390,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       res,
     );
     up.on('socket', (s) => track(s));
-    up.on('timeout', () => up.destroy(new Error('ETIMEDOUT')));
+    let timedOut = false;
+    up.on('timeout', () => {
+      timedOut = true;
+      up.destroy();
+    });
     up.on('response', (upRes) => {
       up.setTimeout(0);
       upRes.on('error', () => res.destroy());
@@ -363,7 +403,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
     up.on('error', (err: NodeJS.ErrnoException) => {
       if (res.headersSent) res.destroy();
-      else jsonResponse(res, 502, `egress to ${formatHostPort(host, port)} failed: ${err.code ?? err.message}`);
+      else sendAnswer(res, timedOut ? connectTimeout(host, port, connectTimeoutMs) : connectFailure(host, port, err, connectTimeoutMs));
     });
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();

@@ -11,16 +11,16 @@
  * so an upstream-controlled string can never break HTTP framing.
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { decisionHeaders, type DecisionByKind } from '../http/decision.js';
 
-/** `blocked` on every response the router refused on policy grounds. */
-export const DECISION_HEADER = 'x-kars-decision';
-/** Which kind of policy decided: `InferencePolicy`, or `UpstreamContentFilter` for an upstream content-filter refusal passed through. */
-export const DECISION_BY_KIND_HEADER = 'x-kars-decision-by-kind';
-/** The human-readable reason (the error message, sanitised). */
-export const DECISION_REASON_HEADER = 'x-kars-decision-reason';
-
-/** The policy kinds that appear in {@link DECISION_BY_KIND_HEADER}. */
-export type DecisionByKind = 'InferencePolicy' | 'UpstreamContentFilter';
+export {
+  DECISION_HEADER,
+  DECISION_BY_KIND_HEADER,
+  DECISION_REASON_HEADER,
+  decisionHeaders,
+  sanitizeHeaderValue,
+} from '../http/decision.js';
+export type { DecisionByKind } from '../http/decision.js';
 
 /** `error.type` values this route emits. */
 export type InferenceErrorType =
@@ -55,33 +55,6 @@ export interface InferenceRefusal {
   body: OpenAIErrorBody;
   /** Set on policy blocks: the decision header triplet is attached. */
   decisionBy?: DecisionByKind;
-}
-
-const MAX_REASON_CHARS = 512;
-
-/** Make a string safe as an HTTP header value: printable ASCII only, no CR/LF, at most 512 chars. */
-export function sanitizeHeaderValue(s: string): string {
-  const n = Math.min(s.length, MAX_REASON_CHARS);
-  let out = '';
-  let clean = true;
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e) {
-      clean = false;
-      break;
-    }
-  }
-  if (clean) return n === s.length ? s : s.slice(0, n);
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    out += c === 0x09 || (c >= 0x20 && c <= 0x7e) ? s[i] : c === 0x0d || c === 0x0a ? ' ' : '?';
-  }
-  return out;
-}
-
-/** The decision header triplet for a blocked response. */
-export function decisionHeaders(byKind: DecisionByKind, reason: string): Record<string, string> {
-  return { [DECISION_HEADER]: 'blocked', [DECISION_BY_KIND_HEADER]: byKind, [DECISION_REASON_HEADER]: sanitizeHeaderValue(reason) };
 }
 
 function refusal(
