@@ -25,8 +25,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const kubeDir = join(root, 'kube');
 const pins = JSON.parse(readFileSync(join(kubeDir, 'versions.json'), 'utf8'));
 const cacheRoot = process.env.KARS_KUBE_CACHE || join(homedir(), '.cache', 'kars', 'kube');
-/** Free space a cold build needs: the module cache and the build cache of one Kubernetes version. */
-const NEED_BYTES = 4 * 1024 ** 3;
+/** Free space a cold build needs: the module cache and the build cache of one Kubernetes version (KARS_KUBE_BUILD_NEED_GB overrides). */
+const NEED_BYTES = Number(process.env.KARS_KUBE_BUILD_NEED_GB || 4) * 1024 ** 3;
 
 const { values: opts } = parseArgs({
   options: { version: { type: 'string', multiple: true }, force: { type: 'boolean', default: false } },
@@ -191,11 +191,17 @@ if (todo.length === 0) {
 
 // --- build -------------------------------------------------------------------------------------
 let current; // { child, tmp } of the running `go`
+let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
+  process.on(sig, async () => {
+    interrupted = true;
     if (current) {
-      current.child.kill('SIGTERM');
-      rmSync(current.tmp, { force: true });
+      const { child, tmp } = current;
+      // Wait (bounded) for go to exit, so nothing writes the temp file after it is removed.
+      const closed = new Promise((r) => child.once('close', r));
+      child.kill('SIGTERM');
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 10_000))]);
+      rmSync(tmp, { force: true });
     }
     console.error(`\nkube:build: interrupted; nothing half-built was left in ${cacheRoot}`);
     process.exit(130);
@@ -212,6 +218,8 @@ function run(args, t, cwd, tmp) {
       process.stderr.write(d);
     });
     child.on('close', (code) => {
+      // Interrupted: the signal handler cleans up and exits; the build loop must not go on.
+      if (interrupted) return;
       current = undefined;
       resolve({ code, stderr });
     });
