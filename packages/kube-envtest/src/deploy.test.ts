@@ -33,13 +33,9 @@ for (const pin of readPins().kubernetes) {
       const r = await k(['apply', '--server-side', '-f', repo('deploy/crds/all.yaml')]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout.trim().split('\n').length, 4, r.stdout);
-      const w = await k(['wait', '--for=condition=Established', '--timeout=90s', 'crd', '-l', 'app.kubernetes.io/part-of=kars']);
-      // The generated CRDs may not carry the label: fall back to naming them.
-      if (w.code !== 0 || w.stdout.trim() === '') {
-        const names = ['inferencepolicies', 'toolpolicies', 'egressapprovals', 'karssandboxes'].map((n) => `crd/${n}.kars.azure.com`);
-        const w2 = await k(['wait', '--for=condition=Established', '--timeout=90s', ...names]);
-        assert.equal(w2.code, 0, w2.stderr);
-      }
+      const names = ['inferencepolicies', 'toolpolicies', 'egressapprovals', 'karssandboxes'].map((n) => `crd/${n}.kars.azure.com`);
+      const w = await k(['wait', '--for=condition=Established', '--timeout=90s', ...names]);
+      assert.equal(w.code, 0, w.stderr);
     });
 
     it('kubectl apply --server-side -k deploy/base succeeds', async () => {
