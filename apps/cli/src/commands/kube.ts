@@ -21,14 +21,15 @@ export function kubeCommand(io: KubeUpIo = { out: process.stdout, err: process.s
   kube
     .command('up')
     .description('start etcd, kube-apiserver and kube-controller-manager on loopback ports until Ctrl-C; prints the admin kubeconfig')
-    .option('--version <minor>', `pinned Kubernetes version (${pins.kubernetes.map((p) => p.minor).join(', ')})`, newest)
+    .option('--kubernetes-version <minor>', `pinned Kubernetes version (${pins.kubernetes.map((p) => p.minor).join(', ')})`, newest)
     .option(
       '--dir <dir>',
       'where data, certificates, the kubeconfig, logs and the audit log go (kept across runs, one subdirectory per version)',
       '.kars/kube',
     )
-    .action(async (o: { version: string; dir: string }) => {
-      const found = findKubeBinaries(o.version);
+    // Not `--version`: the root program's -V/--version takes that anywhere on the line (kubeadm's name).
+    .action(async (o: { kubernetesVersion: string; dir: string }) => {
+      const found = findKubeBinaries(o.kubernetesVersion);
       if (!found.binaries) throw new CliError(found.reason);
       const dir = resolve(join(o.dir, found.binaries.version));
       const cp = await startControlPlane({ binaries: found.binaries, dir, log: (l) => io.err.write(`${l}\n`) }).catch((e: unknown) => {
