@@ -227,7 +227,7 @@ function run(args, t, cwd, tmp) {
 }
 
 function explain(t, stderr) {
-  if (/(404 Not Found|410 Gone|unknown revision|invalid version|not found: )/.test(stderr))
+  if (/(403 Forbidden|404 Not Found|410 Gone|not available|unknown revision|invalid version|not found: )/.test(stderr))
     return `the module proxy (${process.env.GOPROXY || 'go env GOPROXY'}) refused a module of ${t.module}@${t.version}; check the pin in kube/versions.json (\`go list -m -versions ${t.module}\` lists what it serves), run \`node scripts/kube-gen.mjs\`, retry`;
   if (/no space left on device/i.test(stderr)) return 'the disk is full: free some space (`go clean -cache`) and retry';
   if (/requires go >= |toolchain not available|go: downloading go1/.test(stderr))

@@ -64,9 +64,8 @@ function writeModule({ dir, modulePath, require, tools, upstream, replaces }) {
     // binaries behave as upstream's own builds do.
     ...(upstream.GoDebug ?? []).map((g) => `godebug ${g.Key}=${g.Value}`),
     '',
-    'tool (',
-    ...tools.map((t) => `\t${t}`),
-    ')',
+    // As `go mod tidy` writes it: one tool on one line, more in a block.
+    ...(tools.length === 1 ? [`tool ${tools[0]}`] : ['tool (', ...tools.map((t) => `\t${t}`), ')']),
     '',
     `require ${require.path} ${require.version}`,
     '',
@@ -78,9 +77,13 @@ function writeModule({ dir, modulePath, require, tools, upstream, replaces }) {
   const goModPath = join(path, 'go.mod');
   if (check) {
     // `go mod tidy` rewrites the require block, so compare only the generated head.
-    const current = existsSync(goModPath) ? readFileSync(goModPath, 'utf8') : '';
-    const head = text.slice(0, text.indexOf('require '));
-    if (!current.startsWith(head)) throw new Error(`kube/${dir}/go.mod is stale: run node scripts/kube-gen.mjs`);
+    // (tidy also spaces the directives out: compare without blank lines), and check the require and replace lines are there.
+    const squeeze = (t) => t.replace(/\n\s*\n/g, '\n');
+    const current = existsSync(goModPath) ? squeeze(readFileSync(goModPath, 'utf8')) : '';
+    const head = squeeze(text.slice(0, text.indexOf('require ')));
+    const wanted = [`\t${require.path} ${require.version}`, ...replaces.map((r) => `${r}\n`)];
+    if (!current.startsWith(head) || !wanted.every((w) => current.includes(w)))
+      throw new Error(`kube/${dir}/go.mod is stale: run node scripts/kube-gen.mjs`);
     console.log(`kube/${dir}/go.mod up to date`);
     return;
   }

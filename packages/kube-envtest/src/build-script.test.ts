@@ -132,12 +132,13 @@ describe('npm run kube:build (scripts/build-kube.mjs) with a stand-in go', () =>
     assert.equal(again.code, 0, again.out);
   });
 
+  // What this machine's proxy answers for a version it does not serve (seen with kube-gen and v1.34.99).
   it('a version the proxy refuses: says so and what to do', async () => {
     const { env } = setup();
     const r = await runScript({
       ...env,
       FAKE_GO_MOD:
-        'fail:go: k8s.io/kubernetes@v1.34.99: reading https://proxy.golang.org/k8s.io/kubernetes/@v/v1.34.99.info: 404 Not Found',
+        'fail:go: k8s.io/kubernetes@v1.34.99: reading https://proxy.golang.org/k8s.io/kubernetes/@v/v1.34.99.info: 403 Forbidden\n\tserver response: This module version is not available.',
     });
     assert.equal(r.code, 1);
     assert.match(r.out, /downloading the modules of k8s\.io\/kubernetes@v1\.\d+\.\d+ failed/);
