@@ -5,7 +5,9 @@
 // when the binaries are absent.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { until } from '@kars/kube-core/testing';
 import { findKubeBinaries, findKubectlBinary } from './binaries.js';
@@ -51,6 +53,25 @@ for (const pin of readPins().kubernetes) {
       for (const n of ['default', 'kube-system', ns]) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
       const who = await kubectl(bin, cp.kubeconfig, ['auth', 'can-i', '*', '*', '--all-namespaces']);
       assert.equal(who.stdout.trim(), 'yes', 'the admin is in system:masters');
+    });
+
+    it('helm and etcd are the pinned versions, and helm talks to the apiserver', async () => {
+      const pins = readPins();
+      const run = (bin: string, args: string[]): Promise<string> =>
+        new Promise((resolve, reject) =>
+          execFile(
+            bin,
+            args,
+            { env: { ...process.env, KUBECONFIG: cp.kubeconfig, HELM_CACHE_HOME: join(cp.dir, 'helm') } },
+            (err, stdout, stderr) => (err ? reject(new Error(`${bin} ${args.join(' ')}: ${stderr}`)) : resolve(stdout)),
+          ),
+        );
+      assert.match(await run(cp.binaries.helm, ['version', '--short']), new RegExp(`^${pins.helm.version.replace(/\./g, '\\.')}`));
+      assert.match(
+        await run(cp.binaries.etcd, ['--version']),
+        new RegExp(`etcd Version: ${pins.etcd.version.slice(1).replace(/\./g, '\\.')}`),
+      );
+      assert.equal((await run(cp.binaries.helm, ['list', '--all-namespaces', '-o', 'json'])).trim(), '[]');
     });
 
     it('an anonymous request to a resource is refused (RBAC is on)', async () => {
