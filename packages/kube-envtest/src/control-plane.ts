@@ -241,6 +241,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // 1.37 refuses a loopback advertise address for the endpoint reconciler ("may not be in the
+      // loopback range"); no pod here reaches the apiserver through the `kubernetes` Service anyway.
+      '--endpoint-reconciler-type=none',
       `--secure-port=${apiPort}`,
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.servingCert}`,
