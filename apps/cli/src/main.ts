@@ -102,6 +102,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     description: 'freshness conformance: measure how fast policy edits are enforced',
     load: async () => (await import('./commands/freshness.js')).freshnessCommand(),
   },
+  {
+    name: 'kube',
+    options: false,
+    description: 'run a real Kubernetes control plane (built by npm run kube:build) to point kars at',
+    load: async () => (await import('./commands/kube.js')).kubeCommand(),
+  },
 ];
 
 /** The root help's term for an entry, as commander writes it for the loaded command (`name|alias [options]`). */
