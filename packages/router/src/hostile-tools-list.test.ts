@@ -16,7 +16,11 @@ import { startDirRouter, type DirRouter } from './testing/policy-dir.js';
 
 const AGT = 'default: allow\nrules:\n  - deny: "*delete*"\n';
 /** The denied tool: its name, description and schema marker must never show. */
-const DENIED = { name: 'delete_repo', description: 'DENIED-DESCRIPTION wipes a repository', inputSchema: { type: 'object', title: 'DENIED-SCHEMA' } };
+const DENIED = {
+  name: 'delete_repo',
+  description: 'DENIED-DESCRIPTION wipes a repository',
+  inputSchema: { type: 'object', title: 'DENIED-SCHEMA' },
+};
 const TOOLS = [DENIED, { name: 'safe_tool', description: 'a safe tool' }];
 const LEAKS = ['delete_repo', 'DENIED-DESCRIPTION', 'DENIED-SCHEMA'];
 
@@ -88,7 +92,10 @@ describe('hostile agent vs tools/list filtering (issue 25 item 4)', () => {
     assertNoLeak(res.text, 'batch');
     const body = JSON.parse(res.text) as Array<{ id: unknown; error?: { code: number } }>;
     assert.equal(body.length, 3, res.text);
-    assert.ok(body.some((m) => m.id === null && m.error?.code === -32600), res.text);
+    assert.ok(
+      body.some((m) => m.id === null && m.error?.code === -32600),
+      res.text,
+    );
     assert.ok(res.text.includes('safe_tool'), res.text);
   });
 
@@ -106,8 +113,18 @@ describe('hostile agent vs tools/list filtering (issue 25 item 4)', () => {
     ['SSE answer with CR line ends', 200, 'text/event-stream', `event: message\rdata: ${listAnswer('42')}\r\r`],
     ['SSE answer whose last event has no blank line', 200, 'text/event-stream', `data: ${listAnswer('7')}`],
     ['SSE event that a lenient parser reads (NaN)', 200, 'text/event-stream', `data: ${listAnswer('NaN')}\n\n`],
-    ['SSE data split over two data lines', 200, 'text/event-stream', `data: ${listAnswer('8').slice(0, 40)}\ndata: ${listAnswer('8').slice(40)}\n\n`],
-    ['JSON answer with a duplicate result key', 200, 'application/json', `{"jsonrpc":"2.0","id":3,"result":{"tools":[]},${listAnswer('3').slice(1)}`],
+    [
+      'SSE data split over two data lines',
+      200,
+      'text/event-stream',
+      `data: ${listAnswer('8').slice(0, 40)}\ndata: ${listAnswer('8').slice(40)}\n\n`,
+    ],
+    [
+      'JSON answer with a duplicate result key',
+      200,
+      'application/json',
+      `{"jsonrpc":"2.0","id":3,"result":{"tools":[]},${listAnswer('3').slice(1)}`,
+    ],
     ['an HTTP error whose JSON body holds a tools list', 500, 'application/json', listAnswer('3')],
   ] as const) {
     it(`filters an upstream ${label} (hole: only answers to a matching tools/list id were filtered)`, async () => {
@@ -126,7 +143,22 @@ describe('hostile agent vs tools/list filtering (issue 25 item 4)', () => {
   it('property: whatever the id and framing, no denied tool reaches the agent', async () => {
     // ids as raw JSON text: valid ids, ids that do not survive re-serialisation, other JSON values
     const idText = fc.oneof(
-      fc.constantFrom('null', '1e400', '-1e400', '1E999', '9007199254740993', '-9007199254740993', '1.0', '1.5', '-0', '1e2', 'true', 'false', '{}', '[]'),
+      fc.constantFrom(
+        'null',
+        '1e400',
+        '-1e400',
+        '1E999',
+        '9007199254740993',
+        '-9007199254740993',
+        '1.0',
+        '1.5',
+        '-0',
+        '1e2',
+        'true',
+        'false',
+        '{}',
+        '[]',
+      ),
       fc.integer().map(String),
       fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(String),
       fc.double().filter(Number.isFinite).map(String),
@@ -148,8 +180,10 @@ describe('hostile agent vs tools/list filtering (issue 25 item 4)', () => {
                 : '{"jsonrpc":"2.0","method":"tools/list"}';
         mcp.setResponseMode(up === 'stub-sse' ? 'sse' : 'json');
         if (up === 'raw-json') mcp.setHttpFailure({ status: 200, contentType: 'application/json', body: listAnswer(id) });
-        if (up === 'raw-batch') mcp.setHttpFailure({ status: 200, contentType: 'application/json', body: `[${listAnswer(id)},${listAnswer(String(other))}]` });
-        if (up === 'raw-sse') mcp.setHttpFailure({ status: 200, contentType: 'text/event-stream', body: `event: message\ndata: ${listAnswer(id)}\n\n` });
+        if (up === 'raw-batch')
+          mcp.setHttpFailure({ status: 200, contentType: 'application/json', body: `[${listAnswer(id)},${listAnswer(String(other))}]` });
+        if (up === 'raw-sse')
+          mcp.setHttpFailure({ status: 200, contentType: 'text/event-stream', body: `event: message\ndata: ${listAnswer(id)}\n\n` });
         try {
           const res = await rpcRaw(r, body);
           for (const l of LEAKS) if (res.text.includes(l)) return false;
