@@ -8,6 +8,7 @@ import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
 import { ServiceAccountTokens } from './auth/tokens.js';
 import { FaultRelay } from './faults.js';
 import { createHandler } from './http/handler.js';
+import { installHeadLimits, refuseLargeHead } from './http/head-limits.js';
 import type { Req } from './http/compat.js';
 import type { WatchStream } from './http/watch.js';
 import { builtinResources } from './registry/builtins.js';
@@ -198,8 +199,11 @@ export class ApiServer {
     });
     const server = http2.createSecureServer(
       { allowHTTP1: true, cert: this.pki.serverCert, key: this.pki.serverKey, settings: { maxConcurrentStreams: 1000 } },
-      handler,
+      (req, res) => {
+        if (!refuseLargeHead(req, res)) handler(req, res);
+      },
     );
+    installHeadLimits(server);
     server.on('connection', (s: Socket) => {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));

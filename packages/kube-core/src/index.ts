@@ -6,3 +6,4 @@ export * from './logger.js';
 export * from './codes.js';
 export * from './json.js';
 export * from './http.js';
+export * from './bearer.js';

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import type { KubeClient } from '@kars/kube-client';
 import type { RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
 import { Counter, Gauge } from 'prom-client';
@@ -15,7 +14,7 @@ import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
 import type { PolicySnapshot } from './snapshot.js';
 import { capabilityNames } from '@kars/policy-compiler';
-import { listenOn, systemClock } from '@kars/kube-core';
+import { authorizationValues, bearerToken, listenOn, secretEquals, systemClock } from '@kars/kube-core';
 import type { Clock, Logger } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
 import { createMcpGateway } from './tools/gateway.js';
@@ -377,12 +376,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   let adminUrl: string | undefined;
   let admin: http.Server | undefined;
   if (opts.adminListen) {
-    const want = opts.adminToken ? Buffer.from(opts.adminToken) : undefined;
+    const want = opts.adminToken;
     admin = http.createServer((req, res) => {
       if ((req.url ?? '').split('?')[0] !== '/internal/policy-status' || req.method !== 'GET')
         return sendJson(res, 404, { error: 'not found' });
-      const got = Buffer.from((req.headers['authorization'] ?? '').replace(/^Bearer /, ''));
-      if (!want || got.length !== want.length || !timingSafeEqual(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
+      // Exactly one `Authorization: Bearer <token>`, compared in constant time (ADR 0028).
+      const got = bearerToken(authorizationValues(req.rawHeaders));
+      if (!want || got === undefined || !secretEquals(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
       const entries = state.statusEntries();
       sendJson(res, 200, {
         schema_version: 1,

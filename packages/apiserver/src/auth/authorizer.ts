@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { bearerToken, secretEquals } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource.js';
@@ -114,15 +114,15 @@ export class Auth {
     for (const s of this.stops.splice(0)) s();
   }
 
-  /** The user behind an `Authorization: Bearer …` header, or undefined (401). */
-  async authenticate(header: string | undefined): Promise<UserInfo | undefined> {
-    if (typeof header !== 'string') return undefined;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const token = m?.[1];
-    if (!token) return undefined;
-    const got = Buffer.from(token);
-    const want = Buffer.from(this.adminToken);
-    if (got.length === want.length && timingSafeEqual(got, want)) return ADMIN_USER;
+  /**
+   * The user behind the request's `Authorization` header, or undefined (401). `header`: every copy
+   * of the header (see {@link authorizationValues}), or one value; only exactly one
+   * `Bearer <token>` is read ({@link bearerToken}, ADR 0028).
+   */
+  async authenticate(header: string | readonly string[] | undefined): Promise<UserInfo | undefined> {
+    const token = bearerToken(header === undefined ? [] : typeof header === 'string' ? [header] : header);
+    if (token === undefined) return undefined;
+    if (secretEquals(token, this.adminToken)) return ADMIN_USER;
     const now = Date.now();
     const hit = this.tokenCache.get(token);
     if (hit && hit.untilMs > now) return hit.user;

@@ -21,13 +21,14 @@ export interface Access {
  */
 export async function checkAccess(
   auth: Auth,
-  authorization: string | string[] | undefined,
+  /** Every copy of the `Authorization` header, in order (`authorizationValues(req.rawHeaders)`). */
+  authorization: readonly string[],
   route: Route,
   method: string,
   url: URL,
   readJson: () => Promise<unknown>,
 ): Promise<Access> {
-  const user = await auth.authenticate(typeof authorization === 'string' ? authorization : undefined);
+  const user = await auth.authenticate(authorization);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
   if (!auth.authorize(user, attrs)) {

@@ -1,4 +1,13 @@
-import { ApiError, badRequest, expired, notFound, parseFieldSelector, parseLabelSelector, toApiError } from '@kars/kube-core';
+import {
+  ApiError,
+  authorizationValues,
+  badRequest,
+  expired,
+  notFound,
+  parseFieldSelector,
+  parseLabelSelector,
+  toApiError,
+} from '@kars/kube-core';
 import type { KubeObject, Status } from '@kars/kube-core';
 import type { FieldValidation } from '../admission.js';
 import { checkAccess } from '../auth/hook.js';
@@ -148,7 +157,7 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
   const method = (req.method ?? 'GET').toUpperCase();
   const access = PUBLIC.has(route.kind)
     ? undefined
-    : await checkAccess(ctx.auth, req.headers['authorization'], route, method, url, () => readJson(req));
+    : await checkAccess(ctx.auth, authorizationValues(req.rawHeaders), route, method, url, () => readJson(req));
   if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {

@@ -504,11 +504,11 @@ describe('MCP gateway: upstream down', () => {
 });
 
 describe('rewriteSse', () => {
-  it('rewrites the JSON of complete events, keeps other lines and a trailing partial event', () => {
+  it('rewrites the JSON of complete events, keeps comments, drops events that are not JSON and a trailing partial event', () => {
     const out = rewriteSse('event: message\r\nid: 1\r\ndata: {"a":1}\r\n\r\n: comment\n\ndata: not json\n\ndata: {"a":2', (m) => ({
       ...(m as object),
       b: true,
     }));
-    assert.equal(out, 'event: message\nid: 1\ndata: {"a":1,"b":true}\n\n: comment\n\ndata: not json\n\ndata: {"a":2');
+    assert.equal(out, 'event: message\nid: 1\ndata: {"a":1,"b":true}\n\n: comment\n\n');
   });
 });

@@ -6,24 +6,33 @@
  *   error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the upstream
  *   answer (status, headers, body, JSON or `text/event-stream`) is streamed back verbatim.
  * - `tools/list`: forwarded, then the tools that AGT denies are removed from `result.tools`.
- *   Approval-required and rate-limited tools stay listed (their calls are refused).
+ *   Approval-required and rate-limited tools stay listed (their calls are refused). The filter
+ *   does not depend on ids: EVERY upstream message that carries a `result.tools` array is filtered
+ *   (JSON, batch or SSE, any status, any id, also answers to other methods), so an answer under
+ *   an id the agent never sent, or one that matches another request, cannot carry a denied tool.
+ * - Request ids must survive re-serialisation: a string or a safe integer (MCP forbids null ids).
+ *   Others (null, 1e400, integers past 2^53, fractions, objects) are refused with -32600 and
+ *   id null, and never forwarded (issue 25 item 4, ADR 0028).
  * - Every other method, notifications and client responses are forwarded verbatim.
  * - Batches (JSON arrays) are decided element by element; the allowed elements go upstream as one
  *   batch and the local refusals are added to its answer.
  *
  * Guarantees: the snapshot is taken once per HTTP request and used for every decision in it. The
- * handler never rejects: failures become JSON-RPC errors or a destroyed response. A `tools/list`
- * answer that cannot be read is refused with -32004 rather than passed through unfiltered.
+ * handler never rejects: failures become JSON-RPC errors or a destroyed response. A 2xx answer
+ * that cannot be read as JSON (or an SSE event whose data is not JSON) is refused with -32004 (or
+ * dropped) rather than passed through unfiltered; so is an answer with a content-encoding.
  *
  * Assumptions: the upstream is one MCP server, named by `server` for `appliesTo.mcpServer` and for
  * `server/tool` globs; without `server` only policies with no server selector apply, and only bare
  * tool-name globs can match.
  *
- * Caveats: if the upstream fails a mixed batch with a non-2xx status, its answer is returned as is
- * and the local refusals in that batch are not. `approval.mode: aboveThreshold` is not enforced here
+ * Caveats: if the upstream fails a mixed batch with a non-2xx status, its answer is returned
+ * (filtered when it is JSON, verbatim when it is not) and the local refusals in that batch are
+ * not. JSON answers are buffered (up to `maxResponseBytes`); SSE answers stream event by event. `approval.mode: aboveThreshold` is not enforced here
  * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
  */
 import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
@@ -36,7 +45,6 @@ import {
   JSONRPC_INVALID_PARAMS,
   JSONRPC_INVALID_REQUEST,
   JSONRPC_PARSE_ERROR,
-  type JsonRpcId,
   type JsonRpcResponse,
 } from './jsonrpc.js';
 import { ToolRateLimiter } from './ratelimit.js';
@@ -92,8 +100,13 @@ function sendJson(res: ServerResponse, status: number, payload: unknown, extra: 
   res.end(body);
 }
 
-function idKey(id: JsonRpcId): string {
-  return `${typeof id}:${String(id)}`;
+/**
+ * Whether a request id survives the gateway's re-serialisation unchanged and is one MCP allows: a
+ * string, or an integer JSON numbers carry exactly (|id| <= 2^53 - 1). Null (forbidden by MCP),
+ * 1e400 (Infinity, re-serialised as null), 2^53 + 1 (rounded), 1.5 are not.
+ */
+export function isForwardableId(id: unknown): id is string | number {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
 }
 
 /** One decided element of the incoming message (or batch). */
@@ -103,8 +116,6 @@ interface Plan {
   forward: unknown[];
   /** Answers made here. */
   local: JsonRpcResponse[];
-  /** Ids of forwarded tools/list requests, whose answers get filtered. */
-  listIds: Set<string>;
   /** Whether every element was forwarded (nothing answered locally). */
   untouched: boolean;
   /** HTTP status when answering only locally. */
@@ -130,7 +141,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   function plan(parsed: unknown, tools: readonly ToolRules[]): Plan {
     const isBatch = Array.isArray(parsed);
     const items: unknown[] = isBatch ? (parsed as unknown[]) : [parsed];
-    const p: Plan = { isBatch, forward: [], local: [], listIds: new Set(), untouched: true, localStatus: 200 };
+    const p: Plan = { isBatch, forward: [], local: [], untouched: true, localStatus: 200 };
     if (isBatch && items.length === 0) {
       p.local.push(rpcError(null, JSONRPC_INVALID_REQUEST, 'Invalid Request: empty batch'));
       p.untouched = false;
@@ -145,8 +156,19 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         if (!isBatch) p.localStatus = 400;
         continue;
       }
+      if (c.kind === 'request' && !isForwardableId(c.id)) {
+        p.local.push(
+          rpcError(
+            null,
+            JSONRPC_INVALID_REQUEST,
+            'Invalid Request: id must be a string or an integer of at most 2^53-1 in magnitude (MCP does not allow null ids)',
+          ),
+        );
+        p.untouched = false;
+        if (!isBatch) p.localStatus = 400;
+        continue;
+      }
       if (c.kind === 'response' || c.msg.method !== 'tools/call') {
-        if (c.kind === 'request' && c.msg.method === 'tools/list') p.listIds.add(idKey(c.id));
         p.forward.push(item);
         continue;
       }
@@ -187,15 +209,28 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     return p;
   }
 
-  /** Remove AGT-denied tools from a tools/list answer; returns the (possibly new) message. */
-  function filterMessage(msg: unknown, listIds: Set<string>, tools: readonly ToolRules[]): unknown {
+  /**
+   * Remove AGT-denied tools from any message carrying a `result.tools` array, whatever its id;
+   * returns the (possibly new) message. Entries without a string name are removed too.
+   */
+  function filterMessage(msg: unknown, tools: readonly ToolRules[]): unknown {
     if (!isObject(msg) || !('result' in msg)) return msg;
-    const id = msg['id'];
-    if ((typeof id !== 'string' && typeof id !== 'number') || !listIds.has(idKey(id))) return msg;
     const result = msg['result'];
     if (!isObject(result) || !Array.isArray(result['tools'])) return msg;
     const kept = (result['tools'] as unknown[]).filter((t) => {
-      if (!isObject(t) || typeof t['name'] !== 'string') return true;
+      if (!isObject(t) || typeof t['name'] !== 'string') {
+        emit({
+          sandbox,
+          server,
+          tool: '',
+          kind: 'list',
+          allowed: false,
+          decision: 'hidden',
+          policy: null,
+          message: 'a listed tool without a string name',
+        });
+        return false;
+      }
       // A listed name the gateway would refuse to call is not shown either.
       const named = checkToolName(t['name']);
       if (!named.ok) {
@@ -246,7 +281,6 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     headers['content-length'] = body.length;
     headers['accept-encoding'] = 'identity';
 
-    const rewrite = p.listIds.size > 0 || p.local.length > 0;
     // A repeat is harmless unless the message may act on something: never retry a tools/call.
     const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
     const abort = new AbortController();
@@ -272,11 +306,25 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     }
     up.body.on('error', () => res.destroy());
     const status = up.status;
-    const outHeaders = copyHeaders(up.headers, rewrite);
+    const ok = status >= 200 && status < 300;
+    // Every answer is rewritten (filtered): the length and any encoding are the gateway's own.
+    const outHeaders = copyHeaders(up.headers, true);
+    const encoding = String(up.headers['content-encoding'] ?? '')
+      .trim()
+      .toLowerCase();
+    if (encoding !== '' && encoding !== 'identity') {
+      up.body.destroy();
+      answerLocally(res, p, upstreamErrors(p, `answered with content-encoding ${encoding}, which the gateway cannot filter`), 502);
+      return;
+    }
+    const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
+    const filter = (m: unknown): unknown => filterMessage(m, tools);
 
-    if (!rewrite || status < 200 || status >= 300) {
+    if (contentType.startsWith('text/event-stream')) {
+      // Streamed event by event (a tools/call may stream progress), each event filtered.
+      const tail = ok ? p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('') : '';
       res.writeHead(status, outHeaders);
-      up.body.pipe(res);
+      up.body.pipe(new SseFilter(filter, tail)).pipe(res);
       await finished(res).catch(() => undefined);
       return;
     }
@@ -289,34 +337,30 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       return;
     }
     const text = read.body.toString('utf8');
-    const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
-    if (contentType.startsWith('text/event-stream')) {
-      const rewritten =
-        rewriteSse(text, (m) => filterMessage(m, p.listIds, tools)) +
-        p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('');
-      res.writeHead(status, { ...outHeaders, 'content-length': Buffer.byteLength(rewritten) });
-      res.end(rewritten);
-      return;
-    }
     let parsed: unknown;
     if (text.trim() === '') parsed = undefined;
     else {
       try {
         parsed = JSON.parse(text);
       } catch {
+        if (!ok) {
+          // An HTTP error with a body that is not JSON (a proxy's text page): nothing to filter.
+          res.writeHead(status, { ...outHeaders, 'content-length': read.body.length });
+          res.end(read.body);
+          return;
+        }
         answerLocally(res, p, upstreamErrors(p, 'answered with a body that is not JSON'), 502);
         return;
       }
     }
-    const messages = (parsed === undefined ? [] : Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]).map((m) =>
-      filterMessage(m, p.listIds, tools),
-    );
-    const all = [...messages, ...p.local];
+    const upstreamBatch = Array.isArray(parsed);
+    const messages = (parsed === undefined ? [] : upstreamBatch ? (parsed as unknown[]) : [parsed]).map(filter);
+    const all = ok ? [...messages, ...p.local] : messages;
     if (all.length === 0) {
       res.writeHead(status, outHeaders).end();
       return;
     }
-    const payload = JSON.stringify(p.isBatch ? all : all[0]);
+    const payload = JSON.stringify(p.isBatch || upstreamBatch ? all : all[0]);
     // a batch of notifications answered 202 upstream, plus local refusals, is an answer with a body
     res.writeHead(status === 202 ? 200 : status, {
       ...outHeaders,
@@ -389,30 +433,80 @@ function copyHeaders(h: IncomingHttpHeaders, rewriting: boolean): OutgoingHttpHe
   return endToEndHeaders(h, rewriting ? REWRITTEN : undefined);
 }
 
+/** SSE lines kept from an upstream event when its data is rewritten (comments start with `:`). */
+const KEPT_SSE_FIELD = /^(event|id|retry):|^:/;
+
 /**
- * Apply `fn` to the JSON message of every complete SSE event; events whose data is not JSON, and
- * an incomplete last event, are kept verbatim. Line endings are normalised to `\n`.
+ * One complete SSE event (line ends already `\n`, with its blank line) rewritten: `fn` applied to
+ * its JSON data. An event whose data is not JSON is dropped (a lenient client might still read
+ * it, e.g. `NaN`); one without data (a comment, a keep-alive) is kept. Only `event:`, `id:`,
+ * `retry:` and comment lines are kept beside the new `data:` line.
+ */
+function rewriteEvent(event: string, fn: (msg: unknown) => unknown): string {
+  const block = event.endsWith('\n\n') ? event.slice(0, -2) : event;
+  const data = eventData(block);
+  if (data === undefined) return `${block}\n\n`;
+  let msg: unknown;
+  try {
+    msg = JSON.parse(data);
+  } catch {
+    return '';
+  }
+  const next = Array.isArray(msg) ? (msg as unknown[]).map(fn) : fn(msg);
+  const kept = block.split('\n').filter((l) => KEPT_SSE_FIELD.test(l));
+  return `${[...kept, `data: ${JSON.stringify(next)}`].join('\n')}\n\n`;
+}
+
+/** CRLF and lone CR as LF, on bytes (UTF-8 continuation bytes are never CR or LF). */
+function normaliseLineEnds(b: Buffer): Buffer {
+  return b.includes(0x0d) ? Buffer.from(b.toString('latin1').replace(/\r\n?/g, '\n'), 'latin1') : b;
+}
+
+/**
+ * A stream transform over an upstream SSE body: normalises line ends, rewrites each complete
+ * event with {@link rewriteEvent}, drops an incomplete last event (as the SSE spec's clients do),
+ * then writes `tail`.
+ */
+class SseFilter extends Transform {
+  readonly #split = new SseEventSplitter();
+  #cr = false;
+  constructor(
+    private readonly fn: (msg: unknown) => unknown,
+    private readonly tail: string,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    let b = this.#cr ? Buffer.concat([Buffer.from([0x0d]), chunk]) : chunk;
+    // A CR at the end may be the first half of a CRLF: held for the next chunk.
+    this.#cr = b.length > 0 && b[b.length - 1] === 0x0d;
+    if (this.#cr) b = b.subarray(0, b.length - 1);
+    this.#emit(normaliseLineEnds(b));
+    cb();
+  }
+
+  override _flush(cb: TransformCallback): void {
+    if (this.#cr) this.#emit(Buffer.from('\n'));
+    this.#split.drain();
+    if (this.tail !== '') this.push(this.tail);
+    cb();
+  }
+
+  #emit(b: Buffer): void {
+    let out = '';
+    for (const ev of this.#split.push(b)) out += rewriteEvent(ev.toString('utf8'), this.fn);
+    if (out !== '') this.push(out);
+  }
+}
+
+/**
+ * Apply `fn` to the JSON message of every complete SSE event of a whole body, as the gateway does
+ * to a streamed answer: line ends normalised to `\n`, events whose data is not JSON dropped,
+ * comments kept, an incomplete last event dropped.
  */
 export function rewriteSse(text: string, fn: (msg: unknown) => unknown): string {
   const splitter = new SseEventSplitter();
   const events = splitter.push(Buffer.from(text.replace(/\r\n?/g, '\n'), 'utf8'));
-  let out = '';
-  for (const ev of events) {
-    const block = ev.toString('utf8', 0, ev.length - 2);
-    const data = eventData(block);
-    let msg: unknown;
-    try {
-      msg = data === undefined ? undefined : JSON.parse(data);
-    } catch {
-      msg = undefined;
-    }
-    if (msg === undefined) {
-      out += `${block}\n\n`;
-      continue;
-    }
-    const next = Array.isArray(msg) ? (msg as unknown[]).map(fn) : fn(msg);
-    const kept = block.split('\n').filter((l) => !l.startsWith('data:'));
-    out += `${[...kept, `data: ${JSON.stringify(next)}`].join('\n')}\n\n`;
-  }
-  return out + splitter.drain().toString('utf8');
+  return events.map((ev) => rewriteEvent(ev.toString('utf8'), fn)).join('');
 }
