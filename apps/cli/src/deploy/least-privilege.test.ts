@@ -358,7 +358,7 @@ void describe(
             return stringify(m);
           })
           .join('---\n');
-      // Router: drop "patch leases" from its Role, re-apply deploy/, and start a router.
+      // Router: drop "create leases" from its Role, re-apply deploy/, and start a router with a new instance name.
       await apply(
         edit(
           sandboxText,
@@ -366,7 +366,7 @@ void describe(
           'kars-router',
           (m) =>
             (m.rules = (m.rules ?? []).map((r) =>
-              r.resources?.includes('leases') ? { ...r, verbs: (r.verbs ?? []).filter((v) => v !== 'patch') } : r,
+              r.resources?.includes('leases') ? { ...r, verbs: (r.verbs ?? []).filter((v) => v !== 'create') } : r,
             )),
         ),
       );
@@ -376,7 +376,7 @@ void describe(
         const denied = await until('the router refused publishing its echo', async () =>
           audit.slice(before).find((a) => a.user.name === user(ROUTER) && !a.allowed),
         );
-        assert.equal(describeCall(denied.attributes), `patch coordination.k8s.io/leases ns=${NS} name=kars-router-research-agent-r2`);
+        assert.equal(describeCall(denied.attributes), `create coordination.k8s.io/leases ns=${NS}`);
         await api.patch(`${KARS}/inferencepolicies/research-budget`, { spec: { tokenBudget: { perRequestTokens: 6000 } } }, 'merge');
         await new Promise((r) => setTimeout(r, 3000));
         const st = (await api.get(`${KARS}/inferencepolicies/research-budget`)).body.status;
