@@ -320,6 +320,40 @@ describe('kars apiserver REST semantics', () => {
     );
   });
 
+  it('refuses a CRD whose root metadata schema says more than type, name and generateName, as kube-apiserver does', async () => {
+    // Found by applying deploy/crds/ to a real kube-apiserver (issue 18): a description on metadata is refused there.
+    const crdWith = (name: string, metadata: unknown): any => {
+      const crd = widgetCrd() as any;
+      crd.metadata.name = `${name}s.example.com`;
+      crd.spec.names = { plural: `${name}s`, singular: name, kind: name[0]!.toUpperCase() + name.slice(1) };
+      crd.spec.versions[0].schema.openAPIV3Schema.properties.metadata = metadata;
+      return crd;
+    };
+    const refused = async (name: string, metadata: unknown): Promise<unknown> => {
+      const r = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdWith(name, metadata));
+      assert.equal(r.status, 422, name);
+      assert.equal((await ts.client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}s.example.com`)).status, 404);
+      return r.body.details.causes;
+    };
+    const meta = 'spec.versions[0].schema.openAPIV3Schema.properties[metadata]';
+    assert.deepEqual(await refused('metadesc', { type: 'object', description: 'Standard object metadata.' }), [
+      {
+        reason: 'FieldValueForbidden',
+        field: meta,
+        message: 'Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified',
+      },
+    ]);
+    assert.deepEqual(await refused('metalabels', { type: 'object', properties: { labels: { type: 'object' } } }), [
+      {
+        reason: 'FieldValueForbidden',
+        field: `${meta}.properties[labels]`,
+        message: 'Forbidden: must not be specified; only metadata.name and metadata.generateName may be restricted',
+      },
+    ]);
+    const ok = crdWith('metaok', { type: 'object', properties: { name: { type: 'string', maxLength: 20 } } });
+    assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', ok)).status, 201);
+  });
+
   it('serves every served version of a CRD from one stored object', async () => {
     const crd = widgetCrd() as any;
     crd.metadata.name = 'dials.example.com';

@@ -2,6 +2,9 @@
 // `kubectl apply --server-side` (so every CEL rule compiles there), `kubectl explain` works on each
 // kars kind, and a CEL rule is enforced. Skips (naming `npm run kube:build`) without the binaries.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { until } from '@kars/kube-core/testing';
@@ -56,6 +59,11 @@ for (const pin of readPins().kubernetes) {
         WAIT,
       );
       assert.match(first.stdout, /tokenBudget/);
+      // The CRDs' field descriptions (issue 24 item 6) reach kubectl explain through the real apiserver's OpenAPI.
+      const budget = await k(['explain', 'inferencepolicy.spec.tokenBudget']);
+      assert.equal(budget.code, 0, budget.stderr);
+      assert.match(budget.stdout, /perRequestTokens\s+<integer>\s+Tokens\. Most completion tokens one request may ask for/);
+      assert.doesNotMatch(budget.stdout, /<no description>/);
       for (const kind of KINDS) {
         const r = await until(
           `kubectl explain ${kind}`,
@@ -83,6 +91,49 @@ for (const pin of readPins().kubernetes) {
       const r = await k(['apply', '--server-side', '-f', '-'], bad);
       assert.notEqual(r.code, 0, r.stdout);
       assert.match(r.stderr, /monthlyTokens must be greater than or equal to dailyTokens/);
+    });
+
+    it('kars ip apply -f refuses a misspelt budget field and writes nothing, on the real apiserver too (issue 24)', async () => {
+      // Runs the real CLI (apps/cli/bin/kars.js) with the admin kubeconfig; the example applied above is the last good spec.
+      const kars = (args: string[]): ReturnType<typeof kubectl> =>
+        kubectl(process.execPath, cp.kubeconfig, [repo('apps/cli/bin/kars.js'), ...args]);
+      const before = JSON.parse((await k(['get', 'inferencepolicy', 'demo-budget', '-n', 'default', '-o', 'json'])).stdout);
+      const typo = [
+        'apiVersion: kars.azure.com/v1alpha1',
+        'kind: InferencePolicy',
+        'metadata: {name: demo-budget}',
+        'spec:',
+        '  appliesTo: {sandboxName: demo-agent}',
+        '  tokenBuget: {perRequestTokens: 1000, dailyTokens: 200000, monthlyTokens: 5000000}',
+      ].join('\n');
+      const dir = mkdtempSync(join(tmpdir(), 'kars-envtest-typo-'));
+      try {
+        const file = join(dir, 'typo.yaml');
+        writeFileSync(file, typo);
+        const r = await kars(['ip', 'apply', '-n', 'default', '-f', file]);
+        assert.equal(r.code, 1, r.stdout + r.stderr);
+        assert.match(r.stderr, /unknown field "spec\.tokenBuget" \(did you mean spec\.tokenBudget\?\)/);
+        assert.match(r.stderr, /nothing was written/);
+        const after = JSON.parse((await k(['get', 'inferencepolicy', 'demo-budget', '-n', 'default', '-o', 'json'])).stdout);
+        assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion);
+        assert.deepEqual(after.spec.tokenBudget, { perRequestTokens: 1000, dailyTokens: 200000, monthlyTokens: 5000000 });
+        // The same CLI writes a correct file through the real apiserver (client certificate auth, Strict field validation).
+        const good = await kars([
+          'ip',
+          'apply',
+          '-n',
+          'default',
+          '-f',
+          repo('examples/inference-policy.yaml'),
+          '--per-request-tokens',
+          '900',
+        ]);
+        assert.equal(good.code, 0, good.stderr);
+        const edited = JSON.parse((await k(['get', 'inferencepolicy', 'demo-budget', '-n', 'default', '-o', 'json'])).stdout);
+        assert.equal(edited.spec.tokenBudget.perRequestTokens, 900);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 }

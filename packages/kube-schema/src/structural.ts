@@ -301,9 +301,15 @@ function forbidUnsupported(raw: Record<string, unknown>, path: string, ctx: Ctx)
     );
 }
 
-/** Top-level metadata may only restrict name and generateName (as strings). */
+/**
+ * Top-level metadata may only restrict name and generateName (as strings), and say nothing else
+ * but `type`: not even a description, since the server supplies ObjectMeta's own schema. (A
+ * description there was refused by a real kube-apiserver and accepted here, issue 18.)
+ */
 function checkRootMetadata(node: Node | undefined, raw: unknown, path: string, ctx: Ctx): void {
   if (node === undefined || !isObject(raw)) return;
+  if (Object.keys(raw).some((k) => k !== 'type' && k !== 'properties'))
+    ctx.errors.push(forbidden(path, 'must not specify anything other than name and generateName, but metadata is implicitly specified'));
   if (node.type !== 'object') ctx.errors.push(invalid(child(path, 'type'), node.type, 'must be object'));
   if (node.properties === undefined) return;
   for (const [name, sub] of node.properties) {

@@ -749,7 +749,8 @@ function rootSchema(kind: string, spec: JSONSchemaProps, status: JSONSchemaProps
     properties: {
       apiVersion: { type: 'string', description: 'kars.azure.com/v1alpha1.' },
       kind: { type: 'string', description: `${kind}.` },
-      metadata: { type: 'object', description: 'Standard object metadata (name, namespace, labels, ...).' },
+      // kube-apiserver forbids anything but `type` (and name/generateName) in a CRD's root metadata schema, a description included.
+      metadata: { type: 'object' },
       spec,
       status,
     },
