@@ -1,5 +1,6 @@
-import { accessSync, constants, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findKubectl } from '@kars/kube-core/testing';
 import { kubeCacheDir, pinFor, readPins } from './versions.js';
 import type { KubePins } from './versions.js';
 
@@ -83,30 +84,5 @@ export function findKubeBinaries(
  * the server is a real kube-apiserver of a recent minor.
  */
 export function findKubectlBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (const dir of (env['PATH'] ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    let real: string;
-    try {
-      real = realpathSync(join(dir, 'kubectl'));
-      accessSync(real, constants.X_OK);
-    } catch {
-      continue;
-    }
-    const versioned = readdirSync(dirname(real))
-      .map((f) => /^kubectl\.1\.(\d+)$/.exec(f))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .sort((a, b) => Number(b[1]) - Number(a[1]))
-      .map((m) => join(dirname(real), m[0]));
-    return (
-      versioned.find((p) => {
-        try {
-          accessSync(p, constants.X_OK);
-          return true;
-        } catch {
-          return false;
-        }
-      }) ?? real
-    );
-  }
-  return undefined;
+  return findKubectl('newest', env);
 }

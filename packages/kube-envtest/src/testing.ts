@@ -1,16 +1,11 @@
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { runKubectl, type KubectlRun } from '@kars/kube-core/testing';
 
-/** What a kubectl run printed, and its exit code. */
-export interface KubectlRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { KubectlRun };
 
 /**
- * Run `bin` (a kubectl, see `findKubectlBinary`) with `args` against `kubeconfig`. Resolves with
- * the exit code and output whatever the code; rejects only when kubectl did not finish.
+ * Run `bin` (a kubectl, see `findKubectlBinary`) with `args` against `kubeconfig`: kube-core's
+ * `runKubectl` with a longer default time limit (a real apiserver on a loaded machine).
  */
 export function kubectl(
   bin: string,
@@ -18,18 +13,7 @@ export function kubectl(
   args: readonly string[],
   { input, timeoutMs = 120_000 }: { input?: string; timeoutMs?: number } = {},
 ): Promise<KubectlRun> {
-  return new Promise((resolve, reject) => {
-    const p = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs, maxBuffer: 32 << 20 },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      },
-    );
-    if (input !== undefined) p.stdin?.end(input);
-  });
+  return runKubectl(bin, kubeconfig, args, input === undefined ? { timeoutMs } : { input, timeoutMs });
 }
 
 /**

@@ -242,6 +242,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
     onDecision: (d) => countDecision('inference', d.decision),
+    clock,
   });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
     if (d.kind === 'call') countDecision('tools', d.decision);

@@ -1,13 +1,13 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiServer } from '../server.js';
 import type { ApiServerOptions } from '../server.js';
-import { until } from '@kars/kube-core/testing';
+import { findKubectl as findKubectlAmong, until } from '@kars/kube-core/testing';
 
 /** A response from {@link TestClient.request}. */
 export interface TestResponse {
@@ -288,60 +288,10 @@ export function eventually<T>(
  * creates), else that `kubectl` itself.
  */
 export function findKubectl(): string | undefined {
-  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    let real: string;
-    try {
-      real = realpathSync(join(dir, 'kubectl'));
-      accessSync(real, constants.X_OK);
-    } catch {
-      continue;
-    }
-    for (const v of ['1.31', '1.30', '1.29']) {
-      const p = join(dirname(real), `kubectl.${v}`);
-      try {
-        accessSync(p, constants.X_OK);
-        return p;
-      } catch {
-        // not this version
-      }
-    }
-    return real;
-  }
-  return undefined;
+  return findKubectlAmong(['1.31', '1.30', '1.29']);
 }
 
-/** What a kubectl run printed, and its exit code. */
-export interface KubectlRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Run `bin` (a kubectl found by {@link findKubectl}) with `args` against `kubeconfig`, writing
- * `input` to its stdin when given. Resolves with the exit code and output whatever the code;
- * rejects only when kubectl did not finish (not found, killed at `timeoutMs`).
- */
-export function runKubectl(
-  bin: string,
-  kubeconfig: string,
-  args: readonly string[],
-  { input, timeoutMs = 60_000 }: { input?: string; timeoutMs?: number } = {},
-): Promise<KubectlRun> {
-  return new Promise((resolve, reject) => {
-    const p = execFile(
-      bin,
-      args,
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: timeoutMs, maxBuffer: 32 << 20 },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      },
-    );
-    if (input !== undefined) p.stdin?.end(input);
-  });
-}
+export { runKubectl, type KubectlRun } from '@kars/kube-core/testing';
 
 /** `kars apiserver` running as its own process (see {@link startApiserverProcess}). */
 export interface ApiserverProcess {

@@ -1,7 +1,8 @@
 /**
  * Test support shared by every kars package's tests (`@kars/kube-core/testing`; not part of the
- * main entry point). No I/O of its own.
+ * main entry point). No I/O of its own, but for the kubectl helpers in `kubectl.ts`.
  */
+export { findKubectl, runKubectl, type KubectlRun } from './kubectl.js';
 import { sleep, systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
 

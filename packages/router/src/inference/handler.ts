@@ -66,7 +66,8 @@
  *   usage chunk (`choices: []`) even when they did not ask for it.
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { readBody } from '@kars/kube-core';
+import { readBody, systemClock } from '@kars/kube-core';
+import type { Clock, Timer } from '@kars/kube-core';
 import type { SnapshotSource } from '../snapshot.js';
 import type { TokenBudgetTracker } from './budget.js';
 import { budgetExceeded, guardrailFlagged, guardrailUnavailable, proxyError, refusalHeaders, refusalJson, sendRefusal } from './errors.js';
@@ -130,6 +131,8 @@ export interface InferenceHandlerOptions {
   /** The router's shared upstream client; by default the handler makes (and `close()` closes) its own. */
   client?: UpstreamClient;
   onDecision?: (d: InferenceDecision) => void;
+  /** The router's clock, for the bound on draining an abandoned answer (default the system clock). */
+  clock?: Clock;
 }
 
 /** The request handler; `close()` drops the upstream keep-alive connections of a client it owns. */
@@ -156,6 +159,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   const timeoutMs = opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
   const client = opts.client ?? new UpstreamClient({ headersTimeoutMs: timeoutMs });
   const { budget, onDecision, sandbox } = opts;
+  const clock = opts.clock ?? systemClock;
   const ctx: PipelineContext = {
     basePath: upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname,
     defaultDailyTokens: opts.defaultDailyTokens ?? null,
@@ -244,7 +248,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     #attempt: Attempt | undefined = undefined;
     #gone = false;
     #over = false;
-    #drainTimer: NodeJS.Timeout | undefined = undefined;
+    #drainTimer: Timer | undefined = undefined;
     readonly #onClose = (): void => {
       if (this.#res.writableFinished) return;
       this.#gone = true;
@@ -257,8 +261,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       // (ADR 0027), without the client's backpressure, for at most the upstream timeout; past it,
       // or past MAX_BUFFERED_RESPONSE_BYTES of answer, cut it (charged at least the reservation).
       call.resume();
-      this.#drainTimer = setTimeout(() => call.abort(), timeoutMs);
-      this.#drainTimer.unref();
+      this.#drainTimer = clock.setTimeout(() => call.abort(), timeoutMs);
     };
 
     constructor(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide, resolve: () => void) {
@@ -275,7 +278,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     readonly done = (): void => {
       if (this.#over) return;
       this.#over = true;
-      if (this.#drainTimer !== undefined) clearTimeout(this.#drainTimer);
+      this.#drainTimer?.cancel();
       this.#res.off('close', this.#onClose);
       this.#resolve();
     };
