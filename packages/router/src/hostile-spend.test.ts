@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
 import { startDropsReused, startHeldUpstream, type HeldUpstreamOptions } from './testing/upstreams.js';
 import { chatBody, postChat } from './testing/http.js';
+import { startOpenAIStub } from './stubs/openai.js';
 
 interface Ledger {
   daily: number;
@@ -135,6 +136,32 @@ describe('hostile agent vs spend: abandoned requests are charged (issue 25 item 
     assert.ok(up.bodyBytes() > 16_000, `the upstream wrote the whole stream: ${up.bodyBytes()} bytes`);
     assert.ok(l.daily >= Math.ceil(up.bodyBytes() / 4), `charged ${l.daily} for a ${up.bodyBytes()}-byte answer`);
   });
+
+  for (const answer of ['stream'] as const) {
+    it(`abandoned while an output guardrail buffers the ${answer} answer: charged the usage it reports (hole: a bytes estimate)`, async (t) => {
+      // Found by an attacker's pass: under an output stage the agent sees nothing until the answer
+      // has ended, so leaving after the upstream's head used to skip reading the buffered usage.
+      const up = await startHeldUpstream({ answer, usage: 50_000, headFirst: answer === 'stream' });
+      const moderation = await startOpenAIStub();
+      const r = await startDirRouter(
+        { inference: budgetPolicy({ dailyTokens: 1_000_000 }, { guardrails: [{ provider: 'openai-moderation', applyTo: 'output' }] }) },
+        { upstream: up.url, guardrail: { url: moderation.url } },
+      );
+      t.after(async () => {
+        await r.stop();
+        await up.close();
+        await moderation.close();
+      });
+      const a = send(r, answer === 'stream' ? STREAM_BODY : BODY);
+      await up.arrived(1);
+      a.abandon();
+      await a.response;
+      await noticed(r);
+      up.release();
+      await up.finished(1);
+      assert.equal((await settled(r)).daily, 50_000, 'the upstream reported 50,000 tokens');
+    });
+  }
 
   for (const answer of ['reset', 'never'] as const) {
     it(`abandoned, then the upstream ${answer === 'reset' ? 'resets the connection' : 'never answers'}: charged the reservation (hole: 0)`, async (t) => {

@@ -34,7 +34,7 @@ import { moderate, type GuardrailBackend } from './guardrails.js';
 import { answerTexts } from './moderation-text.js';
 import { judgeAnswer, upstreamFilterReason, type Meter, type RelayMode } from './pipeline.js';
 import type { ContentSafetyRules } from './safety.js';
-import { SseGate, usageFromJsonTail, usageTotal } from './sse.js';
+import { SseGate, usageFromJsonTail, usageFromSseText, usageTotal } from './sse.js';
 import type { UpstreamClient } from '../http/upstream.js';
 
 /** Largest upstream body the route buffers to judge; a larger one is refused (floor active) or passed unjudged. */
@@ -154,10 +154,20 @@ abstract class BufferingRelay implements BodyRelay {
 
   onEnd(): void {
     if (this.#over) return;
-    if (this.t.res.destroyed || this.t.res.headersSent) return this.t.done();
     const c = this.#chunks;
-    this.judge(c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size));
+    const body = c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size);
+    // The usage the upstream reports is what the provider bills: record it first, whether the
+    // agent is still there, and whatever the judgement (ADR 0027).
+    if (this.t.status >= 200 && this.t.status < 300) {
+      const total = this.usageOf(body);
+      if (total !== undefined) this.t.meter.usage = total;
+    }
+    if (this.t.res.destroyed || this.t.res.headersSent) return this.t.done();
+    this.judge(body);
   }
+
+  /** The total tokens a whole 2xx body reports, if any. */
+  protected abstract usageOf(body: Buffer): number | undefined;
 
   onError(): void {
     if (this.#over) return;
@@ -198,15 +208,15 @@ abstract class BufferingRelay implements BodyRelay {
 
 /** A JSON answer judged whole (floor, output stage), then sent in one write or refused. */
 class JudgedRelay extends BufferingRelay {
+  protected usageOf(body: Buffer): number | undefined {
+    return usageTotal(tryParse(body));
+  }
+
   protected judge(body: Buffer): void {
     const { t } = this;
     const { status } = t;
     const doc = tryParse(body);
     const ok = status >= 200 && status < 300;
-    if (ok) {
-      const total = usageTotal(doc);
-      if (total !== undefined) t.meter.usage = total;
-    }
     const blocked = judgeAnswer(status, doc, this.j.floor);
     if (blocked !== undefined) {
       refuse(t, blocked);
@@ -237,6 +247,10 @@ class JudgedRelay extends BufferingRelay {
  * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
  */
 class ModeratedStreamRelay extends BufferingRelay {
+  protected usageOf(all: Buffer): number | undefined {
+    return usageFromSseText(all.toString('utf8'));
+  }
+
   protected judge(all: Buffer): void {
     const docs: unknown[] = [];
     for (const ev of splitEvents(all)) {
