@@ -129,4 +129,42 @@ describe('answerTexts', () => {
     assert.equal(m.texts.filter((t) => t.includes('msg_1')).length, 1);
     assert.ok(m.texts.includes('msg_1'));
   });
+
+  it('judges a phrase split across parts, fields or tool calls whole: the values joined (attacker pass)', () => {
+    const split = requestTexts({
+      model: 'm',
+      messages: [{ role: 'user', content: [...'kars-flag-me'].map((c) => ({ type: 'text', text: c })) }],
+    });
+    assert.ok(
+      split.texts.some((t) => t.includes('kars-flag-me')),
+      JSON.stringify(split.texts),
+    );
+    const words = requestTexts({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'kill' },
+        { role: 'user', content: 'him' },
+      ],
+    });
+    assert.ok(
+      words.texts.some((t) => t.includes('kill him')),
+      JSON.stringify(words.texts),
+    );
+    const calls = answerTexts([
+      {
+        choices: [
+          {
+            index: 0,
+            message: {
+              tool_calls: [...'kars-flag-me'].map((c, i) => ({ id: `c${i}`, type: 'function', function: { name: 'say', arguments: c } })),
+            },
+          },
+        ],
+      },
+    ]);
+    assert.ok(
+      calls.texts.some((t) => t.includes('kars-flag-me')),
+      JSON.stringify(calls.texts),
+    );
+  });
 });

@@ -26,7 +26,11 @@
  * `unjudgeable`: a body or event that is not JSON, audio data (`audio.data`), an image (`images`,
  * `image_url`, … keys), a base64 `data:` URL.
  *
- * Texts are returned distinct, in first-seen order, without the empty string.
+ * Texts are returned distinct, in first-seen order, without the empty string; then, for each field
+ * name with more than one string value, those values joined (with nothing, and with a space), so
+ * that a phrase split across the parts, messages or tool calls sharing a field is judged as the
+ * model reads it. Not caught: a phrase split across different fields, or spelled as numbers
+ * (character codes in an enum), which are not judged.
  */
 
 /** What to send a moderation backend, and what it could not be sent. */
@@ -68,6 +72,35 @@ function partProblem(part: unknown): string | undefined {
   if (typeof type !== 'string' || !TEXT_PART_TYPES.has(type)) return typeof type === 'string' ? type : 'part without a type';
   const media = MEDIA_KEYS.find((k) => k in part);
   return media === undefined ? undefined : `${type} part carrying ${media}`;
+}
+
+/**
+ * `texts` plus, for each key whose string values number more than one, those values in document
+ * order joined with nothing and with a space: a phrase split across the parts, messages or tool
+ * calls that share a field (`text`, `content`, `arguments`, …) is read whole by the model, so it is
+ * judged whole too (`"E"`, `"V"`, `"I"`, `"L"` in four text parts).
+ */
+function withJoined(texts: Set<string>, byKey: ReadonlyMap<string, string[]>): string[] {
+  const out = new Set(texts);
+  for (const values of byKey.values()) {
+    if (values.length < 2) continue;
+    for (const sep of ['', ' ']) out.add(values.join(sep));
+  }
+  return [...out];
+}
+
+/** The string values under `v`, in document order, grouped by the key that holds them. */
+function valuesByKey(v: unknown, key: string, out: Map<string, string[]>): void {
+  if (typeof v === 'string') {
+    if (v === '' || DATA_URL.test(v)) return;
+    const list = out.get(key);
+    if (list === undefined) out.set(key, [v]);
+    else list.push(v);
+  } else if (Array.isArray(v)) {
+    for (const x of v) valuesByKey(x, key, out);
+  } else if (isObj(v)) {
+    for (const [k, x] of Object.entries(v)) valuesByKey(x, k, out);
+  }
 }
 
 /** Every string value and key under `v`, into `out`; a data URL goes to `bad` instead. */
@@ -114,7 +147,9 @@ export function requestTexts(body: Record<string, unknown>): ModerationInput {
   const prediction = body['prediction'];
   if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', unjudgeable);
   collect(body, '', texts, unjudgeable);
-  return { texts: [...texts], unjudgeable };
+  const byKey = new Map<string, string[]>();
+  valuesByKey(body, '', byKey);
+  return { texts: withJoined(texts, byKey), unjudgeable };
 }
 
 /** Keys under which an answer carries an image (`message.images`, an `image_url` part, …). */
@@ -126,6 +161,8 @@ interface Fragments {
   /** Every fragment so far equals `first`. */
   same: boolean;
   joined: string;
+  /** The nearest object key on the path (array positions skipped): what the joined forms group by. */
+  field: string;
 }
 
 /** Accumulates the strings of one answer (a JSON body, or a stream's events) per path. */
@@ -144,8 +181,10 @@ class AnswerCollector {
     if (typeof v === 'string') {
       const key = JSON.stringify(path);
       const f = this.#acc.get(key);
-      if (f === undefined) this.#acc.set(key, { first: v, same: true, joined: v });
-      else {
+      if (f === undefined) {
+        const field = [...path].reverse().find((p) => !p.startsWith('#') && !/^\d+$/.test(p)) ?? '';
+        this.#acc.set(key, { first: v, same: true, joined: v, field });
+      } else {
         f.same &&= v === f.first;
         f.joined += v;
       }
@@ -171,14 +210,20 @@ class AnswerCollector {
 
   result(): ModerationInput {
     const texts = new Set<string>();
+    const byKey = new Map<string, string[]>();
     for (const f of this.#acc.values()) {
       // A field every event repeats (`id`, `model`) is judged once; any other is judged joined.
       const t = f.same ? f.first : f.joined;
       if (DATA_URL.test(t)) this.unjudgeable.push('a base64 data URL in the answer');
-      else if (t !== '') texts.add(t);
+      else if (t !== '') {
+        texts.add(t);
+        const list = byKey.get(f.field);
+        if (list === undefined) byKey.set(f.field, [t]);
+        else list.push(t);
+      }
     }
     for (const k of this.#keys) if (k !== '') texts.add(k);
-    return { texts: [...texts], unjudgeable: this.unjudgeable };
+    return { texts: withJoined(texts, byKey), unjudgeable: this.unjudgeable };
   }
 }
 
