@@ -126,6 +126,16 @@ describe('hostile agent vs tools/list filtering (issue 25 item 4)', () => {
       `{"jsonrpc":"2.0","id":3,"result":{"tools":[]},${listAnswer('3').slice(1)}`,
     ],
     ['an HTTP error whose JSON body holds a tools list', 500, 'application/json', listAnswer('3')],
+    // Found by an attacker's pass over the fix:
+    ['SSE answer starting with a byte-order mark', 200, 'text/event-stream', `\uFEFFdata: ${listAnswer('42')}\n\n`],
+    ['JSON answer spelling Result with a capital', 200, 'application/json', listAnswer('3').replace('"result"', '"Result"')],
+    [
+      'JSON answer with a second, capitalised Tools list',
+      200,
+      'application/json',
+      `{"jsonrpc":"2.0","id":3,"result":{"tools":[],"Tools":${JSON.stringify(TOOLS)}}}`,
+    ],
+    ['JSON batch nested in a batch', 200, 'application/json', `[[${listAnswer('3')}]]`],
   ] as const) {
     it(`filters an upstream ${label} (hole: only answers to a matching tools/list id were filtered)`, async () => {
       mcp.setHttpFailure({ status, contentType, body });

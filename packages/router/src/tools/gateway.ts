@@ -211,13 +211,31 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
 
   /**
    * Remove AGT-denied tools from any message carrying a `result.tools` array, whatever its id;
-   * returns the (possibly new) message. Entries without a string name are removed too.
+   * returns the (possibly new) message. Entries without a string name are removed too. The keys
+   * are matched without regard to case (`Result`, `Tools`: a client whose JSON decoder matches
+   * keys case-insensitively, as Go's does, would read them), and a batch nested in a batch is
+   * filtered too.
    */
   function filterMessage(msg: unknown, tools: readonly ToolRules[]): unknown {
-    if (!isObject(msg) || !('result' in msg)) return msg;
-    const result = msg['result'];
-    if (!isObject(result) || !Array.isArray(result['tools'])) return msg;
-    const kept = (result['tools'] as unknown[]).filter((t) => {
+    if (Array.isArray(msg)) return msg.map((m) => filterMessage(m, tools));
+    if (!isObject(msg)) return msg;
+    let out: Record<string, unknown> = msg;
+    for (const rk of Object.keys(msg)) {
+      const result = msg[rk];
+      if (rk.toLowerCase() !== 'result' || !isObject(result)) continue;
+      let kept: Record<string, unknown> = result;
+      for (const tk of Object.keys(result)) {
+        const list = result[tk];
+        if (tk.toLowerCase() === 'tools' && Array.isArray(list)) kept = { ...kept, [tk]: keptTools(list, tools) };
+      }
+      if (kept !== result) out = { ...out, [rk]: kept };
+    }
+    return out;
+  }
+
+  /** The entries of a listed `tools` array that policy lets the agent see. */
+  function keptTools(list: unknown[], tools: readonly ToolRules[]): unknown[] {
+    return list.filter((t) => {
       if (!isObject(t) || typeof t['name'] !== 'string') {
         emit({
           sandbox,
@@ -251,7 +269,6 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         });
       return v.listed;
     });
-    return { ...msg, result: { ...result, tools: kept } };
   }
 
   function upstreamErrors(p: Plan, why: string): JsonRpcResponse[] {
@@ -445,7 +462,12 @@ const KEPT_SSE_FIELD = /^(event|id|retry):|^:/;
 function rewriteEvent(event: string, fn: (msg: unknown) => unknown): string {
   const block = event.endsWith('\n\n') ? event.slice(0, -2) : event;
   const data = eventData(block);
-  if (data === undefined) return `${block}\n\n`;
+  if (data === undefined) {
+    // Nothing to filter: keep only the lines a client reads (a keep-alive comment, an id), never
+    // one it might read differently, such as `\uFEFFdata: …` that a client dropping the BOM reads as data.
+    const lines = block.split('\n').filter((l) => KEPT_SSE_FIELD.test(l));
+    return lines.length === 0 ? '' : `${lines.join('\n')}\n\n`;
+  }
   let msg: unknown;
   try {
     msg = JSON.parse(data);
