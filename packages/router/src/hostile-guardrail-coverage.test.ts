@@ -255,6 +255,33 @@ describe('guardrails see everything the model writes (issue 25 item 1, output)',
     await refusedBeforeTheAgent(false, /UklGRg/, 'inference_policy_guardrail_unjudgeable');
   });
 
+  // Found by an attacker's pass: framings an SSE client reads as data but a splitter on LF did not.
+  for (const [label, body] of [
+    ['a CR-only line end after an id line', `id: 1\rdata: ${JSON.stringify({ choices: [{ index: 0, delta: { content: MARK } }] })}\n\n`],
+    ['a lone CR before the data line', `\rdata: ${JSON.stringify({ choices: [{ index: 0, delta: { content: MARK } }] })}\n\n`],
+    [
+      'a byte-order mark before the first event',
+      `\uFEFFdata: ${JSON.stringify({ choices: [{ index: 0, delta: { content: MARK } }] })}\n\n`,
+    ],
+  ] as const) {
+    it(`a streamed answer with ${label} is judged as a client reads it`, async () => {
+      answer(body + 'data: [DONE]\n\n', 'text/event-stream');
+      await refusedBeforeTheAgent(true, new RegExp(MARK));
+    });
+  }
+
+  it('a JSON answer with a duplicate key (judged one way, read another) cannot pass as clean', async () => {
+    answer(
+      `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"${MARK}","content":"ok"},"finish_reason":"stop"}]}`,
+    );
+    await refusedBeforeTheAgent(false, new RegExp(MARK), 'inference_policy_guardrail_unjudgeable');
+  });
+
+  it('a 200 text/event-stream answer holding no event a client reads as data cannot pass as clean', async () => {
+    answer(JSON.stringify(completion({ content: `a ${MARK}` })), 'text/event-stream');
+    await refusedBeforeTheAgent(true, new RegExp(MARK), 'inference_policy_guardrail_unjudgeable');
+  });
+
   it('a 200 answer that is not JSON cannot be judged and is not passed on', async () => {
     answer(`not json ${MARK}`, 'text/plain');
     await refusedBeforeTheAgent(false, /not json/, 'inference_policy_guardrail_unjudgeable');

@@ -49,6 +49,21 @@ export class SseEventSplitter {
   }
 }
 
+/** CRLF and lone CR as LF, on bytes (UTF-8 continuation bytes are never CR or LF). */
+export function normaliseLineEnds(b: Buffer): Buffer {
+  return b.includes(0x0d) ? Buffer.from(b.toString('latin1').replace(/\r\n?/g, '\n'), 'latin1') : b;
+}
+
+/**
+ * A whole SSE body as every client reads it: a leading UTF-8 byte-order mark removed (the SSE
+ * spec's decoders drop it) and every line end (CRLF, CR, LF) an LF. What a judge reads of these
+ * bytes is what any client reads.
+ */
+export function canonicalSse(b: Buffer): Buffer {
+  const noBom = b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? b.subarray(3) : b;
+  return normaliseLineEnds(noBom);
+}
+
 /** The data of one event (its `data:` lines joined by `\n`), or undefined when it has none (a comment, a keep-alive). */
 export function eventData(event: string): string | undefined {
   let data: string | undefined;

@@ -18,7 +18,8 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { endToEndHeaders } from '../http/headers.js';
-import { eventData, splitEvents } from '../http/sse.js';
+import { parseStrictJson } from '../json/strict.js';
+import { canonicalSse, eventData, splitEvents } from '../http/sse.js';
 import type { UpstreamCall } from '../http/upstream.js';
 import {
   decisionHeaders,
@@ -76,12 +77,14 @@ export interface JudgeOptions {
 
 const CONTENT_LENGTH: ReadonlySet<string> = new Set(['content-length']);
 
+/**
+ * The answer as JSON, or undefined when it is not JSON or holds a duplicate key: the raw bytes
+ * are what is sent, and a client whose parser keeps the first of two keys would read a text the
+ * judge (last key wins) never saw.
+ */
 function tryParse(b: Buffer): unknown {
-  try {
-    return JSON.parse(b.toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
+  const r = parseStrictJson(b.toString('utf8'));
+  return r.ok ? r.value : undefined;
 }
 
 /** Create the relay for `mode`. */
@@ -251,12 +254,18 @@ class ModeratedStreamRelay extends BufferingRelay {
     return usageFromSseText(all.toString('utf8'));
   }
 
-  protected judge(all: Buffer): void {
+  protected judge(raw: Buffer): void {
+    // Judged and sent in one canonical form (no BOM, LF line ends), so that no client can read
+    // an event the judge did not: `id: 1\rdata: …` is one line to a reader that splits on LF only.
+    const all = canonicalSse(raw);
     const docs: unknown[] = [];
     for (const ev of splitEvents(all)) {
       const data = eventData(ev.toString('utf8'))?.trim();
       if (data !== undefined && data !== '' && data !== '[DONE]') docs.push(tryParse(Buffer.from(data)));
     }
+    // A "stream" with bytes but no event a client would read as data (a JSON body labelled
+    // text/event-stream): nothing to judge it by, so it cannot pass as clean.
+    if (docs.length === 0 && all.toString('utf8').trim() !== '' && !/^data:/m.test(all.toString('utf8'))) docs.push(undefined);
     this.sendUnlessRefused(this.j.guard, docs, () => this.#send(all));
   }
 

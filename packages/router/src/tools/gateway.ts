@@ -49,7 +49,7 @@ import {
 } from './jsonrpc.js';
 import { ToolRateLimiter } from './ratelimit.js';
 import type { Clock } from '@kars/kube-core';
-import { SseEventSplitter, eventData } from '../http/sse.js';
+import { SseEventSplitter, eventData, normaliseLineEnds } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
 import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
 import { readBody } from '@kars/kube-core';
@@ -477,11 +477,6 @@ function rewriteEvent(event: string, fn: (msg: unknown) => unknown): string {
   const next = Array.isArray(msg) ? (msg as unknown[]).map(fn) : fn(msg);
   const kept = block.split('\n').filter((l) => KEPT_SSE_FIELD.test(l));
   return `${[...kept, `data: ${JSON.stringify(next)}`].join('\n')}\n\n`;
-}
-
-/** CRLF and lone CR as LF, on bytes (UTF-8 continuation bytes are never CR or LF). */
-function normaliseLineEnds(b: Buffer): Buffer {
-  return b.includes(0x0d) ? Buffer.from(b.toString('latin1').replace(/\r\n?/g, '\n'), 'latin1') : b;
 }
 
 /**
