@@ -55,6 +55,21 @@ describe('hostile agent vs token limits (issue 9 item 3)', () => {
     }
   });
 
+  for (const value of ['true', 1, {}, [true]]) {
+    it(`stream as ${JSON.stringify(value)} gets 400 and never reaches the upstream (attacker pass: a lax upstream streams it without the usage chunk)`, async () => {
+      stub.reset();
+      const r = await startDirRouter({ inference: budgetPolicy({ perRequestTokens: 100 }) }, { upstream: stub.url });
+      try {
+        const res = await chat(r, msg({ stream: value }));
+        assert.equal(res.status, 400, res.text);
+        assert.match(res.json.error.message, /stream must be a boolean/);
+        assert.equal(stub.requests.length, 0);
+      } finally {
+        await r.stop();
+      }
+    });
+  }
+
   for (const [label, value] of [
     ['a string', '100000'],
     ['a float', 50.5],

@@ -99,7 +99,13 @@ export function normalizeRequest(body: Record<string, unknown>, cap: number | nu
     }
   }
 
-  if (body['stream'] === true) {
+  const stream = body['stream'];
+  // A lax upstream may read `"true"` or `1` as true and stream without the usage chunk the router
+  // asks for only on a boolean: the billed tokens would go uncharged.
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    return { ok: false, refusal: { kind: 'invalid', field: 'stream', message: `stream must be a boolean, got ${describe(stream)}` } };
+  }
+  if (stream === true) {
     const so = body['stream_options'];
     if (so !== undefined && so !== null && (typeof so !== 'object' || Array.isArray(so))) {
       return {
