@@ -128,7 +128,7 @@ async function refusedByOutputStage(t: RelayTarget, j: JudgeOptions, guard: Guar
  * Collects a whole body to judge, up to MAX_BUFFERED_RESPONSE_BYTES (counted into `meter.bytes`).
  * Cut short, or too large (the upstream is aborted at the limit): 502 `proxy_error`.
  */
-abstract class BufferingRelay implements BodyRelay {
+abstract class BufferingRelay<Read extends { usage: number | undefined }> implements BodyRelay {
   protected readonly t: RelayTarget;
   protected readonly j: JudgeOptions;
   readonly #chunks: Buffer[] = [];
@@ -158,19 +158,16 @@ abstract class BufferingRelay implements BodyRelay {
   onEnd(): void {
     if (this.#over) return;
     const c = this.#chunks;
-    const body = c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size);
+    const read = this.read(c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size));
     // The usage the upstream reports is what the provider bills: record it first, whether the
     // agent is still there, and whatever the judgement (ADR 0027).
-    if (this.t.status >= 200 && this.t.status < 300) {
-      const total = this.usageOf(body);
-      if (total !== undefined) this.t.meter.usage = total;
-    }
+    if (this.t.status >= 200 && this.t.status < 300 && read.usage !== undefined) this.t.meter.usage = read.usage;
     if (this.t.res.destroyed || this.t.res.headersSent) return this.t.done();
-    this.judge(body);
+    this.judge(read);
   }
 
-  /** The total tokens a whole 2xx body reports, if any. */
-  protected abstract usageOf(body: Buffer): number | undefined;
+  /** Parse the whole body once: what the judgement needs, and the total tokens it reports. */
+  protected abstract read(body: Buffer): Read;
 
   onError(): void {
     if (this.#over) return;
@@ -188,7 +185,7 @@ abstract class BufferingRelay implements BodyRelay {
   }
 
   /** Judge and answer the whole body; calls `done()` when finished. */
-  protected abstract judge(body: Buffer): void;
+  protected abstract judge(read: Read): void;
 
   /**
    * Run `guard` (the output guardrail, if any) over `docs`, then `send()` unless it refused, and
@@ -210,15 +207,15 @@ abstract class BufferingRelay implements BodyRelay {
 }
 
 /** A JSON answer judged whole (floor, output stage), then sent in one write or refused. */
-class JudgedRelay extends BufferingRelay {
-  protected usageOf(body: Buffer): number | undefined {
-    return usageTotal(tryParse(body));
+class JudgedRelay extends BufferingRelay<{ body: Buffer; doc: unknown; usage: number | undefined }> {
+  protected read(body: Buffer): { body: Buffer; doc: unknown; usage: number | undefined } {
+    const doc = tryParse(body);
+    return { body, doc, usage: usageTotal(doc) };
   }
 
-  protected judge(body: Buffer): void {
+  protected judge({ body, doc }: { body: Buffer; doc: unknown }): void {
     const { t } = this;
     const { status } = t;
-    const doc = tryParse(body);
     const ok = status >= 200 && status < 300;
     const blocked = judgeAnswer(status, doc, this.j.floor);
     if (blocked !== undefined) {
@@ -249,15 +246,16 @@ class JudgedRelay extends BufferingRelay {
  * passed through the content-safety gate and sent, or refused with a plain JSON 403/503, since
  * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
  */
-class ModeratedStreamRelay extends BufferingRelay {
-  protected usageOf(all: Buffer): number | undefined {
-    return usageFromSseText(all.toString('utf8'));
-  }
-
-  protected judge(raw: Buffer): void {
+class ModeratedStreamRelay extends BufferingRelay<{ all: Buffer; text: string; usage: number | undefined }> {
+  protected read(raw: Buffer): { all: Buffer; text: string; usage: number | undefined } {
     // Judged and sent in one canonical form (no BOM, LF line ends), so that no client can read
     // an event the judge did not: `id: 1\rdata: …` is one line to a reader that splits on LF only.
     const all = canonicalSse(raw);
+    const text = all.toString('utf8');
+    return { all, text, usage: usageFromSseText(text) };
+  }
+
+  protected judge({ all, text }: { all: Buffer; text: string }): void {
     const docs: unknown[] = [];
     for (const ev of splitEvents(all)) {
       const data = eventData(ev.toString('utf8'))?.trim();
@@ -265,7 +263,7 @@ class ModeratedStreamRelay extends BufferingRelay {
     }
     // A "stream" with bytes but no event a client would read as data (a JSON body labelled
     // text/event-stream): nothing to judge it by, so it cannot pass as clean.
-    if (docs.length === 0 && all.toString('utf8').trim() !== '' && !/^data:/m.test(all.toString('utf8'))) docs.push(undefined);
+    if (docs.length === 0 && text.trim() !== '' && !/^data:/m.test(text)) docs.push(undefined);
     this.sendUnlessRefused(this.j.guard, docs, () => this.#send(all));
   }
 
@@ -274,8 +272,7 @@ class ModeratedStreamRelay extends BufferingRelay {
     const gate = new SseGate(this.j.floor);
     const g1 = gate.push(all);
     const g2 = g1.blocked === undefined ? gate.end() : g1;
-    const usage = gate.usage();
-    if (usage !== undefined) t.meter.usage = usage;
+    // (The usage was recorded from the whole body when it ended.)
     const headers = endToEndHeaders(t.headers, CONTENT_LENGTH);
     const blocked = g1.blocked ?? g2.blocked;
     if (blocked !== undefined) {
