@@ -89,31 +89,37 @@ function withJoined(texts: Set<string>, byKey: ReadonlyMap<string, string[]>): s
   return [...out];
 }
 
-/** The string values under `v`, in document order, grouped by the key that holds them. */
-function valuesByKey(v: unknown, key: string, out: Map<string, string[]>): void {
-  if (typeof v === 'string') {
-    if (v === '' || DATA_URL.test(v)) return;
-    const list = out.get(key);
-    if (list === undefined) out.set(key, [v]);
-    else list.push(v);
-  } else if (Array.isArray(v)) {
-    for (const x of v) valuesByKey(x, key, out);
-  } else if (isObj(v)) {
-    for (const [k, x] of Object.entries(v)) valuesByKey(x, k, out);
-  }
+/** Add `v` to the list `map` holds under `key`. */
+function append(map: Map<string, string[]>, key: string, v: string): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [v]);
+  else list.push(v);
 }
 
-/** Every string value and key under `v`, into `out`; a data URL goes to `bad` instead. */
-function collect(v: unknown, path: string, out: Set<string>, bad: string[]): void {
+/** The texts of a request found by {@link collect}. */
+interface Collected {
+  /** Every distinct string value and key. */
+  texts: Set<string>;
+  /** The string values in document order, grouped by the key that holds them (array positions skipped). */
+  byKey: Map<string, string[]>;
+  /** Where a string is a base64 data URL. */
+  bad: string[];
+}
+
+/** Every string value and key under `v` (held by `key`), into `c`; a data URL goes to `c.bad` instead. */
+function collect(v: unknown, path: string, key: string, c: Collected): void {
   if (typeof v === 'string') {
-    if (DATA_URL.test(v)) bad.push(`${path} (base64 data URL)`);
-    else if (v !== '') out.add(v);
+    if (DATA_URL.test(v)) c.bad.push(`${path} (base64 data URL)`);
+    else if (v !== '') {
+      c.texts.add(v);
+      append(c.byKey, key, v);
+    }
   } else if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) collect(v[i], `${path}[${i}]`, out, bad);
+    for (let i = 0; i < v.length; i++) collect(v[i], `${path}[${i}]`, key, c);
   } else if (isObj(v)) {
     for (const [k, x] of Object.entries(v)) {
-      if (k !== '') out.add(k);
-      collect(x, path === '' ? k : `${path}.${k}`, out, bad);
+      if (k !== '') c.texts.add(k);
+      collect(x, path === '' ? k : `${path}.${k}`, k, c);
     }
   }
 }
@@ -146,10 +152,9 @@ export function requestTexts(body: Record<string, unknown>): ModerationInput {
   }
   const prediction = body['prediction'];
   if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', unjudgeable);
-  collect(body, '', texts, unjudgeable);
-  const byKey = new Map<string, string[]>();
-  valuesByKey(body, '', byKey);
-  return { texts: withJoined(texts, byKey), unjudgeable };
+  const c: Collected = { texts, byKey: new Map(), bad: unjudgeable };
+  collect(body, '', '', c);
+  return { texts: withJoined(texts, c.byKey), unjudgeable };
 }
 
 /** Keys under which an answer carries an image (`message.images`, an `image_url` part, …). */
@@ -217,9 +222,7 @@ class AnswerCollector {
       if (DATA_URL.test(t)) this.unjudgeable.push('a base64 data URL in the answer');
       else if (t !== '') {
         texts.add(t);
-        const list = byKey.get(f.field);
-        if (list === undefined) byKey.set(f.field, [t]);
-        else list.push(t);
+        append(byKey, f.field, t);
       }
     }
     for (const k of this.#keys) if (k !== '') texts.add(k);
