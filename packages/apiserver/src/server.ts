@@ -1,12 +1,11 @@
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
-import { badRequest, formatHostPort, listenOn, parseListen } from '@kars/kube-core';
+import { badRequest, FaultRelay, formatHostPort, listenOn, parseListen } from '@kars/kube-core';
 import { bootstrapPolicy } from './auth/api.js';
 import { Auth } from './auth/authorizer.js';
 import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
 import { ServiceAccountTokens } from './auth/tokens.js';
-import { FaultRelay } from './faults.js';
 import { createHandler } from './http/handler.js';
 import { installHeadLimits, refuseLargeHead } from './http/head-limits.js';
 import type { Req } from './http/compat.js';

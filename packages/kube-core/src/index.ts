@@ -7,3 +7,4 @@ export * from './codes.js';
 export * from './json.js';
 export * from './http.js';
 export * from './bearer.js';
+export * from './fault-relay.js';

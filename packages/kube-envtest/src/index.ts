@@ -5,3 +5,5 @@ export * from './process.js';
 export * from './http.js';
 export * from './control-plane.js';
 export * from './testing.js';
+export * from './credentials.js';
+export * from './kars-process.js';

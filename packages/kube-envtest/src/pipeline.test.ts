@@ -6,8 +6,6 @@
 // and a deleted policy lets its finalizer go and loses its ConfigMap.
 // Skips (naming `npm run kube:build`) without the binaries.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { until } from '@kars/kube-core/testing';
@@ -16,57 +14,15 @@ import { startControlPlane } from './control-plane.js';
 import type { ControlPlane } from './control-plane.js';
 import { kubectl, processesMentioning } from './testing.js';
 import { readPins } from './versions.js';
+import { startKars, stopKars } from './kars-process.js';
+import type { KarsChild as Child } from './kars-process.js';
 
 const repo = (p: string): string => fileURLToPath(new URL(`../../../${p}`, import.meta.url));
-const KARS_BIN = repo('apps/cli/bin/kars.js');
 const WAIT = { timeoutMs: 90_000, everyMs: 500 };
 const NS = 'pipeline';
 const SANDBOX = 'pipe-agent';
 const POLICY = 'pipe-budget';
 const CONFIGMAP = `inferencepolicy-${POLICY}-profile`;
-
-/** A `kars` child process; `url` resolves with the address of its `listening: ` line. */
-interface Child {
-  name: string;
-  proc: ChildProcess;
-  url: Promise<string>;
-  exited: Promise<void>;
-  output: string[];
-}
-
-function startKars(name: string, args: string[]): Child {
-  const proc = spawn(process.execPath, [KARS_BIN, ...args], {
-    env: { ...process.env, KARS_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const keep = (c: Buffer): void => {
-    output.push(c.toString('utf8'));
-    if (output.length > 200) output.shift();
-  };
-  proc.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const url = new Promise<string>((resolve, reject) => {
-    let buf = '';
-    proc.stdout?.on('data', (c: Buffer) => {
-      keep(c);
-      buf += c.toString('utf8');
-      const m = buf.match(/^listening: (\S+)$/m);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exited.then(() => reject(new Error(`kars ${name} exited (${proc.exitCode ?? proc.signalCode}): ${output.join('').slice(-2000)}`)));
-  });
-  url.catch(() => undefined);
-  return { name, proc, url, exited, output };
-}
-
-async function stopChild(c: Child): Promise<void> {
-  if (c.proc.exitCode !== null || c.proc.signalCode !== null) return;
-  c.proc.kill('SIGTERM');
-  const t = setTimeout(() => c.proc.kill('SIGKILL'), 10_000);
-  await c.exited;
-  clearTimeout(t);
-}
 
 interface Condition {
   type: string;
@@ -134,7 +90,7 @@ for (const pin of readPins().kubernetes) {
       cp = await startControlPlane({ binaries: found.binaries! });
     });
     after(async () => {
-      await Promise.all(children.map(stopChild));
+      await Promise.all(children.map((c) => stopKars(c)));
       for (const c of children) assert.ok(c.proc.exitCode !== null || c.proc.signalCode !== null, `kars ${c.name} has exited`);
       await cp?.stop();
       if (cp) assert.deepEqual(processesMentioning(cp.dir), [], 'no process of this control plane (or a kars child) is left running');

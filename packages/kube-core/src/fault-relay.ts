@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { listenOn } from '@kars/kube-core';
+import { listenOn } from './http.js';
 
 interface Pair {
   client: net.Socket;
@@ -8,8 +8,8 @@ interface Pair {
 }
 
 /**
- * A TCP relay in front of the TLS listener, used only when fault injection is on.
- * It can make a connection silent in both directions without FIN or RST (what a load balancer
+ * A TCP relay in front of a TLS listener: kars apiserver's, when fault injection is on, or a real
+ * kube-apiserver's in the kube-envtest fault suite (bytes pass through untouched). It can make a connection silent in both directions without FIN or RST (what a load balancer
  * does to a dropped idle flow), or reset connections with RST. Connections are identified by the
  * local port of the relay's upstream socket, which is the remote port the server sees.
  */
@@ -17,7 +17,15 @@ export class FaultRelay {
   private readonly pairs = new Map<number, Pair>();
   private server: net.Server | undefined;
 
-  constructor(private readonly upstreamPort: number) {}
+  constructor(
+    private readonly upstreamPort: number,
+    private readonly upstreamHost = '127.0.0.1',
+  ) {}
+
+  /** How many connections are relayed now. */
+  get size(): number {
+    return this.pairs.size;
+  }
 
   /** Listen on `address` (`HOST:PORT`, kube-core's `listenOn`); resolves with the port actually bound. */
   async listen(address: string): Promise<number> {
@@ -28,7 +36,7 @@ export class FaultRelay {
 
   private accept(client: net.Socket): void {
     client.setNoDelay(true);
-    const upstream = net.connect(this.upstreamPort, '127.0.0.1');
+    const upstream = net.connect(this.upstreamPort, this.upstreamHost);
     upstream.setNoDelay(true);
     let pair: Pair | undefined;
     upstream.once('connect', () => {
