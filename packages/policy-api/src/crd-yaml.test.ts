@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { GENERATED_HEADER, crdFiles, crdYaml } from './crd-yaml.js';
 import { allCrds } from './crds.js';
-import { defaultCrdDir, staleCrdFiles } from './generate-crds.js';
+import { chartCrdFiles, defaultChartCrdDir, defaultCrdDir, staleCrdFiles } from './generate-crds.js';
 
-const REGENERATE = 'run `npx tsc -b packages/policy-api && node packages/policy-api/dist/generate-crds.js` and commit deploy/crds/';
+const REGENERATE =
+  'run `npx tsc -b packages/policy-api && node packages/policy-api/dist/generate-crds.js` and commit deploy/crds/ and deploy/helm/kars/crds/';
 
 describe('CRD YAML', () => {
   it('parses back to exactly the CRD objects, in order, four documents', () => {
@@ -53,5 +54,18 @@ describe('CRD YAML', () => {
       yamls.filter((f) => !expected.has(f)),
       [],
     );
+  });
+
+  it(`the Helm chart's crds/ holds exactly the four per-kind files, byte for byte (if not, ${REGENERATE})`, () => {
+    const dir = defaultChartCrdDir();
+    assert.deepEqual(
+      [...chartCrdFiles().keys()],
+      [...crdFiles().keys()].filter((n) => n !== 'all.yaml'),
+    );
+    for (const [name, text] of chartCrdFiles()) {
+      assert.equal(readFileSync(join(dir, name), 'utf8'), text, `deploy/helm/kars/crds/${name} is stale: ${REGENERATE}`);
+    }
+    // Helm installs every manifest in crds/, so a stray file (an all.yaml, a kustomization) would be installed too.
+    assert.deepEqual(readdirSync(dir).sort(), [...chartCrdFiles().keys()].sort());
   });
 });

@@ -1,5 +1,6 @@
 /**
- * Regenerate (or check) `deploy/crds/`:
+ * Regenerate (or check) `deploy/crds/` and the Helm chart's copy in `deploy/helm/kars/crds/` (one file per
+ * CRD, no all.yaml: Helm installs every file there, and cannot read files outside its chart; ADR 0030):
  *
  *   npx tsc -b packages/policy-api && node packages/policy-api/dist/generate-crds.js           # write
  *   node packages/policy-api/dist/generate-crds.js --check                                    # exit 1 on drift
@@ -17,10 +18,20 @@ export function defaultCrdDir(): string {
   return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'crds');
 }
 
+/** `deploy/helm/kars/crds` of the repository this package lives in: the Helm chart's CRDs (ADR 0030). */
+export function defaultChartCrdDir(): string {
+  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'helm', 'kars', 'crds');
+}
+
+/** The generated files the Helm chart ships in its `crds/` directory: one per CRD (not `all.yaml`). */
+export function chartCrdFiles(): Map<string, string> {
+  return new Map([...crdFiles()].filter(([name]) => name !== 'all.yaml'));
+}
+
 /** Names of generated files under `dir` whose content differs from the generated output (or that are missing). */
-export function staleCrdFiles(dir: string): string[] {
+export function staleCrdFiles(dir: string, files: Map<string, string> = crdFiles()): string[] {
   const stale: string[] = [];
-  for (const [name, text] of crdFiles()) {
+  for (const [name, text] of files) {
     let current: string | undefined;
     try {
       current = readFileSync(join(dir, name), 'utf8');
@@ -33,10 +44,10 @@ export function staleCrdFiles(dir: string): string[] {
 }
 
 /** Write every generated file under `dir`; returns the names written. */
-export function writeCrdFiles(dir: string): string[] {
+export function writeCrdFiles(dir: string, files: Map<string, string> = crdFiles()): string[] {
   mkdirSync(dir, { recursive: true });
   const names: string[] = [];
-  for (const [name, text] of crdFiles()) {
+  for (const [name, text] of files) {
     writeFileSync(join(dir, name), text);
     names.push(name);
   }
@@ -45,17 +56,27 @@ export function writeCrdFiles(dir: string): string[] {
 
 function run(argv: string[]): number {
   const outAt = argv.indexOf('--out');
-  const dir = outAt >= 0 && argv[outAt + 1] !== undefined ? resolve(argv[outAt + 1] as string) : defaultCrdDir();
+  const targets: [string, Map<string, string>][] =
+    outAt >= 0 && argv[outAt + 1] !== undefined
+      ? [[resolve(argv[outAt + 1] as string), crdFiles()]]
+      : [
+          [defaultCrdDir(), crdFiles()],
+          [defaultChartCrdDir(), chartCrdFiles()],
+        ];
   if (argv.includes('--check')) {
-    const stale = staleCrdFiles(dir);
-    if (stale.length > 0) {
-      process.stderr.write(`CRD YAML in ${dir} is out of date: ${stale.join(', ')}. Run: node packages/policy-api/dist/generate-crds.js\n`);
-      return 1;
+    let code = 0;
+    for (const [dir, files] of targets) {
+      const stale = staleCrdFiles(dir, files);
+      if (stale.length > 0) {
+        process.stderr.write(
+          `CRD YAML in ${dir} is out of date: ${stale.join(', ')}. Run: node packages/policy-api/dist/generate-crds.js\n`,
+        );
+        code = 1;
+      } else process.stdout.write(`CRD YAML in ${dir} is up to date\n`);
     }
-    process.stdout.write(`CRD YAML in ${dir} is up to date\n`);
-    return 0;
+    return code;
   }
-  for (const name of writeCrdFiles(dir)) process.stdout.write(`wrote ${join(dir, name)}\n`);
+  for (const [dir, files] of targets) for (const name of writeCrdFiles(dir, files)) process.stdout.write(`wrote ${join(dir, name)}\n`);
   return 0;
 }
 
