@@ -124,11 +124,20 @@ function readConfig() {
 // ---------------------------------------------------------------------------------------------
 
 const cleanups = [];
+let signalled = false;
+const late = [];
+/** Every `kars` child's pid (the stub's command line does not name the run's directory). */
+const childPids = new Set();
 /**
  * Register `fn` (async) to run at shutdown; returns a function that runs it now and unregisters it,
  * whose `cancel()` only unregisters it.
  */
 function onShutdown(what, fn) {
+  if (signalled) {
+    // Registered after a SIGINT / SIGTERM (a start that was under way): stop it at once.
+    late.push(fn().catch(() => undefined));
+    throw new Error(`interrupted (${what} stopped)`);
+  }
   const entry = { what, fn };
   cleanups.push(entry);
   const run = async () => {
@@ -154,9 +163,9 @@ function shutdown() {
   return shuttingDown;
 }
 
-/** SIGKILL every process whose command line names `dir` (the last resort of a cleanup). */
-function killMentioning(dir) {
-  for (const pid of processesMentioning(dir)) {
+/** SIGKILL every process whose command line names `dir`, and every `kars` child still running (the last resort). */
+function killMentioning(dir, { children = false } = {}) {
+  for (const pid of [...processesMentioning(dir), ...(children ? childPids : [])]) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -168,6 +177,8 @@ function killMentioning(dir) {
 /** A `kars` child (startKars from kube-envtest), stopped at shutdown. */
 function karsChild(name, args, env) {
   const c = startKars(name, args, env);
+  childPids.add(c.proc.pid);
+  void c.exited.then(() => childPids.delete(c.proc.pid));
   c.stop = onShutdown(`kars ${name}`, () => stopKars(c));
   return c;
 }
@@ -619,7 +630,8 @@ function report(cfg, results, skipped, meta) {
     '',
     `${new Date().toISOString()} · node ${process.version} · ${cpuLine()} · load avg ${fmt2(meta.loadStart[0])} at start, ${fmt2(os.loadavg()[0])} at end · runtime ${fmt1(meta.runtimeSec)} s`,
     '',
-    `Targets: ${ran.map((r) => `**${r.srv.label}** (${r.srv.storage})`).join(', ')}${skipped.length ? `; skipped: ${skipped.map((s) => `${s.id} (${s.reason})`).join('; ')}` : ''}.`,
+    `Targets: ${ran.length ? ran.map((r) => `**${r.srv.label}** (${r.srv.storage})`).join(', ') : 'none ran'}.`,
+    ...skipped.map((s) => `\n**${s.id} skipped**: ${s.reason}. Only the other targets' columns are shown.`),
     '',
     '### Edit latency (real `kars controller`, `kars router` and `kars stub openai` as processes)',
     '',
@@ -711,19 +723,20 @@ async function main() {
   const results = [];
   const root = mkdtempSync(join(os.tmpdir(), 'kars-bench-targets-'));
   log(`config ${JSON.stringify(cfg)}; targets ${targets.map((t) => t.id).join(', ')}; temp dir ${root}`);
-  let interrupted = false;
   const onSignal = (sig) => {
-    if (interrupted) {
-      killMentioning(root);
+    if (signalled) {
+      killMentioning(root, { children: true });
       process.exit(130);
     }
-    interrupted = true;
+    signalled = true;
     log(`${sig}: stopping everything this run started (again to kill at once)`);
-    void shutdown().finally(() => {
-      killMentioning(root);
-      removeTempDir(root);
-      process.exit(130);
-    });
+    void shutdown()
+      .then(() => Promise.allSettled(late))
+      .finally(() => {
+        killMentioning(root, { children: true });
+        removeTempDir(root);
+        process.exit(130);
+      });
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -733,6 +746,7 @@ async function main() {
 
   try {
     for (const target of targets) {
+      if (signalled) break;
       const tdir = join(root, target.id);
       log(`target ${target.id}: starting`);
       const t0 = nowMs();
