@@ -412,7 +412,14 @@ async function editPhase(srv, cfg, dir, failures) {
 
     const cmKey = `${EDIT_NS}/${inferencePolicyConfigMapName(POLICY)}`;
     const ipKey = `${EDIT_NS}/${POLICY}`;
-    const echoed = (lease) => readEcho(lease)?.digests?.InferencePolicy;
+    // When each InferencePolicy digest first showed up in the router's echo Lease. The Lease and the
+    // ConfigMap come on separate watches, so the echo may be seen before the ConfigMap that names
+    // the digest; every edit's digest is new (a new dailyTokens), so the first sighting is its echo.
+    const echoSeenAt = new Map();
+    subs.unshift((name, c) => {
+      const d = name === 'lease' && c.type === 'apply' ? readEcho(c.object)?.digests?.InferencePolicy : undefined;
+      if (d && !echoSeenAt.has(d)) echoSeenAt.set(d, nowMs());
+    });
     const waitFor = (pred, timeoutMs, what) =>
       new Promise((resolve, reject) => {
         let done = false;
@@ -450,7 +457,7 @@ async function editPhase(srv, cfg, dir, failures) {
             w.cmAt = t;
             w.digest = c.object.metadata.annotations?.[INFERENCE_POLICY_DIGEST_ANNOTATION];
           }
-          if (name === 'lease' && w.echoAt === undefined && w.digest !== undefined && echoed(c.object) === w.digest) w.echoAt = t;
+          if (w.echoAt === undefined && w.digest !== undefined) w.echoAt = echoSeenAt.get(w.digest);
           if (
             name === 'ip' &&
             w.readyAt === undefined &&
@@ -460,7 +467,7 @@ async function editPhase(srv, cfg, dir, failures) {
           )
             w.readyAt = t;
         };
-        subs.unshift(on);
+        subs.splice(1, 0, on); // after the echo recorder (subs[0]), before the waiters
         try {
           w.t0 = nowMs();
           await api.patch(INFERENCE_POLICY, EDIT_NS, POLICY, { spec: { tokenBudget: { dailyTokens: v } } }, 'merge');
