@@ -186,7 +186,8 @@ function karsChild(name, args, env) {
 
 /**
  * Start the server of `target` under `dir`. Resolves with `{ label, version, kubeconfig, port,
- * kubeconfigText, notes, stop() }`; the kubeconfig is an admin one (kars: the bearer token; kube: the
+ * storage, died(), stop() }`, or `{ skipped: reason }` when the kube binaries are absent (the reason
+ * names `npm run kube:build`). The kubeconfig is an admin one (kars: the bearer token; kube: the
  * client certificate in system:masters).
  */
 async function startTarget(target, dir, cfg) {
