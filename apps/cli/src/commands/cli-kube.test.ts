@@ -167,41 +167,44 @@ for (const pin of readPins().kubernetes) {
 
     it('ip get (pretty, json, yaml) and list (table, json) show what the API holds; a missing or invalid one is exit 1, nothing written', async () => {
       const ip = await api(`${KARS}/inferencepolicies/demo-budget`);
-      const pretty = await ok(['ip', 'get', 'demo-budget']);
-      assert.match(pretty.stdout, /^Name:\s+demo-budget\nNamespace:\s+default\n/);
-      assert.match(pretty.stdout, /\nToken budget:\s+per request 3000, daily 200000, monthly 5000000\n/);
-      assert.match(pretty.stdout, /\nStatus:\s+Ready, generation 2, observedGeneration 2\n/);
-      assert.match(pretty.stdout, new RegExp(`\\nCompiled digest:\\s+${ip.status.compiledDigest as string}\\n`));
-      assert.match(pretty.stdout, /\nReady:\s+True \(RouterEnforcing\)/);
-      const json = JSON.parse((await ok(['ip', 'get', 'demo-budget', '-o', 'json'])).stdout);
-      assert.equal(json.metadata.uid, ip.metadata.uid);
-      assert.deepEqual(json.spec, ip.spec);
-      // kube-apiserver serves a custom resource's keys sorted (kars apiserver keeps their written order): match either.
-      assert.match(
-        (await ok(['ip', 'get', 'demo-budget', '-o', 'yaml'])).stdout,
-        /\n {2}tokenBudget:\n(?: {4}\w+: \d+\n)* {4}perRequestTokens: 3000\n/,
-      );
-      const list = await ok(['ip', 'list']);
-      assert.match(list.stdout, /^NAME\s+SANDBOX\s+MODEL\s+DAILY\s+AGE\s+STATUS\ndemo-budget\s+demo-agent\s+-\s+200000\s+\S+\s+Ready\n$/);
-      const items = JSON.parse((await ok(['ip', 'list', '-o', 'json'])).stdout).items as any[];
-      assert.deepEqual(
-        items.map((i) => i.metadata.name),
-        (await api(`${KARS}/inferencepolicies`)).items.map((i: any) => i.metadata.name),
-      );
-      const missing = await kars(['ip', 'get', 'nope']);
-      assert.equal(missing.code, 1);
-      assert.equal(missing.stderr, 'error: inferencepolicies.kars.azure.com "nope" not found in namespace "default"\n');
-      const bad = await kars(['ip', 'apply', 'bad-budget', '--sandbox', 'demo-agent', '--token-budget', '10', '--monthly-tokens', '5']);
-      assert.equal(bad.code, 1);
-      assert.match(bad.stderr, /^error: InferencePolicy default\/bad-budget is invalid: spec\.tokenBudget\.monthlyTokens: /);
-      assert.equal(await api(`${KARS}/inferencepolicies/bad-budget`), undefined);
       const typo = file({
         apiVersion: 'kars.azure.com/v1alpha1',
         kind: 'InferencePolicy',
         metadata: { name: 'demo-budget' },
         spec: { appliesTo: {}, tokenBuget: {} },
       });
-      const t = await kars(['ip', 'apply', '-f', typo]);
+      // Independent invocations (reads, and refusals that write nothing) run side by side: the file's wall time.
+      const [pretty, jsonRun, yamlRun, list, listJson, missing, bad, t] = await Promise.all([
+        ok(['ip', 'get', 'demo-budget']),
+        ok(['ip', 'get', 'demo-budget', '-o', 'json']),
+        ok(['ip', 'get', 'demo-budget', '-o', 'yaml']),
+        ok(['ip', 'list']),
+        ok(['ip', 'list', '-o', 'json']),
+        kars(['ip', 'get', 'nope']),
+        kars(['ip', 'apply', 'bad-budget', '--sandbox', 'demo-agent', '--token-budget', '10', '--monthly-tokens', '5']),
+        kars(['ip', 'apply', '-f', typo]),
+      ]);
+      assert.match(pretty.stdout, /^Name:\s+demo-budget\nNamespace:\s+default\n/);
+      assert.match(pretty.stdout, /\nToken budget:\s+per request 3000, daily 200000, monthly 5000000\n/);
+      assert.match(pretty.stdout, /\nStatus:\s+Ready, generation 2, observedGeneration 2\n/);
+      assert.match(pretty.stdout, new RegExp(`\\nCompiled digest:\\s+${ip.status.compiledDigest as string}\\n`));
+      assert.match(pretty.stdout, /\nReady:\s+True \(RouterEnforcing\)/);
+      const json = JSON.parse(jsonRun.stdout);
+      assert.equal(json.metadata.uid, ip.metadata.uid);
+      assert.deepEqual(json.spec, ip.spec);
+      // kube-apiserver serves a custom resource's keys sorted (kars apiserver keeps their written order): match either.
+      assert.match(yamlRun.stdout, /\n {2}tokenBudget:\n(?: {4}\w+: \d+\n)* {4}perRequestTokens: 3000\n/);
+      assert.match(list.stdout, /^NAME\s+SANDBOX\s+MODEL\s+DAILY\s+AGE\s+STATUS\ndemo-budget\s+demo-agent\s+-\s+200000\s+\S+\s+Ready\n$/);
+      const items = JSON.parse(listJson.stdout).items as any[];
+      assert.deepEqual(
+        items.map((i) => i.metadata.name),
+        (await api(`${KARS}/inferencepolicies`)).items.map((i: any) => i.metadata.name),
+      );
+      assert.equal(missing.code, 1);
+      assert.equal(missing.stderr, 'error: inferencepolicies.kars.azure.com "nope" not found in namespace "default"\n');
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /^error: InferencePolicy default\/bad-budget is invalid: spec\.tokenBudget\.monthlyTokens: /);
+      assert.equal(await api(`${KARS}/inferencepolicies/bad-budget`), undefined);
       assert.equal(t.code, 1);
       assert.match(t.stderr, /unknown field "spec\.tokenBuget" \(did you mean spec\.tokenBudget\?\)\nnothing was written\n$/);
       const kept = await api(`${KARS}/inferencepolicies/demo-budget`);
@@ -312,11 +315,10 @@ for (const pin of readPins().kubernetes) {
         const o = await api(`${KARS}/karssandboxes/demo-agent`);
         return o.status?.routers?.length === 1 ? o : undefined;
       });
-      const get = await ok(['sandbox', 'get', 'demo-agent']);
+      const [get, list] = await Promise.all([ok(['sandbox', 'get', 'demo-agent']), ok(['ksb', 'list'])]);
       assert.match(get.stdout, /\nInferencePolicy:\s+demo-budget\nToolPolicy:\s+demo-tools\nBaseline egress:\s+api\.github\.com:443\n/);
       assert.match(get.stdout, new RegExp(`\\nPhase:\\s+${sb.status.phase as string}\\n`));
       assert.match(get.stdout, /\n {2}demo-agent-0 {2}last seen \S+ {2}.*InferencePolicy sha256:[0-9a-f]{12}/);
-      const list = await ok(['ksb', 'list']);
       assert.match(
         list.stdout,
         /^NAME\s+PHASE\s+INFERENCE\s+TOOLPOLICY\s+ROUTERS\s+AGE\ndemo-agent\s+\S+\s+demo-budget\s+demo-tools\s+1\s+\S+\n$/,
@@ -473,7 +475,7 @@ for (const pin of readPins().kubernetes) {
       });
     });
 
-    it('the server half of strict field validation: a field an older CRD lacks is refused by kube-apiserver, the stored policy intact', async () => {
+    it('the server half of strict field validation: a field an older CRD lacks is refused by kube-apiserver, the stored policy intact', async (t) => {
       // The cluster's InferencePolicy CRD loses spec.displayName (an older CRD than this CLI): the client-side check
       // passes, only fieldValidation=Strict keeps kube-apiserver from dropping the field silently.
       const path = `${CRDS}/inferencepolicies.kars.azure.com`;
@@ -502,6 +504,7 @@ for (const pin of readPins().kubernetes) {
         assert.equal(r.code, 1);
         assert.equal(r.stdout, '');
         assert.match(r.stderr, /^Error from server \(BadRequest\): .*strict decoding error: unknown field "spec\.displayName"\n$/);
+        t.diagnostic(r.stderr.trimEnd());
         const after = await api(`${KARS}/inferencepolicies/demo-budget`);
         assert.equal(after.metadata.generation, before.metadata.generation, 'nothing was written');
         assert.deepEqual(after.spec, before.spec);
