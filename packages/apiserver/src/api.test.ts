@@ -354,6 +354,24 @@ describe('kars apiserver REST semantics', () => {
     assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', ok)).status, 201);
   });
 
+  it('refuses a CRD whose CEL rule selects a field its schema does not declare, as kube-apiserver does', async () => {
+    // Found on a real kube-apiserver (issue 18): an InferencePolicy CRD without spec.displayName whose rule still said
+    // has(self.displayName) was refused there (422, "undefined field 'displayName'") and accepted here.
+    const crd = widgetCrd() as any;
+    crd.metadata.name = 'sprockets.example.com';
+    crd.spec.names = { plural: 'sprockets', singular: 'sprocket', kind: 'Sprocket' };
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    spec['x-kubernetes-validations'] = [{ rule: '!has(self.color) || !has(self.shade)', message: 'color or shade' }];
+    const r = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    assert.equal(r.status, 422, r.text);
+    // (kube-apiserver names it spec.validation.openAPIV3Schema…, its internal path for a single-version schema.)
+    assert.match(r.body.details.causes[0].field, /openAPIV3Schema\.properties\[spec\]\.x-kubernetes-validations\[0\]\.rule$/);
+    assert.match(r.body.details.causes[0].message, /compilation failed: undefined field 'shade'/);
+    assert.equal((await ts.client.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/sprockets.example.com')).status, 404);
+    spec.properties.shade = { type: 'string' };
+    assert.equal((await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+  });
+
   it('serves every served version of a CRD from one stored object', async () => {
     const crd = widgetCrd() as any;
     crd.metadata.name = 'dials.example.com';

@@ -67,8 +67,23 @@ export interface CelProgram {
   run(bindings: { self: CelInput; oldSelf?: CelInput }): { ok: true; value: CelValue } | { ok: false; error: string };
 }
 
-/** Compile an expression over `self` (and `oldSelf` when allowOldSelf). Returns an error string on failure. */
-export function compileCel(source: string, allowOldSelf: boolean): CelProgram | string {
+/**
+ * What the compile-time check knows of a value's type, as kube's type checker derives it from the
+ * schema: `fields`, the CEL names of an object's declared properties (absent: any field may be
+ * selected — maps, preserve-unknown-fields, embedded resources, untyped values), and a list's `items`.
+ * Getters, so a deep schema is only walked as far as a rule selects.
+ */
+export interface CelShape {
+  readonly fields?: ReadonlyMap<string, () => CelShape>;
+  readonly items?: () => CelShape;
+}
+
+/**
+ * Compile an expression over `self` (and `oldSelf` when allowOldSelf), both of shape `self` when
+ * given: selecting a field an object's schema does not declare is kube's `undefined field 'x'`.
+ * Returns an error string on failure.
+ */
+export function compileCel(source: string, allowOldSelf: boolean, self: CelShape = {}): CelProgram | string {
   let parsed: ParsedExpr;
   try {
     parsed = parse(source);
@@ -76,8 +91,9 @@ export function compileCel(source: string, allowOldSelf: boolean): CelProgram | 
     return `compilation failed: ${e instanceof Error ? e.message : String(e)}`;
   }
   const refs = { oldSelf: false, errors: [] as string[] };
-  const scope = new Set([...TYPE_IDENTS, 'self']);
-  if (allowOldSelf) scope.add('oldSelf');
+  const scope: Scope = new Map<string, CelShape | undefined>(TYPE_IDENTS.map((t) => [t, undefined]));
+  scope.set('self', self);
+  if (allowOldSelf) scope.set('oldSelf', self);
   checkExpr(parsed.expr, scope, refs, 0);
   if (refs.errors.length > 0) return `compilation failed: ${refs.errors.join('; ')}`;
   let fn: ReturnType<typeof plan>;
@@ -101,22 +117,41 @@ export function compileCel(source: string, allowOldSelf: boolean): CelProgram | 
   };
 }
 
-/** Reject undeclared identifiers and unknown functions at compile time, as kube's type checker would. */
-function checkExpr(expr: Expr | undefined, scope: Set<string>, refs: { oldSelf: boolean; errors: string[] }, depth: number): void {
-  if (expr === undefined) return;
+/** The identifiers in scope, with the shape of each value when known. */
+type Scope = Map<string, CelShape | undefined>;
+
+/**
+ * Reject undeclared identifiers, unknown functions and (through `self`, `oldSelf` and the variables
+ * of comprehensions over typed lists) undeclared fields at compile time, as kube's type checker
+ * would. Returns the shape of `expr` when known.
+ */
+function checkExpr(
+  expr: Expr | undefined,
+  scope: Scope,
+  refs: { oldSelf: boolean; errors: string[] },
+  depth: number,
+): CelShape | undefined {
+  if (expr === undefined) return undefined;
   if (depth > 250) {
     refs.errors.push('expression nesting too deep');
-    return;
+    return undefined;
   }
   const k = expr.exprKind;
   switch (k.case) {
     case 'identExpr':
       if (k.value.name === 'oldSelf' && scope.has('oldSelf')) refs.oldSelf = true;
       if (!scope.has(k.value.name)) refs.errors.push(`undeclared reference to '${k.value.name}'`);
-      return;
-    case 'selectExpr':
-      checkExpr(k.value.operand, scope, refs, depth + 1);
-      return;
+      return scope.get(k.value.name);
+    case 'selectExpr': {
+      const operand = checkExpr(k.value.operand, scope, refs, depth + 1);
+      if (operand?.fields === undefined) return undefined;
+      const field = operand.fields.get(k.value.field);
+      if (field === undefined) {
+        refs.errors.push(`undefined field '${k.value.field}'`);
+        return undefined;
+      }
+      return field();
+    }
     case 'callExpr': {
       const name = k.value.function;
       const target = k.value.target;
@@ -127,35 +162,37 @@ function checkExpr(expr: Expr | undefined, scope: Set<string>, refs: { oldSelf: 
         checkExpr(target, scope, refs, depth + 1);
       }
       for (const a of k.value.args) checkExpr(a, scope, refs, depth + 1);
-      return;
+      return undefined;
     }
     case 'listExpr':
       for (const e of k.value.elements) checkExpr(e, scope, refs, depth + 1);
-      return;
+      return undefined;
     case 'structExpr':
       if (k.value.messageName !== '') refs.errors.push(`undeclared reference to '${k.value.messageName}'`);
       for (const e of k.value.entries) {
         if (e.keyKind.case === 'mapKey') checkExpr(e.keyKind.value, scope, refs, depth + 1);
         checkExpr(e.value, scope, refs, depth + 1);
       }
-      return;
+      return undefined;
     case 'comprehensionExpr': {
       const c = k.value;
-      checkExpr(c.iterRange, scope, refs, depth + 1);
+      const range = checkExpr(c.iterRange, scope, refs, depth + 1);
       checkExpr(c.accuInit, scope, refs, depth + 1);
-      const inner = new Set(scope);
-      inner.add(c.iterVar);
-      if (c.iterVar2 !== '') inner.add(c.iterVar2);
-      inner.add(c.accuVar);
+      const inner: Scope = new Map(scope);
+      // Over a list the (first) variable is an element; over a map it is a key (a string), and with two
+      // variables over a list the first is the index: only a one-variable list element has the items' shape.
+      inner.set(c.iterVar, c.iterVar2 === '' ? range?.items?.() : undefined);
+      if (c.iterVar2 !== '') inner.set(c.iterVar2, range?.items?.());
+      inner.set(c.accuVar, undefined);
       checkExpr(c.loopCondition, inner, refs, depth + 1);
       checkExpr(c.loopStep, inner, refs, depth + 1);
-      const result = new Set(scope);
-      result.add(c.accuVar);
+      const result: Scope = new Map(scope);
+      result.set(c.accuVar, undefined);
       checkExpr(c.result, result, refs, depth + 1);
-      return;
+      return undefined;
     }
     default:
-      return;
+      return undefined;
   }
 }
 

@@ -52,7 +52,8 @@ void test('messageExpression is evaluated and used as the message', () => {
 
 void test('a messageExpression that fails falls back to message', () => {
   const s = withRules({ type: 'object', properties: { a: { type: 'integer' } } }, [
-    { rule: 'self.a < 3', message: 'static', messageExpression: 'self.nope' },
+    // Fails at run time (7 / 0); an undeclared field would not compile at all, as in kube-apiserver.
+    { rule: 'self.a < 3', message: 'static', messageExpression: 'string(self.a / (self.a - 7))' },
   ]);
   assert.equal(s.validate({ spec: { a: 7 } })[0]!.message, 'Invalid value: "object": static');
 });
@@ -211,6 +212,50 @@ void test('unknown functions and variables are compile errors', () => {
     /undeclared reference to 'frobnicate'/,
   );
   assert.match(causesOf(() => withRules({ type: 'object' }, [{ rule: 'other > 1' }]))[0]!.message, /undeclared reference to 'other'/);
+});
+
+void test('a rule selecting a field its object schema does not declare is a compile error, as in kube-apiserver', () => {
+  // Found on a real kube-apiserver (issue 18): an InferencePolicy CRD with spec.displayName removed but still named by
+  // its CEL rule is refused there ("undefined field 'displayName'"); kars apiserver accepted it.
+  const typed = {
+    type: 'object',
+    properties: {
+      a: { type: 'string' },
+      'x-y': { type: 'string' },
+      nested: { type: 'object', properties: { leaf: { type: 'integer' } } },
+      list: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' } } } },
+      labels: { type: 'object', additionalProperties: { type: 'string' } },
+      free: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { typed: { type: 'boolean' } } },
+    },
+  };
+  const refused = (rule: string): string => {
+    const causes = causesOf(() => withRules(typed, [{ rule }]));
+    assert.equal(causes.length, 1, rule);
+    assert.equal(causes[0]?.field, 'properties[spec].x-kubernetes-validations[0].rule');
+    return causes[0]!.message;
+  };
+  assert.match(refused('has(self.displayName)'), /compilation failed: undefined field 'displayName'/);
+  assert.match(refused('!has(self.a) || has(self.b)'), /undefined field 'b'/);
+  assert.match(refused('self.nested.leaf > 0 && self.nested.leef > 0'), /undefined field 'leef'/);
+  assert.match(refused('self.list.all(i, i.nme != "")'), /undefined field 'nme'/);
+  assert.match(refused('self.list.exists(i, has(i.name)) && self.oldSelfX == 1'), /undefined field 'oldSelfX'/);
+  assert.match(refused('has(self.x_y)'), /undefined field 'x_y'/);
+  // Declared fields (escaped as kube escapes them), maps, preserve-unknown-fields and oldSelf compile.
+  for (const rule of [
+    'has(self.a) && self.nested.leaf >= 0',
+    'self.x__dash__y != ""',
+    'self.list.all(i, i.name != "")',
+    'self.labels.all(k, self.labels[k] != "") && !has(self.labels.anything)',
+    'has(self.free.typed) || has(self.free.whatever.deeper)',
+    'self.a == oldSelf.a',
+    '[self.nested].all(n, n.leaf > 0)',
+  ])
+    assert.doesNotThrow(() => withRules(typed, [{ rule }]), rule);
+  assert.match(
+    causesOf(() => withRules(typed, [{ rule: 'self.a == oldSelf.b' }]))[0]!.message,
+    /undefined field 'b'/,
+    'oldSelf has the type of self',
+  );
 });
 
 void test('bad rule reason, fieldPath and messageExpression are rejected', () => {

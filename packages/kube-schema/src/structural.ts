@@ -4,7 +4,7 @@
  * keywords, bad list/map extensions, CEL rules that do not compile).
  */
 import { RE2JS } from '@bufbuild/re2';
-import { compileCel, type CelProgram } from './cel.js';
+import { compileCel, escapeProperty, type CelProgram, type CelShape } from './cel.js';
 import { forbidden, invalid, notSupported, required, type CauseReason, type SchemaCause } from './causes.js';
 import { isObject } from './json.js';
 import { child, index, isValidFieldPath, key } from './path.js';
@@ -277,7 +277,7 @@ function compileNode(raw: Record<string, unknown>, path: string, ctx: Ctx, depth
   compileExtensions(raw, node, path, ctx);
   node.vv = compileVV(raw, path, ctx, depth, false);
   checkJunctorsHaveCounterparts(node, node.vv, path, ctx);
-  node.rules = compileRules(raw['x-kubernetes-validations'], child(path, 'x-kubernetes-validations'), ctx, node);
+  node.rules = compileRules(raw['x-kubernetes-validations'], child(path, 'x-kubernetes-validations'), ctx, node, where.isRoot);
   return node;
 }
 
@@ -520,8 +520,9 @@ export function isNode(v: Node | boolean | undefined): v is Node {
   return typeof v === 'object';
 }
 
-function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] {
+function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node, isRoot: boolean): Rule[] {
   if (raw === undefined) return [];
+  const self = celShapeOf(node, isRoot);
   if (!Array.isArray(raw)) {
     ctx.errors.push(invalid(path, raw, 'must be a list of rules'));
     return [];
@@ -538,7 +539,7 @@ function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] 
       ctx.errors.push(required(child(p, 'rule'), ''));
       return;
     }
-    const program = compileCel(text, true);
+    const program = compileCel(text, true, self);
     if (typeof program === 'string') {
       ctx.errors.push(invalid(child(p, 'rule'), text, program));
       return;
@@ -564,7 +565,7 @@ function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] 
       if (typeof me !== 'string' || me.trim() === '')
         ctx.errors.push(required(child(p, 'messageExpression'), 'messageExpression must be non-empty if specified'));
       else {
-        const mp = compileCel(me, true);
+        const mp = compileCel(me, true, self);
         if (typeof mp === 'string') ctx.errors.push(invalid(child(p, 'messageExpression'), me, `messageExpression ${mp}`));
         else rule.messageExpression = mp;
       }
@@ -592,6 +593,27 @@ function compileRules(raw: unknown, path: string, ctx: Ctx, node: Node): Rule[] 
     rules.push(rule);
   });
   return rules;
+}
+
+const UNTYPED: CelShape = {};
+
+/**
+ * The CEL type of a node's values, as far as the compile-time field check needs it (kube's
+ * SchemaDeclType): an object with declared properties has exactly those fields (the root also
+ * apiVersion, kind and metadata); maps, preserve-unknown-fields objects and embedded resources
+ * are left open (no field is refused there); a list has its items' shape.
+ */
+function celShapeOf(node: Node, isRoot = false): CelShape {
+  if (node.type === 'array') return node.items ? { items: () => celShapeOf(node.items!) } : UNTYPED;
+  if (node.type !== 'object' || node.properties === undefined || node.preserveUnknown || node.embedded) return UNTYPED;
+  if (node.additionalProperties !== undefined && node.additionalProperties !== false) return UNTYPED;
+  const fields = new Map<string, () => CelShape>();
+  if (isRoot) for (const name of ['apiVersion', 'kind', 'metadata']) fields.set(name, () => UNTYPED);
+  for (const [name, sub] of node.properties) {
+    const celName = escapeProperty(name);
+    if (celName !== undefined) fields.set(celName, () => celShapeOf(sub));
+  }
+  return { fields };
 }
 
 /** Resolve a fieldPath against a node's schema; undefined when it names nothing declared. */

@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createCrds, startTestServer } from '@kars/apiserver/testing';
 import type { TestServer } from '@kars/apiserver/testing';
-import { allCrds, inferencePolicyCrd } from '@kars/policy-api';
+import { allCrds } from '@kars/policy-api';
 import { runKars } from '../testing/stack.js';
+import { inferencePolicyCrdWithoutDisplayName } from '../testing/crds.js';
 
 const V = 'kars.azure.com/v1alpha1';
 const API = '/apis/kars.azure.com/v1alpha1/namespaces/default';
@@ -217,9 +218,7 @@ describe('the server refuses too: kars writes with fieldValidation=Strict', () =
     ts = await startTestServer({});
     // A cluster whose InferencePolicy CRD is older than this CLI: it lacks spec.displayName. The client-side check
     // (this CLI's schema) passes; only fieldValidation=Strict keeps the server from dropping the field silently.
-    const old = inferencePolicyCrd() as any;
-    delete old.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.displayName;
-    await createCrds(ts.client, old);
+    await createCrds(ts.client, inferencePolicyCrdWithoutDisplayName());
   });
   after(() => ts.close());
 
