@@ -52,6 +52,7 @@ const CM = (name: string): string => `/api/v1/namespaces/${NS}/configmaps/${name
 const IP_CM = `inferencepolicy-${POLICY}-profile`;
 const TP_CM = `toolpolicy-${TOOLS}-profile`;
 const EGRESS_CM = `kars-${SANDBOX}-egress-approvals`;
+const CRDS = ['inferencepolicies', 'toolpolicies', 'egressapprovals', 'karssandboxes'].map((n) => `crd/${n}.kars.azure.com`);
 const GC_USER = 'system:serviceaccount:kube-system:generic-garbage-collector';
 const CONTROLLER_USER = `system:serviceaccount:${CONTROLLER_NS}:${CONTROLLER_SA}`;
 
@@ -214,9 +215,18 @@ for (const pin of readPins().kubernetes) {
       dir = mkdtempSync(join(tmpdir(), 'kars-pipeline-'));
       // OwnerReferencesPermissionEnforcement (off by default, on in some distributions): an
       // ownerReference the controller sets must pass it with the controller's own RBAC.
+      // The CRDs go in before kube-controller-manager starts, so its garbage collector watches the
+      // kars kinds from its first discovery (else only from its next 30 s resync; deploy/base
+      // applies them again below, unchanged).
       cp = await startControlPlane({
         binaries: found.binaries!,
         apiserverArgs: ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'],
+        beforeControllers: async ({ kubeconfig }) => {
+          const crds = await kubectl(bin!, kubeconfig, ['apply', '--server-side', '-f', repo('deploy/crds/all.yaml')]);
+          assert.equal(crds.code, 0, crds.stderr);
+          const w = await kubectl(bin!, kubeconfig, ['wait', '--for=condition=Established', '--timeout=90s', ...CRDS]);
+          assert.equal(w.code, 0, w.stderr);
+        },
       });
       echoes.push(await echoServer(), await echoServer(), await echoServer());
     });
@@ -234,8 +244,7 @@ for (const pin of readPins().kubernetes) {
       // controller) they never get pods, which is what this suite replaces with local processes.
       const base = await ok(['kustomize', repo('deploy/base')]);
       await ok(['apply', '--server-side', '-f', '-'], base);
-      const names = ['inferencepolicies', 'toolpolicies', 'egressapprovals', 'karssandboxes'].map((n) => `crd/${n}.kars.azure.com`);
-      await ok(['wait', '--for=condition=Established', '--timeout=90s', ...names]);
+      await ok(['wait', '--for=condition=Established', '--timeout=90s', ...CRDS]);
       const example = await ok(['kustomize', repo('deploy/examples/sandbox-router')]);
       // The OpenAPI of a just-Established CRD can lag a moment (the example holds the KarsSandbox); retry until taken.
       await wait('applying deploy/examples/sandbox-router', async () => {
