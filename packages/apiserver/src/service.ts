@@ -358,7 +358,16 @@ export class ObjectService {
     return { obj: withFields, warnings: admitted.warnings, op: 'update' };
   }
 
-  async patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & { force: boolean }): Promise<WriteResult> {
+  /**
+   * Patch `t`. `authorizeCreate` (throws when the caller may not create) is called when an apply
+   * patch finds no object and so creates it, as kube-apiserver authorizes that create.
+   */
+  async patch(
+    t: Target,
+    type: PatchType,
+    patchBody: unknown,
+    opts: WriteOptions & { force: boolean; authorizeCreate?: () => void },
+  ): Promise<WriteResult> {
     if (type === 'strategic' && !t.ri.strategic) {
       throw new ApiError(
         415,
@@ -369,7 +378,10 @@ export class ObjectService {
     if (type === 'apply' && (opts.manager === '' || opts.manager === undefined))
       throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
     return this.write(t, opts, (old) => {
-      if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
+      if (type === 'apply') {
+        if (!old) opts.authorizeCreate?.();
+        return this.applyPatch(t, old, patchBody, opts);
+      }
       if (!old) throw notFound(target(t));
       let patched: unknown;
       try {

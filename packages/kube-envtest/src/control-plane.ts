@@ -46,6 +46,12 @@ export interface ControlPlaneOptions {
   readyTimeoutMs?: number;
   /** How long a process gets between SIGTERM and SIGKILL at stop (default 10 s). */
   stopGraceMs?: number;
+  /**
+   * Run once kube-apiserver is ready, before kube-controller-manager starts, with the admin
+   * kubeconfig and request: e.g. apply CRDs, so the garbage collector watches their kinds from its
+   * first discovery instead of from its next 30 s resync.
+   */
+  beforeControllers?: (api: { kubeconfig: string; request: ControlPlane['request'] }) => Promise<void>;
   /** Progress lines ("etcd ready in 1.2 s"); default silent. */
   log?: (line: string) => void;
 }
@@ -278,6 +284,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(o.token === undefined && o.cert === undefined ? { cert: adminCert, key: adminKey } : {}),
       });
 
+    if (opts.beforeControllers) await opts.beforeControllers({ kubeconfig, request });
     let controllerManager: ManagedProcess | undefined;
     if (opts.controllers !== false) {
       const controllers = opts.controllers ?? DEFAULT_CONTROLLERS;

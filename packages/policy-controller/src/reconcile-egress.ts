@@ -8,6 +8,7 @@ import { approvalFile, egressApprovalFieldManager, egressApprovalsConfigMap, exp
 import { echoesFor, nextLeaseExpiryMs } from './context.js';
 import type { ControllerContext } from './context.js';
 import { withTransitions } from './enforcement.js';
+import { ownerReferencesOf } from './owner.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339 } from './status.js';
 
 type Approval = EgressApproval & KubeObject;
@@ -34,7 +35,11 @@ function conditions(
 /** Apply this approval's key into the sandbox's approvals ConfigMap (or, with no file, drop it). */
 async function writeKey(ctx: ControllerContext, a: Approval, file: { key: string; body: string } | undefined): Promise<void> {
   const cm = egressApprovalsConfigMap({ sandbox: a.spec.sandbox, namespace: a.metadata.namespace ?? '', files: file ? [file] : [] });
-  await ctx.client.apply(Resources.configmaps, { ...cm }, egressApprovalFieldManager(a.metadata.name ?? ''), { force: true });
+  // The approval owns the shared ConfigMap while its key is there (one reference per approval, under
+  // its own field manager; ADR 0032): with every owner gone, the garbage collector removes it.
+  const owners = file ? ownerReferencesOf(EGRESS_APPROVAL, 'EgressApproval', a, { controller: false }) : [];
+  const applied = owners.length > 0 ? { ...cm, metadata: { ...cm.metadata, ownerReferences: owners } } : { ...cm };
+  await ctx.client.apply(Resources.configmaps, applied, egressApprovalFieldManager(a.metadata.name ?? ''), { force: true });
 }
 
 /** Approvals of one sandbox whose key is written (effective, not expired, not deleting), with their expiry. */

@@ -1,5 +1,5 @@
 import { ApiError } from '@kars/kube-core';
-import type { KubeObject } from '@kars/kube-core';
+import type { KubeObject, OwnerReference } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { ResourceRef } from '@kars/kube-client';
 import type { ReconcileResult } from '@kars/kube-runtime';
@@ -26,6 +26,7 @@ import { echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from 
 import type { ControllerContext } from './context.js';
 import { conditionsFor, decideEnforcementOf, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
 import type { EnforcementState, ExpectedEcho } from './enforcement.js';
+import { holdsOwnerReferences, ownerReferencesOf } from './owner.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339, sameJson } from './status.js';
 
 /** Requeue periods (contract §8), in milliseconds. */
@@ -115,8 +116,11 @@ export function reconcileToolPolicy(ctx: ControllerContext, key: string): Promis
   return reconcilePolicy(ctx, TOOL, key);
 }
 
-/** Whether the watched copy of a compiled ConfigMap already holds exactly these labels, annotations and data. */
-function configMapMatches(ctx: ControllerContext, want: CompiledConfigMap): boolean {
+/** A compiled ConfigMap as applied: owned by the policy it was compiled from (ADR 0032). */
+type OwnedConfigMap = CompiledConfigMap & { metadata: CompiledConfigMap['metadata'] & { ownerReferences: OwnerReference[] } };
+
+/** Whether the watched copy of a compiled ConfigMap already holds exactly these labels, annotations, owners and data. */
+function configMapMatches(ctx: ControllerContext, want: OwnedConfigMap): boolean {
   const have = ctx.configmaps.store.get(`${want.metadata.namespace}/${want.metadata.name}`) as
     (KubeObject & { data?: Record<string, string> }) | undefined;
   if (!have) return false;
@@ -125,6 +129,7 @@ function configMapMatches(ctx: ControllerContext, want: CompiledConfigMap): bool
   return (
     sub(want.metadata.labels, have.metadata.labels) &&
     sub(want.metadata.annotations, have.metadata.annotations) &&
+    holdsOwnerReferences(have.metadata.ownerReferences, want.metadata.ownerReferences) &&
     sameJson(want.data, have.data ?? {})
   );
 }
@@ -182,10 +187,14 @@ async function reconcilePolicy<
     status['loadedDigest'] = null;
     ctx.log.warn({ kind: k.kind, key, reason: first.reason, message }, 'invalid spec; keeping the last good ConfigMap');
   } else {
+    const configMap: OwnedConfigMap = {
+      ...compiled.configMap,
+      metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
+    };
     try {
       // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
-      if (!configMapMatches(ctx, compiled.configMap))
-        await ctx.client.apply(Resources.configmaps, { ...compiled.configMap }, k.fieldManager, { force: true });
+      if (!configMapMatches(ctx, configMap))
+        await ctx.client.apply(Resources.configmaps, { ...configMap }, k.fieldManager, { force: true });
     } catch (err) {
       const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
       await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);

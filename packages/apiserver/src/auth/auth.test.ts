@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestClient, startTestServer } from '../testing/harness.js';
 import type { TestServer } from '../testing/harness.js';
+import { until } from '@kars/kube-core/testing';
 import type { AuditRecord } from './authorizer.js';
 
 async function mintToken(c: TestClient, ns: string, sa: string, spec: Record<string, unknown> = {}): Promise<string> {
@@ -111,6 +112,45 @@ void describe('kars apiserver with --authorization-mode=RBAC', () => {
       spec: { resourceAttributes: { namespace: 'default', verb: 'delete', resource: 'configmaps', name: 'mine' } },
     });
     assert.equal(no.body.status.allowed, false);
+  });
+
+  it('a server-side apply that creates the object needs create as well as patch, as in kube-apiserver (issue 18)', async () => {
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {
+      metadata: { name: 'apply-cm' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['patch'] }],
+    });
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      metadata: { name: 'apply-cm' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'apply-cm' },
+      subjects: [{ kind: 'ServiceAccount', name: 'bot', namespace: 'default' }],
+    });
+    const applyCm = (name: string, v: string): ReturnType<TestClient['patch']> =>
+      bot.patch(
+        `/api/v1/namespaces/default/configmaps/${name}`,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } },
+        'apply',
+        '?fieldManager=bot&force=true',
+      );
+    // An apply to an object that exists is a patch only.
+    await ts.client.post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'applied-existing' } });
+    await until('the Role is in force', async () => (await applyCm('applied-existing', '1')).status === 200);
+    // kube-apiserver authorizes the PATCH as patch, then, finding no object, the create it becomes.
+    const created = await applyCm('applied', '1');
+    assert.equal(created.status, 403, created.text);
+    assert.equal(
+      created.body.message,
+      'configmaps "applied" is forbidden: User "system:serviceaccount:default:bot" cannot create resource "configmaps" in API group "" in the namespace "default"',
+    );
+    assert.equal((await ts.client.get('/api/v1/namespaces/default/configmaps/applied')).status, 404, 'nothing was written');
+    const denied = audit.filter((a) => a.user.name === 'system:serviceaccount:default:bot').at(-1);
+    assert.deepEqual([denied?.attributes.verb, denied?.attributes.name, denied?.allowed], ['create', 'applied', false]);
+    // With create granted too, the apply creates.
+    await ts.client.patch(
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/apply-cm',
+      { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['patch', 'create'] }] },
+      'merge',
+    );
+    await until('the Role edit is in force', async () => (await applyCm('applied', '2')).status === 201);
   });
 
   it('a token stops working when its ServiceAccount is deleted, and does not come back with a new one of the same name', async () => {

@@ -4,7 +4,7 @@ import { serveAuthApi } from './api.js';
 import type { AuthApiResponse } from './api.js';
 import type { Auth } from './authorizer.js';
 import { forbiddenMessage } from './rbac.js';
-import type { UserInfo } from './rbac.js';
+import type { RequestAttributes, UserInfo } from './rbac.js';
 import { requestAttributes } from './request-info.js';
 
 /** The outcome of {@link checkAccess} for a request that may proceed. */
@@ -12,6 +12,11 @@ export interface Access {
   user: UserInfo;
   /** Set when the auth module answered the request itself (TokenRequest, the self-reviews). */
   answer?: AuthApiResponse;
+  /**
+   * Authorize this same request as `verb` too, throwing 403 as the first check does: kube-apiserver
+   * does so for a server-side apply that finds no object (it becomes a create, so `create` is checked).
+   */
+  alsoAs(verb: string): void;
 }
 
 /**
@@ -31,14 +36,17 @@ export async function checkAccess(
   const user = await auth.authenticate(authorization);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
-  if (!auth.authorize(user, attrs)) {
-    throw new ApiError(
-      403,
-      'Forbidden',
-      forbiddenMessage(user, attrs),
-      attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {},
-    );
-  }
+  const check = (a: RequestAttributes): void => {
+    if (!auth.authorize(user, a))
+      throw new ApiError(
+        403,
+        'Forbidden',
+        forbiddenMessage(user, a),
+        a.resourceRequest ? { name: a.name, group: a.apiGroup, kind: a.resource } : {},
+      );
+  };
+  check(attrs);
+  const alsoAs = (verb: string): void => check({ ...attrs, verb });
   const answer = await serveAuthApi(auth, user, route, method, readJson);
-  return answer ? { user, answer } : { user };
+  return answer ? { user, answer, alsoAs } : { user, alsoAs };
 }
