@@ -1,5 +1,5 @@
 import { detectionBoundMs } from '@kars/kube-runtime';
-import type { LocalStack } from './stack.js';
+import type { FaultStack } from './stack.js';
 import { SUITE_KNOBS, suiteWatchConfig } from './stack.js';
 
 /** The faults of issue 8, one at a time. */
@@ -44,18 +44,19 @@ export function detectionBound(fault: FaultName): number {
   }
 }
 
-/** Inject one fault into the local stack. */
-export async function inject(stack: LocalStack, fault: FaultName): Promise<void> {
+/** Inject one fault into a stack (kars apiserver's own fault injection, or kube-apiserver's relay, etcd and restart). */
+export async function inject(stack: FaultStack, fault: FaultName): Promise<void> {
   switch (fault) {
     case 'freeze':
-      return stack.fault('freeze');
+      return stack.freeze();
     case 'reset':
-      return stack.fault('reset');
+      return stack.reset();
     case 'apiserver-restart':
-      return stack.fault('restart');
+      return stack.restartApiserver();
     case 'compaction':
-      await stack.fault('compact');
-      return stack.fault('reset');
+      // Compact, then cut every connection: each watch resumes from a resourceVersion now compacted.
+      await stack.compact();
+      return stack.reset();
     case 'controller-kill':
       return stack.killControllers();
     case 'leader-failover':
