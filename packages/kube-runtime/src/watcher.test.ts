@@ -164,6 +164,40 @@ describe('watcher step: how a stream ended', () => {
     assert.equal(healthy.state.acceptedDrops, 0, 'a healthy watch clears the count');
   });
 
+  it("waits the server's Retry-After on 429, not a backoff grown by the outage before (kube-apiserver's watch cache re-initializing)", () => {
+    // kube-apiserver, just restarted, answers watches and lists of a resource whose watch cache is
+    // still filling with 429 "storage is (re)initializing" and retryAfterSeconds (1 s after a short
+    // outage). The watcher comes back then, as client-go does, instead of after 8–16 s.
+    const initializing = new ApiError(429, 'TooManyRequests', 'storage is (re)initializing', { retryAfterSeconds: 1 });
+    const deep = watching('42', { failures: 4 });
+    const r = step(deep, ended({ kind: 'failed', reason: 'error', error: initializing }, 20, false, 0), ctx());
+    assert.equal(r.delayMs, 1000);
+    assert.deepEqual(r.state, watching('42', { failures: 4 }), 'the same failure count: the server answered, it is not unreachable');
+    assert.deepEqual(r.events, [{ type: 'restart', reason: 'error', delayMs: 1000, error: 'storage is (re)initializing' }]);
+    const listing = step(
+      { phase: 'empty', reason: 'expired', failures: 4, acceptedDrops: 0 },
+      { kind: 'list-failed', error: initializing },
+      ctx(),
+    );
+    assert.equal(listing.delayMs, 1000, 'a list refused the same way');
+    assert.equal(listing.state.failures, 4);
+    const huge = new ApiError(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3600 });
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: huge }, 20, false, 0), ctx()).delayMs,
+      30_000,
+      'never above the backoff cap',
+    );
+    const none = new ApiError(429, 'TooManyRequests', 'slow down');
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: none }, 20, false, 0), ctx()).delayMs,
+      16_000,
+      'no Retry-After: the backoff',
+    );
+    const ev = step(watching('42'), { kind: 'event', event: { type: 'ERROR', object: initializing.toStatus() } as WatchEvent }, ctx());
+    assert.ok(ev.endStream?.kind === 'failed');
+    assert.deepEqual((ev.endStream.error as ApiError).details, { retryAfterSeconds: 1 }, 'an ERROR event keeps the Status details');
+  });
+
   it('lists again when the periodic relist is due, without counting a restart', () => {
     const r = step(watching('42'), ended({ kind: 'relist-due' }), ctx());
     assert.deepEqual(r.state, { phase: 'empty', reason: 'periodic', failures: 0, acceptedDrops: 0 });

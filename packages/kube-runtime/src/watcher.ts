@@ -135,8 +135,19 @@ export function errorEventOutcome(st: Partial<Status>): StreamOutcome {
   return {
     kind: 'failed',
     reason: 'error',
-    error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error'),
+    error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error', st.details),
   };
+}
+
+/**
+ * The wait a server asked for with a failure: `details.retryAfterSeconds` of a 429 or 5xx Status
+ * (kube-apiserver's "storage is (re)initializing" while a watch cache fills after a restart, its
+ * priority-and-fairness 429s), capped at `maxMs`; undefined when it asked for none.
+ */
+export function retryAfterMs(err: unknown, maxMs: number): number | undefined {
+  if (!(err instanceof ApiError) || (err.code !== 429 && err.code < 500)) return undefined;
+  const s = err.details?.retryAfterSeconds;
+  return typeof s === 'number' && Number.isFinite(s) && s > 0 ? Math.min(maxMs, s * 1000) : undefined;
 }
 
 /** Milliseconds until the periodic relist is due in this state, or undefined when none is (not watching, or disabled). */
@@ -214,8 +225,10 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
       // page makes no sense from a conforming server: treat it like any failure (backoff).
       const atOnce = failure.kind === 'expired' && state.phase === 'listing';
       const restart: WatchRestartReason = failure.kind === 'expired' ? 'expired' : failure.reason;
-      const delayMs = atOnce ? 0 : backoff(state.failures);
-      const failures = atOnce ? state.failures : state.failures + 1;
+      // A server that says when to come back is reachable: its wait, and the failure count kept.
+      const asked = retryAfterMs(input.error, cfg.backoffMaxMs);
+      const delayMs = atOnce ? 0 : (asked ?? backoff(state.failures));
+      const failures = atOnce || asked !== undefined ? state.failures : state.failures + 1;
       return {
         state: { phase: 'empty', reason: state.reason, failures, acceptedDrops: state.acceptedDrops },
         events: [{ type: 'restart', reason: restart, delayMs, error }],
@@ -264,13 +277,17 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
         case 'ended':
         case 'failed': {
           const reason: WatchRestartReason = outcome.kind === 'ended' ? 'server_timeout' : outcome.reason;
-          const delayMs = outcome.kind === 'ended' ? 0 : backoff(failures);
+          // A server that says when to come back (429/5xx with retryAfterSeconds) is reachable: its
+          // wait instead of the backoff, and the failure count kept.
+          const asked = outcome.kind === 'failed' ? retryAfterMs(outcome.error, cfg.backoffMaxMs) : undefined;
+          const delayMs = outcome.kind === 'ended' ? 0 : (asked ?? backoff(failures));
           const error = outcome.kind === 'failed' ? errMessage(outcome.error) : undefined;
           const due = relistInMs(state, ctx.now, cfg);
           const relistFirst = due !== undefined && due <= delayMs;
+          const counted = outcome.kind === 'failed' && asked === undefined ? failures + 1 : failures;
           const next: WatcherState = relistFirst
-            ? { phase: 'empty', reason: 'periodic', failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops }
-            : { ...state, failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops };
+            ? { phase: 'empty', reason: 'periodic', failures: counted, acceptedDrops }
+            : { ...state, failures: counted, acceptedDrops };
           const notes: StepResult['notes'] = [
             {
               msg: 'watch restarting',
