@@ -1,4 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { FaultRelay } from '@kars/kube-core';
 import type { ControlPlane } from './control-plane.js';
@@ -35,6 +36,35 @@ export async function startApiserverRelay(
   for (const c of config.clusters) c.cluster.server = url;
   writeFileSync(kubeconfig, JSON.stringify(config, null, 2), { mode: 0o600 });
   return { relay, url, kubeconfig, close: () => relay.close() };
+}
+
+/** A relay in front of etcd's client port, made before the control plane starts (see {@link startEtcdRelay}). */
+export interface EtcdRelay {
+  relay: FaultRelay;
+  /** The port etcd must listen on: `startControlPlane({ ports: { etcd: etcdPort } })`. */
+  etcdPort: number;
+  /** The relay's URL, for kube-apiserver: `startControlPlane({ apiserverEtcdUrl: url })`. */
+  url: string;
+}
+
+/**
+ * Put a relay between kube-apiserver and etcd: pick a free port for etcd, listen in front of it, and
+ * give both to `startControlPlane` (`ports.etcd`, `apiserverEtcdUrl`). `relay.resetAll()` then cuts
+ * kube-apiserver's storage connections (its etcd client reconnects and resumes its watches), while
+ * the harness and {@link compactEtcd} still reach etcd directly at `cp.etcdUrl`.
+ */
+export async function startEtcdRelay(): Promise<EtcdRelay> {
+  const etcdPort = await new Promise<number>((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no free port'))));
+    });
+  });
+  const relay = new FaultRelay(etcdPort);
+  const port = await relay.listen('127.0.0.1:0');
+  return { relay, etcdPort, url: `http://127.0.0.1:${port}` };
 }
 
 /** The etcd key {@link compactEtcd} writes to move the revision on: outside `/registry`, so no kube watch sees it. */

@@ -136,6 +136,24 @@ describe('watcher step: how a stream ended', () => {
     assert.equal(step(watching('42'), ended({ kind: 'ended' }, IMMEDIATE_END_MS), ctx()).delayMs, 0);
   });
 
+  it("logs the server's message with a 410 (which window the resourceVersion fell out of)", () => {
+    const r = step(watching('42'), ended({ kind: 'expired', message: 'too old resource version: 42 (97)' }), ctx());
+    assert.deepEqual(r.notes, [
+      {
+        msg: 'watch restarting',
+        fields: { reason: 'expired', resourceVersion: '42', retryInMs: 0, message: 'too old resource version: 42 (97)' },
+      },
+    ]);
+    const e410 = {
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 42 (97)' },
+    } as WatchEvent;
+    assert.deepEqual(step(watching('42'), { kind: 'event', event: e410 }, ctx()).endStream, {
+      kind: 'expired',
+      message: 'too old resource version: 42 (97)',
+    });
+  });
+
   it('goes back to listing after 410 Expired', () => {
     const r = step(watching('42'), ended({ kind: 'expired' }), ctx());
     assert.deepEqual(r.state, { phase: 'empty', reason: 'expired', failures: 0, acceptedDrops: 0 });
@@ -184,8 +202,21 @@ describe('watcher step: how a stream ended', () => {
     const huge = new ApiError(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3600 });
     assert.equal(
       step(deep, ended({ kind: 'failed', reason: 'error', error: huge }, 20, false, 0), ctx()).delayMs,
-      30_000,
-      'never above the backoff cap',
+      16_000,
+      'never later than the backoff would have waited',
+    );
+    const starting = new ApiError(503, 'ServiceUnavailable', 'the request has been made before all known HTTP paths have been installed', {
+      retryAfterSeconds: 5,
+    });
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: starting }, 20, false, 0), ctx()).delayMs,
+      5000,
+      'a 503 that says 5 s',
+    );
+    assert.equal(
+      step(watching('42'), ended({ kind: 'failed', reason: 'error', error: starting }, 20, false, 0), ctx()).delayMs,
+      1000,
+      'after a first failure the backoff is shorter than that',
     );
     const none = new ApiError(429, 'TooManyRequests', 'slow down');
     assert.equal(
@@ -286,7 +317,7 @@ describe('watcher step: properties', () => {
 
 describe('failure classification', () => {
   it('classifies 410, idle, ping and other failures', () => {
-    assert.deepEqual(classifyFailure(new ApiError(410, 'Expired', 'too old')), { kind: 'expired' });
+    assert.deepEqual(classifyFailure(new ApiError(410, 'Expired', 'too old')), { kind: 'expired', message: 'too old' });
     assert.equal((classifyFailure(new ConnectionLostError('idle', 'quiet')) as { reason: string }).reason, 'idle');
     assert.equal((classifyFailure(new ConnectionLostError('ping', 'dead')) as { reason: string }).reason, 'ping');
     assert.equal((classifyFailure(new ConnectionLostError('reset', 'rst')) as { reason: string }).reason, 'error');

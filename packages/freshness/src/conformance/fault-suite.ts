@@ -66,8 +66,7 @@ export function faultSuite(target: FaultSuiteTarget): FaultSuite {
       skip: 'stack' in target ? false : target.skip(fault),
       run: async (t) => {
         assert.ok(stack);
-        const expiredBefore = stack.expiredWatchRestarts();
-        await inject(stack, fault);
+        const compactedTo = await inject(stack, fault);
         const r = await session.edit();
         const bound = detectionBound(fault) + 2000;
         t.diagnostic(
@@ -77,18 +76,21 @@ export function faultSuite(target: FaultSuiteTarget): FaultSuite {
         assert.ok(r.toEchoMs <= bound, `${fault}: edit → echo ${Math.round(r.toEchoMs)} ms exceeds the bound ${bound} ms\n${stack.logs()}`);
         assert.equal(r.observedGeneration, r.generation, 'the controller observed the generation written');
         if (fault === 'compaction') {
-          // The leader resumed its watches after the reset, from compacted resourceVersions: it must
-          // have met 410 (its log line may reach us a moment after the echo).
+          // The controllers resumed their watches after the reset from compacted resourceVersions:
+          // they must have met a 410 whose window starts at or above the compaction (not one left
+          // over from the restart before). Its log line may reach us a moment after the echo.
           const s = stack;
+          const from = compactedTo;
+          assert.ok(from !== undefined && Number.isSafeInteger(from) && from > 0, `the compaction revision: ${from}`);
           const n = await until(
-            'a controller logs a watch restart for 410 Expired',
-            () => s.expiredWatchRestarts() > expiredBefore && s.expiredWatchRestarts(),
+            'a controller logs a watch restart for 410 Expired past the compaction',
+            () => s.expiredWatchRestarts(from),
             {
               timeoutMs: 10_000,
               everyMs: 50,
             },
           ).catch((err: unknown) => assert.fail(`${String(err)}\n${s.logs()}`));
-          t.diagnostic(`compaction: ${n - expiredBefore} watch restart(s) for 410 Expired logged by the controllers`);
+          t.diagnostic(`compaction to revision ${from}: ${n} watch restart(s) for 410 Expired with the server's window at or above it`);
         }
       },
     });

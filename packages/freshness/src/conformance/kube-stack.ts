@@ -1,31 +1,27 @@
 import { KubeClient, Resources } from '@kars/kube-client';
 import { until } from '@kars/kube-core/testing';
-import { compactEtcd, startApiserverRelay, startControlPlane } from '@kars/kube-envtest';
-import type { ApiserverRelay, ControlPlane, KubeBinaries } from '@kars/kube-envtest';
+import { compactEtcd, startApiserverRelay, startControlPlane, startEtcdRelay } from '@kars/kube-envtest';
+import type { ApiserverRelay, ControlPlane, EtcdRelay, KubeBinaries } from '@kars/kube-envtest';
 import { allCrds, INFERENCE_POLICY, KARS_SANDBOX } from '@kars/policy-api';
 import { KarsProcesses, suiteWatchConfig } from './stack.js';
 import type { FaultStack } from './stack.js';
 
 /**
- * kube-apiserver's flags for the fault suite. `--watch-cache=false`: with its watch cache on,
- * kube-apiserver serves a resumed watch from memory and never asks etcd, so a compaction in etcd
- * cannot cause a 410 (the cache's own window decides, not etcd's history); without it every watch is
- * an etcd watch, and a resume from a compacted revision gets etcd's "compacted", passed on as 410
- * Expired (ADR 0029).
- */
-export const KUBE_FAULT_SUITE_APISERVER_ARGS: readonly string[] = ['--watch-cache=false'];
-
-/**
- * The fault suite's stack on a real kube-apiserver (kube-envtest's etcd and kube-apiserver; no
- * kube-controller-manager, which nothing here needs), with the kars processes of {@link KarsProcesses}
- * and the probe's client all connecting through a {@link ApiserverRelay} of ours (the admin kubeconfig
- * with the relay as server). Each fault comes from outside kube-apiserver: freeze and reset at the
- * relay, a restart of the process (same port, same etcd), a compaction in etcd itself.
+ * The fault suite's stack on a real kube-apiserver (kube-envtest's etcd and kube-apiserver with its
+ * watch cache, as every cluster runs it; no kube-controller-manager, which nothing here needs), with
+ * the kars processes of {@link KarsProcesses} and the probe's client all connecting through an
+ * {@link ApiserverRelay} of ours (the admin kubeconfig with the relay as server), and kube-apiserver
+ * reaching etcd through an {@link EtcdRelay}. Each fault comes from outside kube-apiserver: freeze
+ * and reset at the client relay, a restart of the process (same port, same etcd), and a compaction
+ * in etcd itself (ADR 0029): etcd's history is compacted, then kube-apiserver's storage connections
+ * are cut, so its watch cache resumes its etcd watches from compacted revisions, has to list again,
+ * and answers the kars watches' resumes (cut at the client relay) with 410 "too old resource version".
  */
 export class KubeStack extends KarsProcesses implements FaultStack {
   readonly server: string;
   cp: ControlPlane | undefined;
   relay: ApiserverRelay | undefined;
+  etcdRelay: EtcdRelay | undefined;
   private stopped = false;
 
   constructor(
@@ -48,7 +44,13 @@ export class KubeStack extends KarsProcesses implements FaultStack {
   }
 
   private async startAll(): Promise<void> {
-    this.cp = await startControlPlane({ binaries: this.binaries, controllers: false, apiserverArgs: KUBE_FAULT_SUITE_APISERVER_ARGS });
+    this.etcdRelay = await startEtcdRelay();
+    this.cp = await startControlPlane({
+      binaries: this.binaries,
+      controllers: false,
+      ports: { etcd: this.etcdRelay.etcdPort },
+      apiserverEtcdUrl: this.etcdRelay.url,
+    });
     this.relay = await startApiserverRelay(this.cp);
     this.kubeconfig = this.relay.kubeconfig;
     const cfg = suiteWatchConfig();
@@ -86,8 +88,18 @@ export class KubeStack extends KarsProcesses implements FaultStack {
     await this.cp?.restartApiserver();
   }
 
-  async compact(): Promise<void> {
-    if (this.cp) await compactEtcd(this.cp.etcdUrl);
+  /**
+   * Compact etcd's history (directly, not through the relay), then cut kube-apiserver's etcd
+   * connections: its watch cache's etcd watches resume from compacted revisions and fail, so each
+   * cache lists again and starts a new window; a client resuming from an older resourceVersion then
+   * gets 410. (Without the cut the cache's watches stay open, the compaction never reaches them, and
+   * every resume is served from the cache.)
+   */
+  async compact(): Promise<number> {
+    if (!this.cp) throw new Error('the stack is not started');
+    const revision = await compactEtcd(this.cp.etcdUrl);
+    this.etcdRelay?.relay.resetAll();
+    return revision;
   }
 
   /** Stop the kars processes, the relay and the control plane (which removes its directory). */
@@ -98,6 +110,7 @@ export class KubeStack extends KarsProcesses implements FaultStack {
     await this.stopKars();
     await this.relay?.close();
     await this.cp?.stop();
+    await this.etcdRelay?.relay.close();
   }
 
   logs(): string {

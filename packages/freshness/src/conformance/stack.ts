@@ -117,16 +117,24 @@ export interface FaultStack {
   reset(): Promise<void>;
   /** Stop the apiserver and start it again on the same port and storage; resolves once it serves. */
   restartApiserver(): Promise<void>;
-  /** Compact the storage's whole history, so that a watch resuming from any resourceVersion seen so far gets 410. */
-  compact(): Promise<void>;
+  /**
+   * Compact the storage's whole history, so that a watch resuming from any resourceVersion seen so
+   * far gets 410; resolves with the revision compacted to.
+   */
+  compact(): Promise<number>;
   /** kill -9 every controller, then start them again; resolves once they are up. */
   killControllers(): Promise<void>;
   /** kill -9 the leading controller so the standby takes over at lease expiry; start it again as the standby. */
   failoverController(): Promise<string | undefined>;
   /** Restart the router process (same instance); resolves once the new one listens. */
   restartRouter(): Promise<void>;
-  /** Watch restarts for 410 Expired the controllers have logged so far (`watch restarting`, reason expired). */
-  expiredWatchRestarts(): number;
+  /**
+   * Watch restarts for 410 Expired the controllers have logged so far (`watch restarting`, reason
+   * expired); with `windowFrom`, only those whose message ("too old resource version: RV (FLOOR)",
+   * kube-apiserver's wording, which kars apiserver shares) puts the server's window floor at or
+   * above that revision: 410s caused by a compaction to it, not left over from an earlier fault.
+   */
+  expiredWatchRestarts(windowFrom?: number): number;
   /** Recent stderr of every process, for a failure message. */
   logs(): string;
 }
@@ -143,7 +151,8 @@ export abstract class KarsProcesses {
   client!: KubeClient;
   protected readonly controllers = new Map<string, Proc>();
   protected router: Proc | undefined;
-  private expired = 0;
+  /** The window floor of each 410 the controllers logged (NaN when the message names none). */
+  private readonly expired: number[] = [];
 
   constructor(
     readonly namespace = 'default',
@@ -158,7 +167,8 @@ export abstract class KarsProcesses {
       undefined,
       /kars controller starting/,
       (line) => {
-        if (line.includes('"msg":"watch restarting"') && line.includes('"reason":"expired"')) this.expired++;
+        if (!line.includes('"msg":"watch restarting"') || !line.includes('"reason":"expired"')) return;
+        this.expired.push(Number(/too old resource version: \d+ \((\d+)\)/.exec(line)?.[1] ?? NaN));
       },
     );
     this.controllers.set(name, p);
@@ -195,8 +205,8 @@ export abstract class KarsProcesses {
     return Promise.all([this.startController('a'), this.startController('b'), this.startRouter()]);
   }
 
-  expiredWatchRestarts(): number {
-    return this.expired;
+  expiredWatchRestarts(windowFrom?: number): number {
+    return windowFrom === undefined ? this.expired.length : this.expired.filter((floor) => floor >= windowFrom).length;
   }
 
   /** The controller that holds the leader Lease now (by identity), or undefined. */
@@ -336,47 +346,52 @@ export class LocalStack extends KarsProcesses implements FaultStack {
     await this.startKars();
   }
 
-  freeze(): Promise<void> {
-    return this.fault('freeze');
+  async freeze(): Promise<void> {
+    await this.fault('freeze');
   }
 
-  reset(): Promise<void> {
-    return this.fault('reset');
+  async reset(): Promise<void> {
+    await this.fault('reset');
   }
 
-  restartApiserver(): Promise<void> {
-    return this.fault('restart');
+  async restartApiserver(): Promise<void> {
+    await this.fault('restart');
   }
 
-  compact(): Promise<void> {
-    return this.fault('compact');
+  async compact(): Promise<number> {
+    const body = JSON.parse(await this.fault('compact')) as { compactedTo?: number | string };
+    return Number(body.compactedTo);
   }
 
   /**
    * POST /debug/faults/<action> on the apiserver (bearer token). The server may be restarting from a
    * previous fault: a refused connection is retried for up to 10 s. Reset and restart cut the very
-   * connection that asked for them, so a reset reply counts as done.
+   * connection that asked for them, so a reset reply counts as done. Resolves with the reply's body.
    */
-  async fault(action: 'freeze' | 'reset' | 'compact' | 'restart'): Promise<void> {
+  async fault(action: 'freeze' | 'reset' | 'compact' | 'restart'): Promise<string> {
     const ca = readFileSync(join(this.dataDir, 'apiserver', 'pki', 'ca.crt'), 'utf8');
     const https = await import('node:https');
-    const once = (): Promise<void> =>
-      new Promise<void>((resolve, reject) => {
+    const once = (): Promise<string> =>
+      new Promise<string>((resolve, reject) => {
         const req = https.request(
           new URL(`/debug/faults/${action}`, this.url),
           { method: 'POST', ca, agent: false, headers: { authorization: `Bearer ${this.token}` } },
           (res) => {
-            res.resume();
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (body += c));
             res.on('end', () =>
-              res.statusCode && res.statusCode < 300 ? resolve() : reject(new Error(`fault ${action}: HTTP ${res.statusCode}`)),
+              res.statusCode && res.statusCode < 300
+                ? resolve(body)
+                : reject(new Error(`fault ${action}: HTTP ${res.statusCode}: ${body}`)),
             );
             res.on('error', (err: NodeJS.ErrnoException) =>
-              err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err),
+              err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve('') : reject(err),
             );
           },
         );
         req.on('error', (err: NodeJS.ErrnoException) =>
-          err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve() : reject(err),
+          err.code === 'ECONNRESET' && (action === 'reset' || action === 'restart') ? resolve('') : reject(err),
         );
         req.end();
       });
