@@ -15,6 +15,7 @@ export type StatusReason =
   | 'NotAcceptable'
   | 'UnsupportedMediaType'
   | 'RequestEntityTooLarge'
+  | 'TooManyRequests'
   | 'ServiceUnavailable'
   | 'Timeout'
   | 'InternalError';

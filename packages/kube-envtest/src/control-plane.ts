@@ -36,6 +36,11 @@ export interface ControlPlaneOptions {
   dir?: string;
   /** Fixed loopback ports (default: free ones). */
   ports?: { etcd?: number; etcdPeer?: number; apiserver?: number };
+  /**
+   * The etcd URL kube-apiserver is given (`--etcd-servers`; default etcd's own client URL): a relay
+   * in front of etcd (fixed `ports.etcd`) to cut kube-apiserver's storage connections.
+   */
+  apiserverEtcdUrl?: string;
   /** kube-controller-manager's `--controllers` (default {@link DEFAULT_CONTROLLERS}); `false`: do not start it. */
   controllers?: readonly string[] | false;
   /** Extra flags, appended (a later flag wins). */
@@ -244,7 +249,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const auditPolicy = join(dir, 'audit-policy.json');
     writeFileSync(auditPolicy, AUDIT_POLICY);
     const apiArgs = [
-      `--etcd-servers=${etcdUrl}`,
+      `--etcd-servers=${opts.apiserverEtcdUrl ?? etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
       // 1.37 refuses a loopback advertise address for the endpoint reconciler ("may not be in the

@@ -7,3 +7,4 @@ export * from './control-plane.js';
 export * from './testing.js';
 export * from './credentials.js';
 export * from './kars-process.js';
+export * from './relay.js';

@@ -28,6 +28,7 @@ export {
   INITIAL_WATCHER_STATE,
   MIN_HEALTHY_WATCH_MS,
   relistInMs,
+  retryAfterMs,
   shouldResetBackoff,
   step,
   watcher,

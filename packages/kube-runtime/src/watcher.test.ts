@@ -136,6 +136,24 @@ describe('watcher step: how a stream ended', () => {
     assert.equal(step(watching('42'), ended({ kind: 'ended' }, IMMEDIATE_END_MS), ctx()).delayMs, 0);
   });
 
+  it("logs the server's message with a 410 (which window the resourceVersion fell out of)", () => {
+    const r = step(watching('42'), ended({ kind: 'expired', message: 'too old resource version: 42 (97)' }), ctx());
+    assert.deepEqual(r.notes, [
+      {
+        msg: 'watch restarting',
+        fields: { reason: 'expired', resourceVersion: '42', retryInMs: 0, message: 'too old resource version: 42 (97)' },
+      },
+    ]);
+    const e410 = {
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 42 (97)' },
+    } as WatchEvent;
+    assert.deepEqual(step(watching('42'), { kind: 'event', event: e410 }, ctx()).endStream, {
+      kind: 'expired',
+      message: 'too old resource version: 42 (97)',
+    });
+  });
+
   it('goes back to listing after 410 Expired', () => {
     const r = step(watching('42'), ended({ kind: 'expired' }), ctx());
     assert.deepEqual(r.state, { phase: 'empty', reason: 'expired', failures: 0, acceptedDrops: 0 });
@@ -162,6 +180,53 @@ describe('watcher step: how a stream ended', () => {
     assert.equal(step(deep, ended(fail, 5000, false, 0), ctx()).delayMs, 16_000, 'never opened');
     const healthy = step(watching('42', { acceptedDrops: 3 }), ended(fail, 5000, true, 2000), ctx());
     assert.equal(healthy.state.acceptedDrops, 0, 'a healthy watch clears the count');
+  });
+
+  it("waits the server's Retry-After on 429, not a backoff grown by the outage before (kube-apiserver's watch cache re-initializing)", () => {
+    // kube-apiserver, just restarted, answers watches and lists of a resource whose watch cache is
+    // still filling with 429 "storage is (re)initializing" and retryAfterSeconds (1 s after a short
+    // outage). The watcher comes back then, as client-go does, instead of after 8–16 s.
+    const initializing = new ApiError(429, 'TooManyRequests', 'storage is (re)initializing', { retryAfterSeconds: 1 });
+    const deep = watching('42', { failures: 4 });
+    const r = step(deep, ended({ kind: 'failed', reason: 'error', error: initializing }, 20, false, 0), ctx());
+    assert.equal(r.delayMs, 1000);
+    assert.deepEqual(r.state, watching('42', { failures: 4 }), 'the same failure count: the server answered, it is not unreachable');
+    assert.deepEqual(r.events, [{ type: 'restart', reason: 'error', delayMs: 1000, error: 'storage is (re)initializing' }]);
+    const listing = step(
+      { phase: 'empty', reason: 'expired', failures: 4, acceptedDrops: 0 },
+      { kind: 'list-failed', error: initializing },
+      ctx(),
+    );
+    assert.equal(listing.delayMs, 1000, 'a list refused the same way');
+    assert.equal(listing.state.failures, 4);
+    const huge = new ApiError(429, 'TooManyRequests', 'slow down', { retryAfterSeconds: 3600 });
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: huge }, 20, false, 0), ctx()).delayMs,
+      16_000,
+      'never later than the backoff would have waited',
+    );
+    const starting = new ApiError(503, 'ServiceUnavailable', 'the request has been made before all known HTTP paths have been installed', {
+      retryAfterSeconds: 5,
+    });
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: starting }, 20, false, 0), ctx()).delayMs,
+      5000,
+      'a 503 that says 5 s',
+    );
+    assert.equal(
+      step(watching('42'), ended({ kind: 'failed', reason: 'error', error: starting }, 20, false, 0), ctx()).delayMs,
+      1000,
+      'after a first failure the backoff is shorter than that',
+    );
+    const none = new ApiError(429, 'TooManyRequests', 'slow down');
+    assert.equal(
+      step(deep, ended({ kind: 'failed', reason: 'error', error: none }, 20, false, 0), ctx()).delayMs,
+      16_000,
+      'no Retry-After: the backoff',
+    );
+    const ev = step(watching('42'), { kind: 'event', event: { type: 'ERROR', object: initializing.toStatus() } as WatchEvent }, ctx());
+    assert.ok(ev.endStream?.kind === 'failed');
+    assert.deepEqual((ev.endStream.error as ApiError).details, { retryAfterSeconds: 1 }, 'an ERROR event keeps the Status details');
   });
 
   it('lists again when the periodic relist is due, without counting a restart', () => {
@@ -252,7 +317,7 @@ describe('watcher step: properties', () => {
 
 describe('failure classification', () => {
   it('classifies 410, idle, ping and other failures', () => {
-    assert.deepEqual(classifyFailure(new ApiError(410, 'Expired', 'too old')), { kind: 'expired' });
+    assert.deepEqual(classifyFailure(new ApiError(410, 'Expired', 'too old')), { kind: 'expired', message: 'too old' });
     assert.equal((classifyFailure(new ConnectionLostError('idle', 'quiet')) as { reason: string }).reason, 'idle');
     assert.equal((classifyFailure(new ConnectionLostError('ping', 'dead')) as { reason: string }).reason, 'ping');
     assert.equal((classifyFailure(new ConnectionLostError('reset', 'rst')) as { reason: string }).reason, 'error');

@@ -52,7 +52,7 @@ export const INITIAL_WATCHER_STATE: WatcherState = Object.freeze({ phase: 'empty
 /** How a watch stream ended. */
 export type StreamOutcome =
   | { kind: 'ended' } // the server ended it cleanly (timeoutSeconds)
-  | { kind: 'expired' } // 410: the resourceVersion is gone
+  | { kind: 'expired'; message?: string } // 410: the resourceVersion is gone (the server's message says which window it fell out of)
   | { kind: 'relist-due' } // the periodic relist-and-diff is due
   | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown };
 
@@ -122,8 +122,11 @@ export function shouldResetBackoff(
 }
 
 /** Classify a failure of a list or watch into expired (410) or a restart reason. */
-export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown } {
-  if (err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')) return { kind: 'expired' };
+export function classifyFailure(
+  err: unknown,
+): { kind: 'expired'; message?: string } | { kind: 'failed'; reason: 'idle' | 'ping' | 'error'; error: unknown } {
+  if (err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone'))
+    return { kind: 'expired', message: err.message };
   if (err instanceof ConnectionLostError)
     return { kind: 'failed', reason: err.reason === 'idle' ? 'idle' : err.reason === 'ping' ? 'ping' : 'error', error: err };
   return { kind: 'failed', reason: 'error', error: err };
@@ -131,12 +134,25 @@ export function classifyFailure(err: unknown): { kind: 'expired' } | { kind: 'fa
 
 /** How a watch stream that delivered an ERROR event ends: 410 (or reason Expired/Gone) relists, anything else fails. */
 export function errorEventOutcome(st: Partial<Status>): StreamOutcome {
-  if (st.code === 410 || st.reason === 'Expired' || st.reason === 'Gone') return { kind: 'expired' };
+  if (st.code === 410 || st.reason === 'Expired' || st.reason === 'Gone')
+    return st.message !== undefined ? { kind: 'expired', message: st.message } : { kind: 'expired' };
   return {
     kind: 'failed',
     reason: 'error',
-    error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error'),
+    error: new ApiError(st.code ?? 500, (st.reason ?? 'InternalError') as ApiError['reason'], st.message ?? 'watch error', st.details),
   };
+}
+
+/**
+ * The wait a server asked for with a failure: `details.retryAfterSeconds` of a 429 or 5xx Status
+ * (kube-apiserver's 429 "storage is (re)initializing" while a watch cache fills after a restart,
+ * its 503 "before all known HTTP paths have been installed" while it starts), capped at `maxMs`;
+ * undefined when it asked for none.
+ */
+export function retryAfterMs(err: unknown, maxMs: number): number | undefined {
+  if (!(err instanceof ApiError) || (err.code !== 429 && err.code < 500)) return undefined;
+  const s = err.details?.retryAfterSeconds;
+  return typeof s === 'number' && Number.isFinite(s) && s > 0 ? Math.min(maxMs, s * 1000) : undefined;
 }
 
 /** Milliseconds until the periodic relist is due in this state, or undefined when none is (not watching, or disabled). */
@@ -214,8 +230,11 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
       // page makes no sense from a conforming server: treat it like any failure (backoff).
       const atOnce = failure.kind === 'expired' && state.phase === 'listing';
       const restart: WatchRestartReason = failure.kind === 'expired' ? 'expired' : failure.reason;
-      const delayMs = atOnce ? 0 : backoff(state.failures);
-      const failures = atOnce ? state.failures : state.failures + 1;
+      // A server that says when to come back is reachable: no later than it asked (nor than the
+      // backoff), and the failure count kept.
+      const asked = retryAfterMs(input.error, cfg.backoffMaxMs);
+      const delayMs = atOnce ? 0 : Math.min(backoff(state.failures), asked ?? Infinity);
+      const failures = atOnce || asked !== undefined ? state.failures : state.failures + 1;
       return {
         state: { phase: 'empty', reason: state.reason, failures, acceptedDrops: state.acceptedDrops },
         events: [{ type: 'restart', reason: restart, delayMs, error }],
@@ -259,18 +278,32 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
             state: { phase: 'empty', reason: 'expired', failures, acceptedDrops },
             events: [{ type: 'restart', reason: 'expired', delayMs: 0 }],
             delayMs: 0,
-            notes: [{ msg: 'watch restarting', fields: { reason: 'expired', resourceVersion: rv, retryInMs: 0 } }],
+            notes: [
+              {
+                msg: 'watch restarting',
+                fields: {
+                  reason: 'expired',
+                  resourceVersion: rv,
+                  retryInMs: 0,
+                  ...(outcome.message !== undefined ? { message: outcome.message } : {}),
+                },
+              },
+            ],
           };
         case 'ended':
         case 'failed': {
           const reason: WatchRestartReason = outcome.kind === 'ended' ? 'server_timeout' : outcome.reason;
-          const delayMs = outcome.kind === 'ended' ? 0 : backoff(failures);
+          // A server that says when to come back (429/5xx with retryAfterSeconds) is reachable: no
+          // later than it asked (nor than the backoff), and the failure count kept.
+          const asked = outcome.kind === 'failed' ? retryAfterMs(outcome.error, cfg.backoffMaxMs) : undefined;
+          const delayMs = outcome.kind === 'ended' ? 0 : Math.min(backoff(failures), asked ?? Infinity);
           const error = outcome.kind === 'failed' ? errMessage(outcome.error) : undefined;
           const due = relistInMs(state, ctx.now, cfg);
           const relistFirst = due !== undefined && due <= delayMs;
+          const counted = outcome.kind === 'failed' && asked === undefined ? failures + 1 : failures;
           const next: WatcherState = relistFirst
-            ? { phase: 'empty', reason: 'periodic', failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops }
-            : { ...state, failures: outcome.kind === 'failed' ? failures + 1 : failures, acceptedDrops };
+            ? { phase: 'empty', reason: 'periodic', failures: counted, acceptedDrops }
+            : { ...state, failures: counted, acceptedDrops };
           const notes: StepResult['notes'] = [
             {
               msg: 'watch restarting',

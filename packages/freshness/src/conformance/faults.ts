@@ -1,5 +1,5 @@
 import { detectionBoundMs } from '@kars/kube-runtime';
-import type { LocalStack } from './stack.js';
+import type { FaultStack } from './stack.js';
 import { SUITE_KNOBS, suiteWatchConfig } from './stack.js';
 
 /** The faults of issue 8, one at a time. */
@@ -44,25 +44,36 @@ export function detectionBound(fault: FaultName): number {
   }
 }
 
-/** Inject one fault into the local stack. */
-export async function inject(stack: LocalStack, fault: FaultName): Promise<void> {
+/**
+ * Inject one fault into a stack (kars apiserver's own fault injection, or kube-apiserver's relay,
+ * etcd and restart). Resolves with the revision compacted to for `compaction`, else undefined.
+ */
+export async function inject(stack: FaultStack, fault: FaultName): Promise<number | undefined> {
   switch (fault) {
     case 'freeze':
-      return stack.fault('freeze');
+      await stack.freeze();
+      return undefined;
     case 'reset':
-      return stack.fault('reset');
+      await stack.reset();
+      return undefined;
     case 'apiserver-restart':
-      return stack.fault('restart');
-    case 'compaction':
-      await stack.fault('compact');
-      return stack.fault('reset');
+      await stack.restartApiserver();
+      return undefined;
+    case 'compaction': {
+      // Compact, then cut every connection: each watch resumes from a resourceVersion now compacted.
+      const revision = await stack.compact();
+      await stack.reset();
+      return revision;
+    }
     case 'controller-kill':
-      return stack.killControllers();
+      await stack.killControllers();
+      return undefined;
     case 'leader-failover':
       await stack.failoverController();
-      return;
+      return undefined;
     case 'router-restart':
-      return stack.restartRouter();
+      await stack.restartRouter();
+      return undefined;
   }
 }
 
