@@ -284,6 +284,8 @@ export class ApiServer {
         this.opts.log('warn', 'fault: restarting');
         await this.halt();
         await this.boot();
+        // Said once the server serves again: a fault suite measures detection from here, not the restart.
+        this.opts.log('warn', 'fault: restarted');
       },
     };
   }

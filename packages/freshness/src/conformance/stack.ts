@@ -296,6 +296,9 @@ export class LocalStack extends KarsProcesses implements FaultStack {
   token = '';
   private apiserver: Proc | undefined;
   private stopped = false;
+  /** How many `fault: restarted` lines the apiserver has logged, and who waits for the next. */
+  private restarts = 0;
+  private readonly restartWaiters: Array<() => void> = [];
 
   /** Start the stack; if any part fails to start, stop what did start before rethrowing. */
   async start(): Promise<void> {
@@ -329,6 +332,13 @@ export class LocalStack extends KarsProcesses implements FaultStack {
             resolve();
           }
         },
+        undefined,
+        (line) => {
+          if (line.includes('fault: restarted')) {
+            this.restarts++;
+            for (const w of this.restartWaiters.splice(0)) w();
+          }
+        },
       );
       void this.apiserver.exited.then((code) =>
         reject(new Error(`kars apiserver exited (${code}) before listening: ${this.apiserver?.stderr.join('').slice(-2000)}`)),
@@ -354,8 +364,24 @@ export class LocalStack extends KarsProcesses implements FaultStack {
     await this.fault('reset');
   }
 
+  /**
+   * The restart fault answers before the server halts; this resolves at the apiserver's next
+   * `fault: restarted` log line, once it serves again (as kube-envtest's restart resolves at /readyz),
+   * so that the suite's bound measures detection, not how long a loaded machine takes to boot it.
+   */
   async restartApiserver(): Promise<void> {
+    const seen = this.restarts;
+    const restarted = new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`kars apiserver did not restart within 60 s: ${this.logs()}`)), 60_000);
+      const done = (): void => {
+        clearTimeout(t);
+        resolve();
+      };
+      if (this.restarts > seen) done();
+      else this.restartWaiters.push(done);
+    });
     await this.fault('restart');
+    await restarted;
   }
 
   async compact(): Promise<number> {
