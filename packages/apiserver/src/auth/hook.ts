@@ -4,12 +4,14 @@ import { serveAuthApi } from './api.js';
 import type { AuthApiResponse } from './api.js';
 import type { Auth } from './authorizer.js';
 import { forbiddenMessage } from './rbac.js';
-import type { UserInfo } from './rbac.js';
+import type { RequestAttributes, UserInfo } from './rbac.js';
 import { requestAttributes } from './request-info.js';
 
 /** The outcome of {@link checkAccess} for a request that may proceed. */
 export interface Access {
   user: UserInfo;
+  /** The request's authorization attributes (allowed). */
+  attributes: RequestAttributes;
   /** Set when the auth module answered the request itself (TokenRequest, the self-reviews). */
   answer?: AuthApiResponse;
 }
@@ -31,6 +33,13 @@ export async function checkAccess(
   const user = await auth.authenticate(authorization);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
+  requireAllowed(auth, user, attrs);
+  const answer = await serveAuthApi(auth, user, route, method, readJson);
+  return answer ? { user, attributes: attrs, answer } : { user, attributes: attrs };
+}
+
+/** Authorize `attrs` for `user` (audited), or throw 403 Forbidden with kube-apiserver's message. */
+function requireAllowed(auth: Auth, user: UserInfo, attrs: RequestAttributes): void {
   if (!auth.authorize(user, attrs)) {
     throw new ApiError(
       403,
@@ -39,6 +48,13 @@ export async function checkAccess(
       attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {},
     );
   }
-  const answer = await serveAuthApi(auth, user, route, method, readJson);
-  return answer ? { user, answer } : { user };
+}
+
+/**
+ * The second check kube-apiserver makes on a PATCH that would create the object (a server-side
+ * apply of a missing object): `create` on the same resource, name and namespace, as well as the
+ * `patch` the request was authorized for. Throws 403 Forbidden when refused.
+ */
+export function authorizeCreateOnPatch(auth: Auth, access: Access): void {
+  requireAllowed(auth, access.user, { ...access.attributes, verb: 'create' });
 }

@@ -10,7 +10,8 @@ import {
 } from '@kars/kube-core';
 import type { KubeObject, Status } from '@kars/kube-core';
 import type { FieldValidation } from '../admission.js';
-import { checkAccess } from '../auth/hook.js';
+import { authorizeCreateOnPatch, checkAccess } from '../auth/hook.js';
+import type { Access } from '../auth/hook.js';
 import type { Auth } from '../auth/authorizer.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource.js';
@@ -190,7 +191,7 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
     case 'unknown':
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     case 'object':
-      return handleObject(ctx, req, res, route, method, url.searchParams);
+      return handleObject(ctx, req, res, route, method, url.searchParams, access);
   }
 }
 
@@ -201,6 +202,7 @@ async function handleObject(
   route: Extract<Route, { kind: 'object' }>,
   method: string,
   q: URLSearchParams,
+  access: Access | undefined,
 ): Promise<void> {
   const ri = ctx.registry.lookup(route.group, route.version, route.resource);
   if (!ri)
@@ -250,7 +252,9 @@ async function handleObject(
     const body = await decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
     const force = q.get('force') === 'true';
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
-    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force });
+    // kube-apiserver authorizes `create` too when the patch would create the object.
+    const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;
+    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force, ...(authorizeCreate ? { authorizeCreate } : {}) });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {

@@ -1,0 +1,155 @@
+// Least privilege, proven by the real authorizer: the same suite as least-privilege.test.ts
+// (least-privilege-suite.ts) against real kube-apiserver, once per pinned Kubernetes version (1.34
+// and 1.37), with its RBAC authorizer deciding and its own audit log (audit.k8s.io/v1 events at
+// Metadata level) recording the calls. Skips, naming `npm run kube:build`, without the binaries.
+import assert from 'node:assert/strict';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { describe } from 'node:test';
+import {
+  findKubeBinaries,
+  findKubectlBinary,
+  processesMentioning,
+  readPins,
+  serviceAccountToken,
+  startControlPlane,
+} from '@kars/kube-envtest';
+import type { AuditEvent, ControlPlane } from '@kars/kube-envtest';
+import { until } from '@kars/kube-core/testing';
+import { leastPrivilegeSuite } from './least-privilege-suite.js';
+import type { AdminApi, ApiAnswer, RecordedCall } from './least-privilege-suite.js';
+
+/** The audit event fields read here (kube-apiserver writes more). */
+type Event = AuditEvent & { annotations?: Record<string, string> };
+
+/**
+ * The resource requests in kube-apiserver's audit log, in order, each once: a watch is logged at
+ * ResponseStarted and again at ResponseComplete under one auditID. Reads only what was appended
+ * since the last call.
+ */
+export function auditCalls(cp: ControlPlane): () => { calls: RecordedCall[]; events: Event[] } {
+  let offset = 0;
+  let rest = '';
+  const seen = new Map<string, RecordedCall>();
+  const calls: RecordedCall[] = [];
+  const events: Event[] = [];
+  return () => {
+    if (!existsSync(cp.auditLog)) return { calls, events };
+    const size = statSync(cp.auditLog).size;
+    if (size > offset) {
+      const buf = Buffer.alloc(size - offset);
+      const fd = openSync(cp.auditLog, 'r');
+      try {
+        readSync(fd, buf, 0, buf.length, offset);
+      } finally {
+        closeSync(fd);
+      }
+      offset = size;
+      const lines = (rest + buf.toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        const e = JSON.parse(line) as Event;
+        events.push(e);
+        const refused = e.responseStatus?.code === 403 || e.annotations?.['authorization.k8s.io/decision'] === 'forbid';
+        const prev = seen.get(e.auditID);
+        if (prev) {
+          // ResponseComplete after ResponseStarted: the same call (a refusal is never "started").
+          if (refused) prev.allowed = false;
+          continue;
+        }
+        if (!e.objectRef?.resource) continue; // a non-resource request (discovery, /readyz)
+        const o = e.objectRef;
+        const call: RecordedCall = {
+          user: e.user.username,
+          call: {
+            verb: e.verb,
+            apiGroup: o.apiGroup ?? '',
+            resource: o.resource ?? '',
+            subresource: o.subresource ?? '',
+            namespace: o.namespace ?? '',
+            name: o.name ?? '',
+          },
+          allowed: !refused,
+        };
+        seen.set(e.auditID, call);
+        calls.push(call);
+        // A PATCH that creates the object (a server-side apply of a missing one) is authorized for
+        // `create` as well, inside the handler: logged as one patch, answered 201 when both were
+        // allowed, 403 after the request filter allowed the patch when create was refused.
+        const filterAllowed = e.annotations?.['authorization.k8s.io/decision'] === 'allow';
+        if (e.verb === 'patch' && (e.responseStatus?.code === 201 || (filterAllowed && e.responseStatus?.code === 403))) {
+          call.allowed = true;
+          calls.push({ user: call.user, call: { ...call.call, verb: 'create' }, allowed: e.responseStatus?.code === 201 });
+        }
+      }
+    }
+    return { calls, events };
+  };
+}
+
+/** Admin requests through the control plane's client certificate. */
+function adminApi(cp: ControlPlane): AdminApi {
+  const call = async (method: string, path: string, body?: unknown, contentType?: string): Promise<ApiAnswer> => {
+    const r = await cp.request(path, {
+      method,
+      ...(body === undefined ? {} : { body }),
+      ...(contentType ? { contentType } : {}),
+    });
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(r.body);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: r.status, body: parsed, text: r.body };
+  };
+  return {
+    get: (path) => call('GET', path),
+    post: (path, body) => call('POST', path, body),
+    patch: (path, body) => call('PATCH', path, body, 'application/merge-patch+json'),
+    delete: (path) => call('DELETE', path),
+  };
+}
+
+for (const pin of readPins().kubernetes) {
+  const found = findKubeBinaries(pin.minor);
+  const kubectl = findKubectlBinary();
+  const skip = !found.binaries ? found.reason : !kubectl ? 'no kubectl on PATH' : false;
+  void describe(
+    `least privilege on kube-apiserver ${pin.version}: deploy/ RBAC against its audit log of the live pipeline`,
+    { skip },
+    () => {
+      leastPrivilegeSuite(async () => {
+        const cp = await startControlPlane({ binaries: found.binaries! });
+        const read = auditCalls(cp);
+        let markers = 0;
+        return {
+          url: cp.url,
+          caPem: cp.caPem,
+          kubeconfig: cp.kubeconfig,
+          kubectl: kubectl!,
+          api: adminApi(cp),
+          token: async (sa) => (await serviceAccountToken(cp, sa.namespace, sa.name)).token,
+          records: async ({ settle = false } = {}) => {
+            if (settle) {
+              // The audit event of a call is written once it has been answered: a marker request asked
+              // after every call of interest was answered, seen in the log, means they are in too.
+              const name = `kars-lp-audit-marker-${++markers}`;
+              await cp.request(`/api/v1/namespaces/default/configmaps/${name}`);
+              await until(
+                'the audit marker in the log',
+                () => read().events.some((e) => e.objectRef?.name === name && e.stage === 'ResponseComplete'),
+                { timeoutMs: 30_000, everyMs: 50 },
+              );
+            }
+            return [...read().calls];
+          },
+          close: async () => {
+            await cp.stop();
+            assert.deepEqual(processesMentioning(cp.dir), [], 'no process of this control plane is left running');
+          },
+        };
+      });
+    },
+  );
+}
