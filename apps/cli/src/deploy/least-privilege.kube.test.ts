@@ -67,7 +67,9 @@ export function auditCalls(cp: ControlPlane): () => { calls: RecordedCall[]; eve
             resource: o.resource ?? '',
             subresource: o.subresource ?? '',
             namespace: o.namespace ?? '',
-            name: o.name ?? '',
+            // The log names a created object (from its body), but RBAC authorizes a POST to the
+            // collection with no name (so resourceNames cannot limit create): record what RBAC saw.
+            name: e.verb === 'create' && !o.subresource ? '' : (o.name ?? ''),
           },
           allowed: !refused,
         };
