@@ -12,7 +12,7 @@
  *     pipeline (router echo; controller ConfigMap cleanup), and restoring it mends it;
  *   - a router cannot read another sandbox's ConfigMaps and cannot write policies.
  */
-import { after, before, it } from 'node:test';
+import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,8 +94,25 @@ const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 /** Bounds for the polls: a real apiserver on a loaded 2-core machine. */
 const WAIT = { timeoutMs: 60_000, everyMs: 100 };
 
-/** Register the least-privilege suite (before, after and the tests) in the current describe. */
-export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTarget>): void {
+/** The suite, for a test file to register (so node's runner reports its tests under that file). */
+export interface LeastPrivilegeSuite {
+  /** For `before`: start the target, apply deploy/, run the pipeline with the components' tokens, record. */
+  before: () => Promise<void>;
+  /** For `after`: stop everything started, also after a failure. */
+  after: () => Promise<void>;
+  /** For `it`: name and body of each test. */
+  tests: Array<[string, (t: TestContext) => void | Promise<void>]>;
+}
+
+/**
+ * The least-privilege suite against the target `startTarget` starts. Register it in a describe:
+ * `before(s.before); after(s.after); for (const [name, fn] of s.tests) it(name, fn);`.
+ */
+export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTarget>): LeastPrivilegeSuite {
+  const suite: LeastPrivilegeSuite = { before: async () => {}, after: async () => {}, tests: [] };
+  const before = (fn: () => Promise<void>): void => void (suite.before = fn);
+  const after = (fn: () => Promise<void>): void => void (suite.after = fn);
+  const it = (name: string, fn: (t: TestContext) => void | Promise<void>): void => void suite.tests.push([name, fn]);
   let target: LeastPrivilegeTarget | undefined;
   let dir: string | undefined;
   let manifests: Manifest[] = [];
@@ -319,7 +336,7 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  void it('no call by the controller or the router was refused', () => {
+  it('no call by the controller or the router was refused', () => {
     const denied = recorded.filter((a) => (a.user === user(CONTROLLER) || a.user === user(ROUTER)) && !a.allowed);
     assert.deepEqual(
       denied.map((a) => `${a.user}: ${describeCall(a.call)}`),
@@ -332,7 +349,7 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
     ['controller', CONTROLLER],
     ['router', ROUTER],
   ] as const) {
-    void it(`the ${label}'s rules cover exactly its recorded calls, and dropping any one element breaks that`, (tc) => {
+    it(`the ${label}'s rules cover exactly its recorded calls, and dropping any one element breaks that`, (tc) => {
       const calls = callsOf(user(sa), recorded);
       const distinct = [...new Set(calls.map(describeCall))].sort();
       tc.diagnostic(`${label} made ${calls.length} calls, ${distinct.length} distinct:`);
@@ -355,7 +372,7 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
     });
   }
 
-  void it('a router cannot read another sandbox namespace, its controller namespace, or write policies', async () => {
+  it('a router cannot read another sandbox namespace, its controller namespace, or write policies', async () => {
     const api = t().api;
     const router = new TestClient(t().url, t().caPem, await t().token(ROUTER));
     try {
@@ -430,7 +447,7 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
     }
   });
 
-  void it('removing a rule for real breaks the live pipeline: the router cannot echo, the controller cannot clean up; restoring it mends both', async () => {
+  it('removing a rule for real breaks the live pipeline: the router cannot echo, the controller cannot clean up; restoring it mends both', async () => {
     const api = t().api;
     const edit = (text: string, kind: string, name: string, f: (m: Manifest) => void): string =>
       parseAllDocuments(text)
@@ -517,4 +534,5 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
       WAIT,
     );
   });
+  return suite;
 }

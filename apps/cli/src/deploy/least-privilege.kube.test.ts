@@ -4,7 +4,7 @@
 // Metadata level) recording the calls. Skips, naming `npm run kube:build`, without the binaries.
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
-import { describe } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import {
   findKubeBinaries,
   findKubectlBinary,
@@ -121,7 +121,7 @@ for (const pin of readPins().kubernetes) {
     `least privilege on kube-apiserver ${pin.version}: deploy/ RBAC against its audit log of the live pipeline`,
     { skip },
     () => {
-      leastPrivilegeSuite(async () => {
+      const lp = leastPrivilegeSuite(async () => {
         const cp = await startControlPlane({ binaries: found.binaries! });
         const read = auditCalls(cp);
         let markers = 0;
@@ -152,6 +152,9 @@ for (const pin of readPins().kubernetes) {
           },
         };
       });
+      before(lp.before);
+      after(lp.after);
+      for (const [name, fn] of lp.tests) void it(name, fn);
     },
   );
 }

@@ -3,7 +3,7 @@
 // deploy/ RBAC, dropping a rule for real, the router's 403s) is least-privilege-suite.ts, shared with
 // least-privilege.kube.test.ts (real kube-apiserver 1.34 and 1.37, recorded from its own audit log).
 // Skipped when no kubectl binary is found.
-import { describe } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { AuditRecord } from '@kars/apiserver';
 import { findKubectl, startTestServer } from '@kars/apiserver/testing';
 import { leastPrivilegeSuite } from './least-privilege-suite.js';
@@ -15,7 +15,7 @@ void describe(
   'least privilege: deploy/ RBAC against the recorded calls of the live pipeline',
   { skip: KUBECTL ? false : 'kubectl not found on PATH' },
   () => {
-    leastPrivilegeSuite(async () => {
+    const lp = leastPrivilegeSuite(async () => {
       const audit: AuditRecord[] = [];
       const ts = await startTestServer({ authorizationMode: 'RBAC', audit: (r) => audit.push(r), bookmarkIntervalSeconds: 2 });
       return {
@@ -54,5 +54,8 @@ void describe(
         close: () => ts.close(),
       };
     });
+    before(lp.before);
+    after(lp.after);
+    for (const [name, fn] of lp.tests) void it(name, fn);
   },
 );
