@@ -29,8 +29,8 @@ import { RuntimeMetrics } from '@kars/kube-runtime';
 import { PolicyController } from '@kars/policy-controller';
 import { startRouter } from '@kars/router';
 import type { RunningRouter } from '@kars/router';
-import { coverage, describeCall, describeElement, grantedElements } from './rbac-coverage.js';
-import type { Call, Manifest } from './rbac-coverage.js';
+import { coverage, describeCall, describeElement, elementAllows, grantedElements } from './rbac-coverage.js';
+import type { Call, Element, Manifest } from './rbac-coverage.js';
 import { clientFor, fastWatchConfig, until } from '@kars/kube-runtime/testing';
 
 /** A ServiceAccount. */
@@ -79,6 +79,11 @@ export interface LeastPrivilegeTarget {
    * answered before this one was asked is in (an audit log is written after the answer).
    */
   records(opts?: { settle?: boolean }): Promise<RecordedCall[]>;
+  /**
+   * The apiserver's authorizer asked as admin whether `user` may make `call` (SubjectAccessReview);
+   * absent where the server has none (kars apiserver).
+   */
+  subjectAccessReview?(user: { username: string; groups: string[] }, call: Call): Promise<boolean>;
   /** Stop the apiserver (and everything it started). */
   close(): Promise<void>;
 }
@@ -108,7 +113,11 @@ export interface LeastPrivilegeSuite {
  * The least-privilege suite against the target `startTarget` starts. Register it in a describe:
  * `before(s.before); after(s.after); for (const [name, fn] of s.tests) it(name, fn);`.
  */
-export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTarget>): LeastPrivilegeSuite {
+export function leastPrivilegeSuite(
+  startTarget: () => Promise<LeastPrivilegeTarget>,
+  /** `subjectAccessReview`: the target has one; add the test that asks it about every dropped element. */
+  opts: { subjectAccessReview?: boolean } = {},
+): LeastPrivilegeSuite {
   const suite: LeastPrivilegeSuite = { before: async () => {}, after: async () => {}, tests: [] };
   const before = (fn: () => Promise<void>): void => void (suite.before = fn);
   const after = (fn: () => Promise<void>): void => void (suite.after = fn);
@@ -369,6 +378,88 @@ export function leastPrivilegeSuite(startTarget: () => Promise<LeastPrivilegeTar
         assert.ok(broken.length > 0, `dropping ${describeElement(elements[i]!)} breaks nothing: the rule is redundant`);
       }
       for (const l of lines) tc.diagnostic(l);
+    });
+  }
+
+  for (const [label, sa] of opts.subjectAccessReview
+    ? ([
+        ['controller', CONTROLLER],
+        ['router', ROUTER],
+      ] as const)
+    : []) {
+    it(`the real authorizer agrees: without any one of the ${label}'s elements, exactly the calls rbac-coverage names are refused`, async (tc) => {
+      const review = t().subjectAccessReview?.bind(t());
+      assert.ok(review, 'the target has no SubjectAccessReview');
+      const elements = grantedElements(manifests, sa);
+      const calls = [...new Map(callsOf(user(sa), recorded).map((c) => [describeCall(c), c])).values()];
+      // One stand-in ServiceAccount per dropped element (index -1: none dropped), bound to rules
+      // granting every element but that one, each in its binding's scope.
+      const subject = (i: number): ServiceAccountRef => ({ namespace: sa.namespace, name: `lp-${label}-without-${i < 0 ? 'none' : i}` });
+      const docs: string[] = [];
+      for (let i = -1; i < elements.length; i++) {
+        const keep = elements.filter((_, j) => j !== i);
+        const sub = subject(i);
+        for (const scope of [...new Set(elements.map((e) => e.scope))]) {
+          const rules = keep
+            .filter((e: Element) => e.scope === scope)
+            .map((e) => ({
+              apiGroups: [e.apiGroup],
+              resources: [e.resource],
+              verbs: [e.verb],
+              ...(e.resourceNames.length ? { resourceNames: e.resourceNames } : {}),
+            }));
+          const name = `${sub.name}${scope ? '' : '-cluster'}`;
+          const meta = scope ? { name, namespace: scope } : { name };
+          const role = scope ? 'Role' : 'ClusterRole';
+          docs.push(stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: role, metadata: meta, rules }));
+          docs.push(
+            stringify({
+              apiVersion: 'rbac.authorization.k8s.io/v1',
+              kind: scope ? 'RoleBinding' : 'ClusterRoleBinding',
+              metadata: meta,
+              roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: role, name },
+              subjects: [{ kind: 'ServiceAccount', name: sub.name, namespace: sub.namespace }],
+            }),
+          );
+        }
+      }
+      await apply(docs.join('---\n'));
+      const ask = (i: number, c: Call): Promise<boolean> =>
+        review(
+          {
+            username: user(subject(i)),
+            groups: ['system:serviceaccounts', `system:serviceaccounts:${sa.namespace}`, 'system:authenticated'],
+          },
+          c,
+        );
+      // RBAC follows its informers: poll until the authorizer's answers stop changing to match.
+      const disagreements = async (): Promise<string[]> => {
+        const drops = [-1, ...elements.keys()];
+        const real = await Promise.all(drops.map((i) => Promise.all(calls.map((c) => ask(i, c)))));
+        const out: string[] = [];
+        drops.forEach((i, d) => {
+          const keep = elements.filter((_, j) => j !== i);
+          calls.forEach((c, k) => {
+            const ours = keep.some((e) => elementAllows(e, c));
+            if (real[d]![k] !== ours)
+              out.push(
+                `${i < 0 ? 'all elements' : `without ${describeElement(elements[i]!)}`}: ${describeCall(c)}: the authorizer says ${real[d]![k] ? 'allowed' : 'refused'}, rbac-coverage ${ours ? 'allowed' : 'refused'}`,
+              );
+          });
+        });
+        return out;
+      };
+      let last: string[] = [];
+      await until(
+        'the authorizer and rbac-coverage agree on every recorded call, for every dropped element',
+        async () => (last = await disagreements()).length === 0,
+        WAIT,
+      ).catch((err: unknown) => {
+        throw new Error(`${String(err)}:\n${last.join('\n')}`);
+      });
+      tc.diagnostic(
+        `${(elements.length + 1) * calls.length} SubjectAccessReviews (${elements.length} elements dropped one at a time, ${calls.length} distinct calls) agree`,
+      );
     });
   }
 

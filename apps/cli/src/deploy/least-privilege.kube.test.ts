@@ -3,7 +3,8 @@
 // and 1.37), with its RBAC authorizer deciding and its own audit log (audit.k8s.io/v1 events at
 // Metadata level) recording the calls. Skips, naming `npm run kube:build`, without the binaries.
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { Agent, request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import {
   findKubeBinaries,
@@ -89,27 +90,52 @@ export function auditCalls(cp: ControlPlane): () => { calls: RecordedCall[]; eve
   };
 }
 
-/** Admin requests through the control plane's client certificate. */
-function adminApi(cp: ControlPlane): AdminApi {
-  const call = async (method: string, path: string, body?: unknown, contentType?: string): Promise<ApiAnswer> => {
-    const r = await cp.request(path, {
-      method,
-      ...(body === undefined ? {} : { body }),
-      ...(contentType ? { contentType } : {}),
+/** Admin requests with the control plane's client certificate, on one keep-alive agent. */
+function adminApi(cp: ControlPlane): AdminApi & { close(): void } {
+  const agent = new Agent({
+    ca: cp.caPem,
+    cert: readFileSync(cp.pki.adminCert),
+    key: readFileSync(cp.pki.adminKey),
+    keepAlive: true,
+    maxSockets: 32,
+  });
+  const call = (method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<ApiAnswer> =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = httpsRequest(
+        new URL(path, cp.url),
+        {
+          method,
+          agent,
+          headers: { accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': contentType }) },
+          timeout: 30_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed, text });
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
+      req.on('error', reject);
+      req.end(payload);
     });
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(r.body);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: r.status, body: parsed, text: r.body };
-  };
   return {
     get: (path) => call('GET', path),
     post: (path, body) => call('POST', path, body),
     patch: (path, body) => call('PATCH', path, body, 'application/merge-patch+json'),
     delete: (path) => call('DELETE', path),
+    close: () => agent.destroy(),
   };
 }
 
@@ -121,37 +147,62 @@ for (const pin of readPins().kubernetes) {
     `least privilege on kube-apiserver ${pin.version}: deploy/ RBAC against its audit log of the live pipeline`,
     { skip },
     () => {
-      const lp = leastPrivilegeSuite(async () => {
-        const cp = await startControlPlane({ binaries: found.binaries! });
-        const read = auditCalls(cp);
-        let markers = 0;
-        return {
-          url: cp.url,
-          caPem: cp.caPem,
-          kubeconfig: cp.kubeconfig,
-          kubectl: kubectl!,
-          api: adminApi(cp),
-          token: async (sa) => (await serviceAccountToken(cp, sa.namespace, sa.name)).token,
-          records: async ({ settle = false } = {}) => {
-            if (settle) {
-              // The audit event of a call is written once it has been answered: a marker request asked
-              // after every call of interest was answered, seen in the log, means they are in too.
-              const name = `kars-lp-audit-marker-${++markers}`;
-              await cp.request(`/api/v1/namespaces/default/configmaps/${name}`);
-              await until(
-                'the audit marker in the log',
-                () => read().events.some((e) => e.objectRef?.name === name && e.stage === 'ResponseComplete'),
-                { timeoutMs: 30_000, everyMs: 50 },
-              );
-            }
-            return [...read().calls];
-          },
-          close: async () => {
-            await cp.stop();
-            assert.deepEqual(processesMentioning(cp.dir), [], 'no process of this control plane is left running');
-          },
-        };
-      });
+      const lp = leastPrivilegeSuite(
+        async () => {
+          const cp = await startControlPlane({ binaries: found.binaries! });
+          const read = auditCalls(cp);
+          const api = adminApi(cp);
+          let markers = 0;
+          return {
+            url: cp.url,
+            caPem: cp.caPem,
+            kubeconfig: cp.kubeconfig,
+            kubectl: kubectl!,
+            api,
+            subjectAccessReview: async (who, c) => {
+              const r = await api.post('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+                apiVersion: 'authorization.k8s.io/v1',
+                kind: 'SubjectAccessReview',
+                spec: {
+                  user: who.username,
+                  groups: who.groups,
+                  resourceAttributes: {
+                    verb: c.verb,
+                    group: c.apiGroup,
+                    resource: c.resource,
+                    subresource: c.subresource,
+                    namespace: c.namespace,
+                    name: c.name,
+                  },
+                },
+              });
+              assert.equal(r.status, 201, r.text);
+              return r.body.status.allowed === true;
+            },
+            token: async (sa) => (await serviceAccountToken(cp, sa.namespace, sa.name)).token,
+            records: async ({ settle = false } = {}) => {
+              if (settle) {
+                // The audit event of a call is written once it has been answered: a marker request asked
+                // after every call of interest was answered, seen in the log, means they are in too.
+                const name = `kars-lp-audit-marker-${++markers}`;
+                await cp.request(`/api/v1/namespaces/default/configmaps/${name}`);
+                await until(
+                  'the audit marker in the log',
+                  () => read().events.some((e) => e.objectRef?.name === name && e.stage === 'ResponseComplete'),
+                  { timeoutMs: 30_000, everyMs: 50 },
+                );
+              }
+              return [...read().calls];
+            },
+            close: async () => {
+              api.close();
+              await cp.stop();
+              assert.deepEqual(processesMentioning(cp.dir), [], 'no process of this control plane is left running');
+            },
+          };
+        },
+        { subjectAccessReview: true },
+      );
       before(lp.before);
       after(lp.after);
       for (const [name, fn] of lp.tests) void it(name, fn);
