@@ -44,6 +44,14 @@ export interface WriteOptions {
 
 export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
 
+/** What a patch takes beside {@link WriteOptions}. */
+export interface PatchOptions {
+  /** Apply only: take over conflicting fields. */
+  force: boolean;
+  /** Called (and may throw 403) before a server-side apply creates the object. */
+  authorizeCreate?: () => void;
+}
+
 /** The result of a write: the object as stored, the HTTP status, and warnings for the client. */
 export interface WriteResult {
   object: KubeObject;
@@ -359,15 +367,10 @@ export class ObjectService {
   }
 
   /**
-   * Patch `t`. `authorizeCreate` (throws when the caller may not create) is called when an apply
-   * patch finds no object and so creates it, as kube-apiserver authorizes that create.
+   * A patch of `t`. A server-side apply of a missing object creates it; `authorizeCreate` (throwing
+   * when refused) is called before it does, since kube-apiserver authorizes `create` then as well.
    */
-  async patch(
-    t: Target,
-    type: PatchType,
-    patchBody: unknown,
-    opts: WriteOptions & { force: boolean; authorizeCreate?: () => void },
-  ): Promise<WriteResult> {
+  async patch(t: Target, type: PatchType, patchBody: unknown, opts: WriteOptions & PatchOptions): Promise<WriteResult> {
     if (type === 'strategic' && !t.ri.strategic) {
       throw new ApiError(
         415,
@@ -378,10 +381,7 @@ export class ObjectService {
     if (type === 'apply' && (opts.manager === '' || opts.manager === undefined))
       throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
     return this.write(t, opts, (old) => {
-      if (type === 'apply') {
-        if (!old) opts.authorizeCreate?.();
-        return this.applyPatch(t, old, patchBody, opts);
-      }
+      if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
       if (!old) throw notFound(target(t));
       let patched: unknown;
       try {
@@ -406,7 +406,8 @@ export class ObjectService {
     });
   }
 
-  private applyPatch(t: Target, old: KubeObject | undefined, patchBody: unknown, opts: WriteOptions & { force: boolean }): Computed {
+  private applyPatch(t: Target, old: KubeObject | undefined, patchBody: unknown, opts: WriteOptions & PatchOptions): Computed {
+    if (old === undefined) opts.authorizeCreate?.();
     if (!isObject(patchBody)) throw badRequest('the apply configuration must be an object');
     const applied = clone(patchBody);
     const meta = isObject(applied['metadata']) ? applied['metadata'] : undefined;

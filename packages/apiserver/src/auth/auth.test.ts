@@ -192,6 +192,57 @@ void describe('kars apiserver with --authorization-mode=RBAC', () => {
     assert.equal((await ts.client.post('/api/v1/namespaces/default/serviceaccounts/nobody/token', { spec: {} })).status, 404);
   });
 
+  it('a server-side apply that creates the object needs create as well as patch (as kube-apiserver checks it)', async () => {
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles', {
+      metadata: { name: 'patch-secrets' },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['patch'] }],
+    });
+    await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      metadata: { name: 'patch-secrets' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'patch-secrets' },
+      subjects: [{ kind: 'ServiceAccount', name: 'bot', namespace: 'default' }],
+    });
+    const path = '/api/v1/namespaces/default/secrets/applied';
+    const applied = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'applied' }, data: { a: 'Yg==' } };
+    const mark = audit.length;
+    const refused = await bot.patch(path, applied, 'apply', '?fieldManager=bot');
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(
+      refused.body.message,
+      'secrets "applied" is forbidden: User "system:serviceaccount:default:bot" cannot create resource "secrets" in API group "" in the namespace "default"',
+    );
+    assert.deepEqual(
+      audit
+        .slice(mark)
+        .filter((a) => a.user.name === 'system:serviceaccount:default:bot')
+        .map((a) => [a.attributes.verb, a.attributes.name, a.allowed]),
+      [
+        ['patch', 'applied', true],
+        ['create', 'applied', false],
+      ],
+      'both decisions go to the audit hook',
+    );
+    assert.equal((await ts.client.get(path)).status, 404, 'nothing was created');
+    // A merge patch never creates: it needs no create (404 when the object is missing).
+    assert.equal((await bot.patch('/api/v1/namespaces/default/secrets/missing', { data: {} }, 'merge')).status, 404);
+    // An apply to an existing object is an update: patch alone suffices.
+    assert.equal((await ts.client.post('/api/v1/namespaces/default/secrets', { metadata: { name: 'applied' } })).status, 201);
+    assert.equal((await bot.patch(path, applied, 'apply', '?fieldManager=bot')).status, 200);
+    // With create granted too, an apply creates.
+    await ts.client.patch(
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/patch-secrets',
+      { rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['patch', 'create'] }] },
+      'merge',
+    );
+    const created = await bot.patch(
+      '/api/v1/namespaces/default/secrets/applied-2',
+      { ...applied, metadata: { name: 'applied-2' } },
+      'apply',
+      '?fieldManager=bot',
+    );
+    assert.equal(created.status, 201, created.text);
+  });
+
   it('a ServiceAccount may mint tokens only when a rule grants create on serviceaccounts/token', async () => {
     const r = await bot.post('/api/v1/namespaces/default/serviceaccounts/bot/token', { spec: {} });
     assert.equal(r.status, 403);

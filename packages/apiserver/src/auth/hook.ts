@@ -10,13 +10,10 @@ import { requestAttributes } from './request-info.js';
 /** The outcome of {@link checkAccess} for a request that may proceed. */
 export interface Access {
   user: UserInfo;
+  /** The request's authorization attributes (allowed). */
+  attributes: RequestAttributes;
   /** Set when the auth module answered the request itself (TokenRequest, the self-reviews). */
   answer?: AuthApiResponse;
-  /**
-   * Authorize this same request as `verb` too, throwing 403 as the first check does: kube-apiserver
-   * does so for a server-side apply that finds no object (it becomes a create, so `create` is checked).
-   */
-  alsoAs(verb: string): void;
 }
 
 /**
@@ -36,17 +33,28 @@ export async function checkAccess(
   const user = await auth.authenticate(authorization);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
-  const check = (a: RequestAttributes): void => {
-    if (!auth.authorize(user, a))
-      throw new ApiError(
-        403,
-        'Forbidden',
-        forbiddenMessage(user, a),
-        a.resourceRequest ? { name: a.name, group: a.apiGroup, kind: a.resource } : {},
-      );
-  };
-  check(attrs);
-  const alsoAs = (verb: string): void => check({ ...attrs, verb });
+  requireAllowed(auth, user, attrs);
   const answer = await serveAuthApi(auth, user, route, method, readJson);
-  return answer ? { user, answer, alsoAs } : { user, alsoAs };
+  return answer ? { user, attributes: attrs, answer } : { user, attributes: attrs };
+}
+
+/** Authorize `attrs` for `user` (audited), or throw 403 Forbidden with kube-apiserver's message. */
+function requireAllowed(auth: Auth, user: UserInfo, attrs: RequestAttributes): void {
+  if (!auth.authorize(user, attrs)) {
+    throw new ApiError(
+      403,
+      'Forbidden',
+      forbiddenMessage(user, attrs),
+      attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {},
+    );
+  }
+}
+
+/**
+ * The second check kube-apiserver makes on a PATCH that would create the object (a server-side
+ * apply of a missing object): `create` on the same resource, name and namespace, as well as the
+ * `patch` the request was authorized for. Throws 403 Forbidden when refused.
+ */
+export function authorizeCreateOnPatch(auth: Auth, access: Access): void {
+  requireAllowed(auth, access.user, { ...access.attributes, verb: 'create' });
 }

@@ -10,7 +10,7 @@ import {
 } from '@kars/kube-core';
 import type { KubeObject, Status } from '@kars/kube-core';
 import type { FieldValidation } from '../admission.js';
-import { checkAccess } from '../auth/hook.js';
+import { authorizeCreateOnPatch, checkAccess } from '../auth/hook.js';
 import type { Access } from '../auth/hook.js';
 import type { Auth } from '../auth/authorizer.js';
 import type { Registry } from '../registry/registry.js';
@@ -252,12 +252,9 @@ async function handleObject(
     const body = await decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
     const force = q.get('force') === 'true';
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
-    // An apply that finds no object creates it: kube-apiserver then authorizes create as well.
-    const r = await ctx.service.patch(t, type, body, {
-      ...writeOpts(),
-      force,
-      ...(access ? { authorizeCreate: () => access.alsoAs('create') } : {}),
-    });
+    // kube-apiserver authorizes `create` too when the patch would create the object.
+    const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;
+    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force, ...(authorizeCreate ? { authorizeCreate } : {}) });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {
