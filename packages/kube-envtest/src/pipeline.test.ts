@@ -20,12 +20,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { until } from '@kars/kube-core/testing';
+import { startTcpEchoServer, until } from '@kars/kube-core/testing';
 import { expectedEgressDigest } from '@kars/policy-compiler';
 import { findKubeBinaries, findKubectlBinary } from './binaries.js';
 import { startControlPlane } from './control-plane.js';
@@ -93,26 +92,6 @@ interface Obj {
   };
 }
 
-/** A TCP server that echoes what it gets: the "external host" egress reaches. */
-async function echoServer(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => sockets.delete(s));
-    s.pipe(s);
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    port: (srv.address() as AddressInfo).port,
-    close: () =>
-      new Promise((r) => {
-        for (const s of sockets) s.destroy();
-        srv.close(() => r());
-      }),
-  };
-}
-
 /** `CONNECT target` through the egress proxy at `proxyUrl`: the status, and for a 200 what an echo round trip returned. */
 function connectVia(proxyUrl: string, target: string): Promise<{ status: number; echoed?: string; body: string }> {
   const u = new URL(proxyUrl);
@@ -150,7 +129,7 @@ for (const pin of readPins().kubernetes) {
     let controller: Child;
     let routerUrl = '';
     let egressUrl = '';
-    const echoes: Array<Awaited<ReturnType<typeof echoServer>>> = [];
+    const echoes: Array<Awaited<ReturnType<typeof startTcpEchoServer>>> = [];
     /** kubectl as the cluster operator (admin). */
     const k = (args: string[], input?: string): ReturnType<typeof kubectl> =>
       kubectl(bin!, cp.kubeconfig, args, input === undefined ? {} : { input });
@@ -228,7 +207,7 @@ for (const pin of readPins().kubernetes) {
           assert.equal(w.code, 0, w.stderr);
         },
       });
-      echoes.push(await echoServer(), await echoServer(), await echoServer());
+      echoes.push(await startTcpEchoServer(), await startTcpEchoServer(), await startTcpEchoServer());
     });
     after(async () => {
       await Promise.all(children.map((c) => stopKars(c)));

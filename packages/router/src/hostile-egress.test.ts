@@ -2,33 +2,14 @@
  * Regression tests for issue 9 item 5 against a real router (policy directory, egress proxy) with
  * real CONNECT tunnels: tunnels end on time, and approvals cannot open wildcards or special addresses.
  */
+import { startTcpEchoServer } from '@kars/kube-core/testing';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { FakeClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
 import { startOpenAIStub } from './stubs/openai.js';
 import { startDirRouter, type DirRouter } from './testing/policy-dir.js';
-
-async function echoServer(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => sockets.delete(s));
-    s.pipe(s);
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    port: (srv.address() as AddressInfo).port,
-    close: () =>
-      new Promise((r) => {
-        for (const s of sockets) s.destroy();
-        srv.close(() => r());
-      }),
-  };
-}
 
 /** Open a CONNECT tunnel; resolves with the socket after `200`, or the status line when refused. */
 function connectVia(
@@ -117,7 +98,7 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
   it('closes a CONNECT tunnel carrying traffic within 1 s of its approval expiring (hole: the tunnel kept carrying traffic after expiry)', async () => {
     // Virtual time (ADR 0016): the router's clock decides expiry and runs the egress sweep.
     const clock = new FakeClock(0, Date.now());
-    const echo = await echoServer();
+    const echo = await startTcpEchoServer();
     const expiresAt = clock.wallNow() + 60_000;
     const r = await rig({ tmp: { hosts: [{ host: '127.0.0.1', port: echo.port }], expiresAt: iso(expiresAt) } }, echo.port, clock);
     try {
@@ -149,7 +130,7 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
   });
 
   it('closes a CONNECT tunnel within 1 s of the router loading the revocation of its approval', async (t) => {
-    const echo = await echoServer();
+    const echo = await startTcpEchoServer();
     const r = await rig({ tmp: { hosts: [{ host: '127.0.0.1', port: echo.port }], expiresAt: iso(Date.now() + 3_600_000) } }, echo.port);
     try {
       const c = await connectVia(r.router.egressUrl!, `127.0.0.1:${echo.port}`);
@@ -191,7 +172,7 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
   }
 
   it('an approval for a name that resolves to a special address opens nothing (resolve once, connect to the checked address)', async () => {
-    const echo = await echoServer();
+    const echo = await startTcpEchoServer();
     // localhost resolves to loopback; the baseline lists no loopback address here.
     const stub = await startOpenAIStub();
     const r = await startDirRouter(

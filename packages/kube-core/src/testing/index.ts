@@ -3,6 +3,7 @@
  * main entry point). No I/O of its own, but for the kubectl helpers in `kubectl.ts`.
  */
 export { findKubectl, runKubectl, type KubectlRun } from './kubectl.js';
+export { startTcpEchoServer, type TcpEchoServer } from './echo-server.js';
 import { sleep, systemClock } from '../clock.js';
 import type { Clock } from '../clock.js';
 

@@ -1,3 +1,4 @@
+import { startTcpEchoServer } from '@kars/kube-core/testing';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
@@ -24,21 +25,6 @@ async function listen(server: NetServer | HttpServer): Promise<number> {
 function closeServer(server: NetServer | HttpServer, sockets: Set<Socket>): Promise<void> {
   for (const s of sockets) s.destroy();
   return new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
-/** A TCP echo server that counts connections. */
-async function echoServer(): Promise<{ port: number; connections: () => number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let n = 0;
-  const server = createNetServer((s) => {
-    n++;
-    sockets.add(s);
-    s.on('error', () => s.destroy());
-    s.on('close', () => sockets.delete(s));
-    s.pipe(s);
-  });
-  const port = await listen(server);
-  return { port, connections: () => n, close: () => closeServer(server, sockets) };
 }
 
 /** An HTTP server that records what it received. */
@@ -208,7 +194,7 @@ async function blackhole(): Promise<{ port: number; close(): void }> {
 }
 
 describe('egress proxy', () => {
-  let echo: Awaited<ReturnType<typeof echoServer>>;
+  let echo: Awaited<ReturnType<typeof startTcpEchoServer>>;
   let web: Awaited<ReturnType<typeof httpTarget>>;
   let proxy: EgressProxy;
   let current: PolicySnapshot;
@@ -223,7 +209,7 @@ describe('egress proxy', () => {
     ]);
 
   before(async () => {
-    echo = await echoServer();
+    echo = await startTcpEchoServer();
     web = await httpTarget();
     current = allowlist();
     proxy = await startEgressProxy({
@@ -527,7 +513,7 @@ describe('egress proxy: a policy refusal is told apart from a network failure (i
 
 describe('egress proxy with an empty allowlist', () => {
   it('denies every CONNECT and every plain HTTP request', T, async () => {
-    const echo = await echoServer();
+    const echo = await startTcpEchoServer();
     const web = await httpTarget();
     const proxy = await startEgressProxy({ listen: '127.0.0.1:0', sandbox: 'sb1', snapshot: () => snap([]) });
     try {
