@@ -33,17 +33,7 @@ export class KubeStack extends KarsProcesses implements FaultStack {
     this.server = `kube-apiserver ${binaries.version}`;
   }
 
-  /** Start the stack; if any part fails to start, stop what did start before rethrowing. */
-  async start(): Promise<void> {
-    try {
-      await this.startAll();
-    } catch (err) {
-      await this.stop();
-      throw err;
-    }
-  }
-
-  private async startAll(): Promise<void> {
+  protected async startAll(): Promise<void> {
     this.etcdRelay = await startEtcdRelay();
     this.cp = await startControlPlane({
       binaries: this.binaries,

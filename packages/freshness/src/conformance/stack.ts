@@ -159,6 +159,22 @@ export abstract class KarsProcesses {
     readonly sandbox = 'kars-probe',
   ) {}
 
+  /** Start the stack; if any part fails to start, stop what did start before rethrowing. */
+  async start(): Promise<void> {
+    try {
+      await this.startAll();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** Start the apiserver side and then the kars processes (a failure is cleaned up by {@link start}). */
+  protected abstract startAll(): Promise<void>;
+
+  /** Stop every process of the stack; safe after a partial start and when called twice. */
+  abstract stop(): Promise<void>;
+
   /** Start a controller; resolves once the process is up (its start-up log line), not when it leads. */
   startController(name: string): Promise<void> {
     const p = start(
@@ -300,17 +316,7 @@ export class LocalStack extends KarsProcesses implements FaultStack {
   private restarts = 0;
   private readonly restartWaiters: Array<() => void> = [];
 
-  /** Start the stack; if any part fails to start, stop what did start before rethrowing. */
-  async start(): Promise<void> {
-    try {
-      await this.startAll();
-    } catch (err) {
-      await this.stop();
-      throw err;
-    }
-  }
-
-  private async startAll(): Promise<void> {
+  protected async startAll(): Promise<void> {
     const ready = new Promise<void>((resolve, reject) => {
       this.apiserver = start(
         [
