@@ -52,6 +52,8 @@ export interface GuardrailStage {
 
 /** The compiled InferencePolicy (`inference-policy.json`) as a router enforces it. */
 export interface InferenceRules {
+  /** `appliesTo.action`: the routes this policy governs (`*` or null: every route; `image`: none the router serves). */
+  action: 'chat' | 'responses' | 'image' | 'embeddings' | '*' | null;
   tokenBudget: { perRequestTokens: number | null; dailyTokens: number | null; monthlyTokens: number | null } | null;
   contentSafety: {
     hate: Severity | null;
@@ -226,12 +228,13 @@ export function parseInferenceBody(
   const r = run((): InferenceRules => {
     // The compiled body is the spec's selector plus its content fields (a bundle is resolved before).
     const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', ...INFERENCE_CONTENT_FIELDS]);
-    // appliesTo is the controller's selector: the router does not evaluate it, but it must be well formed.
+    // appliesTo's selector is the controller's; the router checks it is well formed, and enforces its action.
     const at = optObj(p['appliesTo'], 'appliesTo', ['sandboxName', 'sandboxMatchLabels', 'action']);
+    let action: InferenceRules['action'] = null;
     if (at) {
       optStr(at['sandboxName'], 'appliesTo.sandboxName');
       labelMap(at['sandboxMatchLabels'], 'appliesTo.sandboxMatchLabels');
-      optStr(at['action'], 'appliesTo.action');
+      action = optEnum(at['action'], 'appliesTo.action', ['chat', 'responses', 'image', 'embeddings', '*'] as const);
     }
     const tb = optObj(p['tokenBudget'], 'tokenBudget', ['perRequestTokens', 'dailyTokens', 'monthlyTokens']);
     const cs = optObj(p['contentSafety'], 'contentSafety', ['hate', 'selfHarm', 'sexual', 'violence', 'requirePromptShields']);
@@ -261,6 +264,7 @@ export function parseInferenceBody(
       };
     });
     return {
+      action,
       tokenBudget: tb
         ? {
             perRequestTokens: optUint(tb['perRequestTokens'], 'tokenBudget.perRequestTokens'),

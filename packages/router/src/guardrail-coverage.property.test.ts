@@ -115,9 +115,7 @@ const chatRequest = rec({
   temperature: opt(fc.double({ min: 0, max: 2, noNaN: true })),
   seed: opt(fc.integer()),
   stream: opt(fc.boolean()),
-  web_search_options: opt(
-    rec({ user_location: rec({ type: fc.constant('approximate'), approximate: rec({ city: opt(text), country: opt(text) }) }) }),
-  ),
+  // (`web_search_options` is refused before any stage: a provider-run tool, ADR 0034.)
   // An extension an OpenAI-compatible server may read (vLLM, Ollama …): unknown to the chat API.
   chat_template_kwargs: opt(fc.dictionary(ident, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 })),
 });

@@ -94,6 +94,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
       snapshot: () => ({
         ...EMPTY_SNAPSHOT,
         inference: {
+          action: null,
           tokenBudget: null,
           contentSafety: null,
           modelPreference: null,

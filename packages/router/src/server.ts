@@ -7,6 +7,8 @@ import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
 import { startEgressProxy } from './egress/proxy.js';
 import { createInferenceHandler } from './inference/handler.js';
+import { internalError, policyNotLoaded, policyRejected, policyStale, sendRefusal } from './inference/errors.js';
+import { wireOf } from './inference/routes.js';
 import { UpstreamClient } from './http/upstream.js';
 import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
@@ -30,6 +32,8 @@ export interface RouterOptions {
   /** Agent traffic plus /healthz, /readyz, /metrics. */
   listen: string;
   upstream: URL;
+  /** Inference upstreams by provider (`--upstream NAME=URL`: `azure-openai`, `anthropic`, `ollama`); a provider without one uses `upstream`. */
+  upstreams?: ReadonlyMap<string, URL>;
   /** The unnamed MCP server behind `/mcp` (the old single `--mcp-upstream URL`). No ToolPolicy can be scoped to it. */
   mcpUpstream?: URL;
   /**
@@ -236,6 +240,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     client,
     snapshot: () => state.current(),
     upstream: opts.upstream,
+    ...(opts.upstreams !== undefined ? { upstreams: opts.upstreams } : {}),
     sandbox: opts.sandbox,
     budget,
     ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
@@ -314,18 +319,19 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       );
       return;
     }
+    // The front door's refusals are in the envelope of the API asked (MCP paths get OpenAI's).
+    const isMcp = path !== undefined && gateways.has(path);
+    const wire = isMcp ? 'openai' : wireOf(path ?? '/', req.headers['anthropic-version']);
     // Until the first complete load there is no policy to enforce: fail closed.
     if (!isLoaded()) {
-      sendJson(res, 503, {
-        error: { message: 'the router has not loaded its policy yet; retry shortly', type: 'policy_not_loaded', code: 'policy_not_loaded' },
-      });
+      sendRefusal(res, policyNotLoaded(), undefined, wire);
       return;
     }
     // A bound policy the router refused, with nothing earlier to enforce: fail closed on that
     // surface rather than let the agent run unpoliced (Ready is withheld by the NACK meanwhile).
-    const refusal = refusedFor(state.current(), path !== undefined && gateways.has(path));
+    const refusal = refusedFor(state.current(), isMcp);
     if (refusal) {
-      sendJson(res, 503, { error: { message: refusal.message, type: refusal.code, code: refusal.code } });
+      sendRefusal(res, policyRejected(refusal.code, refusal.message), undefined, wire);
       return;
     }
     if (opts.maxStalenessMs !== undefined) {
@@ -341,13 +347,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           );
         }
         if (mode === 'closed') {
-          sendJson(res, 503, {
-            error: {
-              message: `the router cannot confirm its policy is current (view age ${Math.round(age / 1000)} s exceeds --max-staleness ${Math.round(opts.maxStalenessMs / 1000)} s)`,
-              type: 'policy_stale',
-              code: 'policy_stale',
-            },
-          });
+          sendRefusal(res, policyStale(age, opts.maxStalenessMs), undefined, wire);
           return;
         }
       }
@@ -360,14 +360,12 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     const handle = async (): Promise<void> => {
       const mcp = path === undefined ? undefined : gateways.get(path);
       if (mcp && (await mcp(req, res))) return;
-      if (await inference(req, res)) return;
-      sendJson(res, 404, {
-        error: { message: `no route for ${req.method ?? 'GET'} ${path ?? ''}`, type: 'invalid_request_error', code: 'not_found' },
-      });
+      // Every other path is the inference listener's: its route table, or a refusal listing it.
+      await inference(req, res);
     };
     handle().catch((err: unknown) => {
       log.warn({ err: err instanceof Error ? err.message : String(err) }, 'request failed');
-      if (!res.headersSent) sendJson(res, 500, { error: { message: 'internal router error', type: 'proxy_error' } });
+      if (!res.headersSent) sendRefusal(res, internalError(), undefined, wire);
       else res.destroy();
     });
   });
@@ -447,7 +445,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
  * The 503 for a surface whose policy was refused with no earlier one to fall back on. A refused
  * guardrail stage answers the contract's `guardrail_misconfigured`; anything else `policy_rejected`.
  */
-export function refusedFor(snap: PolicySnapshot, mcp: boolean): { code: string; message: string } | undefined {
+export function refusedFor(
+  snap: PolicySnapshot,
+  mcp: boolean,
+): { code: 'policy_rejected' | 'guardrail_misconfigured'; message: string } | undefined {
   const reason = mcp ? snap.refused.tools : snap.refused.inference;
   if (reason === undefined) return undefined;
   const kind = mcp ? 'ToolPolicy' : 'InferencePolicy';

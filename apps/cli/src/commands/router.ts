@@ -11,7 +11,7 @@ interface RouterFlags {
   sandbox: string;
   namespace: string;
   listen: string;
-  upstream: string;
+  upstream: InferenceUpstreamFlag[];
   mcpUpstream: McpUpstreamFlag[];
   egressListen?: string;
   adminListen?: string;
@@ -116,6 +116,52 @@ function collectMcpUpstream(v: string, prev: McpUpstreamFlag[]): McpUpstreamFlag
   return [...prev, next];
 }
 
+/** Providers `--upstream NAME=URL` may name (bedrock is not implemented by the router). */
+export const UPSTREAM_PROVIDERS: readonly string[] = ['azure-openai', 'anthropic', 'ollama'];
+
+/** One `--upstream` value: `URL` (the default upstream) or `NAME=URL` (provider NAME's). */
+export interface InferenceUpstreamFlag {
+  provider: string | undefined;
+  url: URL;
+}
+
+/** Parse one `--upstream` value (a URL's own `=` is never taken for a name: the text before it holds the scheme's `:`). */
+export function parseInferenceUpstream(v: string): InferenceUpstreamFlag {
+  const eq = v.indexOf('=');
+  const head = eq > 0 ? v.slice(0, eq) : '';
+  if (eq > 0 && !head.includes(':') && !head.includes('/')) {
+    if (!UPSTREAM_PROVIDERS.includes(head))
+      throw new InvalidArgumentError(`--upstream NAME=URL: NAME must be one of ${UPSTREAM_PROVIDERS.join(', ')}, got "${head}"`);
+    try {
+      return { provider: head, url: new URL(v.slice(eq + 1)) };
+    } catch {
+      throw new InvalidArgumentError(`--upstream ${head}=URL: "${v.slice(eq + 1)}" is not a URL`);
+    }
+  }
+  try {
+    return { provider: undefined, url: new URL(v) };
+  } catch {
+    throw new InvalidArgumentError(`--upstream must be a URL or NAME=URL, got "${v}"`);
+  }
+}
+
+function collectInferenceUpstream(v: string, prev: InferenceUpstreamFlag[]): InferenceUpstreamFlag[] {
+  const next = parseInferenceUpstream(v);
+  if (prev.some((p) => p.provider === next.provider))
+    throw new InvalidArgumentError(
+      next.provider === undefined ? '--upstream URL (the default) is given twice' : `--upstream ${next.provider}= is given twice`,
+    );
+  return [...prev, next];
+}
+
+/** The default upstream (the bare URL, else the first NAME=URL) and the named ones. */
+export function inferenceUpstreams(flags: InferenceUpstreamFlag[]): { upstream: URL; upstreams?: Map<string, URL> } {
+  const first = flags.find((f) => f.provider === undefined) ?? flags[0];
+  if (first === undefined) throw new InvalidArgumentError('--upstream is required');
+  const named = new Map(flags.flatMap((f) => (f.provider === undefined ? [] : [[f.provider, f.url] as const])));
+  return { upstream: first.url, ...(named.size > 0 ? { upstreams: named } : {}) };
+}
+
 function url(name: string): (v: string) => string {
   return (v) => {
     try {
@@ -139,7 +185,12 @@ export function routerCommand(): Command {
     .requiredOption('--sandbox <name>', 'the KarsSandbox this router serves')
     .option('--namespace <ns>', 'namespace of the sandbox and its compiled ConfigMaps', 'default')
     .option('--listen <host:port>', 'agent traffic, /healthz, /readyz, /metrics', '127.0.0.1:8088')
-    .requiredOption('--upstream <url>', 'OpenAI-compatible inference upstream', url('--upstream'))
+    .requiredOption(
+      '--upstream <[provider=]url>',
+      `inference upstream, repeatable: PROVIDER=URL (${UPSTREAM_PROVIDERS.join(', ')}) serves the requests a policy routes to that provider; a bare URL is the default for every provider without its own (when none is given, the first PROVIDER=URL is)`,
+      collectInferenceUpstream,
+      [] as InferenceUpstreamFlag[],
+    )
     .option(
       '--mcp-upstream <[name=]url>',
       'MCP-over-HTTP server behind the tool gateway, repeatable: NAME=URL serves it at /mcp/NAME and lets ToolPolicies scoped to appliesTo.mcpServer: NAME be enforced there; a bare URL is the unnamed server at /mcp',
@@ -218,7 +269,7 @@ export function routerCommand(): Command {
           sandbox: flags.sandbox,
           namespace: flags.namespace,
           listen: flags.listen,
-          upstream: new URL(flags.upstream),
+          ...inferenceUpstreams(flags.upstream),
           ...mcpOptions(flags.mcpUpstream),
           ...(flags.egressListen ? { egressListen: flags.egressListen } : {}),
           ...(flags.adminListen ? { adminListen: flags.adminListen } : {}),

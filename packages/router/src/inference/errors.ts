@@ -1,7 +1,12 @@
 /**
- * The answers the inference route gives when it refuses or cannot serve a request
- * (kars-wire-contract.md §5.3): OpenAI-shaped bodies `{"error":{"message","type"[,"code"]}}`,
- * and the decision header triplet on policy blocks.
+ * The answers the inference listener gives when it refuses or cannot serve a request
+ * (kars-wire-contract.md §5.3), and the decision header triplet on policy blocks. Each is rendered
+ * in the envelope of the API it answers ({@link Wire}), so that the official SDKs raise their typed
+ * errors:
+ * - OpenAI: `{"error":{"message","type"[,"code"]}}` (the SDK's `err.code` is the kars code);
+ * - Anthropic: `{"type":"error","error":{"type","message","details":{"error_code"}}}`, `type` from
+ *   the status (`rate_limit_error` for 429, `permission_error` for 403, …); the SDK keeps the kars
+ *   code as `err.errorCode`.
  *
  * Every refusal is an {@link InferenceRefusal} value built by one factory per failure site, so the
  * status, `type` and `code` of each site are fixed in one place and tests can compare bodies
@@ -12,6 +17,7 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { decisionHeaders, type DecisionByKind } from '../http/decision.js';
+import type { Wire } from './apis.js';
 
 export {
   DECISION_HEADER,
@@ -24,7 +30,16 @@ export type { DecisionByKind } from '../http/decision.js';
 
 /** `error.type` values this route emits. */
 export type InferenceErrorType =
-  'token_budget_exceeded' | 'content_policy_violation' | 'proxy_error' | 'invalid_request_error' | 'api_error';
+  | 'token_budget_exceeded'
+  | 'content_policy_violation'
+  | 'proxy_error'
+  | 'invalid_request_error'
+  | 'api_error'
+  | 'policy_not_loaded'
+  | 'policy_stale'
+  | 'policy_rejected'
+  | 'guardrail_misconfigured'
+  | 'router_busy';
 
 /** `error.code` values this route emits (stable; clients and tests switch on them). */
 export type InferenceErrorCode =
@@ -34,7 +49,6 @@ export type InferenceErrorCode =
   | 'inference_policy_prompt_shields_required'
   | 'provider_unimplemented'
   | 'invalid_json'
-  | 'request_too_large'
   | 'method_not_allowed'
   | 'invalid_token_limit'
   | 'duplicate_key'
@@ -42,7 +56,20 @@ export type InferenceErrorCode =
   | 'guardrail_misconfigured'
   | 'guardrail_unavailable'
   | 'inference_policy_guardrail_flagged'
-  | 'inference_policy_guardrail_unjudgeable';
+  | 'inference_policy_guardrail_unjudgeable'
+  | 'inference_policy_action_not_covered'
+  | 'inference_policy_provider_mismatch'
+  | 'inference_policy_content_safety_unenforceable'
+  | 'inference_policy_provider_tool_refused'
+  | 'unsupported_parameter'
+  | 'unsupported_route'
+  | 'invalid_deployment'
+  | 'not_found'
+  | 'policy_not_loaded'
+  | 'policy_stale'
+  | 'policy_rejected'
+  | 'request_too_large'
+  | 'router_busy';
 
 /** The OpenAI error envelope. `code` is omitted where the contract has none (502 proxy_error). */
 export interface OpenAIErrorBody {
@@ -187,9 +214,122 @@ export function methodNotAllowed(method: string): InferenceRefusal {
   return refusal(405, 'invalid_request_error', 'method_not_allowed', `Method ${method} is not allowed on this path; use POST`);
 }
 
-/** The body of a refusal as compact JSON. */
-export function refusalJson(r: InferenceRefusal): string {
-  return JSON.stringify(r.body);
+/** 403: the sandbox's InferencePolicy governs another action than this route's: no policy is in force here (fail closed). */
+export function actionNotCovered(policyAction: string, route: string, routeAction: string): InferenceRefusal {
+  return refusal(
+    403,
+    'invalid_request_error',
+    'inference_policy_action_not_covered',
+    `The sandbox's InferencePolicy applies to action "${policyAction}" only, so no InferencePolicy is in force for ${route} (action "${routeAction}"); refusing rather than passing it ungoverned`,
+    'InferencePolicy',
+  );
+}
+
+/** 403: no provider the policy routes to speaks this route's API. */
+export function providerMismatch(providers: readonly string[], api: string, speakers: readonly string[]): InferenceRefusal {
+  return refusal(
+    403,
+    'invalid_request_error',
+    'inference_policy_provider_mismatch',
+    `The sandbox's InferencePolicy routes to ${providers.map((p) => `"${p}"`).join(', ')}, which does not speak the ${api} API; a policy for it names provider ${speakers.join(' or ')} (spec.provider or modelPreference)`,
+    'InferencePolicy',
+  );
+}
+
+/** 403: a content-safety floor is set, and this API's answers carry no content-filter annotations to judge it by. */
+export function contentSafetyUnenforceable(api: string): InferenceRefusal {
+  return refusal(
+    403,
+    'content_policy_violation',
+    'inference_policy_content_safety_unenforceable',
+    `The sandbox's InferencePolicy sets a contentSafety floor, and ${api} answers carry no Azure content-filter annotations to enforce it by; refusing rather than passing them unjudged`,
+    'InferencePolicy',
+  );
+}
+
+/** 403: the request asks the provider to reach the network itself (a provider-run tool), outside egress and ToolPolicy. */
+export function providerToolRefused(what: readonly string[]): InferenceRefusal {
+  const shown = what.slice(0, 3).join(', ') + (what.length > 3 ? ` and ${what.length - 3} more` : '');
+  return refusal(
+    403,
+    'invalid_request_error',
+    'inference_policy_provider_tool_refused',
+    `The request asks the provider to run tools itself (${shown}); those reach the network from the provider, outside the sandbox's egress policy and ToolPolicy, so kars router refuses them; use function tools the agent runs`,
+    'InferencePolicy',
+  );
+}
+
+/** 400: a parameter this router does not serve (named in the message). */
+export function unsupportedParameter(message: string): InferenceRefusal {
+  return refusal(400, 'invalid_request_error', 'unsupported_parameter', message);
+}
+
+/** 404 / 400: a path the listener does not serve (the message lists the routes it does). */
+export function routeRefused(
+  status: 400 | 404,
+  code: 'not_found' | 'unsupported_route' | 'invalid_deployment',
+  message: string,
+): InferenceRefusal {
+  return refusal(status, 'invalid_request_error', code, message);
+}
+
+/** 503: the router has not loaded its policy yet (fail closed). */
+export function policyNotLoaded(): InferenceRefusal {
+  return refusal(503, 'policy_not_loaded', 'policy_not_loaded', 'the router has not loaded its policy yet; retry shortly');
+}
+
+/** 503: the router cannot confirm its policy is current (fail closed). */
+export function policyStale(ageMs: number, maxStalenessMs: number): InferenceRefusal {
+  return refusal(
+    503,
+    'policy_stale',
+    'policy_stale',
+    `the router cannot confirm its policy is current (view age ${Math.round(ageMs / 1000)} s exceeds --max-staleness ${Math.round(maxStalenessMs / 1000)} s)`,
+  );
+}
+
+/** 503: the bound policy was refused by this router, and it has no earlier one to enforce. */
+export function policyRejected(code: 'policy_rejected' | 'guardrail_misconfigured', message: string): InferenceRefusal {
+  return refusal(503, code, code, message);
+}
+
+/** 500: the router failed to handle the request. */
+export function internalError(): InferenceRefusal {
+  return refusal(500, 'proxy_error', undefined, 'internal router error');
+}
+
+/** Anthropic's error `type` for a status. */
+export function anthropicErrorType(status: number): string {
+  switch (status) {
+    case 400:
+    case 405:
+    case 415:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+      return 'overloaded_error';
+    default:
+      return 'api_error';
+  }
+}
+
+/** The body of a refusal as compact JSON, in `wire`'s envelope (OpenAI's by default). */
+export function refusalJson(r: InferenceRefusal, wire: Wire = 'openai'): string {
+  if (wire === 'openai') return JSON.stringify(r.body);
+  const e = r.body.error;
+  return JSON.stringify({
+    type: 'error',
+    error: { type: anthropicErrorType(r.status), message: e.message, details: { error_code: e.code ?? e.type } },
+  });
 }
 
 /** The headers of a refusal answer (content type, length, and the decision triplet on policy blocks). */
@@ -199,9 +339,9 @@ export function refusalHeaders(r: InferenceRefusal, bodyBytes: number): Outgoing
   return h;
 }
 
-/** Answer a request with a refusal. `extra` headers are added (e.g. `connection: close`). */
-export function sendRefusal(res: ServerResponse, r: InferenceRefusal, extra?: OutgoingHttpHeaders): void {
-  const text = refusalJson(r);
+/** Answer a request with a refusal in `wire`'s envelope. `extra` headers are added (e.g. `connection: close`). */
+export function sendRefusal(res: ServerResponse, r: InferenceRefusal, extra?: OutgoingHttpHeaders, wire: Wire = 'openai'): void {
+  const text = refusalJson(r, wire);
   const headers = refusalHeaders(r, Buffer.byteLength(text));
   if (extra !== undefined) Object.assign(headers, extra);
   res.writeHead(r.status, headers);

@@ -10,9 +10,11 @@ import fc from 'fast-check';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { decideRequest } from './pipeline.js';
+import { CHAT } from './apis.js';
+import type { ApiRoute } from './routes.js';
 
-const ROUTE = { kind: 'openai', query: '' } as const;
-const CTX = { basePath: '', defaultDailyTokens: null, guardrailConfigured: false };
+const ROUTE: ApiRoute = { kind: 'api', api: CHAT, prefix: '/v1', deployment: undefined, query: '' };
+const CTX = { defaultDailyTokens: null, guardrailConfigured: false };
 
 /** The prompt part of the reservation the router makes for one user message `text` (no completion cap: max_tokens 1). */
 function promptReservation(text: string, extra: Record<string, unknown> = {}): number {
@@ -23,7 +25,7 @@ function promptReservation(text: string, extra: Record<string, unknown> = {}): n
     CTX,
   );
   assert.equal(d.kind, 'forward');
-  return d.kind === 'forward' ? d.reserve.tokens - 1 : 0;
+  return d.kind === 'forward' ? (d.reserve?.tokens ?? 0) - 1 : 0;
 }
 
 const real = (text: string): number => Math.max(o200k(text), cl100k(text));

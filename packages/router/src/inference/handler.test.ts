@@ -156,10 +156,26 @@ function sse(hate: string | undefined, content = ['Hi', ' there'], total = 11): 
 // ---------------------------------------------------------------------------------------------
 
 describe('inference route: paths, request checks and pass-through', { timeout: 30_000 }, () => {
-  it('leaves non-inference paths to the server and answers 405 for another method on an inference path', async (t) => {
+  it('refuses every path outside its route table (404 listing the routes), and 405 for another method on a route', async (t) => {
     const r = await rig(t);
-    assert.equal((await chat(r, MSG, {}, '/v1/embeddings')).status, 404);
-    assert.equal((await chat(r, MSG, {}, '/openai/deployments//chat/completions')).status, 404);
+    for (const path of [
+      '/v1/completions',
+      '/openai/deployments//chat/completions',
+      '/V1/chat/completions',
+      '/v1/chat/completions/',
+      '//v1/chat/completions',
+      '/v1/chat%2Fcompletions',
+      '/v1/%63hat/completions',
+      '/v1/images/generations',
+    ]) {
+      const res = await chat(r, MSG, {}, path);
+      assert.equal(res.status, 404, path);
+      assert.equal(res.json.error.code, 'not_found', path);
+      assert.match(res.json.error.message, /POST \/v1\/chat\/completions, \/v1\/responses/, path);
+    }
+    const bad = await chat(r, MSG, {}, '/openai/deployments/a%2F..%2Fb/chat/completions');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.code, 'invalid_deployment');
     const get = await fetch(`${r.url}/v1/chat/completions`);
     assert.equal(get.status, 405);
     assert.equal(get.headers.get('allow'), 'POST');

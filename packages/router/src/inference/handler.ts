@@ -1,10 +1,12 @@
 /**
- * The chat-completions route: enforces a sandbox's InferencePolicy on every request and forwards it
- * upstream (kars-wire-contract.md §5.3; the AGT governance step is the tools gateway's, not this).
+ * The inference listener: enforces a sandbox's InferencePolicy on every request of every API an
+ * agent speaks (chat completions, Responses, embeddings, Anthropic Messages; `apis.ts`) and
+ * forwards it upstream (kars-wire-contract.md §5.3; the AGT governance step is the tools
+ * gateway's, not this).
  *
- * Paths: `POST /v1/chat/completions` and
- * `POST /openai/deployments/{deployment}/chat/completions[?api-version=…]` (Azure form). Any other
- * path is not handled (the handler resolves `false`); another method on these paths gets 405.
+ * Paths: the route table of `routes.ts`. Every other path is refused there (404 listing the
+ * routes; nothing is passed through ungoverned); another method on a route gets 405. Refusals are
+ * in the envelope of the route's API (OpenAI's or Anthropic's, `errors.ts`).
  *
  * The decisions are pure functions in `pipeline.ts` (request + policy snapshot → refuse, or forward
  * this body with this reservation; answer → how to relay it); this module is the thin proxy that
@@ -26,10 +28,12 @@
  *    **reserved** before forwarding (→ 429 `budget_exceeded` when usage plus reservations has
  *    reached a cap) and settled on the real usage afterwards. The daily cap falls back to
  *    `defaultDailyTokens` when the policy sets none.
- * 6. Model preference: the provider is `modelPreference.primary.provider` when recognised, else
- *    `provider`, else azure-openai; `bedrock` → 501. The candidates are the primary deployment then
- *    the fallbacks (empty names, duplicates and bedrock fallbacks skipped); each replaces the
- *    request's deployment (the Azure path segment, or the body's `model`). A 5xx, a 429 or a
+ * 6. Model preference (`routePlan`): the provider is `modelPreference.primary.provider` when
+ *    recognised, else `provider`, else the API's own; `bedrock` → 501. The candidates are the
+ *    primary deployment then the fallbacks, each with its provider (empty names, duplicates and
+ *    bedrock fallbacks skipped), kept only when their provider speaks the route's API (none left:
+ *    403). Each goes to its provider's upstream (`--upstream NAME=URL`, else the default) and
+ *    replaces the request's deployment (the Azure path segment, or the body's `model`). A 5xx, a 429 or a
  *    transport failure before the request was written moves on to the next candidate (step 7); the
  *    last candidate's answer is returned as it is. The body forwarded is always the router's re-serialisation of what it parsed and
  *    decided on, never the client's bytes.
@@ -57,8 +61,7 @@
  * request is aborted (nothing is sent); after, it is read to its end within the bounds of step 8.
  *
  * Caveats:
- * - One upstream URL serves every provider and deployment; `anthropic` / `ollama` do not change the
- *   upstream (the server wiring picks the URL).
+ * - A provider without its own upstream (`upstreams`) is sent to the default one.
  * - A 400 without content-filter annotations is not subject to `requirePromptShields`: it carries
  *   no model output to protect, and turning every client error into a 403 would hide it.
  * - A stream blocked mid-way is cut upstream too; without usage it is charged at least the reservation.
@@ -70,7 +73,18 @@ import { readBody, systemClock } from '@kars/kube-core';
 import type { Clock, Timer } from '@kars/kube-core';
 import type { SnapshotSource } from '../snapshot.js';
 import type { TokenBudgetTracker } from './budget.js';
-import { budgetExceeded, guardrailFlagged, guardrailUnavailable, proxyError, refusalHeaders, refusalJson, sendRefusal } from './errors.js';
+import {
+  budgetExceeded,
+  guardrailFlagged,
+  guardrailUnavailable,
+  methodNotAllowed,
+  proxyError,
+  refusalHeaders,
+  refusalJson,
+  routeRefused,
+  sandboxMismatch,
+  sendRefusal,
+} from './errors.js';
 import type { InferenceRefusal } from './errors.js';
 import { endToEndHeaders } from '../http/headers.js';
 import { UpstreamClient, type UpstreamCall, type UpstreamSink } from '../http/upstream.js';
@@ -81,22 +95,25 @@ import {
   attemptFor,
   decideHead,
   decideRequest,
-  matchInferencePath,
+  headerAgrees,
   newMeter,
   relayMode,
   settleTokens,
   tooLarge,
   tryNext,
+  type Candidate,
   type Forward,
   type Meter,
   type PipelineContext,
   type Reject,
 } from './pipeline.js';
+import { matchRoute, type ApiRoute, type ModelsRoute } from './routes.js';
+import type { Wire } from './apis.js';
+import { usageReader } from './usage.js';
 import { MAX_BUFFERED_RESPONSE_BYTES, createRelay, type BodyRelay, type Decide } from './relay.js';
 import { DrainRelay } from './drain.js';
 
-export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, matchInferencePath, routePlan } from './pipeline.js';
-export type { InferenceRoute } from './pipeline.js';
+export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, routePlan } from './pipeline.js';
 
 export { MAX_BUFFERED_RESPONSE_BYTES } from './relay.js';
 /** Default time allowed for upstream response headers. */
@@ -117,8 +134,10 @@ export interface InferenceDecision {
 
 export interface InferenceHandlerOptions {
   snapshot: SnapshotSource;
-  /** Base URL of the OpenAI-compatible upstream; its path is prefixed to the request path. */
+  /** Base URL of the default upstream (every provider without its own); its path is prefixed to the request path. */
   upstream: URL;
+  /** Upstreams by provider (`azure-openai`, `anthropic`, `ollama`): `kars router --upstream NAME=URL`. */
+  upstreams?: ReadonlyMap<string, URL>;
   /** The sandbox this router serves (`--sandbox`): the identity of every request and its budget. */
   sandbox: string;
   budget: TokenBudgetTracker;
@@ -135,7 +154,14 @@ export interface InferenceHandlerOptions {
   clock?: Clock;
 }
 
-/** The request handler; `close()` drops the upstream keep-alive connections of a client it owns. */
+/** Where one upstream is: the origin, the `host` header and the base path prefixed to every path. */
+interface UpstreamTarget {
+  origin: string;
+  host: string;
+  basePath: string;
+}
+
+/** The request handler (it answers every path: the route table's, or a refusal); `close()` drops the upstream keep-alive connections of a client it owns. */
 export type InferenceHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & { close(): void };
 
 /** Request headers the route sets itself, or never forwards (the identity header is internal). */
@@ -151,73 +177,129 @@ function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): Outgoing
 
 /** Create the chat-completions handler. See the module comment for what it enforces. */
 export function createInferenceHandler(opts: InferenceHandlerOptions): InferenceHandler {
-  const upstream = opts.upstream;
-  if (upstream.protocol !== 'https:' && upstream.protocol !== 'http:')
-    throw new TypeError(`inference upstream must be an http: or https: URL, got "${upstream.href}"`);
-  const origin = upstream.origin;
-  const host = upstream.host;
+  const target = (u: URL): UpstreamTarget => {
+    if (u.protocol !== 'https:' && u.protocol !== 'http:')
+      throw new TypeError(`inference upstream must be an http: or https: URL, got "${u.href}"`);
+    return { origin: u.origin, host: u.host, basePath: u.pathname.endsWith('/') ? u.pathname.slice(0, -1) : u.pathname };
+  };
+  const defaultTarget = target(opts.upstream);
+  const named = new Map([...(opts.upstreams ?? new Map<string, URL>())].map(([name, u]) => [name, target(u)]));
+  /** The upstream a provider's requests go to. */
+  const upstreamOf = (provider: string): UpstreamTarget => named.get(provider) ?? defaultTarget;
   const timeoutMs = opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
   const client = opts.client ?? new UpstreamClient({ headersTimeoutMs: timeoutMs });
   const { budget, onDecision, sandbox } = opts;
   const clock = opts.clock ?? systemClock;
   const ctx: PipelineContext = {
-    basePath: upstream.pathname.endsWith('/') ? upstream.pathname.slice(0, -1) : upstream.pathname,
     defaultDailyTokens: opts.defaultDailyTokens ?? null,
     guardrailConfigured: opts.guardrail !== undefined,
   };
 
-  function refuse(res: ServerResponse, r: Reject | InferenceRefusal, decide: Decide): void {
+  function refuse(res: ServerResponse, r: Reject | InferenceRefusal, decide: Decide, wire: Wire): void {
     const refusal = 'kind' in r ? r.refusal : r;
     decide('deny', refusal.body.error.code);
-    if (!res.destroyed) sendRefusal(res, refusal, 'kind' in r ? r.headers : undefined);
+    if (!res.destroyed) sendRefusal(res, refusal, 'kind' in r ? r.headers : undefined, wire);
   }
 
-  async function serve(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: NonNullable<ReturnType<typeof matchInferencePath>>,
-    decide: Decide,
-  ): Promise<void> {
+  async function serve(req: IncomingMessage, res: ServerResponse, route: ApiRoute, decide: Decide): Promise<void> {
+    const wire = route.api.wire;
     // Step 1: one snapshot for the whole request.
     const rules = opts.snapshot().inference;
     const head = decideHead(req.method, req.headers[SANDBOX_HEADER], sandbox);
     if (head !== undefined) {
       req.resume();
-      refuse(res, head, decide);
+      refuse(res, head, decide, wire);
       return;
     }
     const read = await readBody(req, MAX_REQUEST_BODY_BYTES, req.headers['content-length']);
     if (!read.ok) {
-      if (read.reason === 'too_large') refuse(res, tooLarge(), decide);
+      if (read.reason === 'too_large') refuse(res, tooLarge(), decide, wire);
       else res.destroy();
       return;
     }
     const d = decideRequest(read.body, route, rules, ctx);
     if (d.kind === 'reject') {
-      refuse(res, d, decide);
+      refuse(res, d, decide, wire);
       return;
     }
     if (d.moderateInput !== undefined && opts.guardrail !== undefined) {
       const m = await moderate(opts.guardrail, d.moderateInput, client);
       if (m.kind !== 'clean') {
-        refuse(res, m.kind === 'flagged' ? guardrailFlagged('input', m.categories) : guardrailUnavailable(m.detail), decide);
+        refuse(res, m.kind === 'flagged' ? guardrailFlagged('input', m.categories) : guardrailUnavailable(m.detail), decide, wire);
         return;
       }
     }
     // The agent left while its request was read or moderated: nothing has been sent, nothing is.
     if (res.destroyed) return;
+    const meter = newMeter();
+    if (d.reserve === undefined) {
+      // An uncharged API (token counting): nothing is reserved or settled.
+      await forward(req, res, d, meter, decide);
+      return;
+    }
     // Step 5: reserve the request's maximum against the daily / monthly budget.
     const reserved = budget.reserve(sandbox, d.reserve.caps, d.reserve.tokens);
     if (!reserved.ok) {
-      refuse(res, budgetExceeded(reserved.message), decide);
+      refuse(res, budgetExceeded(reserved.message), decide, wire);
       return;
     }
-    const meter = newMeter();
     try {
       await forward(req, res, d, meter, decide);
     } finally {
       reserved.reservation.settle(settleTokens(meter, d.promptBytes, reserved.reservation.amount));
     }
+  }
+
+  /**
+   * `GET /v1/models…`: a read, passed to the upstream of the API family asked (Anthropic's when
+   * the request names an Anthropic version, else the default provider's); nothing is charged.
+   */
+  function models(req: IncomingMessage, res: ServerResponse, route: ModelsRoute, decide: Decide): Promise<void> {
+    req.resume();
+    if (!headerAgrees(req.headers[SANDBOX_HEADER], sandbox)) {
+      refuse(res, sandboxMismatch(sandbox), decide, route.wire);
+      return Promise.resolve();
+    }
+    const rules = opts.snapshot().inference;
+    const t = upstreamOf(route.wire === 'anthropic' ? 'anthropic' : (rules?.provider ?? 'azure-openai'));
+    return new Promise((resolve) => {
+      const meter = newMeter();
+      let relay: BodyRelay | undefined;
+      const end = (): void => resolve();
+      const call = client.dispatch(
+        {
+          origin: t.origin,
+          path: `${t.basePath}${route.path}${route.query}`,
+          method: 'GET',
+          headers: forwardRequestHeaders(req.headers, t.host),
+          headersTimeoutMs: timeoutMs,
+          retryStale: true,
+        },
+        {
+          onHead: (status, headers, c) => {
+            meter.status = status;
+            relay = createRelay(
+              'plain',
+              { res, status, headers, meter, decide, call: c, done: end, wire: route.wire, usage: usageReader('openai-total', false) },
+              { floor: undefined, guard: undefined, client },
+            );
+          },
+          onData: (chunk) => relay?.onData(chunk) ?? true,
+          onEnd: () => relay?.onEnd(),
+          onError: (_err, answered) => {
+            if (answered) relay?.onError();
+            else {
+              decide('allow', 'proxy_error');
+              if (!res.destroyed && !res.headersSent) sendRefusal(res, proxyError(), undefined, route.wire);
+              end();
+            }
+          },
+        },
+      );
+      res.once('close', () => {
+        if (!res.writableFinished) call.abort();
+      });
+    });
   }
 
   /**
@@ -241,7 +323,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     get meter(): Meter {
       return this.#meter;
     }
-    readonly #headers: OutgoingHttpHeaders;
+    readonly #inHeaders: IncomingHttpHeaders;
     readonly #resolve: () => void;
     #i = 0;
     /** The latest attempt: the one the client's going away aborts. */
@@ -270,7 +352,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       this.#meter = meter;
       this.#decide = decide;
       this.#resolve = resolve;
-      this.#headers = forwardRequestHeaders(req.headers, host);
+      this.#inHeaders = req.headers;
       res.once('close', this.#onClose);
     }
 
@@ -289,16 +371,18 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       const { candidates } = this.#d;
       const i = this.#i++;
       const last = i === candidates.length - 1;
-      const target = attemptFor(this.#d, candidates[i], ctx.basePath);
+      const c = candidates[i] as Candidate;
+      const up = upstreamOf(c.provider);
+      const target = attemptFor(this.#d, c, up.basePath);
       const a = new Attempt(this, last);
       this.#attempt = a;
       // (A failure inside dispatch() reaches a.onError first, which may already have moved on.)
       a.call = client.dispatch(
         {
-          origin,
+          origin: up.origin,
           path: target.path,
           method: 'POST',
-          headers: this.#headers,
+          headers: forwardRequestHeaders(this.#inHeaders, up.host),
           body: target.body,
           headersTimeoutMs: timeoutMs,
           // Never retried: a written completion may have run (ADR 0027).
@@ -315,10 +399,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         call.abort();
         return undefined;
       }
+      const ct = headers['content-type'];
+      const sse = typeof ct === 'string' && ct.toLowerCase().startsWith('text/event-stream');
+      const usage = usageReader(this.#d.route.api.usage, sse);
       if (this.#gone) {
         // The agent left while the upstream worked: read the answer only to charge it.
         this.#meter.status = status;
-        return new DrainRelay(status, headers, this.#meter, this.done);
+        return new DrainRelay(status, this.#meter, usage, this.done);
       }
       if (tryNext(status, last)) {
         // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
@@ -329,7 +416,17 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       const mode = relayMode(status, headers['content-type'], this.#d);
       return createRelay(
         mode,
-        { res: this.#res, status, headers, meter: this.#meter, decide: this.#decide, call, done: this.done },
+        {
+          res: this.#res,
+          status,
+          headers,
+          meter: this.#meter,
+          decide: this.#decide,
+          call,
+          done: this.done,
+          wire: this.#d.route.api.wire,
+          usage,
+        },
         { floor: this.#d.floor, guard: mode === 'judged' && !this.#d.moderateOutput ? undefined : opts.guardrail, client },
       );
     }
@@ -348,7 +445,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       if (this.#gone || this.#over) return this.done();
       if (!last && !written) return this.next();
       this.#decide('allow', 'proxy_error');
-      sendRefusal(this.#res, proxyError());
+      sendRefusal(this.#res, proxyError(), undefined, this.#d.route.api.wire);
       this.done();
     }
   }
@@ -389,8 +486,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
-    const route = matchInferencePath(req.url ?? '');
-    if (route === undefined) return false;
+    const route = matchRoute(req.method, req.url ?? '/', req.headers['anthropic-version']);
+    const wire = route.kind === 'api' ? route.api.wire : route.wire;
     let reported = false;
     const decide: Decide = (decision, code) => {
       if (reported || onDecision === undefined) return;
@@ -402,12 +499,21 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       }
     };
     try {
-      await serve(req, res, route, decide);
+      if (route.kind === 'api') await serve(req, res, route, decide);
+      else if (route.kind === 'models') {
+        if (req.method !== 'GET') {
+          req.resume();
+          refuse(res, { kind: 'reject', refusal: methodNotAllowed(req.method ?? ''), headers: { allow: 'GET' } }, decide, wire);
+        } else await models(req, res, route, decide);
+      } else {
+        req.resume();
+        refuse(res, routeRefused(route.status, route.code, route.message), decide, wire);
+      }
     } catch {
       if (!res.headersSent && !res.destroyed) {
         decide('allow', 'proxy_error');
         const r = proxyError();
-        const text = refusalJson(r);
+        const text = refusalJson(r, wire);
         res.writeHead(r.status, refusalHeaders(r, Buffer.byteLength(text)));
         res.end(text);
       } else {

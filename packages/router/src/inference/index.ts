@@ -1,6 +1,5 @@
 export {
   createInferenceHandler,
-  matchInferencePath,
   isDnsLabel,
   headerAgrees,
   routePlan,
@@ -9,9 +8,15 @@ export {
   DEFAULT_FETCH_TIMEOUT_MS,
   SANDBOX_HEADER,
 } from './handler.js';
-export type { InferenceDecision, InferenceHandler, InferenceHandlerOptions, InferenceRoute } from './handler.js';
+export type { InferenceDecision, InferenceHandler, InferenceHandlerOptions } from './handler.js';
+export { APIS, CHAT, COUNT_TOKENS, EMBEDDINGS, MESSAGES, RESPONSES, nativeProvider } from './apis.js';
+export type { ApiName, InferenceApi, Provider, RouteAction, UsageShape, Wire } from './apis.js';
+export { SUPPORTED_ROUTES, canonicalDeployment, matchRoute, upstreamPath, wireOf } from './routes.js';
+export type { ApiRoute, ModelsRoute, RefusedRoute, RouteMatch } from './routes.js';
+export { usageReader, anthropicUsageTotal, responsesUsageTotal } from './usage.js';
+export type { UsageReader } from './usage.js';
 export { attemptFor, decideHead, decideRequest, judgeAnswer, relayMode, settleTokens, tryNext, upstreamFilterReason } from './pipeline.js';
-export type { Forward, Meter, PipelineContext, Reject, RelayMode } from './pipeline.js';
+export type { Candidate, Forward, Meter, PipelineContext, Reject, RelayMode } from './pipeline.js';
 export { TokenBudgetTracker, PRUNE_THRESHOLD } from './budget.js';
 export type { BudgetCaps, BudgetUsage, BudgetVerdict, Reservation, ReserveResult, TokenBudgetTrackerOptions } from './budget.js';
 export {

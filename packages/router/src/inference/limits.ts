@@ -36,7 +36,9 @@ export interface NormalizedRequest {
 }
 
 export type LimitsRefusal =
-  { kind: 'invalid'; field: string; message: string } | { kind: 'over_cap'; requested: number; cap: number; message: string };
+  | { kind: 'invalid'; field: string; message: string }
+  | { kind: 'unsupported'; field: string; message: string }
+  | { kind: 'over_cap'; requested: number; cap: number; message: string };
 
 export type LimitsResult = { ok: true; request: NormalizedRequest } | { ok: false; refusal: LimitsRefusal };
 

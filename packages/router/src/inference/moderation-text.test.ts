@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { answerTexts, requestTexts } from './moderation-text.js';
+import { CHAT } from './apis.js';
 
 const chunk = (index: number, delta: unknown) => ({ object: 'chat.completion.chunk', choices: [{ index, delta, finish_reason: null }] });
 
@@ -33,20 +34,18 @@ describe('requestTexts', () => {
     );
   });
 
-  it('reports parts a text moderator cannot judge, and nothing for text parts', () => {
-    const parts = (...content: unknown[]) => requestTexts({ messages: [{ role: 'user', content }] }).unjudgeable;
+  it('reports parts a text moderator cannot judge, and nothing for text parts (chat rules, and data URLs anywhere)', () => {
+    const unjudgeable = (body: Record<string, unknown>): string[] => [...CHAT.unjudgeable(body), ...requestTexts(body).unjudgeable];
+    const parts = (...content: unknown[]) => unjudgeable({ messages: [{ role: 'user', content }] });
     assert.deepEqual(parts({ type: 'text', text: 'a' }, { type: 'input_text', text: 'b' }, { type: 'refusal', refusal: 'c' }), []);
     assert.deepEqual(parts({ type: 'image_url', image_url: { url: 'https://x/y.png' } }), ['messages[0].content[0] (image_url)']);
     assert.deepEqual(parts({ text: 'no type' }), ['messages[0].content[0] (part without a type)']);
     assert.deepEqual(parts({ type: 'text', text: 'x', file: { file_id: 'f' } }), ['messages[0].content[0] (text part carrying file)']);
-    assert.deepEqual(requestTexts({ messages: [{ role: 'assistant', audio: { id: 'audio_1' } }] }).unjudgeable, [
-      'messages[0].audio (spoken audio)',
-    ]);
-    assert.deepEqual(requestTexts({ metadata: { k: 'data:image/png;base64,AAAA' } }).unjudgeable, ['metadata.k (base64 data URL)']);
+    assert.deepEqual(unjudgeable({ messages: [{ role: 'assistant', audio: { id: 'audio_1' } }] }), ['messages[0].audio (spoken audio)']);
+    assert.deepEqual(unjudgeable({ metadata: { k: 'data:image/png;base64,AAAA' } }), ['metadata.k (base64 data URL)']);
     // A tool schema property called "content" is not a content list.
     assert.deepEqual(
-      requestTexts({ tools: [{ type: 'function', function: { name: 'f', parameters: { properties: { content: { type: 'string' } } } } }] })
-        .unjudgeable,
+      unjudgeable({ tools: [{ type: 'function', function: { name: 'f', parameters: { properties: { content: { type: 'string' } } } } }] }),
       [],
     );
   });

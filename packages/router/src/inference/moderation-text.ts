@@ -7,14 +7,10 @@
  * names, tool calls, tool and schema descriptions, `response_format`, `prediction`, …), because
  * an upstream may read a field that list forgets, and a string the moderation never sees is a
  * hole; enum values and keys such as `"role"` cost one short input each (texts are deduplicated).
- * What a text moderator cannot judge is reported in `unjudgeable` instead, and the caller refuses
- * the request (fail closed):
- * - a part of `messages[].content` or `prediction.content` whose `type` is not a text type
- *   (`text`, `input_text`, `output_text`, `refusal`): `image_url`, `input_audio`, `file`,
- *   `video_url`, an unknown or missing type; or a part of any type that carries a media key
- *   (`image_url`, `input_audio`, `file`, …) beside its text;
- * - a message's `audio` (an earlier spoken answer, referenced by id);
- * - any string that is a base64 `data:` URL, wherever it is.
+ * What a text moderator cannot judge is refused (fail closed): media parts, spoken audio and
+ * stored context, by each API's own rules (`apis.ts` `unjudgeable`: for chat, a part of
+ * `messages[].content` or `prediction.content` whose `type` is not a text type, or that carries a
+ * media key, and a message's `audio`); and, here, any string that is a base64 `data:` URL.
  *
  * **Answer** ({@link answerTexts}): the parsed JSON body, or the parsed `data:` events of a stream.
  * Every string value is accumulated per path across the events, array elements keyed by their
@@ -41,37 +37,11 @@ export interface ModerationInput {
   unjudgeable: string[];
 }
 
-/** Content-part types whose payload is text. */
-const TEXT_PART_TYPES: ReadonlySet<string> = new Set(['text', 'input_text', 'output_text', 'refusal']);
-
-/** Keys that carry media in a content part, whatever its `type` says. */
-const MEDIA_KEYS: readonly string[] = [
-  'image_url',
-  'image',
-  'input_image',
-  'input_audio',
-  'audio',
-  'audio_url',
-  'file',
-  'input_file',
-  'video_url',
-  'video',
-];
-
 /** A base64 `data:` URL (an image, a PDF, audio … in a string). */
 const DATA_URL = /^\s*data:[^,]{0,256};base64,/i;
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Why a content part cannot be judged, or undefined when it is text. */
-function partProblem(part: unknown): string | undefined {
-  if (!isObj(part)) return undefined; // a string (or number) in a content list is judged as text
-  const type = part['type'];
-  if (typeof type !== 'string' || !TEXT_PART_TYPES.has(type)) return typeof type === 'string' ? type : 'part without a type';
-  const media = MEDIA_KEYS.find((k) => k in part);
-  return media === undefined ? undefined : `${type} part carrying ${media}`;
 }
 
 /**
@@ -124,34 +94,14 @@ function collect(v: unknown, path: string, key: string, c: Collected): void {
   }
 }
 
-/** The parts of a `content` value that cannot be judged. */
-function contentProblems(content: unknown, path: string, bad: string[]): void {
-  if (Array.isArray(content)) {
-    content.forEach((p, i) => {
-      const why = partProblem(p);
-      if (why !== undefined) bad.push(`${path}[${i}] (${why})`);
-    });
-  } else if (isObj(content)) {
-    // Not the chat API's shape; an upstream that reads it as one part must not get media past the moderation.
-    const why = partProblem(content);
-    if (why !== undefined) bad.push(`${path} (${why})`);
-  }
-}
-
-/** The texts of a chat-completions request body for an input stage. See the module comment. */
+/**
+ * The texts of a request body for an input stage: every string value and key. What a text
+ * moderator cannot judge in an API's own shape (media parts, stored context) is each API's to say
+ * (`apis.ts` `unjudgeable`); here only base64 data URLs, wherever they are.
+ */
 export function requestTexts(body: Record<string, unknown>): ModerationInput {
   const texts = new Set<string>();
   const unjudgeable: string[] = [];
-  const messages = body['messages'];
-  if (Array.isArray(messages)) {
-    messages.forEach((m, i) => {
-      if (!isObj(m)) return;
-      contentProblems(m['content'], `messages[${i}].content`, unjudgeable);
-      if (m['audio'] !== undefined && m['audio'] !== null) unjudgeable.push(`messages[${i}].audio (spoken audio)`);
-    });
-  }
-  const prediction = body['prediction'];
-  if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', unjudgeable);
   const c: Collected = { texts, byKey: new Map(), bad: unjudgeable };
   collect(body, '', '', c);
   return { texts: withJoined(texts, c.byKey), unjudgeable };
@@ -159,6 +109,9 @@ export function requestTexts(body: Record<string, unknown>): ModerationInput {
 
 /** Keys under which an answer carries an image (`message.images`, an `image_url` part, …). */
 const ANSWER_IMAGE_KEYS: ReadonlySet<string> = new Set(['images', 'image', 'image_url', 'output_image', 'video_url']);
+
+/** Answer items and blocks whose payload is media (a Responses image generation's base64 `result`, an image block). */
+const ANSWER_MEDIA_TYPES: ReadonlySet<string> = new Set(['image_generation_call', 'image', 'output_image', 'output_audio']);
 
 /** One path's fragments across the events of an answer. */
 interface Fragments {
@@ -200,6 +153,12 @@ class AnswerCollector {
         this.#walk(el, [...path, id], `${where}[${id.startsWith('#') ? id.slice(1) : id}]`);
       });
     } else if (isObj(v)) {
+      const type = v['type'];
+      if (typeof type === 'string' && ANSWER_MEDIA_TYPES.has(type)) {
+        const at = `${where === '' ? 'the answer' : where} (${type})`;
+        if (!this.unjudgeable.includes(at)) this.unjudgeable.push(at);
+        return;
+      }
       for (const [k, x] of Object.entries(v)) {
         this.#keys.add(k);
         const at = where === '' ? k : `${where}.${k}`;

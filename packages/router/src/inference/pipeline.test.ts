@@ -18,15 +18,25 @@ import {
   type Meter,
   tryNext,
   upstreamFilterReason,
+  type Candidate,
   type Forward,
   type PipelineContext,
   type Reject,
 } from './pipeline.js';
+import { CHAT } from './apis.js';
+import type { ApiRoute } from './routes.js';
 import { inferenceRules, safetyRules } from '../testing/rules.js';
 import { estimateUsage } from './limits.js';
 
-const CTX: PipelineContext = { basePath: '', defaultDailyTokens: null, guardrailConfigured: false };
-const OPENAI = { kind: 'openai', query: '' } as const;
+const CTX: PipelineContext = { defaultDailyTokens: null, guardrailConfigured: false };
+const OPENAI: ApiRoute = { kind: 'api', api: CHAT, prefix: '/v1', deployment: undefined, query: '' };
+const AS_IS: Candidate = { provider: 'azure-openai', deployment: undefined };
+const at = (deployment: string): Candidate => ({ provider: 'azure-openai', deployment });
+/** The reservation of a forward of a charged API. */
+function reserveOf(f: Forward): NonNullable<Forward['reserve']> {
+  assert.ok(f.reserve !== undefined, 'a charged API reserves');
+  return f.reserve;
+}
 
 const rules = inferenceRules;
 const budget = (perRequestTokens: number | null, dailyTokens: number | null = null): InferenceRules['tokenBudget'] => ({
@@ -82,7 +92,7 @@ describe('pipeline: the request body', () => {
     assert.equal(f.text, JSON.stringify(JSON.parse(raw)));
     assert.notEqual(f.text, raw);
     assert.equal(f.promptBytes, Buffer.byteLength(f.text));
-    assert.equal(attemptFor(f, undefined, '').body, f.text);
+    assert.equal(attemptFor(f, AS_IS, '').body, f.text);
   });
 
   it('refuses malformed token limits with 400 invalid_token_limit', () => {
@@ -104,8 +114,8 @@ describe('pipeline: the request body', () => {
   it('fills a missing limit with floor(perRequestTokens / n) in the forwarded body, and reserves it', () => {
     const f = forwarded(decide({ ...MSG, n: 3 }, rules({ tokenBudget: budget(100, 5000) })));
     assert.equal(JSON.parse(f.text).max_tokens, 33);
-    assert.deepEqual(f.reserve.caps, { dailyTokens: 5000, monthlyTokens: null });
-    assert.equal(f.reserve.tokens, f.promptBytes + 99, 'one token per prompt byte (ADR 0027) plus the completion maximum');
+    assert.deepEqual(reserveOf(f).caps, { dailyTokens: 5000, monthlyTokens: null });
+    assert.equal(reserveOf(f).tokens, f.promptBytes + 99, 'one token per prompt byte (ADR 0027) plus the completion maximum');
   });
 
   it('asks streams for usage, so a stream can always be charged', () => {
@@ -115,9 +125,9 @@ describe('pipeline: the request body', () => {
 
   it('uses defaultDailyTokens when the policy sets no daily cap, and when there is no policy', () => {
     const ctx = { ...CTX, defaultDailyTokens: 777 };
-    assert.equal(forwarded(decide(MSG, undefined, ctx)).reserve.caps.dailyTokens, 777);
-    assert.equal(forwarded(decide(MSG, rules({ tokenBudget: budget(null, null) }), ctx)).reserve.caps.dailyTokens, 777);
-    assert.equal(forwarded(decide(MSG, rules({ tokenBudget: budget(null, 5) }), ctx)).reserve.caps.dailyTokens, 5);
+    assert.equal(reserveOf(forwarded(decide(MSG, undefined, ctx))).caps.dailyTokens, 777);
+    assert.equal(reserveOf(forwarded(decide(MSG, rules({ tokenBudget: budget(null, null) }), ctx))).caps.dailyTokens, 777);
+    assert.equal(reserveOf(forwarded(decide(MSG, rules({ tokenBudget: budget(null, 5) }), ctx))).caps.dailyTokens, 5);
   });
 
   it('answers 501 for bedrock', () => {
@@ -163,19 +173,19 @@ describe('pipeline: deployments', () => {
 
   it('rewrites the body model per candidate on the OpenAI path, and the path segment on the Azure path', () => {
     const f = forwarded(decide(MSG, rules({ modelPreference: pref('a', 'b', 'a', '') })));
-    assert.deepEqual(f.candidates, ['a', 'b']);
-    assert.equal(JSON.parse(attemptFor(f, 'b', '/base').body).model, 'b');
-    assert.equal(attemptFor(f, 'b', '/base').path, '/base/v1/chat/completions');
+    assert.deepEqual(f.candidates, [at('a'), at('b')]);
+    assert.equal(JSON.parse(attemptFor(f, at('b'), '/base').body).model, 'b');
+    assert.equal(attemptFor(f, at('b'), '/base').path, '/base/v1/chat/completions');
     const az = forwarded(
       decideRequest(
         Buffer.from(JSON.stringify(MSG)),
-        { kind: 'azure', deployment: 'x', query: '?api-version=1' },
+        { kind: 'api', api: CHAT, prefix: undefined, deployment: 'x', query: '?api-version=1' },
         rules({ modelPreference: pref('a b') }),
         CTX,
       ),
     );
-    assert.equal(attemptFor(az, 'a b', '').path, '/openai/deployments/a%20b/chat/completions?api-version=1');
-    assert.equal(attemptFor(az, undefined, '').path, '/openai/deployments/x/chat/completions?api-version=1');
+    assert.equal(attemptFor(az, at('a b'), '').path, '/openai/deployments/a%20b/chat/completions?api-version=1');
+    assert.equal(attemptFor(az, AS_IS, '').path, '/openai/deployments/x/chat/completions?api-version=1');
   });
 
   it('moves on after a 5xx or 429 only while a candidate is left', () => {

@@ -24,9 +24,16 @@ import {
   providerUnimplemented,
   requestTooLarge,
   sandboxMismatch,
+  actionNotCovered,
+  contentSafetyUnenforceable,
+  providerMismatch,
+  providerToolRefused,
+  unsupportedParameter,
   type InferenceRefusal,
 } from './errors.js';
-import { estimateUsage, normalizeRequest, reservationFor } from './limits.js';
+import { estimateUsage, reservationFor, type LimitsRefusal } from './limits.js';
+import { nativeProvider, type InferenceApi, type Provider } from './apis.js';
+import { upstreamPath, type ApiRoute } from './routes.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { requestTexts } from './moderation-text.js';
 
@@ -35,25 +42,6 @@ export const MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
 
 /** Header that may repeat the router's sandbox identity (never change it). It is not forwarded upstream. */
 export const SANDBOX_HEADER = 'x-kars-sandbox';
-
-/** A matched inference path. `deployment` is the raw (still percent-encoded) Azure path segment. */
-export type InferenceRoute = { kind: 'openai'; query: string } | { kind: 'azure'; deployment: string; query: string };
-
-export const AZURE_PREFIX = '/openai/deployments/';
-export const AZURE_SUFFIX = '/chat/completions';
-
-/** Match a request URL against the inference paths. */
-export function matchInferencePath(url: string): InferenceRoute | undefined {
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  const query = q < 0 ? '' : url.slice(q);
-  if (path === '/v1/chat/completions') return { kind: 'openai', query };
-  if (path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length && path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX)) {
-    const deployment = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
-    if (!deployment.includes('/')) return { kind: 'azure', deployment, query };
-  }
-  return undefined;
-}
 
 function isAlnum(c: number): boolean {
   return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39);
@@ -79,23 +67,43 @@ export function headerAgrees(header: string | string[] | undefined, sandbox: str
   return header === undefined || header === sandbox;
 }
 
-const KNOWN_PROVIDERS = new Set(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
+const KNOWN_PROVIDERS: ReadonlySet<string> = new Set<Provider>(['azure-openai', 'anthropic', 'ollama', 'bedrock']);
 
-/** The provider and ordered deployment candidates of a policy (empty: send the request as it is). */
-export function routePlan(rules: InferenceRules | undefined): { provider: string; deployments: string[] } {
+/** One upstream a request may be sent to: a provider (its upstream URL) and a deployment (undefined: the request's own). */
+export interface Candidate {
+  provider: Provider;
+  deployment: string | undefined;
+}
+
+/**
+ * The upstream candidates of a request on `api` under a policy, in order (step 6):
+ * - no policy: the API's own provider, the request as it is;
+ * - the provider is `modelPreference.primary.provider` when recognised, else `provider`, else the
+ *   API's own; `bedrock` → 501;
+ * - then the primary deployment and the fallbacks, each with its own provider (empty names,
+ *   duplicates, unknown providers and bedrock skipped); none → the request's own deployment;
+ * - only candidates whose provider speaks `api` are kept; none left → 403 `inference_policy_provider_mismatch`.
+ */
+export function routePlan(rules: InferenceRules | undefined, api: InferenceApi): { kind: 'plan'; candidates: Candidate[] } | Reject {
+  const own = nativeProvider(api);
   const mp = rules?.modelPreference ?? null;
-  const primaryProvider = mp?.primary.provider;
-  const provider =
-    primaryProvider !== undefined && KNOWN_PROVIDERS.has(primaryProvider) ? primaryProvider : (rules?.provider ?? 'azure-openai');
-  const deployments: string[] = [];
+  const pp = mp?.primary.provider;
+  const provider = (pp !== undefined && KNOWN_PROVIDERS.has(pp) ? pp : (rules?.provider ?? own)) as Provider;
+  if (provider === 'bedrock') return reject(providerUnimplemented(provider));
+  const all: Candidate[] = [];
+  const add = (p: string, deployment: string): void => {
+    if (deployment === '' || p === 'bedrock' || !KNOWN_PROVIDERS.has(p)) return;
+    if (all.some((c) => c.provider === p && c.deployment === deployment)) return;
+    all.push({ provider: p as Provider, deployment });
+  };
   if (mp !== null) {
-    if (mp.primary.deployment !== '') deployments.push(mp.primary.deployment);
-    for (const f of mp.fallback) {
-      if (f.deployment === '' || f.provider === 'bedrock' || deployments.includes(f.deployment)) continue;
-      deployments.push(f.deployment);
-    }
+    add(provider, mp.primary.deployment);
+    for (const f of mp.fallback) add(f.provider, f.deployment);
   }
-  return { provider, deployments };
+  if (all.length === 0) all.push({ provider, deployment: undefined });
+  const kept = all.filter((c) => api.providers.has(c.provider));
+  if (kept.length === 0) return reject(providerMismatch([...new Set(all.map((c) => c.provider))], api.title, [...api.providers]));
+  return { kind: 'plan', candidates: kept };
 }
 
 /** A refusal, with any extra response headers. */
@@ -123,8 +131,6 @@ export function tooLarge(): Reject {
 
 /** What the router's deployment contributes to a decision. */
 export interface PipelineContext {
-  /** The upstream URL's path, without a trailing `/` (prefixed to every forwarded path). */
-  basePath: string;
   /** Daily cap used when the policy sets none. */
   defaultDailyTokens: number | null;
   /** Whether a moderation backend is configured (`--guardrail-url`). */
@@ -134,97 +140,116 @@ export interface PipelineContext {
 /** The decision to forward: everything the proxy needs, already decided. */
 export interface Forward {
   kind: 'forward';
-  route: InferenceRoute;
+  route: ApiRoute;
+  /** Whether the request asks for a stream (`stream: true`). */
+  stream: boolean;
   /** The normalised request, as forwarded (step 4). */
   body: Record<string, unknown>;
   /** `JSON.stringify(body)`: the bytes sent to the first candidate. */
   text: string;
   /** Bytes of `text`: the prompt size for reservation and the usage estimate. */
   promptBytes: number;
-  /** Deployment candidates in order (step 6); `[undefined]` sends the request as it is. */
-  candidates: Array<string | undefined>;
+  /** Upstream candidates in order (step 6); a candidate without a deployment sends the request as it is. */
+  candidates: Candidate[];
   /** The active content-safety floor, if any (step 9). */
   floor: ContentSafetyRules | undefined;
   /** Texts an input guardrail stage must clear before forwarding (`moderation-text.ts`); undefined when none applies. */
   moderateInput: string[] | undefined;
   /** Whether an output guardrail stage judges the answer. */
   moderateOutput: boolean;
-  /** What to reserve against the budget before forwarding (step 5). */
-  reserve: { caps: BudgetCaps; tokens: number };
+  /** What to reserve against the budget before forwarding (step 5); undefined for an uncharged API (token counting). */
+  reserve: { caps: BudgetCaps; tokens: number } | undefined;
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** The refusal of a limits check (`apis.ts` normalise). */
+function limitsRefusal(r: LimitsRefusal): Reject {
+  switch (r.kind) {
+    case 'invalid':
+      return reject(invalidTokenLimit(r.message));
+    case 'unsupported':
+      return reject(unsupportedParameter(r.message));
+    case 'over_cap':
+      return reject(perRequestTokensExceeded(r.message));
+  }
+}
+
 /**
- * Steps 3–6 and the guardrail configuration check: the request body and the policy snapshot →
- * a refusal, or the forward decision. The budget itself (a ledger) is not consulted here: the
- * proxy reserves `reserve` and refuses with `budget_exceeded` when the ledger says no.
+ * Steps 3–6 and the guardrail configuration check: the request body on `route` and the policy
+ * snapshot → a refusal, or the forward decision. The budget itself (a ledger) is not consulted
+ * here: the proxy reserves `reserve` and refuses with `budget_exceeded` when the ledger says no.
  */
-export function decideRequest(
-  raw: Buffer,
-  route: InferenceRoute,
-  rules: InferenceRules | undefined,
-  ctx: PipelineContext,
-): Reject | Forward {
+export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRules | undefined, ctx: PipelineContext): Reject | Forward {
+  const api = route.api;
+  // appliesTo.action: a bound policy governs only the routes of its action; on another route no
+  // policy is in force, and the request is refused (fail closed).
+  const action = rules?.action ?? '*';
+  if (rules !== undefined && action !== '*' && action !== api.action) return reject(actionNotCovered(action, api.title, api.action));
   const strict = parseStrictJson(raw.toString('utf8'));
   if (!strict.ok) return reject(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
   if (!isObj(strict.value)) return reject(invalidJson('the body must be a JSON object'));
   const tb = rules?.tokenBudget ?? null;
 
   // Step 4: token limits, normalised into the body that will be forwarded.
-  const norm = normalizeRequest(strict.value, tb?.perRequestTokens ?? null);
-  if (!norm.ok) {
-    const r = norm.refusal;
-    return reject(r.kind === 'invalid' ? invalidTokenLimit(r.message) : perRequestTokensExceeded(r.message));
-  }
+  const norm = api.normalize(strict.value, tb?.perRequestTokens ?? null);
+  if (!norm.ok) return limitsRefusal(norm.refusal);
   const body = norm.request.body;
+  const providerTools = api.providerTools(body);
+  if (providerTools.length > 0) return reject(providerToolRefused(providerTools));
   const text = JSON.stringify(body);
   const promptBytes = Buffer.byteLength(text);
 
   // Step 6 (before reserving, so a refusal holds nothing): provider and deployment candidates.
-  const plan = routePlan(rules);
-  if (plan.provider === 'bedrock') return reject(providerUnimplemented(plan.provider));
+  const plan = routePlan(rules, api);
+  if (plan.kind === 'reject') return plan;
 
-  // Guardrail stages: without a backend every stage fails closed.
-  const stages = rules?.guardrails ?? [];
+  // The floor's evidence is Azure's annotations; an API whose answers cannot carry them cannot be held to it.
+  const floor = isFloorActive(rules?.contentSafety) && api.answersText ? (rules?.contentSafety ?? undefined) : undefined;
+  if (floor !== undefined && !api.annotated) return reject(contentSafetyUnenforceable(api.title));
+
+  // Guardrail stages: without a backend every stage fails closed. Token counting generates nothing.
+  const stages = api.charged ? (rules?.guardrails ?? []) : [];
   if (stages.length > 0 && !ctx.guardrailConfigured) return reject(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
   const input = stages.some((g) => g.applyTo !== 'output');
-  const output = stages.some((g) => g.applyTo !== 'input');
+  const output = api.answersText && stages.some((g) => g.applyTo !== 'input');
   // An input stage judges every text of the forwarded body; what it cannot judge is refused (ADR 0026).
+  if (input) {
+    const unjudgeable = api.unjudgeable(body);
+    if (unjudgeable.length > 0) return reject(guardrailUnjudgeable('input', unjudgeable));
+  }
   const judged = input ? requestTexts(body) : undefined;
   if (judged !== undefined && judged.unjudgeable.length > 0) return reject(guardrailUnjudgeable('input', judged.unjudgeable));
 
-  const floor = isFloorActive(rules?.contentSafety) ? (rules?.contentSafety ?? undefined) : undefined;
   return {
     kind: 'forward',
     route,
+    stream: body['stream'] === true,
     body,
     text,
     promptBytes,
-    candidates: plan.deployments.length > 0 ? plan.deployments : [undefined],
+    candidates: plan.candidates,
     floor,
     moderateInput: judged?.texts,
     moderateOutput: output,
-    reserve: {
-      caps: { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null },
-      tokens: reservationFor(norm.request, promptBytes),
-    },
+    reserve: api.charged
+      ? {
+          caps: { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null },
+          tokens: reservationFor(norm.request, promptBytes),
+        }
+      : undefined,
   };
 }
 
-/** The upstream path and the (re-serialised) body of the attempt at `deployment` (step 6). */
-export function attemptFor(f: Forward, deployment: string | undefined, basePath: string): { path: string; body: string } {
+/** The upstream path and the (re-serialised) body of the attempt at candidate `c` (step 6), under the upstream's `basePath`. */
+export function attemptFor(f: Forward, c: Candidate, basePath: string): { path: string; body: string } {
   const route = f.route;
-  if (route.kind === 'azure') {
-    const seg = deployment === undefined ? route.deployment : encodeURIComponent(deployment);
-    return { path: `${basePath}${AZURE_PREFIX}${seg}${AZURE_SUFFIX}${route.query}`, body: f.text };
-  }
-  return {
-    path: `${basePath}/v1/chat/completions${route.query}`,
-    body: deployment === undefined || f.body['model'] === deployment ? f.text : JSON.stringify({ ...f.body, model: deployment }),
-  };
+  const path = upstreamPath(route, basePath, c.deployment);
+  // The deployment form names the deployment in the path; every other form in the body's `model`.
+  if (route.prefix === undefined || c.deployment === undefined || f.body['model'] === c.deployment) return { path, body: f.text };
+  return { path, body: JSON.stringify({ ...f.body, model: c.deployment }) };
 }
 
 /** Whether an answer moves on to the next candidate (a 5xx or a 429, when one is left). */

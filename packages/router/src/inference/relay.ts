@@ -35,8 +35,10 @@ import { moderate, type GuardrailBackend } from './guardrails.js';
 import { answerTexts } from './moderation-text.js';
 import { judgeAnswer, upstreamFilterReason, type Meter, type RelayMode } from './pipeline.js';
 import type { ContentSafetyRules } from './safety.js';
-import { SseGate, usageFromJsonTail, usageFromSseText, usageTotal } from './sse.js';
+import { SseGate } from './sse.js';
 import type { UpstreamClient } from '../http/upstream.js';
+import type { Wire } from './apis.js';
+import type { UsageReader } from './usage.js';
 
 /** Largest upstream body the route buffers to judge; a larger one is refused (floor active) or passed unjudged. */
 export const MAX_BUFFERED_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -55,6 +57,10 @@ export interface RelayTarget {
   call: UpstreamCall;
   /** The relay is over (called once). */
   done: () => void;
+  /** The envelope of the API answered (for the router's own refusals). */
+  wire: Wire;
+  /** Reads the usage the answer reports (fed every chunk of a 2xx answer). */
+  usage: UsageReader;
 }
 
 /** The answer's body, as the upstream client delivers it. */
@@ -104,7 +110,19 @@ export function createRelay(mode: RelayMode, t: RelayTarget, j: JudgeOptions): B
 /** Refuse with `r` (unless the client is gone) and report the denial. */
 function refuse(t: RelayTarget, r: InferenceRefusal): void {
   t.decide('deny', r.body.error.code);
-  if (!t.res.destroyed) sendRefusal(t.res, r);
+  if (!t.res.destroyed) sendRefusal(t.res, r, undefined, t.wire);
+}
+
+/** Whether `t`'s answer is a 2xx (whose usage counts). */
+function ok(t: RelayTarget): boolean {
+  return t.status >= 200 && t.status < 300;
+}
+
+/** Record the usage the answer has reported so far, when it is a 2xx (ADR 0027). */
+function recordUsage(t: RelayTarget): void {
+  if (!ok(t)) return;
+  const u = t.usage.total();
+  if (u !== undefined) t.meter.usage = u;
 }
 
 /**
@@ -128,7 +146,7 @@ async function refusedByOutputStage(t: RelayTarget, j: JudgeOptions, guard: Guar
  * Collects a whole body to judge, up to MAX_BUFFERED_RESPONSE_BYTES (counted into `meter.bytes`).
  * Cut short, or too large (the upstream is aborted at the limit): 502 `proxy_error`.
  */
-abstract class BufferingRelay<Read extends { usage: number | undefined }> implements BodyRelay {
+abstract class BufferingRelay<Read> implements BodyRelay {
   protected readonly t: RelayTarget;
   protected readonly j: JudgeOptions;
   readonly #chunks: Buffer[] = [];
@@ -144,6 +162,7 @@ abstract class BufferingRelay<Read extends { usage: number | undefined }> implem
     if (this.#over) return true;
     this.#size += chunk.length;
     this.t.meter.bytes += chunk.length;
+    if (ok(this.t)) this.t.usage.push(chunk);
     if (this.#size > MAX_BUFFERED_RESPONSE_BYTES) {
       this.#over = true;
       this.#chunks.length = 0;
@@ -161,12 +180,12 @@ abstract class BufferingRelay<Read extends { usage: number | undefined }> implem
     const read = this.read(c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size));
     // The usage the upstream reports is what the provider bills: record it first, whether the
     // agent is still there, and whatever the judgement (ADR 0027).
-    if (this.t.status >= 200 && this.t.status < 300 && read.usage !== undefined) this.t.meter.usage = read.usage;
+    recordUsage(this.t);
     if (this.t.res.destroyed || this.t.res.headersSent) return this.t.done();
     this.judge(read);
   }
 
-  /** Parse the whole body once: what the judgement needs, and the total tokens it reports. */
+  /** Parse the whole body once: what the judgement needs. */
   protected abstract read(body: Buffer): Read;
 
   onError(): void {
@@ -179,7 +198,7 @@ abstract class BufferingRelay<Read extends { usage: number | undefined }> implem
     const { res } = this.t;
     if (!res.destroyed && !res.headersSent) {
       this.t.decide('allow', 'proxy_error');
-      sendRefusal(res, proxyError());
+      sendRefusal(res, proxyError(), undefined, this.t.wire);
     }
     this.t.done();
   }
@@ -200,17 +219,16 @@ abstract class BufferingRelay<Read extends { usage: number | undefined }> implem
     if (guard === undefined) return finish(false);
     refusedByOutputStage(t, this.j, guard, docs).then(finish, () => {
       // moderate() never rejects; should it, fail closed.
-      if (!t.res.destroyed && !t.res.headersSent) sendRefusal(t.res, proxyError());
+      if (!t.res.destroyed && !t.res.headersSent) sendRefusal(t.res, proxyError(), undefined, t.wire);
       t.done();
     });
   }
 }
 
 /** A JSON answer judged whole (floor, output stage), then sent in one write or refused. */
-class JudgedRelay extends BufferingRelay<{ body: Buffer; doc: unknown; usage: number | undefined }> {
-  protected read(body: Buffer): { body: Buffer; doc: unknown; usage: number | undefined } {
-    const doc = tryParse(body);
-    return { body, doc, usage: usageTotal(doc) };
+class JudgedRelay extends BufferingRelay<{ body: Buffer; doc: unknown }> {
+  protected read(body: Buffer): { body: Buffer; doc: unknown } {
+    return { body, doc: tryParse(body) };
   }
 
   protected judge({ body, doc }: { body: Buffer; doc: unknown }): void {
@@ -246,13 +264,12 @@ class JudgedRelay extends BufferingRelay<{ body: Buffer; doc: unknown; usage: nu
  * passed through the content-safety gate and sent, or refused with a plain JSON 403/503, since
  * nothing has been sent yet. Latency: the client sees the stream only when it has ended upstream.
  */
-class ModeratedStreamRelay extends BufferingRelay<{ all: Buffer; text: string; usage: number | undefined }> {
-  protected read(raw: Buffer): { all: Buffer; text: string; usage: number | undefined } {
+class ModeratedStreamRelay extends BufferingRelay<{ all: Buffer; text: string }> {
+  protected read(raw: Buffer): { all: Buffer; text: string } {
     // Judged and sent in one canonical form (no BOM, LF line ends), so that no client can read
     // an event the judge did not: `id: 1\rdata: …` is one line to a reader that splits on LF only.
     const all = canonicalSse(raw);
-    const text = all.toString('utf8');
-    return { all, text, usage: usageFromSseText(text) };
+    return { all, text: all.toString('utf8') };
   }
 
   protected judge({ all, text }: { all: Buffer; text: string }): void {
@@ -316,36 +333,27 @@ abstract class PassingRelay implements BodyRelay {
   abstract onError(): void;
 }
 
-/** No judging: stream the body straight through; record usage of a 2xx JSON body at the end. */
+/** No judging: stream the body straight through; the usage reader sees a 2xx body as it passes. */
 class PlainRelay extends PassingRelay {
   readonly #ok: boolean;
-  readonly #chunks: Buffer[] = [];
-  #size = 0;
 
   constructor(t: RelayTarget) {
     super(t);
-    this.#ok = t.status >= 200 && t.status < 300;
+    this.#ok = ok(t);
     t.decide('allow');
     t.res.writeHead(t.status, endToEndHeaders(t.headers));
   }
 
   onData(c: Buffer): boolean {
     this.t.meter.bytes += c.length;
-    if (this.#ok && this.#size <= MAX_BUFFERED_RESPONSE_BYTES) {
-      this.#chunks.push(c);
-      this.#size += c.length;
-    }
+    if (this.#ok) this.t.usage.push(c);
     return this.write(c);
   }
 
   onEnd(): void {
     const { t } = this;
     t.res.end();
-    if (this.#ok && this.#size <= MAX_BUFFERED_RESPONSE_BYTES) {
-      const c = this.#chunks;
-      const total = usageFromJsonTail(c.length === 1 ? (c[0] as Buffer) : Buffer.concat(c, this.#size));
-      if (total !== undefined) t.meter.usage = total;
-    }
+    recordUsage(t);
     t.done();
   }
 
@@ -390,6 +398,7 @@ class StreamRelay extends PassingRelay {
 
   onData(c: Buffer): boolean {
     this.t.meter.bytes += c.length;
+    if (ok(this.t)) this.t.usage.push(c);
     if (this.#blocked) return true;
     const g = this.#gate.push(c);
     if (g.blocked !== undefined) {
@@ -411,13 +420,14 @@ class StreamRelay extends PassingRelay {
     t.decide('allow');
     this.#head();
     t.res.end(g.out.length > 0 ? g.out : undefined);
-    const total = this.#gate.usage();
-    if (total !== undefined) t.meter.usage = total;
+    recordUsage(t);
     t.done();
   }
 
   onError(): void {
     if (this.#blocked) return;
+    // A stream cut after its usage event still reported what it used.
+    recordUsage(this.t);
     this.t.res.destroy();
     this.t.decide('allow');
     this.t.done();

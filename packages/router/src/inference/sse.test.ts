@@ -96,11 +96,10 @@ describe('usageFromJsonTail', () => {
 describe('SseGate', () => {
   const stream = pfr('safe') + delta('Hello') + delta(' world') + frame({ choices: [], usage: { total_tokens: 9 } }) + 'data: [DONE]\n\n';
 
-  it('passes a clean stream through byte for byte however it is split, and reads its usage', () => {
+  it('passes a clean stream through byte for byte however it is split', () => {
     for (const size of [1, 3, 7, 64, 10_000]) {
       const gate = new SseGate(cs({ hate: 'Low' }));
       assert.deepEqual(run(gate, stream, size), { out: stream, blockedCode: undefined });
-      assert.equal(gate.usage(), 9);
     }
   });
 

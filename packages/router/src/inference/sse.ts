@@ -1,7 +1,7 @@
 /**
- * Server-sent-event handling for streamed chat completions: splitting a byte stream into events,
- * the content-safety gate on the first annotated event (kars-wire-contract.md §5.3 step 6,
- * streaming), and reading the final `usage` chunk. Pure: no I/O; the handler feeds it bytes.
+ * Server-sent-event handling for streamed chat completions: the content-safety gate on the first
+ * annotated event (kars-wire-contract.md §5.3 step 6, streaming), and finding the final `usage`
+ * chunk in a stream's tail (`usage.ts` keeps the tail). Pure: no I/O; the relays feed it bytes.
  *
  * The gate ({@link SseGate}):
  * - With an inactive floor it is open from the start and hands every chunk back unchanged.
@@ -113,8 +113,6 @@ export class SseGate {
   #state: 'gating' | 'open' | 'blocked';
   readonly #splitter = new SseEventSplitter();
   #dataEvents = 0;
-  readonly #tail: Buffer[] = [];
-  #tailBytes = 0;
 
   /** `rules` must be an active floor, or undefined for no floor. */
   constructor(rules: ContentSafetyRules | undefined) {
@@ -130,7 +128,6 @@ export class SseGate {
   /** Feed one upstream chunk. */
   push(chunk: Buffer): GateOutput {
     if (this.#state === 'blocked') return NOTHING;
-    this.#keepTail(chunk);
     if (this.#state === 'open') return { out: chunk };
     const events = this.#splitter.push(chunk);
     // An event that never ends is judged as it stands once it is too large to hold.
@@ -145,20 +142,6 @@ export class SseGate {
     return rest.length > 0 ? this.#judge([rest]) : NOTHING;
   }
 
-  /** `usage.total_tokens` from the last chunk that carried usage, if the stream's tail holds one. */
-  usage(): number | undefined {
-    if (this.#tail.length === 0) return undefined;
-    return usageFromSseText(Buffer.concat(this.#tail, this.#tailBytes).toString('utf8'));
-  }
-
-  #keepTail(chunk: Buffer): void {
-    this.#tail.push(chunk);
-    this.#tailBytes += chunk.length;
-    while (this.#tail.length > 1 && this.#tailBytes - (this.#tail[0]?.length ?? 0) >= USAGE_TAIL_BYTES) {
-      this.#tailBytes -= this.#tail.shift()?.length ?? 0;
-    }
-  }
-
   #judge(events: Buffer[]): GateOutput {
     const out: Buffer[] = [];
     for (const ev of events) {
@@ -167,8 +150,6 @@ export class SseGate {
         const blocked = data === undefined ? undefined : this.#judgeData(data);
         if (blocked !== undefined) {
           this.#state = 'blocked';
-          this.#tail.length = 0;
-          this.#tailBytes = 0;
           return { out: Buffer.concat(out), blocked };
         }
       }

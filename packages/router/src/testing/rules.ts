@@ -4,7 +4,16 @@ import type { ContentSafetyRules } from '../inference/safety.js';
 
 /** InferenceRules with every field null except those in `over`. */
 export function inferenceRules(over: Partial<InferenceRules> = {}): InferenceRules {
-  return { tokenBudget: null, contentSafety: null, modelPreference: null, provider: null, guardrails: null, displayName: null, ...over };
+  return {
+    action: null,
+    tokenBudget: null,
+    contentSafety: null,
+    modelPreference: null,
+    provider: null,
+    guardrails: null,
+    displayName: null,
+    ...over,
+  };
 }
 
 /** A content-safety floor with every ceiling unset except those in `over`. */

@@ -1,0 +1,468 @@
+/**
+ * The inference APIs the router governs, one descriptor each: what InferencePolicy action governs
+ * it, which providers speak it, which fields limit its output and how they are capped, what a
+ * guardrail stage cannot judge in its requests, where its usage is reported, and how its errors are
+ * shaped. Everything that differs between chat completions, Responses, embeddings and Anthropic
+ * Messages is here; the pipeline (`pipeline.ts`) and the relays are the same for all of them.
+ *
+ * Guarantees: every function is pure and total (bad input is a refusal, never a throw).
+ */
+import { MAX_N, MAX_TOKEN_LIMIT, normalizeRequest, type LimitsRefusal, type LimitsResult, type NormalizedRequest } from './limits.js';
+
+/** The API of a route. */
+export type ApiName = 'chat' | 'responses' | 'embeddings' | 'messages' | 'count_tokens';
+
+/** The error envelope (and SDK family) of an API. */
+export type Wire = 'openai' | 'anthropic';
+
+/** The InferencePolicy `appliesTo.action` that governs a route (`image` governs no route: none is served). */
+export type RouteAction = 'chat' | 'responses' | 'embeddings';
+
+/** Providers a policy can route to (the wire contract's `provider` enum). */
+export type Provider = 'azure-openai' | 'anthropic' | 'ollama' | 'bedrock';
+
+/** How a usage figure is read from an answer (`usage.ts` runs it). */
+export type UsageShape =
+  /** `usage.total_tokens` of the body (read from its tail), or of the last stream chunk carrying it. */
+  | 'openai-total'
+  /** Responses: `usage` of the whole body; in a stream, `response.usage` of `response.completed|incomplete|failed`. */
+  | 'responses'
+  /** Anthropic: `usage` input + output (+ cache) tokens; in a stream, `message_start` plus the last `message_delta`. */
+  | 'anthropic';
+
+/** One governed API. */
+export interface InferenceApi {
+  readonly name: ApiName;
+  /** A human name for messages ("OpenAI Responses"). */
+  readonly title: string;
+  readonly action: RouteAction;
+  readonly wire: Wire;
+  /** The API's path after its prefix (`/v1`, `/openai/v1`, `/openai/deployments/{d}`): `/chat/completions`. */
+  readonly suffix: string;
+  /** Providers that speak it; a candidate of another provider is skipped, and none left is a refusal. */
+  readonly providers: ReadonlySet<Provider>;
+  /** Whether a request spends tokens (reserved and settled against the budget). */
+  readonly charged: boolean;
+  /** Whether its answers can carry Azure content-filter annotations (the content-safety floor's evidence). */
+  readonly annotated: boolean;
+  /** Whether its answers hold text an agent reads (what an output guardrail stage judges). */
+  readonly answersText: boolean;
+  readonly usage: UsageShape;
+  /** Validate and cap the limit fields (`cap`: `tokenBudget.perRequestTokens`, null for none). */
+  normalize(body: Record<string, unknown>, cap: number | null): LimitsResult;
+  /**
+   * Where a request holds what a text moderator cannot judge (media, stored context the router
+   * cannot read), for an input guardrail stage (ADR 0026); empty when everything is text.
+   */
+  unjudgeable(body: Record<string, unknown>): string[];
+  /** Request fields that make the provider reach the network itself (ADR 0034); the request is refused. */
+  providerTools(body: Record<string, unknown>): string[];
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  if (typeof v === 'number') return String(v);
+  return typeof v === 'object' ? (Array.isArray(v) ? 'a list' : 'an object') : `a ${typeof v}`;
+}
+
+function invalid(field: string, message: string): { ok: false; refusal: LimitsRefusal } {
+  return { ok: false, refusal: { kind: 'invalid', field, message } };
+}
+
+function overCap(requested: number, cap: number, what: string): { ok: false; refusal: LimitsRefusal } {
+  return {
+    ok: false,
+    refusal: { kind: 'over_cap', requested, cap, message: `Requested ${what} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}` },
+  };
+}
+
+/** An integer field from 1 to `max`, or absent. */
+function intField(body: Record<string, unknown>, field: string, max: number, where = field): number | undefined | LimitsResult {
+  if (!Object.hasOwn(body, field)) return undefined;
+  const v = body[field];
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) return v;
+  return invalid(where, `${where} must be an integer from 1 to ${max}, got ${describe(v)}`);
+}
+
+function isResult(v: number | undefined | LimitsResult): v is LimitsResult {
+  return typeof v === 'object';
+}
+
+/**
+ * Limit fields of another API: an upstream that reads one (a lax OpenAI-compatible server reading
+ * `max_tokens` on Responses) would take a limit the router never capped, so each is refused.
+ */
+function foreignLimits(body: Record<string, unknown>, fields: readonly string[], api: string): LimitsResult | undefined {
+  const f = fields.find((k) => Object.hasOwn(body, k));
+  return f === undefined ? undefined : invalid(f, `${f} is not a field of the ${api} API; send its own limit field instead`);
+}
+
+function streamField(body: Record<string, unknown>): LimitsResult | undefined {
+  const stream = body['stream'];
+  // A lax upstream may read `"true"` as true; the router must know whether it streams.
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+    return invalid('stream', `stream must be a boolean, got ${describe(stream)}`);
+  return undefined;
+}
+
+function normalized(body: Record<string, unknown>, perChoice: number | undefined): LimitsResult {
+  const request: NormalizedRequest = { body, n: 1, perChoice, maxCompletion: perChoice };
+  return { ok: true, request };
+}
+
+/** Responses: `max_output_tokens` (which bounds reasoning tokens too) capped; `background` refused. */
+function normalizeResponses(body: Record<string, unknown>, cap: number | null): LimitsResult {
+  const foreign = foreignLimits(body, ['max_tokens', 'max_completion_tokens', 'n'], 'Responses');
+  if (foreign !== undefined) return foreign;
+  const s = streamField(body);
+  if (s !== undefined) return s;
+  const bg = body['background'];
+  if (bg !== undefined && bg !== null && bg !== false)
+    return {
+      ok: false,
+      refusal: {
+        kind: 'unsupported',
+        field: 'background',
+        message:
+          'background responses are not served by kars router: they run and are billed after the request has ended, outside the budget; send the request without background',
+      },
+    };
+  const reasoning = body['reasoning'];
+  if (reasoning !== undefined && reasoning !== null && !isObj(reasoning))
+    return invalid('reasoning', `reasoning must be an object, got ${describe(reasoning)}`);
+  if (isObj(reasoning)) {
+    const r = intField(reasoning, 'max_tokens', MAX_TOKEN_LIMIT, 'reasoning.max_tokens');
+    if (isResult(r)) return r;
+    if (r !== undefined && cap !== null && r > cap) return overCap(r, cap, `reasoning.max_tokens=${r}`);
+  }
+  const mot = intField(body, 'max_output_tokens', MAX_TOKEN_LIMIT);
+  if (isResult(mot)) return mot;
+  if (cap === null) return normalized({ ...body }, mot);
+  if (mot === undefined) return normalized({ ...body, max_output_tokens: cap }, cap);
+  return mot > cap ? overCap(mot, cap, `max_output_tokens=${mot}`) : normalized({ ...body }, mot);
+}
+
+/** Embeddings: no output tokens; `input` must be text or token ids. */
+function normalizeEmbeddings(body: Record<string, unknown>): LimitsResult {
+  const foreign = foreignLimits(body, ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'n', 'stream'], 'embeddings');
+  if (foreign !== undefined) return foreign;
+  return { ok: true, request: { body: { ...body }, n: 1, perChoice: 0, maxCompletion: 0 } };
+}
+
+/**
+ * Anthropic Messages: `max_tokens` (required by the API) and `thinking.budget_tokens` capped. The
+ * completion maximum is the larger of the two (with interleaved thinking a budget may exceed
+ * `max_tokens`).
+ */
+function normalizeMessages(body: Record<string, unknown>, cap: number | null): LimitsResult {
+  const foreign = foreignLimits(body, ['max_completion_tokens', 'max_output_tokens', 'n'], 'Anthropic Messages');
+  if (foreign !== undefined) return foreign;
+  const s = streamField(body);
+  if (s !== undefined) return s;
+  const mt = intField(body, 'max_tokens', MAX_TOKEN_LIMIT);
+  if (isResult(mt)) return mt;
+  const thinking = body['thinking'];
+  if (thinking !== undefined && thinking !== null && !isObj(thinking))
+    return invalid('thinking', `thinking must be an object, got ${describe(thinking)}`);
+  let budget: number | undefined;
+  if (isObj(thinking)) {
+    const b = intField(thinking, 'budget_tokens', MAX_TOKEN_LIMIT, 'thinking.budget_tokens');
+    if (isResult(b)) return b;
+    budget = b;
+  }
+  if (cap !== null && budget !== undefined && budget > cap) return overCap(budget, cap, `thinking.budget_tokens=${budget}`);
+  if (cap !== null && mt !== undefined && mt > cap) return overCap(mt, cap, `max_tokens=${mt}`);
+  const out = cap !== null && mt === undefined ? { ...body, max_tokens: cap } : { ...body };
+  const maxTokens = (out['max_tokens'] as number | undefined) ?? undefined;
+  const most = maxTokens === undefined ? budget : budget === undefined ? maxTokens : Math.max(maxTokens, budget);
+  return normalized(out, most);
+}
+
+/** count_tokens: nothing is generated; the body is forwarded as parsed. */
+function normalizeCount(body: Record<string, unknown>): LimitsResult {
+  return { ok: true, request: { body: { ...body }, n: 1, perChoice: 0, maxCompletion: 0 } };
+}
+
+/** Content-part types whose payload is text, in every API. */
+const TEXT_PARTS: ReadonlySet<string> = new Set(['text', 'input_text', 'output_text', 'refusal', 'summary_text', 'reasoning_text']);
+
+/** Keys that carry media in a part, whatever its `type` says. */
+const MEDIA_KEYS: readonly string[] = [
+  'image_url',
+  'image',
+  'input_image',
+  'input_audio',
+  'audio',
+  'audio_url',
+  'file',
+  'file_id',
+  'file_data',
+  'file_url',
+  'input_file',
+  'video_url',
+  'video',
+  'source',
+];
+
+function partProblem(part: unknown, allowed: ReadonlySet<string>): string | undefined {
+  if (!isObj(part)) return undefined; // a string in a content list is text
+  const type = part['type'];
+  if (typeof type !== 'string' || !allowed.has(type)) return typeof type === 'string' ? type : 'part without a type';
+  const media = MEDIA_KEYS.find((k) => k in part);
+  return media === undefined ? undefined : `${type} part carrying ${media}`;
+}
+
+/** The parts of a `content` value (a string, or a list of parts) a text moderator cannot judge. */
+function contentProblems(content: unknown, path: string, out: string[], allowed: ReadonlySet<string> = TEXT_PARTS): void {
+  if (Array.isArray(content)) {
+    content.forEach((p, i) => {
+      const why = partProblem(p, allowed);
+      if (why !== undefined) out.push(`${path}[${i}] (${why})`);
+    });
+  } else if (isObj(content)) {
+    const why = partProblem(content, allowed);
+    if (why !== undefined) out.push(`${path} (${why})`);
+  }
+}
+
+function chatUnjudgeable(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const messages = body['messages'];
+  if (Array.isArray(messages)) {
+    messages.forEach((m, i) => {
+      if (!isObj(m)) return;
+      contentProblems(m['content'], `messages[${i}].content`, out);
+      if (m['audio'] !== undefined && m['audio'] !== null) out.push(`messages[${i}].audio (spoken audio)`);
+    });
+  }
+  const prediction = body['prediction'];
+  if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', out);
+  return out;
+}
+
+/** Responses input item types whose content the router can read as text. */
+const RESPONSES_TEXT_ITEMS: ReadonlySet<string> = new Set([
+  'message',
+  'function_call',
+  'function_call_output',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'reasoning',
+]);
+
+function responsesUnjudgeable(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  // Context the upstream holds and the router never sees: the model reads it, no stage judged it.
+  for (const k of ['previous_response_id', 'conversation', 'prompt'] as const) {
+    const v = body[k];
+    if (v !== undefined && v !== null) out.push(`${k} (stored context the router cannot read)`);
+  }
+  const input = body['input'];
+  if (Array.isArray(input)) {
+    input.forEach((item, i) => {
+      if (!isObj(item)) return;
+      const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
+      if (typeof type !== 'string' || !RESPONSES_TEXT_ITEMS.has(type)) {
+        out.push(`input[${i}] (${typeof type === 'string' ? type : 'item without a type'})`);
+        return;
+      }
+      contentProblems(item['content'], `input[${i}].content`, out);
+      // A tool's output may be a list of parts (text, image, file).
+      contentProblems(item['output'], `input[${i}].output`, out);
+    });
+  } else if (isObj(input)) out.push('input (an object)');
+  return out;
+}
+
+function embeddingsUnjudgeable(body: Record<string, unknown>): string[] {
+  const input = body['input'];
+  if (typeof input === 'string') return [];
+  if (Array.isArray(input) && input.every((x) => typeof x === 'string')) return [];
+  return ['input (token ids, not text)'];
+}
+
+/** Anthropic content blocks whose payload the router reads as text (provider-signed thinking included). */
+const ANTHROPIC_TEXT_BLOCKS: ReadonlySet<string> = new Set(['text', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']);
+/** Blocks a tool result may hold. */
+const ANTHROPIC_RESULT_BLOCKS: ReadonlySet<string> = new Set(['text']);
+
+function anthropicBlocks(content: unknown, path: string, out: string[]): void {
+  if (!Array.isArray(content)) {
+    if (isObj(content)) out.push(`${path} (an object)`);
+    return;
+  }
+  content.forEach((b, i) => {
+    const at = `${path}[${i}]`;
+    if (!isObj(b)) return;
+    const type = b['type'];
+    if (typeof type !== 'string' || !ANTHROPIC_TEXT_BLOCKS.has(type)) {
+      out.push(`${at} (${typeof type === 'string' ? type : 'block without a type'})`);
+      return;
+    }
+    if (type === 'tool_result') contentProblems(b['content'], `${at}.content`, out, ANTHROPIC_RESULT_BLOCKS);
+    else {
+      const media = MEDIA_KEYS.find((k) => k in b);
+      if (media !== undefined) out.push(`${at} (${type} block carrying ${media})`);
+    }
+  });
+}
+
+function messagesUnjudgeable(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const system = body['system'];
+  if (Array.isArray(system)) contentProblems(system, 'system', out, ANTHROPIC_RESULT_BLOCKS);
+  else if (isObj(system)) out.push('system (an object)');
+  const messages = body['messages'];
+  if (Array.isArray(messages)) {
+    messages.forEach((m, i) => {
+      if (isObj(m)) anthropicBlocks(m['content'], `messages[${i}].content`, out);
+    });
+  }
+  return out;
+}
+
+/** Responses tool types the agent runs itself; any other type is run by the provider. */
+const RESPONSES_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
+
+function responsesProviderTools(body: Record<string, unknown>): string[] {
+  const tools = body['tools'];
+  if (!Array.isArray(tools)) return [];
+  const out: string[] = [];
+  tools.forEach((t, i) => {
+    const type = isObj(t) ? t['type'] : undefined;
+    if (typeof type !== 'string' || !RESPONSES_CLIENT_TOOLS.has(type))
+      out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
+  });
+  return out;
+}
+
+/**
+ * Anthropic tools the agent runs itself: custom tools (no `type`, or `custom`) and the client
+ * tools whose calls come back to the agent (`bash_*`, `text_editor_*`, `computer_*`, `memory_*`).
+ * Server tools (`web_search_*`, `web_fetch_*`, `code_execution_*`, …) run at the provider.
+ */
+function anthropicClientTool(type: unknown): boolean {
+  if (type === undefined || type === 'custom') return true;
+  return typeof type === 'string' && /^(bash|text_editor|computer|memory)_\d{8}$/.test(type);
+}
+
+function messagesProviderTools(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  if (body['mcp_servers'] !== undefined && body['mcp_servers'] !== null) out.push('mcp_servers (the MCP connector)');
+  const tools = body['tools'];
+  if (Array.isArray(tools))
+    tools.forEach((t, i) => {
+      const type = isObj(t) ? t['type'] : 'not an object';
+      if (!anthropicClientTool(type)) out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
+    });
+  return out;
+}
+
+function chatProviderTools(body: Record<string, unknown>): string[] {
+  return body['web_search_options'] !== undefined && body['web_search_options'] !== null ? ['web_search_options (web search)'] : [];
+}
+
+const OPENAI_PROVIDERS: ReadonlySet<Provider> = new Set(['azure-openai', 'ollama']);
+
+/** Chat completions (`/v1/chat/completions`). */
+export const CHAT: InferenceApi = {
+  name: 'chat',
+  title: 'OpenAI chat completions',
+  action: 'chat',
+  wire: 'openai',
+  suffix: '/chat/completions',
+  providers: OPENAI_PROVIDERS,
+  charged: true,
+  annotated: true,
+  answersText: true,
+  usage: 'openai-total',
+  normalize: (body, cap) => {
+    const foreign = foreignLimits(body, ['max_output_tokens'], 'chat completions');
+    return foreign ?? normalizeRequest(body, cap);
+  },
+  unjudgeable: chatUnjudgeable,
+  providerTools: chatProviderTools,
+};
+
+/** OpenAI Responses (`/v1/responses`). */
+export const RESPONSES: InferenceApi = {
+  name: 'responses',
+  title: 'OpenAI Responses',
+  action: 'responses',
+  wire: 'openai',
+  suffix: '/responses',
+  providers: new Set<Provider>(['azure-openai']),
+  charged: true,
+  annotated: false,
+  answersText: true,
+  usage: 'responses',
+  normalize: normalizeResponses,
+  unjudgeable: responsesUnjudgeable,
+  providerTools: responsesProviderTools,
+};
+
+/** OpenAI embeddings (`/v1/embeddings`). */
+export const EMBEDDINGS: InferenceApi = {
+  name: 'embeddings',
+  title: 'OpenAI embeddings',
+  action: 'embeddings',
+  wire: 'openai',
+  suffix: '/embeddings',
+  providers: OPENAI_PROVIDERS,
+  charged: true,
+  annotated: false,
+  answersText: false,
+  usage: 'openai-total',
+  normalize: normalizeEmbeddings,
+  unjudgeable: embeddingsUnjudgeable,
+  providerTools: () => [],
+};
+
+/** Anthropic Messages (`/v1/messages`), governed as chat. */
+export const MESSAGES: InferenceApi = {
+  name: 'messages',
+  title: 'Anthropic Messages',
+  action: 'chat',
+  wire: 'anthropic',
+  suffix: '/messages',
+  providers: new Set<Provider>(['anthropic']),
+  charged: true,
+  annotated: false,
+  answersText: true,
+  usage: 'anthropic',
+  normalize: normalizeMessages,
+  unjudgeable: messagesUnjudgeable,
+  providerTools: messagesProviderTools,
+};
+
+/** Anthropic token counting (`/v1/messages/count_tokens`): allowed and never charged. */
+export const COUNT_TOKENS: InferenceApi = {
+  name: 'count_tokens',
+  title: 'Anthropic token counting',
+  action: 'chat',
+  wire: 'anthropic',
+  suffix: '/messages/count_tokens',
+  providers: new Set<Provider>(['anthropic']),
+  charged: false,
+  annotated: false,
+  answersText: false,
+  usage: 'anthropic',
+  normalize: normalizeCount,
+  unjudgeable: () => [],
+  providerTools: messagesProviderTools,
+};
+
+/** Every governed API. */
+export const APIS: readonly InferenceApi[] = [CHAT, RESPONSES, EMBEDDINGS, MESSAGES, COUNT_TOKENS];
+
+/** The provider a route's requests go to when no policy names one. */
+export function nativeProvider(api: InferenceApi): Provider {
+  return api.wire === 'anthropic' ? 'anthropic' : 'azure-openai';
+}
+
+export { MAX_N, MAX_TOKEN_LIMIT };
