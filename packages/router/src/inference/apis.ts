@@ -117,7 +117,7 @@ function normalized(body: Record<string, unknown>, perChoice: number | undefined
 
 /** Responses: `max_output_tokens` (which bounds reasoning tokens too) capped; `background` refused. */
 function normalizeResponses(body: Record<string, unknown>, cap: number | null): LimitsResult {
-  const foreign = foreignLimits(body, ['max_tokens', 'max_completion_tokens', 'n'], 'Responses');
+  const foreign = foreignLimits(body, ['max_tokens', 'max_completion_tokens', 'n', 'thinking'], 'Responses');
   if (foreign !== undefined) return foreign;
   const s = streamField(body);
   if (s !== undefined) return s;
@@ -382,7 +382,7 @@ export const CHAT: InferenceApi = {
   answersText: true,
   usage: 'openai-total',
   normalize: (body, cap) => {
-    const foreign = foreignLimits(body, ['max_output_tokens'], 'chat completions');
+    const foreign = foreignLimits(body, ['max_output_tokens', 'thinking'], 'chat completions');
     return foreign ?? normalizeRequest(body, cap);
   },
   unjudgeable: chatUnjudgeable,
