@@ -110,6 +110,7 @@ describe('route table', () => {
       fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), (name) => {
         const raw = encodeURIComponent(name);
         const c = canonicalDeployment(raw);
+        // eslint-disable-next-line no-control-regex
         const bad = name === '.' || name === '..' || /[/\\?#\u0000-\u001f\u007f]/.test(name);
         if (bad) assert.equal(c, undefined, JSON.stringify(name));
         else {
