@@ -64,6 +64,11 @@ describe('OpenAI stub: embeddings through the openai SDK', () => {
     assert.equal(bare.json.usage, undefined);
     await assert.rejects(client.embeddings.create({ model: 'm', input: [] }), OpenAI.BadRequestError);
     await assert.rejects(client.embeddings.create({ model: 'm', input: 'x', dimensions: 0 }), OpenAI.BadRequestError);
+    await assert.rejects(
+      client.embeddings.create({ model: 'm', input: Array.from({ length: 400 }, (_, i) => `t${i}`), dimensions: 3072 }),
+      OpenAI.BadRequestError,
+      'the stub bounds inputs × dimensions',
+    );
     const tokens = await client.embeddings.create({ model: 'm', input: [[1, 2, 3], [4]], encoding_format: 'float' });
     assert.equal(tokens.data.length, 2);
     await assert.rejects(

@@ -13,6 +13,8 @@ export const DEFAULT_EMBEDDING_DIMENSIONS = 16;
 export const MAX_EMBEDDING_DIMENSIONS = 3072;
 /** Most inputs in one request (the real API's limit). */
 export const MAX_EMBEDDING_INPUTS = 2048;
+/** Most floats in one answer (inputs × dimensions): the stub's own bound, so one request cannot make it build a 100 MB answer. */
+export const MAX_EMBEDDING_FLOATS = 1 << 20;
 
 /** An answer: status and body. */
 export interface EmbeddingsAnswer {
@@ -71,6 +73,8 @@ export function embeddingsAnswer(doc: Record<string, unknown>, model: string, us
   if (format !== 'float' && format !== 'base64')
     return invalid("Invalid 'encoding_format': expected 'float' or 'base64'.", 'encoding_format');
   const dims = typeof d === 'number' ? d : DEFAULT_EMBEDDING_DIMENSIONS;
+  if (texts.length * dims > MAX_EMBEDDING_FLOATS)
+    return invalid(`kars OpenAI stub: at most ${MAX_EMBEDDING_FLOATS} floats per answer (inputs × dimensions).`, 'input');
   const data = texts.map((t, index) => {
     const v = embedText(t, dims);
     const embedding = format === 'base64' ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : Array.from(v);
