@@ -18,7 +18,8 @@
 //   npm run bench:router                    # build, then defaults (~3–3.5 min on the 2-core dev VM)
 //   BENCH_QUICK=1 node bench/router.mjs     # smoke test, ~1 min (needs a prior `npx tsc -b`)
 //
-// Env: see bench/README.md ("Router"); BENCH_APIS picks the APIs of the latency and ttfb phases. Goals are reported (met / missed), never asserted: the exit
+// Env: see bench/README.md ("Router"); BENCH_APIS picks the APIs of the latency and ttfb phases
+// (chat, Responses, Anthropic Messages). Goals are reported (met / missed), never asserted: the exit
 // code is 1 only on real errors (a child fails or dies, a request fails, a change is not enforced).
 
 import { spawn, spawnSync } from 'node:child_process';
