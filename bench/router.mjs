@@ -6,6 +6,7 @@
 // Every peer is its own process, so the 2 cores are shared the same way in every comparison:
 //   - the OpenAI stub (`startOpenAIStub` from packages/router/dist, in a tiny child: this file with
 //     `--stub`), one instance for the whole run; "direct" and "through the router" hit the same one;
+//     for the Anthropic Messages rows, the Anthropic stub likewise (`--stub anthropic`);
 //   - the router (`node apps/cli/bin/kars.js router --policy-dir … | --kubeconfig …`);
 //   - a plain node:http pass-through proxy (this file with `--proxy`), the baseline for what one
 //     Node HTTP hop costs before any kars code runs;
@@ -17,7 +18,8 @@
 //   npm run bench:router                    # build, then defaults (~3–3.5 min on the 2-core dev VM)
 //   BENCH_QUICK=1 node bench/router.mjs     # smoke test, ~1 min (needs a prior `npx tsc -b`)
 //
-// Env: see bench/README.md ("Router"). Goals are reported (met / missed), never asserted: the exit
+// Env: see bench/README.md ("Router"); BENCH_APIS picks the APIs of the latency and ttfb phases
+// (chat, Responses, Anthropic Messages). Goals are reported (met / missed), never asserted: the exit
 // code is 1 only on real errors (a child fails or dies, a request fails, a change is not enforced).
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -188,16 +190,19 @@ class HttpConn {
   }
 }
 
-/** The request bytes for one chat completion. */
-function chatRequest(url, body, extraHeaders = {}) {
+/** The request bytes for one request of `api` (default chat completions; see {@link APIS}). */
+function chatRequest(url, body, extraHeaders = {}, api = APIS.chat) {
   const u = new URL(url);
   const payload = Buffer.from(body);
-  const extra = Object.entries(extraHeaders)
+  const extra = Object.entries({ ...api.auth, ...extraHeaders })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
-  const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-kars-bench\r\n${extra}Content-Length: ${payload.length}\r\n\r\n`;
+  const head = `POST ${api.path} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n${extra}Content-Length: ${payload.length}\r\n\r\n`;
   return Buffer.concat([Buffer.from(head, 'latin1'), payload]);
 }
+
+const SYSTEM_PROMPT = 'You are a concise assistant working inside a kars sandbox.';
+const USER_PROMPT = 'Summarise the last build log in one sentence.';
 
 const chatBody = (maxTokens) =>
   JSON.stringify({
@@ -205,18 +210,66 @@ const chatBody = (maxTokens) =>
     max_tokens: maxTokens,
     temperature: 0.2,
     messages: [
-      { role: 'system', content: 'You are a concise assistant working inside a kars sandbox.' },
-      { role: 'user', content: 'Summarise the last build log in one sentence.' },
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: USER_PROMPT },
     ],
   });
+
+/**
+ * The inference APIs the latency and time-to-first-byte phases measure (`BENCH_APIS`), each with
+ * the same prompt: its path, the body for a token limit, the auth headers a client sends, which
+ * stub serves it, and how to tell an error frame in its stream (Responses objects carry
+ * `"error":null`, so the chat test of `"error"` would misfire there).
+ */
+const APIS = {
+  chat: {
+    label: 'chat completions',
+    path: '/v1/chat/completions',
+    upstream: 'openai',
+    auth: { Authorization: 'Bearer sk-kars-bench' },
+    body: chatBody,
+    streamError: (text) => text.includes('"error"'),
+  },
+  responses: {
+    label: 'Responses',
+    path: '/v1/responses',
+    upstream: 'openai',
+    auth: { Authorization: 'Bearer sk-kars-bench' },
+    body: (maxTokens) =>
+      JSON.stringify({
+        model: 'gpt-4o',
+        max_output_tokens: maxTokens,
+        temperature: 0.2,
+        instructions: SYSTEM_PROMPT,
+        input: [{ role: 'user', content: USER_PROMPT }],
+      }),
+    streamError: (text) => /^event: (error|response\.failed)$/m.test(text),
+  },
+  messages: {
+    label: 'Anthropic Messages',
+    path: '/v1/messages',
+    upstream: 'anthropic',
+    auth: { 'x-api-key': 'sk-ant-kars-bench', 'anthropic-version': '2023-06-01' },
+    body: (maxTokens) =>
+      JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        max_tokens: maxTokens,
+        temperature: 0.2,
+        system: SYSTEM_PROMPT,
+        messages: [{ role: 'user', content: USER_PROMPT }],
+      }),
+    streamError: (text) => /^event: error$/m.test(text),
+  },
+};
 
 // ---------------------------------------------------------------------------------------------
 // Child: the OpenAI stub
 // ---------------------------------------------------------------------------------------------
 
-async function stubMain() {
-  const { startOpenAIStub } = await import(dist('router', 'stubs/openai.js'));
-  const stub = await startOpenAIStub({ listen: '127.0.0.1:0' });
+async function stubMain(kind = 'openai') {
+  const stubs = await import(dist('router', 'stubs/index.js'));
+  const start = kind === 'anthropic' ? stubs.startAnthropicStub : stubs.startOpenAIStub;
+  const stub = await start({ listen: '127.0.0.1:0' });
   // The stub records every request it receives in `requests` (tests read it) and never drops
   // them. Nothing here reads them: make the push a no-op, so the stub's heap does not grow by
   // ~1–2 KB per request (and old-space GC pauses do not land in the "direct" numbers).
@@ -236,9 +289,10 @@ async function stubMain() {
 /** Hop-by-hop headers a proxy must not forward (RFC 9110 §7.6.1). */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-async function proxyMain(upstreamUrl) {
+async function proxyMain(upstreamUrl, anthropicUrl) {
   const http = (await import('node:http')).default;
-  const up = new URL(upstreamUrl);
+  const openaiUp = new URL(upstreamUrl);
+  const anthropicUp = anthropicUrl ? new URL(anthropicUrl) : undefined;
   // The same agent settings as the router's inference handler.
   const agent = new http.Agent({ keepAlive: true, scheduling: 'lifo' });
   const server = http.createServer((req, res) => {
@@ -246,6 +300,8 @@ async function proxyMain(upstreamUrl) {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      // The Anthropic routes go to the Anthropic stub, everything else to the OpenAI stub.
+      const up = anthropicUp && req.url?.startsWith('/v1/messages') ? anthropicUp : openaiUp;
       const headers = {};
       for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k)) headers[k] = v;
       headers.host = up.host;
@@ -741,11 +797,11 @@ function routerBuildId() {
 }
 
 /** One request on a fresh connection (sanity checks). */
-function oneRequest(url, body, headers = {}) {
+function oneRequest(url, body, headers = {}, api = APIS.chat) {
   const u = new URL(url);
   const c = new HttpConn(u.hostname, Number(u.port));
   return new Promise((res, rej) => {
-    c.request(chatRequest(url, body, headers), (e, status, b) => {
+    c.request(chatRequest(url, body, headers, api), (e, status, b) => {
       c.close();
       if (e) rej(e);
       else res({ status, text: b.toString('utf8') });
@@ -870,9 +926,9 @@ function findPortkey() {
   return { script, version };
 }
 
-/** The headers that make the Portkey gateway forward to the stub (an OpenAI-compatible custom host). */
-function portkeyHeaders(stubUrl) {
-  return { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${stubUrl}/v1` };
+/** The headers that make the Portkey gateway forward to the stub (an OpenAI-compatible custom host, or the Anthropic stub as provider anthropic). */
+function portkeyHeaders(stubUrl, provider = 'openai') {
+  return { 'x-portkey-provider': provider, 'x-portkey-custom-host': `${stubUrl}/v1` };
 }
 
 /** Resolve once `url` answers GET / (any status), or throw after `timeoutMs`. */
@@ -926,11 +982,13 @@ function externalHandle(label, child, url) {
  * keep-alive (`keepalive 64`, HTTP/1.1, `Connection: ""`), no access log, and `proxy_buffering
  * off` so streams are passed on as they arrive.
  */
-async function startNginx(tmp, stubUrl) {
+async function startNginx(tmp, stubUrl, anthropicUrl) {
   const dir = join(tmp, 'nginx');
   mkdirSync(join(dir, 'logs'), { recursive: true });
   const port = await freePort();
   const up = new URL(stubUrl);
+  const anthropicUp = anthropicUrl ? new URL(anthropicUrl) : undefined;
+  const pass = 'proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off;';
   const conf = join(dir, 'nginx.conf');
   writeFileSync(
     conf,
@@ -950,8 +1008,10 @@ async function startNginx(tmp, stubUrl) {
       `  scgi_temp_path ${join(dir, 'scgi')};`,
       '  keepalive_requests 1000000;',
       `  upstream stub { server ${up.host}; keepalive 64; }`,
+      ...(anthropicUp ? [`  upstream anthropic { server ${anthropicUp.host}; keepalive 64; }`] : []),
       `  server { listen 127.0.0.1:${port};`,
-      '    location / { proxy_pass http://stub; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }',
+      `    location / { proxy_pass http://stub; ${pass} }`,
+      ...(anthropicUp ? [`    location /v1/messages { proxy_pass http://anthropic; ${pass} }`] : []),
       '  }',
       '}',
       '',
@@ -983,7 +1043,7 @@ async function startPortkey(script) {
  * connection, `gapMs` apart; each sample is from writing the request to receiving the first `data:`
  * byte of the body. Resolves with the samples (ms); rejects on a non-200 answer or an error frame.
  */
-async function ttfbRun(url, body, headers, n, gapMs) {
+async function ttfbRun(url, body, headers, n, gapMs, api = APIS.chat) {
   const u = new URL(url);
   const sock = net.connect(Number(u.port), u.hostname);
   await new Promise((res, rej) => {
@@ -991,7 +1051,7 @@ async function ttfbRun(url, body, headers, n, gapMs) {
     sock.once('error', rej);
   });
   sock.setNoDelay(true);
-  const req = chatRequest(url, body, headers);
+  const req = chatRequest(url, body, headers, api);
   const out = [];
   try {
     for (let i = 0; i < n; i++) {
@@ -1010,7 +1070,8 @@ async function ttfbRun(url, body, headers, n, gapMs) {
           sock.off('data', onData);
           sock.off('error', rej);
           if (!buf.startsWith('HTTP/1.1 200')) rej(new Error(`ttfb ${url}: ${buf.slice(0, 200)}`));
-          else if (buf.includes('"error"')) rej(new Error(`ttfb ${url}: the stream carried an error frame: ${buf.slice(he, he + 300)}`));
+          else if (api.streamError(buf.slice(he)))
+            rej(new Error(`ttfb ${url}: the stream carried an error frame: ${buf.slice(he, he + 300)}`));
           else res();
         };
         sock.on('data', onData);
@@ -1083,8 +1144,13 @@ async function main() {
     loadgen: process.env.BENCH_LOADGEN ?? 'auto',
     peers: splitArgs((process.env.BENCH_PEERS ?? 'direct,proxy,nginx,router,portkey').replace(/,/g, ' ')),
     ttfbRequests: envInt('BENCH_TTFB_REQUESTS', quick ? 300 : 1000),
+    // The APIs the latency and ttfb phases measure; throughput and the reload phases use chat.
+    apis: splitArgs((process.env.BENCH_APIS ?? 'chat,responses,messages').replace(/,/g, ' ')),
     goals: { addedP50Ms: 0.5, addedP99Ms: 1, throughputRatio: 0.8, nginxRatio: 0.6, portkeyRatio: 5, ttfbAddedP99Ms: 1, decisionUs: 20 },
   };
+  for (const a of cfg.apis) if (!(a in APIS)) throw new Error(`BENCH_APIS: unknown API "${a}" (${Object.keys(APIS).join(', ')})`);
+  if (!cfg.apis.includes('chat')) cfg.apis.unshift('chat');
+  const anthropicWanted = cfg.apis.includes('messages');
   for (const p of cfg.peers)
     if (!(p in PEER_LABEL)) throw new Error(`BENCH_PEERS: unknown peer "${p}" (${Object.keys(PEER_LABEL).join(', ')})`);
   // Peers from outside the repo are skipped, with a message, when they are not installed.
@@ -1149,6 +1215,7 @@ async function main() {
     return `${cmp === 'le' ? '≤' : '≥'} ${limit} ${unit}: ${met ? 'met' : '**missed**'}`;
   };
   let stub;
+  let anthropicStub;
   let proxy;
   let nginx;
   let portkey;
@@ -1158,7 +1225,7 @@ async function main() {
   let srv;
   let api;
   const checkChildren = () => {
-    for (const c of [stub, proxy, nginx, portkey, bare, router, srv]) if (c?.died) throw new Error(c.died);
+    for (const c of [stub, anthropicStub, proxy, nginx, portkey, bare, router, srv]) if (c?.died) throw new Error(c.died);
   };
 
   try {
@@ -1183,11 +1250,20 @@ async function main() {
       phaseTimes.decision = (performance.now() - t0) / 1000;
     }
 
-    const needDataPlane = phases.has('latency') || phases.has('throughput') || phases.has('dir');
+    const needDataPlane = phases.has('latency') || phases.has('throughput') || phases.has('ttfb') || phases.has('dir');
     if (needDataPlane || phases.has('api')) {
       stub = await startChild('stub', [SELF, '--stub'], { nodeArgs: splitArgs(process.env.BENCH_STUB_NODE_ARGS) });
       log(`stub (pid ${stub.pid}) at ${stub.url}`);
     }
+    const apiPhases = phases.has('latency') || phases.has('ttfb');
+    if (anthropicWanted && apiPhases) {
+      anthropicStub = await startChild('anthropic stub', [SELF, '--stub', 'anthropic'], {
+        nodeArgs: splitArgs(process.env.BENCH_STUB_NODE_ARGS),
+      });
+      log(`Anthropic stub (pid ${anthropicStub.pid}) at ${anthropicStub.url}`);
+    }
+    /** The router's upstream flags: the OpenAI stub as the default, the Anthropic stub by name (issue 20's `--upstream NAME=URL`). */
+    const upstreamArgs = () => ['--upstream', stub.url, ...(anthropicStub ? ['--upstream', `anthropic=${anthropicStub.url}`] : [])];
 
     // ---- the router from a kubelet-style policy directory --------------------------------------
     const mount = new KubeletMount(join(tmp, 'policy', 'inference'));
@@ -1195,7 +1271,7 @@ async function main() {
       mount.write(compiled(REALISTIC_CAP).body);
       router = await startChild(
         'router (dir)',
-        [KARS, 'router', '--policy-dir', join(tmp, 'policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', '--upstream', stub.url],
+        [KARS, 'router', '--policy-dir', join(tmp, 'policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', ...upstreamArgs()],
         {
           nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
           // No kubeconfig: the router serves from the directory alone, without an echo lease.
@@ -1221,7 +1297,9 @@ async function main() {
       if (over.status !== 429)
         throw new Error(`sanity: the policy is not enforced: max_tokens ${REALISTIC_CAP * 2} answered ${over.status}, expected 429`);
       if (peers.includes('proxy') && (phases.has('latency') || phases.has('throughput'))) {
-        proxy = await startChild('proxy', [SELF, '--proxy', stub.url], { nodeArgs: splitArgs(process.env.BENCH_PROXY_NODE_ARGS) });
+        proxy = await startChild('proxy', [SELF, '--proxy', stub.url, ...(anthropicStub ? [anthropicStub.url] : [])], {
+          nodeArgs: splitArgs(process.env.BENCH_PROXY_NODE_ARGS),
+        });
         const pr = await oneRequest(proxy.url, body);
         if (pr.status !== 200 || pr.text.length !== d.text.length)
           throw new Error(`sanity: the pass-through proxy answered ${pr.status} with ${pr.text.length} bytes`);
@@ -1229,7 +1307,7 @@ async function main() {
       }
       const dataPhases = phases.has('latency') || phases.has('throughput') || phases.has('ttfb');
       if (peers.includes('nginx') && dataPhases) {
-        nginx = await startNginx(tmp, stub.url);
+        nginx = await startNginx(tmp, stub.url, anthropicStub?.url);
         const nr = await oneRequest(nginx.url, body);
         if (nr.status !== 200 || nr.text.length !== d.text.length)
           throw new Error(`sanity: nginx answered ${nr.status} with ${nr.text.length} bytes`);
@@ -1247,18 +1325,7 @@ async function main() {
         mkdirSync(join(tmp, 'empty-policy'));
         bare = await startChild(
           'router (no policy)',
-          [
-            KARS,
-            'router',
-            '--policy-dir',
-            join(tmp, 'empty-policy'),
-            '--sandbox',
-            SANDBOX,
-            '--listen',
-            '127.0.0.1:0',
-            '--upstream',
-            stub.url,
-          ],
+          [KARS, 'router', '--policy-dir', join(tmp, 'empty-policy'), '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', ...upstreamArgs()],
           {
             nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS),
             env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
@@ -1271,6 +1338,47 @@ async function main() {
       loadgen = startLoadgen();
     }
 
+    // Sanity for the other APIs (issue 20): 200 direct and through the router, the cap enforced
+    // by the router; a peer that cannot carry an API (nginx, the proxy, Portkey) is left out of
+    // that API's rows with the reason, as the ttfb phase does for chat.
+    /** Per API, the peers left out of its rows and why. */
+    const apiSkipped = Object.fromEntries(cfg.apis.map((n) => [n, {}]));
+    const urlOf = (peer, a) => (peer === 'direct' && a.upstream === 'anthropic' ? anthropicStub.url : url0[peer]());
+    const stubOf = (a) => (a.upstream === 'anthropic' ? anthropicStub.url : stub.url);
+    if (needDataPlane && apiPhases)
+      for (const name of cfg.apis.filter((n) => n !== 'chat')) {
+        const a = APIS[name];
+        const b = a.body(TRAFFIC_MAX_TOKENS);
+        const d = await oneRequest(stubOf(a), b, {}, a);
+        const r = await oneRequest(router.url, b, {}, a);
+        const over = await oneRequest(router.url, a.body(REALISTIC_CAP * 2), {}, a);
+        raw.sanity[name] = {
+          direct: d.status,
+          router: r.status,
+          overCap: over.status,
+          routerBody: r.text.slice(0, 300),
+          overCapBody: over.text.slice(0, 300),
+        };
+        if (d.status !== 200 || r.status !== 200)
+          throw new Error(
+            `sanity ${a.label}: expected 200 direct and through the router on ${a.path}, got ${d.status} / ${r.status}: ${r.text.slice(0, 200)} (issue 20 brings the router's ${a.path} route${a.upstream === 'anthropic' ? ' and --upstream anthropic=URL' : ''}; BENCH_APIS=chat measures chat alone)`,
+          );
+        if (over.status !== 429)
+          throw new Error(
+            `sanity ${a.label}: the policy is not enforced: a limit of ${REALISTIC_CAP * 2} answered ${over.status}, expected 429: ${over.text.slice(0, 200)}`,
+          );
+        for (const peer of peers.filter((p) => p !== 'direct' && p !== 'router')) {
+          const handle = { proxy, nginx, bare, portkey }[peer];
+          if (!handle) continue;
+          const headers = peer === 'portkey' ? portkeyHeaders(stubOf(a), a.upstream) : {};
+          const pr = await oneRequest(handle.url, b, headers, a).catch((e) => ({ status: 0, text: errMsg(e) }));
+          if (pr.status !== 200) {
+            apiSkipped[name][peer] = `answered ${pr.status}`;
+            log(`${a.label}: leaving ${peer} out (it answered ${pr.status}: ${pr.text.slice(0, 120)})`);
+          }
+        }
+      }
+
     const url0 = {
       direct: () => stub.url,
       proxy: () => proxy.url,
@@ -1279,8 +1387,9 @@ async function main() {
       router: () => router.url,
       portkey: () => portkey.url,
     };
-    const pids = () => ({
-      stub: stub?.pid,
+    /** The processes whose CPU is counted; `stub` is the stub that serves `a` (the Anthropic one for Messages). */
+    const pids = (a = APIS.chat) => ({
+      stub: a.upstream === 'anthropic' ? anthropicStub?.pid : stub?.pid,
       proxy: proxy?.pid,
       nginx: nginx?.pid,
       bare: bare?.pid,
@@ -1292,7 +1401,8 @@ async function main() {
     // Optional simulated upstream latency (the stub's x-stub-delay-ms; the router and the proxy pass it on).
     const delayHeaders = cfg.upstreamDelayMs > 0 ? { 'x-stub-delay-ms': String(cfg.upstreamDelayMs) } : {};
     /** The request headers a peer needs (Portkey: which provider, and the stub as its custom host). */
-    const headersOf = (peer) => (peer === 'portkey' ? { ...delayHeaders, ...portkeyHeaders(stub.url) } : delayHeaders);
+    const headersOf = (peer, a = APIS.chat) =>
+      peer === 'portkey' ? { ...delayHeaders, ...portkeyHeaders(stubOf(a), a.upstream) } : delayHeaders;
     /** The process that does the hop for a peer (none for direct). */
     const hopOf = (peer) => (peer === 'direct' ? undefined : peer);
     /** Round r runs the peers in order, reversed on odd rounds, so no peer always goes first. */
@@ -1309,13 +1419,13 @@ async function main() {
       }
     };
     /** CPU snapshots at the load generator's `start` and `end` marks; `delta(...)` is `cpuDelta` between them. */
-    const cpuMarks = () => {
+    const cpuMarks = (api = APIS.chat) => {
       let a;
       let b;
       return {
         onMark: (m) => {
-          if (m === 'start') a = cpuSnap(pids());
-          else b = cpuSnap(pids());
+          if (m === 'start') a = cpuSnap(pids(api));
+          else b = cpuSnap(pids(api));
         },
         delta: (requests, override) => (a && b ? cpuDelta(a, b, requests, override) : undefined),
       };
@@ -1344,161 +1454,188 @@ async function main() {
     };
 
     // ---- 1. added latency at a fixed rate (open loop) -------------------------------------------
-    if (phases.has('latency')) {
-      const t0 = performance.now();
-      const per = Object.fromEntries(peers.map((p) => [p, []]));
-      await eachRun(async (round, peer, warm) => {
-        const url = url0[peer]();
-        const u = new URL(url);
-        log(`latency: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.rate} req/s open loop, ${warm} s warm-up + ${cfg.openSecs} s`);
-        const cpu = cpuMarks();
-        const res = await loadgen.run(
-          {
-            kind: 'open',
-            host: u.hostname,
-            port: Number(u.port),
-            req: chatRequest(url, body, headersOf(peer)).toString('base64'),
-            rate: cfg.rate,
-            warmupMs: warm * 1000,
-            durationMs: cfg.openSecs * 1000,
-            maxConns: cfg.maxConns,
-            expectStatus: 200,
-          },
-          cpu.onMark,
+    // Once per API of BENCH_APIS (chat first, with the rows' historical names; the others' rows
+    // name their API). A peer that cannot carry an API is left out of its rows (apiSkipped).
+    if (phases.has('latency'))
+      for (const apiName of cfg.apis) {
+        const API = APIS[apiName];
+        const apiBody = apiName === 'chat' ? body : API.body(TRAFFIC_MAX_TOKENS);
+        const skippedHere = apiSkipped[apiName];
+        const peers = cfg.peers.filter((p) => !skippedHere[p]);
+        const has = (p) => peers.includes(p);
+        const cells = (f) => Object.fromEntries(cfg.peers.map((p) => [p, skippedHere[p] ? `n/a (${skippedHere[p]})` : f(p)]));
+        const list = (f) => peers.map((p) => f(p)).join(' / ');
+        const tag = apiName === 'chat' ? '' : ` — ${API.label}`;
+        const t0 = performance.now();
+        const per = Object.fromEntries(peers.map((p) => [p, []]));
+        await eachRun(async (round, peer, warm) => {
+          if (skippedHere[peer]) return;
+          const url = urlOf(peer, API);
+          const u = new URL(url);
+          log(
+            `latency${tag}: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.rate} req/s open loop, ${warm} s warm-up + ${cfg.openSecs} s`,
+          );
+          const cpu = cpuMarks(API);
+          const res = await loadgen.run(
+            {
+              kind: 'open',
+              host: u.hostname,
+              port: Number(u.port),
+              req: chatRequest(url, apiBody, headersOf(peer, API), API).toString('base64'),
+              rate: cfg.rate,
+              warmupMs: warm * 1000,
+              durationMs: cfg.openSecs * 1000,
+              maxConns: cfg.maxConns,
+              expectStatus: 200,
+            },
+            cpu.onMark,
+          );
+          res.cpu = cpu.delta(res.completed);
+          per[peer].push(res);
+          const nErr = errCount(res) + (res.requests - res.completed);
+          if (nErr > 0)
+            failures.push(`latency${tag} ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
+          log(
+            `  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
+          );
+        });
+        raw[apiName === 'chat' ? 'latency' : `latency_${apiName}`] = per;
+        // Over the rounds (equal-sized): the median of the per-round percentiles.
+        const S = {};
+        for (const p of peers) {
+          const agg = (f) => median(per[p].map(f));
+          S[p] = {
+            p50: agg((r) => r.latency.p50),
+            p99: agg((r) => r.latency.p99),
+            p999: agg((r) => r.latency.p999),
+            max: Math.max(...per[p].map((r) => r.latency.max)),
+            i99: agg((r) => r.latencyFromIntended.p99),
+            rate: agg((r) => r.achievedRate),
+            errors: per[p].reduce((x, r) => x + errCount(r) + (r.requests - r.completed), 0),
+            n: per[p].reduce((x, r) => x + r.completed, 0),
+            lagP99: Math.max(...per[p].map((r) => r.scheduleLag.p99)),
+            conns: Math.max(...per[p].map((r) => r.maxConnections)),
+            stallEpisodes: per[p].reduce((x, r) => x + r.stalls.episodes, 0),
+            worstStallMs: Math.max(0, ...per[p].flatMap((r) => r.stalls.worst.map((w) => w.maxMs))),
+            ...cpuOf(per[p]),
+          };
+        }
+        const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
+        const summary = Object.fromEntries(
+          peers.map((p) => [
+            p,
+            {
+              p50: S[p].p50,
+              p99: S[p].p99,
+              p999: S[p].p999,
+              max: S[p].max,
+              intendedP99: S[p].i99,
+              rate: S[p].rate,
+              errors: S[p].errors,
+              n: S[p].n,
+              otherPct: S[p].other,
+            },
+          ]),
         );
-        res.cpu = cpu.delta(res.completed);
-        per[peer].push(res);
-        const nErr = errCount(res) + (res.requests - res.completed);
-        if (nErr > 0)
-          failures.push(`latency ${peer} round ${round + 1}: ${nErr} failed requests (${res.errors.first.join('; ')}; ${res.why})`);
-        log(
-          `  p50 ${fmt3(res.latency.p50)} ms, p99 ${fmt3(res.latency.p99)} ms, ${fmtInt(res.achievedRate)} req/s, ${nErr} errors; other load on the VM ${fmt1(res.cpu?.otherPct)}% of a core`,
-        );
-      });
-      raw.latency = per;
-      // Over the rounds (equal-sized): the median of the per-round percentiles.
-      const S = {};
-      for (const p of peers) {
-        const agg = (f) => median(per[p].map(f));
-        S[p] = {
-          p50: agg((r) => r.latency.p50),
-          p99: agg((r) => r.latency.p99),
-          p999: agg((r) => r.latency.p999),
-          max: Math.max(...per[p].map((r) => r.latency.max)),
-          i99: agg((r) => r.latencyFromIntended.p99),
-          rate: agg((r) => r.achievedRate),
-          errors: per[p].reduce((x, r) => x + errCount(r) + (r.requests - r.completed), 0),
-          n: per[p].reduce((x, r) => x + r.completed, 0),
-          lagP99: Math.max(...per[p].map((r) => r.scheduleLag.p99)),
-          conns: Math.max(...per[p].map((r) => r.maxConnections)),
-          stallEpisodes: per[p].reduce((x, r) => x + r.stalls.episodes, 0),
-          worstStallMs: Math.max(0, ...per[p].flatMap((r) => r.stalls.worst.map((w) => w.maxMs))),
-          ...cpuOf(per[p]),
-        };
+        for (const p of peers) if (p !== 'direct') summary[p].addedMs = { p50: added(p, 'p50'), p99: added(p, 'p99') };
+        raw[apiName === 'chat' ? 'latencySummary' : `latencySummary_${apiName}`] = summary;
+        const addedCell = (q) =>
+          has('direct')
+            ? peers
+                .filter((p) => p !== 'direct')
+                .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, q))} ms`)
+                .join('; ')
+            : '';
+        const roundsNote = `${cfg.rounds} round(s) of ${cfg.openSecs} s per peer (order reversed every other round; ${cfg.warmupSecs} s warm-up in round 1, ${cfg.rewarmSecs} s after); median of the per-round percentiles`;
+        const nList = list((p) => fmtInt(S[p].n));
+        dataRows.push({
+          metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)${tag}`,
+          ...cells((p) => `${fmt3(S[p].p50)} ms`),
+          diff: addedCell('p50'),
+          goal: goalCell(added('router', 'p50'), cfg.goals.addedP50Ms, 'ms added (router)'),
+          notes: `${nList} measured requests; ${roundsNote}; latency = dispatch → last response byte`,
+        });
+        dataRows.push({
+          metric: `latency p99 @ ${fmtInt(cfg.rate)} req/s (open loop)${tag}`,
+          ...cells((p) => `${fmt3(S[p].p99)} ms`),
+          diff: addedCell('p99'),
+          goal: goalCell(added('router', 'p99'), cfg.goals.addedP99Ms, 'ms added (router)'),
+          notes: `p99.9 ${list((p) => fmt3(S[p].p999))} ms; max ${list((p) => fmt1(S[p].max))} ms; p99 from the intended send time (incl. generator lag) ${list((p) => fmt3(S[p].i99))} ms; generator schedule lag p99 ≤ ${fmt2(Math.max(...peers.map((p) => S[p].lagP99)))} ms; ≤ ${Math.max(...peers.map((p) => S[p].conns))} connections; stall episodes (requests > 10 ms, merged within 50 ms) ${list((p) => S[p].stallEpisodes)}, worst ${list((p) => fmt1(S[p].worstStallMs))} ms`,
+        });
+        dataRows.push({
+          metric: `achieved rate / errors${tag}`,
+          ...cells((p) => `${fmtInt(S[p].rate)} req/s, ${S[p].errors} errors`),
+          diff: '',
+          goal: '–',
+          notes: `non-streaming POST ${API.path}, ${Buffer.byteLength(apiBody)}-byte body, ${apiName === 'responses' ? 'max_output_tokens' : 'max_tokens'} ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${apiName === 'chat' ? `${raw.sanity.routerBytes}-byte answers with prompt_filter_results` : `${API.upstream === 'anthropic' ? 'the Anthropic stub' : 'the OpenAI stub'}'s ${API.label} answers`}${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}`,
+        });
+        dataRows.push({
+          metric: `CPU per request @ ${fmtInt(cfg.rate)} req/s${tag}`,
+          ...cells((p) => cpuCell(p, S)),
+          diff: has('router') ? `router ${fmt1(S.router.pct('router'))}% of a core` : '',
+          goal: '–',
+          notes: `/proc utime+stime (10 ms ticks), sys = kernel part; load generator ${list((p) => fmt1(S[p].us('loadgen')))} µs/req; other work on the VM during the windows ${list((p) => fmt1(S[p].other))}% of a core`,
+        });
+        phaseTimes[apiName === 'chat' ? 'latency' : `latency_${apiName}`] = (performance.now() - t0) / 1000;
       }
-      const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
-      raw.latencySummary = Object.fromEntries(
-        peers.map((p) => [
-          p,
-          {
-            p50: S[p].p50,
-            p99: S[p].p99,
-            p999: S[p].p999,
-            max: S[p].max,
-            intendedP99: S[p].i99,
-            rate: S[p].rate,
-            errors: S[p].errors,
-            n: S[p].n,
-            otherPct: S[p].other,
-          },
-        ]),
-      );
-      for (const p of peers) if (p !== 'direct') raw.latencySummary[p].addedMs = { p50: added(p, 'p50'), p99: added(p, 'p99') };
-      const addedCell = (q) =>
-        has('direct')
-          ? peers
-              .filter((p) => p !== 'direct')
-              .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, q))} ms`)
-              .join('; ')
-          : '';
-      const roundsNote = `${cfg.rounds} round(s) of ${cfg.openSecs} s per peer (order reversed every other round; ${cfg.warmupSecs} s warm-up in round 1, ${cfg.rewarmSecs} s after); median of the per-round percentiles`;
-      const nList = list((p) => fmtInt(S[p].n));
-      dataRows.push({
-        metric: `latency p50 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
-        ...cells((p) => `${fmt3(S[p].p50)} ms`),
-        diff: addedCell('p50'),
-        goal: goalCell(added('router', 'p50'), cfg.goals.addedP50Ms, 'ms added (router)'),
-        notes: `${nList} measured requests; ${roundsNote}; latency = dispatch → last response byte`,
-      });
-      dataRows.push({
-        metric: `latency p99 @ ${fmtInt(cfg.rate)} req/s (open loop)`,
-        ...cells((p) => `${fmt3(S[p].p99)} ms`),
-        diff: addedCell('p99'),
-        goal: goalCell(added('router', 'p99'), cfg.goals.addedP99Ms, 'ms added (router)'),
-        notes: `p99.9 ${list((p) => fmt3(S[p].p999))} ms; max ${list((p) => fmt1(S[p].max))} ms; p99 from the intended send time (incl. generator lag) ${list((p) => fmt3(S[p].i99))} ms; generator schedule lag p99 ≤ ${fmt2(Math.max(...peers.map((p) => S[p].lagP99)))} ms; ≤ ${Math.max(...peers.map((p) => S[p].conns))} connections; stall episodes (requests > 10 ms, merged within 50 ms) ${list((p) => S[p].stallEpisodes)}, worst ${list((p) => fmt1(S[p].worstStallMs))} ms`,
-      });
-      dataRows.push({
-        metric: 'achieved rate / errors',
-        ...cells((p) => `${fmtInt(S[p].rate)} req/s, ${S[p].errors} errors`),
-        diff: '',
-        goal: '–',
-        notes: `non-streaming POST /v1/chat/completions, ${Buffer.byteLength(body)}-byte body, max_tokens ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${raw.sanity.routerBytes}-byte answers with prompt_filter_results${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}`,
-      });
-      dataRows.push({
-        metric: `CPU per request @ ${fmtInt(cfg.rate)} req/s`,
-        ...cells((p) => cpuCell(p, S)),
-        diff: has('router') ? `router ${fmt1(S.router.pct('router'))}% of a core` : '',
-        goal: '–',
-        notes: `/proc utime+stime (10 ms ticks), sys = kernel part; load generator ${list((p) => fmt1(S[p].us('loadgen')))} µs/req; other work on the VM during the windows ${list((p) => fmt1(S[p].other))}% of a core`,
-      });
-      phaseTimes.latency = (performance.now() - t0) / 1000;
-    }
 
     // ---- 1b. added time to the first streamed byte -------------------------------------------------
-    if (phases.has('ttfb')) {
-      const t0 = performance.now();
-      const streamBody = JSON.stringify({ ...JSON.parse(body), stream: true });
-      const per = Object.fromEntries(peers.map((p) => [p, []]));
-      const ttfbFailed = {};
-      const gapMs = 2;
-      await eachRun(async (round, peer) => {
-        log(`ttfb: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.ttfbRequests} streamed requests one at a time, ${gapMs} ms apart`);
-        let samples;
-        try {
-          // Unmeasured warm-up on the same path (JIT, pooled upstream connection).
-          await ttfbRun(url0[peer](), streamBody, headersOf(peer), Math.min(200, cfg.ttfbRequests), 0);
-          samples = await ttfbRun(url0[peer](), streamBody, headersOf(peer), cfg.ttfbRequests, gapMs);
-        } catch (err) {
-          // A peer that cannot stream the stub's answer is a result, not a benchmark failure
-          // (the kars router and direct must stream: their failure is reported below).
-          const why = errMsg(err).split('\n')[0];
-          if (peer === 'router' || peer === 'direct') failures.push(`ttfb ${peer}: ${why}`);
-          ttfbFailed[peer] = why;
-          log(`  failed: ${why}`);
-          return;
-        }
-        per[peer].push(stats(samples));
-        log(`  first data byte p50 ${fmt3(stats(samples).p50)} ms, p99 ${fmt3(stats(samples).p99)} ms`);
-      });
-      const S = Object.fromEntries(peers.map((p) => [p, { p50: median(per[p].map((r) => r.p50)), p99: median(per[p].map((r) => r.p99)) }]));
-      const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
-      raw.ttfb = { per, summary: S, failed: ttfbFailed };
-      dataRows.push({
-        metric: 'time to first streamed byte p50 / p99',
-        ...Object.fromEntries(
-          peers.map((p) => [p, ttfbFailed[p] ? `failed: ${ttfbFailed[p]}` : `${fmt3(S[p].p50)} / ${fmt3(S[p].p99)} ms`]),
-        ),
-        diff: has('direct')
-          ? peers
-              .filter((p) => p !== 'direct')
-              .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, 'p50'))} / ${signed3(added(p, 'p99'))} ms`)
-              .join('; ')
-          : '',
-        goal: goalCell(added('router', 'p99'), cfg.goals.ttfbAddedP99Ms, 'ms added p99 (router)'),
-        notes: `stream: true (the stub's Azure-shaped stream: prompt_filter_results first, so the router's content-safety gate judges the first event before anything is sent); from writing the request to the first \`data:\` byte; ${cfg.ttfbRequests} requests per peer per round, one at a time on one keep-alive connection, ${gapMs} ms apart, after an unmeasured warm-up; median over ${cfg.rounds} round(s) of each round's percentile`,
-      });
-      phaseTimes.ttfb = (performance.now() - t0) / 1000;
-    }
+    // Once per API of BENCH_APIS, as the latency phase.
+    if (phases.has('ttfb'))
+      for (const apiName of cfg.apis) {
+        const API = APIS[apiName];
+        const skippedHere = apiSkipped[apiName];
+        const peers = cfg.peers;
+        const has = (p) => peers.includes(p);
+        const tag = apiName === 'chat' ? '' : ` — ${API.label}`;
+        const t0 = performance.now();
+        const streamBody = JSON.stringify({ ...JSON.parse(apiName === 'chat' ? body : API.body(TRAFFIC_MAX_TOKENS)), stream: true });
+        const per = Object.fromEntries(peers.map((p) => [p, []]));
+        const ttfbFailed = Object.fromEntries(Object.entries(skippedHere).map(([p, why]) => [p, `left out: ${why}`]));
+        const gapMs = 2;
+        await eachRun(async (round, peer) => {
+          if (ttfbFailed[peer]) return;
+          log(
+            `ttfb${tag}: round ${round + 1}/${cfg.rounds}, ${peer}: ${cfg.ttfbRequests} streamed requests one at a time, ${gapMs} ms apart`,
+          );
+          let samples;
+          try {
+            // Unmeasured warm-up on the same path (JIT, pooled upstream connection).
+            await ttfbRun(urlOf(peer, API), streamBody, headersOf(peer, API), Math.min(200, cfg.ttfbRequests), 0, API);
+            samples = await ttfbRun(urlOf(peer, API), streamBody, headersOf(peer, API), cfg.ttfbRequests, gapMs, API);
+          } catch (err) {
+            // A peer that cannot stream the stub's answer is a result, not a benchmark failure
+            // (the kars router and direct must stream: their failure is reported below).
+            const why = errMsg(err).split('\n')[0];
+            if (peer === 'router' || peer === 'direct') failures.push(`ttfb${tag} ${peer}: ${why}`);
+            ttfbFailed[peer] = why;
+            log(`  failed: ${why}`);
+            return;
+          }
+          per[peer].push(stats(samples));
+          log(`  first data byte p50 ${fmt3(stats(samples).p50)} ms, p99 ${fmt3(stats(samples).p99)} ms`);
+        });
+        const S = Object.fromEntries(
+          peers.map((p) => [p, { p50: median(per[p].map((r) => r.p50)), p99: median(per[p].map((r) => r.p99)) }]),
+        );
+        const added = (p, q) => (has('direct') && has(p) ? S[p][q] - S.direct[q] : NaN);
+        raw[apiName === 'chat' ? 'ttfb' : `ttfb_${apiName}`] = { per, summary: S, failed: ttfbFailed };
+        dataRows.push({
+          metric: `time to first streamed byte p50 / p99${tag}`,
+          ...Object.fromEntries(
+            peers.map((p) => [p, ttfbFailed[p] ? `failed: ${ttfbFailed[p]}` : `${fmt3(S[p].p50)} / ${fmt3(S[p].p99)} ms`]),
+          ),
+          diff: has('direct')
+            ? peers
+                .filter((p) => p !== 'direct')
+                .map((p) => `${PEER_LABEL[p]} ${signed3(added(p, 'p50'))} / ${signed3(added(p, 'p99'))} ms`)
+                .join('; ')
+            : '',
+          goal: goalCell(added('router', 'p99'), cfg.goals.ttfbAddedP99Ms, 'ms added p99 (router)'),
+          notes: `${apiName === 'chat' ? "stream: true (the stub's Azure-shaped stream: prompt_filter_results first, so the router's content-safety gate judges the first event before anything is sent)" : `stream: true on POST ${API.path} (the stub's ${API.label} events, \`event:\` + \`data:\` frames)`}; from writing the request to the first \`data:\` byte; ${cfg.ttfbRequests} requests per peer per round, one at a time on one keep-alive connection, ${gapMs} ms apart, after an unmeasured warm-up; median over ${cfg.rounds} round(s) of each round's percentile`,
+        });
+        phaseTimes[apiName === 'chat' ? 'ttfb' : `ttfb_${apiName}`] = (performance.now() - t0) / 1000;
+      }
 
     // ---- 2. throughput ratio (closed loop) -------------------------------------------------------
     if (phases.has('throughput')) {
@@ -1781,7 +1918,7 @@ async function main() {
   } finally {
     loadgen?.stop();
     api?.close();
-    for (const c of [router, bare, proxy, nginx, portkey, srv, stub]) {
+    for (const c of [router, bare, proxy, nginx, portkey, srv, stub, anthropicStub]) {
       if (!c) continue;
       if (c.died && !failures.some((f) => f.includes(c.died.split('\n')[0]))) failures.push(c.died);
       await c.stop();
@@ -1970,12 +2107,12 @@ async function decisionPhase(cfg, policyBody) {
 
 const mode = process.argv[2];
 if (mode === '--proxy') {
-  proxyMain(process.argv[3]).catch((e) => {
+  proxyMain(process.argv[3], process.argv[4]).catch((e) => {
     console.error(e instanceof Error ? e.stack : String(e));
     process.exit(1);
   });
 } else if (mode === '--stub') {
-  stubMain().catch((e) => {
+  stubMain(process.argv[3]).catch((e) => {
     console.error(e instanceof Error ? e.stack : String(e));
     process.exit(1);
   });

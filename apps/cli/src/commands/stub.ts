@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { startMcpStub, startOpenAIStub } from '@kars/router/stubs';
+import { startAnthropicStub, startMcpStub, startOpenAIStub } from '@kars/router/stubs';
 
-/** `kars stub openai|mcp`: local upstreams for demos and tests (not for production). */
+/** `kars stub openai|anthropic|mcp`: local upstreams for demos and tests (not for production). */
 export function stubCommand(): Command {
   const cmd = new Command('stub').description('run a local upstream stub for demos and tests');
   const wait = (close: () => Promise<void>): Promise<void> =>
@@ -12,10 +12,23 @@ export function stubCommand(): Command {
     });
   cmd
     .command('openai')
-    .description('an OpenAI-compatible chat completions upstream (streaming and Azure path forms)')
+    .description(
+      'an Azure-shaped OpenAI upstream: chat completions, Responses, embeddings and moderations at /v1/…, /openai/v1/… and /openai/deployments/{d}/… (JSON and streamed)',
+    )
     .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9000')
     .action(async (flags: { listen: string }) => {
       const stub = await startOpenAIStub({ listen: flags.listen });
+      process.stdout.write(`listening: ${stub.url.toString()}\n`);
+      await wait(() => stub.close());
+    });
+  cmd
+    .command('anthropic')
+    .description(
+      'an Anthropic Messages upstream: POST /v1/messages (JSON and streamed), /v1/messages/count_tokens, GET /v1/models; errors in Anthropic’s shape',
+    )
+    .option('--listen <host:port>', 'address to listen on', '127.0.0.1:9002')
+    .action(async (flags: { listen: string }) => {
+      const stub = await startAnthropicStub({ listen: flags.listen });
       process.stdout.write(`listening: ${stub.url.toString()}\n`);
       await wait(() => stub.close());
     });

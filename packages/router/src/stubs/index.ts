@@ -1,4 +1,15 @@
 export { startOpenAIStub } from './openai.js';
-export type { OpenAIStub, OpenAIStubOptions, StubBehaviour, StubRequest, StubToolCall } from './openai.js';
+export type { OpenAIStub, OpenAIStubOptions, StubApi, StubBehaviour, StubRequest, StubToolCall } from './openai.js';
+export type { ResponsesStreamEnd } from './openai-responses.js';
+export { startAnthropicStub, anthropicErrorType } from './anthropic.js';
+export type {
+  AnthropicRoute,
+  AnthropicStreamEnd,
+  AnthropicStub,
+  AnthropicStubBehaviour,
+  AnthropicStubOptions,
+  AnthropicStubRequest,
+  AnthropicStubToolUse,
+} from './anthropic.js';
 export { startMcpStub } from './mcp.js';
 export type { McpStub, McpStubOptions, McpStubTool } from './mcp.js';

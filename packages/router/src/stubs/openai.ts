@@ -1,11 +1,23 @@
 /**
  * A local OpenAI-compatible upstream for tests, benchmarks and the `kars up` demo.
  *
- * Paths: `POST /v1/chat/completions` (deployment = the body's `model`) and
- * `POST /openai/deployments/{deployment}/chat/completions` (Azure form, any query), and
- * `POST /v1/moderations` (OpenAI moderation shape: one result per input, `flagged` when the input
- * contains a term of `moderationFlag`, default `kars-flag-me`; settable with `setBehaviour`). Anything else
- * answers 404 (405 for another method on those paths), OpenAI-shaped.
+ * Paths (any query; the deployment is the Azure path's, else the body's `model`):
+ *
+ * | API | paths |
+ * |---|---|
+ * | chat completions | `/v1/chat/completions`, `/openai/v1/chat/completions`, `/openai/deployments/{d}/chat/completions` |
+ * | Responses | `/v1/responses`, `/openai/v1/responses`, `/openai/responses`, `/openai/deployments/{d}/responses` |
+ * | embeddings | `/v1/embeddings`, `/openai/v1/embeddings`, `/openai/deployments/{d}/embeddings` |
+ * | moderations | `/v1/moderations` |
+ *
+ * All are `POST`. Moderations answer in OpenAI's moderation shape: one result per input, `flagged`
+ * when the input contains a term of `moderationFlag`, default `kars-flag-me`; settable with
+ * `setBehaviour`. Anything else answers 404 (405 for another method on those paths), OpenAI-shaped.
+ *
+ * Responses answers are built by `openai-responses.ts` (a Response object, or its named SSE
+ * events; `max_output_tokens` honoured, stream ends chosen by `streamEnd`), embeddings by
+ * `openai-embeddings.ts` (deterministic unit vectors, floats or base64). Errors (`status` ≥ 400)
+ * have the same OpenAI/Azure shape on every API.
  *
  * Answers look like Azure OpenAI's: `id`, `object`, `created`, `model`, `choices[0].message`,
  * `usage{prompt_tokens, completion_tokens, total_tokens}` and `prompt_filter_results` (every
@@ -27,19 +39,32 @@
  * | `x-stub-delay-ms: 50` | wait before sending response headers |
  * | `x-stub-chunk-delay-ms: 5` | wait between stream writes |
  * | `x-stub-chunk-bytes: 7` | write the stream in pieces of this many bytes (tests SSE reassembly) |
- * | `x-stub-stream-usage: 0` | leave the usage event out of streams |
+ * | `x-stub-stream-usage: 0` | leave the usage event out of streams (Responses: `usage: null` in the terminal event) |
+ * | `x-stub-omit-usage: 1` | leave usage out of every answer, JSON and streamed |
+ * | `x-stub-stream-end: cut` | how a Responses stream ends: `completed`, `incomplete`, `failed`, `cut`, `eof` (see `ResponsesStreamEnd`) |
  *
  * With `toolCalls` set (by `setBehaviour`), the answer is those tool calls instead of a text:
  * JSON `message.tool_calls` with `content: null` and `finish_reason: "tool_calls"`; in a stream,
  * one `delta.tool_calls` event naming each call, then its `arguments` in pieces of at most 4
- * characters, one event each (so a word is split across events, as real models do).
+ * characters, one event each (so a word is split across events, as real models do). On Responses
+ * they are `function_call` output items, streamed as `response.function_call_arguments.delta` pieces.
  *
- * Every request is recorded in `requests` (path, deployment, model, parsed body, headers).
+ * Every request is recorded in `requests` (API, path, deployment, model, parsed body, headers).
  *
  * Caveats: no auth, tools only as canned `toolCalls` (the request's `tools` are not read), no `n > 1`; token counts are whatever it is told.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn, readBody, sleep as sleepOn, systemClock } from '@kars/kube-core';
+import { listenOn, readBody, systemClock } from '@kars/kube-core';
+import { embeddingsAnswer } from './openai-embeddings.js';
+import {
+  readResponsesRequest,
+  RESPONSES_STREAM_ENDS,
+  responseJson,
+  responseStream,
+  responsesIds,
+  type ResponsesStreamEnd,
+} from './openai-responses.js';
+import { boolHeader, header, intHeader, sendJson as sendJsonTo, sleep, writeEvents, writePaced } from './wire.js';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -62,8 +87,12 @@ export interface StubBehaviour {
   chunkDelayMs: number;
   /** Write streams in pieces of this many bytes; 0 writes one event at a time. */
   chunkBytes: number;
-  /** Send the usage event in streams. */
+  /** Send the usage event in streams (Responses: `usage` in the terminal event's response). */
   streamUsage: boolean;
+  /** Leave usage out of every answer: chat and embeddings without `usage`, Responses with `usage: null`. */
+  omitUsage: boolean;
+  /** How a Responses stream ends (default `completed`; see {@link ResponsesStreamEnd}). */
+  streamEnd: ResponsesStreamEnd;
   /** Answer exactly this body instead of a generated one. */
   rawBody: string | undefined;
   /** Content type for `rawBody` (default `application/json`). */
@@ -92,18 +121,25 @@ export const DEFAULT_STUB_BEHAVIOUR: Readonly<StubBehaviour> = Object.freeze({
   chunkDelayMs: 0,
   chunkBytes: 0,
   streamUsage: true,
+  omitUsage: false,
+  streamEnd: 'completed',
   rawBody: undefined,
   contentType: undefined,
   moderationFlag: ['kars-flag-me'],
   toolCalls: undefined,
 });
 
+/** The APIs the stub serves. */
+export type StubApi = 'chat' | 'responses' | 'embeddings' | 'moderations';
+
 /** One request the stub received. */
 export interface StubRequest {
   method: string;
+  /** The API its path names; undefined for an unknown path. */
+  api: StubApi | undefined;
   /** Path with query, as received. */
   path: string;
-  /** The Azure path's deployment (decoded); undefined on `/v1/chat/completions`. */
+  /** The Azure deployment path's deployment (decoded); undefined on the other paths. */
   deployment: string | undefined;
   /** The body's `model`, when a string. */
   model: string | undefined;
@@ -137,25 +173,30 @@ export interface OpenAIStub {
 
 const CATEGORIES: readonly StubCategory[] = ['hate', 'self_harm', 'sexual', 'violence'];
 const AZURE_PREFIX = '/openai/deployments/';
-const AZURE_SUFFIX = '/chat/completions';
 const MAX_BODY = 64 * 1024 * 1024;
+const SUFFIXES: readonly (readonly [Exclude<StubApi, 'moderations'>, string])[] = [
+  ['chat', '/chat/completions'],
+  ['responses', '/responses'],
+  ['embeddings', '/embeddings'],
+];
 
-function header(h: IncomingHttpHeaders, name: string): string | undefined {
-  const v = h[name];
-  return typeof v === 'string' ? v : undefined;
-}
-
-function intHeader(h: IncomingHttpHeaders, name: string): number | undefined {
-  const v = header(h, name);
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  return Number.isInteger(n) && n >= 0 ? n : undefined;
-}
-
-function boolHeader(h: IncomingHttpHeaders, name: string): boolean | undefined {
-  const v = header(h, name);
-  if (v === undefined) return undefined;
-  return v === '1' || v.toLowerCase() === 'true';
+/** The API and Azure deployment a path names (see the module comment's table); undefined when none. */
+export function routeOf(path: string): { api: StubApi; deployment: string | undefined } | undefined {
+  if (path === '/v1/moderations') return { api: 'moderations', deployment: undefined };
+  if (path === '/openai/responses') return { api: 'responses', deployment: undefined };
+  for (const [api, suffix] of SUFFIXES) {
+    if (path === `/v1${suffix}` || path === `/openai/v1${suffix}`) return { api, deployment: undefined };
+    if (path.startsWith(AZURE_PREFIX) && path.endsWith(suffix) && path.length > AZURE_PREFIX.length + suffix.length) {
+      const seg = path.slice(AZURE_PREFIX.length, path.length - suffix.length);
+      if (seg.includes('/')) continue;
+      try {
+        return { api, deployment: decodeURIComponent(seg) };
+      } catch {
+        return { api, deployment: seg };
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The per-request overrides carried by `x-stub-*` headers. */
@@ -193,6 +234,11 @@ function headerBehaviour(h: IncomingHttpHeaders): Partial<StubBehaviour> {
   if (chunkBytes !== undefined) b.chunkBytes = chunkBytes;
   const streamUsage = boolHeader(h, 'x-stub-stream-usage');
   if (streamUsage !== undefined) b.streamUsage = streamUsage;
+  const omitUsage = boolHeader(h, 'x-stub-omit-usage');
+  if (omitUsage !== undefined) b.omitUsage = omitUsage;
+  const end = header(h, 'x-stub-stream-end');
+  const known = RESPONSES_STREAM_ENDS.find((e) => e === end);
+  if (known !== undefined) b.streamEnd = known;
   return b;
 }
 
@@ -241,46 +287,23 @@ function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: 
   };
 }
 
-const sleep = (ms: number): Promise<void> => sleepOn(systemClock, ms);
-
-/** Start the stub. See the module comment. */
 /** Most recorded requests kept; older ones are dropped. */
 export const MAX_RECORDED = 10_000;
 
+/** Start the stub. See the module comment. */
 export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
   const requests: StubRequest[] = [];
   let behaviour: StubBehaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
   const perDeployment = new Map<string, Partial<StubBehaviour>>();
   let seq = 0;
 
-  async function write(res: ServerResponse, b: StubBehaviour, text: string): Promise<void> {
-    if (b.chunkBytes > 0) {
-      const bytes = Buffer.from(text);
-      for (let i = 0; i < bytes.length && !res.destroyed; i += b.chunkBytes) {
-        res.write(bytes.subarray(i, i + b.chunkBytes));
-        await sleep(b.chunkDelayMs);
-      }
-      return;
-    }
-    res.write(text);
-    if (b.chunkDelayMs > 0) await sleep(b.chunkDelayMs);
-  }
-
   async function answer(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    let deployment: string | undefined;
-    if (path.startsWith(AZURE_PREFIX) && path.endsWith(AZURE_SUFFIX) && path.length > AZURE_PREFIX.length + AZURE_SUFFIX.length) {
-      const seg = path.slice(AZURE_PREFIX.length, path.length - AZURE_SUFFIX.length);
-      if (!seg.includes('/')) {
-        try {
-          deployment = decodeURIComponent(seg);
-        } catch {
-          deployment = seg;
-        }
-      }
-    }
+    const route = routeOf(path);
+    const api = route?.api;
+    const deployment = route?.deployment;
     let body: unknown;
     try {
       body = JSON.parse(raw) as unknown;
@@ -290,7 +313,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     const doc = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     const model = typeof doc?.['model'] === 'string' ? doc['model'] : undefined;
     const target = deployment ?? model;
-    requests.push({ method: req.method ?? '', path: url, deployment, model, target, body, rawBody: raw, headers: req.headers });
+    requests.push({ method: req.method ?? '', api, path: url, deployment, model, target, body, rawBody: raw, headers: req.headers });
     // Keep memory bounded under load (kars stub runs for long demos and benchmarks).
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
 
@@ -299,7 +322,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
       res.end(text);
     };
-    if (path === '/v1/moderations' && req.method === 'POST') {
+    if (api === 'moderations' && req.method === 'POST') {
       // OpenAI moderation shape: one result per input, flagged when it contains a configured term.
       const input = doc?.['input'];
       const texts =
@@ -323,8 +346,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       });
       return sendJson(200, { id: `modr-stub-${++seq}`, model: 'omni-moderation-latest', results });
     }
-    const known = path === '/v1/chat/completions' || deployment !== undefined;
-    if (!known)
+    if (api === undefined || api === 'moderations')
       return sendJson(404, {
         error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' },
       });
@@ -340,7 +362,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       const ct = b.contentType ?? 'application/json';
       if (ct.startsWith('text/event-stream')) {
         res.writeHead(b.status, { 'content-type': ct, 'cache-control': 'no-cache' });
-        await write(res, b, b.rawBody);
+        await writePaced(res, b, b.rawBody);
         res.end();
         return;
       }
@@ -356,6 +378,11 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       const e = errorBody(b);
       return sendJson(b.status, e.body, e.headers);
     }
+    if (api === 'embeddings') {
+      const e = embeddingsAnswer(doc, target ?? 'text-embedding-3-small', b.usage, b.omitUsage);
+      return sendJson(e.status === 200 ? b.status : e.status, e.body);
+    }
+    if (api === 'responses') return answerResponses(res, b, doc, target ?? 'gpt-4o-stub');
 
     const id = `chatcmpl-stub-${++seq}`;
     const created = Math.floor(systemClock.wallNow() / 1000);
@@ -388,9 +415,9 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
             ...(choiceFilter ? { content_filter_results: choiceFilter } : {}),
           },
         ],
-        usage: usageOf(b.usage),
         system_fingerprint: null,
       };
+      if (!b.omitUsage) out['usage'] = usageOf(b.usage);
       if (promptFilter) out['prompt_filter_results'] = promptFilter;
       return sendJson(b.status, out);
     }
@@ -427,12 +454,25 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       });
       events.push(frame(chunk({}, 'tool_calls')));
     }
-    if (b.streamUsage)
+    if (b.streamUsage && !b.omitUsage)
       events.push(frame({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(b.usage) }));
     events.push('data: [DONE]\n\n');
-    if (b.chunkBytes > 0) await write(res, b, events.join(''));
-    else for (const e of events) if (!res.destroyed) await write(res, b, e);
-    res.end();
+    await writeEvents(res, b, events, 'end');
+  }
+
+  /** A Responses API answer (`openai-responses.ts`): a 400 for a malformed limit, JSON, or the SSE stream. */
+  async function answerResponses(res: ServerResponse, b: StubBehaviour, doc: Record<string, unknown>, model: string): Promise<void> {
+    const r = readResponsesRequest(doc);
+    if ('error' in r)
+      return sendJsonTo(res, 400, {
+        error: { message: r.error, type: 'invalid_request_error', param: 'max_output_tokens', code: 'invalid_value' },
+      });
+    const ids = responsesIds(++seq);
+    const createdAt = Math.floor(systemClock.wallNow() / 1000);
+    if (doc['stream'] !== true) return sendJsonTo(res, b.status, responseJson(b, r, ids, model, createdAt));
+    const s = responseStream(b, r, ids, model, createdAt);
+    res.writeHead(b.status, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    await writeEvents(res, b, s.frames, s.finish);
   }
 
   const server = createServer((req, res) => {
