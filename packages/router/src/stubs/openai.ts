@@ -426,9 +426,9 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
             ...(choiceFilter ? { content_filter_results: choiceFilter } : {}),
           },
         ],
+        ...(b.omitUsage ? {} : { usage: usageOf(b.usage) }),
         system_fingerprint: null,
       };
-      if (!b.omitUsage) out['usage'] = usageOf(b.usage);
       if (promptFilter) out['prompt_filter_results'] = promptFilter;
       return sendJson(b.status, out);
     }
