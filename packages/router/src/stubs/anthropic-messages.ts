@@ -41,6 +41,8 @@ export interface MessagesBehaviour {
   inputTokens: number;
   outputTokens: number;
   omitUsage: boolean;
+  /** `message_delta`'s usage: `output` (`{output_tokens}`) or `full` (also the input and cache counts, cumulative, as newer API versions send). */
+  deltaUsage: 'output' | 'full';
   streamEnd: AnthropicStreamEnd;
 }
 
@@ -195,7 +197,7 @@ export function messageStream(b: MessagesBehaviour, r: MessagesRequest, id: stri
   }
   if (!early && finished) {
     const delta: Record<string, unknown> = { delta: { stop_reason: stopReason(b, p), stop_sequence: null } };
-    if (!b.omitUsage) delta['usage'] = { output_tokens: p.output };
+    if (!b.omitUsage) delta['usage'] = b.deltaUsage === 'full' ? usage(b.inputTokens, p.output) : { output_tokens: p.output };
     emit('message_delta', delta);
     emit('message_stop');
     return { frames, finish: 'end' };

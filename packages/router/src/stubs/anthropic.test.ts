@@ -201,6 +201,20 @@ describe('Anthropic stub through @anthropic-ai/sdk', () => {
     assert.ok(!names.includes('message_delta') && !names.includes('message_stop'));
   });
 
+  it('sends the full cumulative usage in message_delta when told, which the SDK takes without double counting', async () => {
+    const headers = { 'x-stub-delta-usage': 'full', 'x-stub-input-tokens': '12', 'x-stub-output-tokens': '5' };
+    const raw = await postJson(new URL('/v1/messages', stub.url), { model: 'm', max_tokens: 50, messages: USER, stream: true }, headers);
+    assert.deepEqual(frames(raw.text).find(([e]) => e === 'message_delta')![1].usage, {
+      input_tokens: 12,
+      output_tokens: 5,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
+    const final = await client.messages.stream({ model: 'm', max_tokens: 50, messages: USER }, { headers }).finalMessage();
+    assert.equal(final.usage.input_tokens, 12);
+    assert.equal(final.usage.output_tokens, 5);
+  });
+
   it('omits usage when told (JSON and both stream events carrying it)', async () => {
     const json = await postJson(
       new URL('/v1/messages', stub.url),

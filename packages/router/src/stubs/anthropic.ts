@@ -28,6 +28,7 @@
  * | `x-stub-content: text` | the assistant's text |
  * | `x-stub-input-tokens: 12`, `x-stub-output-tokens: 7` | usage |
  * | `x-stub-omit-usage: 1` | leave `usage` out (JSON, `message_start` and `message_delta`) |
+ * | `x-stub-delta-usage: full` | `message_delta.usage` also carries the (cumulative) input and cache counts |
  * | `x-stub-stream-end: cut` | how a stream ends: `complete`, `error`, `cut`, `eof` (see `AnthropicStreamEnd`) |
  * | `x-stub-delay-ms`, `x-stub-chunk-delay-ms`, `x-stub-chunk-bytes` | pacing, as on the OpenAI stub |
  *
@@ -72,6 +73,8 @@ export interface AnthropicStubBehaviour {
   outputTokens: number;
   /** Leave `usage` out of answers (the SDK cannot accumulate such a stream: it is for raw-HTTP tests). */
   omitUsage: boolean;
+  /** `message_delta`'s usage: `output` (default, `{output_tokens}`) or `full` (input and cache counts too, cumulative: they must not be counted twice). */
+  deltaUsage: 'output' | 'full';
   /** How a stream ends (default `complete`; see {@link AnthropicStreamEnd}). */
   streamEnd: AnthropicStreamEnd;
   /** Delay before response headers, ms. */
@@ -102,6 +105,7 @@ export const DEFAULT_ANTHROPIC_BEHAVIOUR: Readonly<AnthropicStubBehaviour> = Obj
   inputTokens: 15,
   outputTokens: 15,
   omitUsage: false,
+  deltaUsage: 'output',
   streamEnd: 'complete',
   delayMs: 0,
   chunkDelayMs: 0,
@@ -203,6 +207,8 @@ function headerBehaviour(h: IncomingHttpHeaders): Partial<AnthropicStubBehaviour
   if (output !== undefined) b.outputTokens = output;
   const omit = boolHeader(h, 'x-stub-omit-usage');
   if (omit !== undefined) b.omitUsage = omit;
+  const deltaUsage = header(h, 'x-stub-delta-usage');
+  if (deltaUsage === 'output' || deltaUsage === 'full') b.deltaUsage = deltaUsage;
   const end = header(h, 'x-stub-stream-end');
   const known = ANTHROPIC_STREAM_ENDS.find((e) => e === end);
   if (known !== undefined) b.streamEnd = known;

@@ -204,6 +204,21 @@ describe('OpenAI stub: Responses API through the openai SDK', () => {
     assert.equal(item.arguments, '{"city":"Paris"}');
   });
 
+  it('keeps Responses for responses.retrieve and responses.delete, and none with store: false', async () => {
+    const kept = await client.responses.create({ model: 'm', input: 'hi' });
+    const again = await client.responses.retrieve(kept.id);
+    assert.equal(again.id, kept.id);
+    assert.equal(again.output_text, kept.output_text);
+    const streamed = await client.responses.stream({ model: 'm', input: 'hi' }).finalResponse();
+    assert.equal((await client.responses.retrieve(streamed.id)).status, 'completed', 'a finished stream’s Response is kept too');
+    await client.responses.delete(kept.id);
+    assert.equal(stub.requests.at(-1)!.method, 'DELETE');
+    await assert.rejects(client.responses.retrieve(kept.id), OpenAI.NotFoundError);
+    const unstored = await client.responses.create({ model: 'm', input: 'hi', store: false });
+    assert.equal((stub.requests.at(-1)!.body as { store: boolean }).store, false);
+    await assert.rejects(client.responses.retrieve(unstored.id), OpenAI.NotFoundError);
+  });
+
   it('raises the SDK’s typed errors for injected statuses', async () => {
     await assert.rejects(
       client.responses.create({ model: 'm', input: 'x' }, { headers: { 'x-stub-status': '429' } }),

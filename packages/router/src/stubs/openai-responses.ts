@@ -51,6 +51,8 @@ export interface ResponsesRequest {
   instructions: unknown;
   previousResponseId: unknown;
   background: unknown;
+  /** Keep the answer for `GET /v1/responses/{id}` (the request's `store`, default true). */
+  store: boolean;
 }
 
 /** Read the fields the stub uses from a request body; `error` when `max_output_tokens` is not a positive integer. */
@@ -63,6 +65,7 @@ export function readResponsesRequest(doc: Record<string, unknown>): ResponsesReq
     instructions: doc['instructions'] ?? null,
     previousResponseId: doc['previous_response_id'] ?? null,
     background: doc['background'] ?? false,
+    store: doc['store'] !== false,
   };
 }
 
@@ -144,7 +147,7 @@ function envelope(
     parallel_tool_calls: true,
     previous_response_id: r.previousResponseId,
     reasoning: { effort: null, summary: null },
-    store: true,
+    store: r.store,
     temperature: 1,
     text: { format: { type: 'text' } },
     tool_choice: 'auto',
@@ -189,10 +192,11 @@ export function responseJson(
   return envelope(ids, model, createdAt, r, status, output, usage, p.truncated ? INCOMPLETE : {});
 }
 
-/** A stream: its SSE frames, and whether the connection is cut after the last one. */
+/** A stream: its SSE frames, whether the connection is cut after the last one, and the Response its terminal event carried (none when it had none). */
 export interface ResponsesStream {
   frames: string[];
   finish: 'end' | 'destroy';
+  final: Record<string, unknown> | undefined;
 }
 
 /** The streaming answer's frames (see the module comment and {@link ResponsesStreamEnd}). */
@@ -255,12 +259,16 @@ export function responseStream(
   }
 
   const usage = b.omitUsage || !b.streamUsage ? null : usageOf(p.input, p.output);
+  let final: Record<string, unknown> | undefined;
   if (stopped && end === 'failed') {
     const error = { code: 'server_error', message: 'kars OpenAI stub: injected failure (response.failed)' };
-    emit('response.failed', { response: envelope(ids, model, createdAt, r, 'failed', output, usage, { error }) });
+    final = envelope(ids, model, createdAt, r, 'failed', output, usage, { error });
+    emit('response.failed', { response: final });
   } else if (!stopped) {
-    if (incomplete) emit('response.incomplete', { response: envelope(ids, model, createdAt, r, 'incomplete', output, usage, INCOMPLETE) });
-    else emit('response.completed', { response: envelope(ids, model, createdAt, r, 'completed', output, usage) });
+    final = incomplete
+      ? envelope(ids, model, createdAt, r, 'incomplete', output, usage, INCOMPLETE)
+      : envelope(ids, model, createdAt, r, 'completed', output, usage);
+    emit(incomplete ? 'response.incomplete' : 'response.completed', { response: final });
   }
-  return { frames, finish: stopped && end === 'cut' ? 'destroy' : 'end' };
+  return { frames, finish: stopped && end === 'cut' ? 'destroy' : 'end', final };
 }

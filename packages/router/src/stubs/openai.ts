@@ -9,8 +9,12 @@
  * | Responses | `/v1/responses`, `/openai/v1/responses`, `/openai/responses`, `/openai/deployments/{d}/responses` |
  * | embeddings | `/v1/embeddings`, `/openai/v1/embeddings`, `/openai/deployments/{d}/embeddings` |
  * | moderations | `/v1/moderations` |
+ * | a stored Response | `GET` / `DELETE` `/v1/responses/{id}`, `/openai/v1/responses/{id}`, `/openai/responses/{id}` |
  *
- * All are `POST`. Moderations answer in OpenAI's moderation shape: one result per input, `flagged`
+ * All but the stored-Response paths are `POST`. A Response is kept for retrieval (the last
+ * {@link MAX_STORED_RESPONSES}) unless the request set `store: false`; a stream's is kept when it
+ * ended with a terminal event. `background: true` is not simulated: the answer is complete at
+ * once, with `background: true` echoed. Moderations answer in OpenAI's moderation shape: one result per input, `flagged`
  * when the input contains a term of `moderationFlag`, default `kars-flag-me`; settable with
  * `setBehaviour`. Anything else answers 404 (405 for another method on those paths), OpenAI-shaped.
  *
@@ -181,9 +185,11 @@ const SUFFIXES: readonly (readonly [Exclude<StubApi, 'moderations'>, string])[] 
 ];
 
 /** The API and Azure deployment a path names (see the module comment's table); undefined when none. */
-export function routeOf(path: string): { api: StubApi; deployment: string | undefined } | undefined {
+export function routeOf(path: string): { api: StubApi; deployment: string | undefined; responseId?: string } | undefined {
   if (path === '/v1/moderations') return { api: 'moderations', deployment: undefined };
   if (path === '/openai/responses') return { api: 'responses', deployment: undefined };
+  const stored = /^(?:\/v1|\/openai\/v1|\/openai)\/responses\/(resp_[A-Za-z0-9_-]+)$/.exec(path);
+  if (stored) return { api: 'responses', deployment: undefined, responseId: stored[1] ?? '' };
   for (const [api, suffix] of SUFFIXES) {
     if (path === `/v1${suffix}` || path === `/openai/v1${suffix}`) return { api, deployment: undefined };
     if (path.startsWith(AZURE_PREFIX) && path.endsWith(suffix) && path.length > AZURE_PREFIX.length + suffix.length) {
@@ -289,12 +295,16 @@ function errorBody(b: StubBehaviour): { body: Record<string, unknown>; headers: 
 
 /** Most recorded requests kept; older ones are dropped. */
 export const MAX_RECORDED = 10_000;
+/** Most Responses kept for retrieval; older ones are dropped. */
+export const MAX_STORED_RESPONSES = 1000;
 
 /** Start the stub. See the module comment. */
 export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
   const requests: StubRequest[] = [];
   let behaviour: StubBehaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
   const perDeployment = new Map<string, Partial<StubBehaviour>>();
+  /** Responses kept for `GET /v1/responses/{id}`, oldest first. */
+  const stored = new Map<string, Record<string, unknown>>();
   let seq = 0;
 
   async function answer(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
@@ -350,6 +360,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       return sendJson(404, {
         error: { message: `kars OpenAI stub: no route for ${path}`, type: 'invalid_request_error', code: 'not_found' },
       });
+    if (route?.responseId !== undefined) return answerStored(req.method ?? '', route.responseId, sendJson);
     if (req.method !== 'POST')
       return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
 
@@ -415,9 +426,9 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
             ...(choiceFilter ? { content_filter_results: choiceFilter } : {}),
           },
         ],
+        ...(b.omitUsage ? {} : { usage: usageOf(b.usage) }),
         system_fingerprint: null,
       };
-      if (!b.omitUsage) out['usage'] = usageOf(b.usage);
       if (promptFilter) out['prompt_filter_results'] = promptFilter;
       return sendJson(b.status, out);
     }
@@ -469,10 +480,37 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
       });
     const ids = responsesIds(++seq);
     const createdAt = Math.floor(systemClock.wallNow() / 1000);
-    if (doc['stream'] !== true) return sendJsonTo(res, b.status, responseJson(b, r, ids, model, createdAt));
+    if (doc['stream'] !== true) {
+      const out = responseJson(b, r, ids, model, createdAt);
+      if (r.store) keep(ids.response, out);
+      return sendJsonTo(res, b.status, out);
+    }
     const s = responseStream(b, r, ids, model, createdAt);
+    if (r.store && s.final !== undefined) keep(ids.response, s.final);
     res.writeHead(b.status, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     await writeEvents(res, b, s.frames, s.finish);
+  }
+
+  /** Remember a Response for retrieval, dropping the oldest beyond {@link MAX_STORED_RESPONSES}. */
+  function keep(id: string, response: Record<string, unknown>): void {
+    stored.set(id, response);
+    if (stored.size > MAX_STORED_RESPONSES) stored.delete(stored.keys().next().value ?? '');
+  }
+
+  /** `GET` (the stored Response) or `DELETE` (`{id, object: "response", deleted: true}`) of `/v1/responses/{id}`. */
+  function answerStored(method: string, id: string, send: (status: number, obj: unknown) => void): void {
+    const found = stored.get(id);
+    if (method !== 'GET' && method !== 'DELETE')
+      return send(405, {
+        error: { message: 'kars OpenAI stub: use GET or DELETE', type: 'invalid_request_error', code: 'method_not_allowed' },
+      });
+    if (found === undefined)
+      return send(404, {
+        error: { message: `Response with id '${id}' not found.`, type: 'invalid_request_error', param: 'response_id', code: null },
+      });
+    if (method === 'GET') return send(200, found);
+    stored.delete(id);
+    return send(200, { id, object: 'response', deleted: true });
   }
 
   const server = createServer((req, res) => {
@@ -497,6 +535,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     reset() {
       behaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
       perDeployment.clear();
+      stored.clear();
       requests.length = 0;
     },
     close() {
