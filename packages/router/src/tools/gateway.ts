@@ -1,26 +1,36 @@
 /**
- * The MCP gateway: an HTTP handler for `POST /mcp` (JSON-RPC 2.0, MCP streamable HTTP) that
- * enforces the sandbox's ToolPolicies in front of one upstream MCP server.
+ * The MCP gateway: an HTTP handler for `/mcp` (MCP streamable HTTP, protocol versions 2024-11-05
+ * to 2025-11-25) that enforces the sandbox's ToolPolicies in front of one upstream MCP server.
  *
- * - `tools/call`: decided by {@link decideToolCall}; a refusal is answered here as a JSON-RPC
- *   error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the upstream
- *   answer (status, headers, body, JSON or `text/event-stream`) is streamed back verbatim.
- * - `tools/list`: forwarded, then the tools that AGT denies are removed from `result.tools`.
- *   Approval-required and rate-limited tools stay listed (their calls are refused). The filter
- *   does not depend on ids: EVERY upstream message that carries a `result.tools` array is filtered
- *   (JSON, batch or SSE, any status, any id, also answers to other methods), so an answer under
- *   an id the agent never sent, or one that matches another request, cannot carry a denied tool.
- * - Request ids must survive re-serialisation: a string or a safe integer (MCP forbids null ids).
- *   Others (null, 1e400, integers past 2^53, fractions, objects) are refused with -32600 and
- *   id null, and never forwarded (issue 25 item 4, ADR 0028).
- * - Every other method, notifications and client responses are forwarded verbatim.
- * - Batches (JSON arrays) are decided element by element; the allowed elements go upstream as one
- *   batch and the local refusals are added to its answer.
+ * - `POST` (JSON-RPC 2.0), decided message by message:
+ *   - `tools/call`: decided by {@link decideToolCall}; a refusal is answered here as a JSON-RPC
+ *     error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the
+ *     upstream answer (status, headers, JSON or `text/event-stream`) is relayed, filtered.
+ *   - Request ids must survive re-serialisation: a string or a safe integer (MCP forbids null ids).
+ *     Others (null, 1e400, integers past 2^53, fractions, objects) are refused with -32600 and id
+ *     null, and never forwarded (issue 25 item 4, ADR 0028).
+ *   - A key or method another decoder reads as something else (`Method`, `params.Name`,
+ *     `Tools/Call`; `envelope.ts`) is refused with -32600 `ambiguous_spelling` (ADR 0036).
+ *   - Every other method, notifications and client responses are forwarded as parsed.
+ *   - Batches (JSON arrays) exist only before 2025-06-18: later they are refused whole (400);
+ *     earlier they are decided element by element, the allowed elements go upstream as one batch
+ *     and the local refusals are added to its answer.
+ * - `GET` (the server's stream; resumption with `Last-Event-ID`) and `DELETE` (end a session) are
+ *   forwarded with the client's headers and no body.
+ * - Every method: `MCP-Protocol-Version` must be a version the gateway knows and, on a session
+ *   whose `initialize` answer it saw, the negotiated one (`protocol.ts`); else 400, nothing forwarded.
+ *   An `initialize` answer negotiating a version the gateway does not know becomes -32602.
+ * - The filter does not depend on ids or methods: EVERY upstream message (JSON, batch, SSE event,
+ *   GET stream, replayed event; any status) that carries a `tools` array in `result`, `params` or
+ *   `error.data` loses the tools AGT denies. Approval-required and rate-limited tools stay listed
+ *   (their calls are refused). `cursor`/`nextCursor` pass as they are, so every page is filtered.
  *
- * Guarantees: the snapshot is taken once per HTTP request and used for every decision in it. The
- * handler never rejects: failures become JSON-RPC errors or a destroyed response. A 2xx answer
- * that cannot be read as JSON (or an SSE event whose data is not JSON) is refused with -32004 (or
- * dropped) rather than passed through unfiltered; so is an answer with a content-encoding.
+ * Guarantees: a POST's snapshot is taken once and used for every decision and the filter of its
+ * answer; a GET stream, which may last the whole session, filters each event under the snapshot of
+ * the moment it passes. The handler never rejects: failures become JSON-RPC errors or a destroyed
+ * response. A 2xx answer that cannot be read as JSON (or an SSE event whose data is not JSON) is
+ * refused with -32004 (or dropped) rather than passed through unfiltered; so is an answer with a
+ * content-encoding. An SSE event with empty data (a 2025-11-25 priming event) is kept with its id.
  *
  * Assumptions: the upstream is one MCP server, named by `server` for `appliesTo.mcpServer` and for
  * `server/tool` globs; without `server` only policies with no server selector apply, and only bare
@@ -28,8 +38,13 @@
  *
  * Caveats: if the upstream fails a mixed batch with a non-2xx status, its answer is returned
  * (filtered when it is JSON, verbatim when it is not) and the local refusals in that batch are
- * not. JSON answers are buffered (up to `maxResponseBytes`); SSE answers stream event by event. `approval.mode: aboveThreshold` is not enforced here
- * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
+ * not. JSON answers are buffered (up to `maxResponseBytes`); SSE answers stream event by event.
+ * A GET stream with no event for the upstream client's body timeout (300 s) is cut; MCP clients
+ * then resume it with `Last-Event-ID`. The router's freshness checks (stale or refused policy) run
+ * when a request starts, not during a GET stream. The session table is in memory and bounded: after
+ * a router restart, or for a forgotten session, the header alone decides the version.
+ * `approval.mode: aboveThreshold` is not enforced here (AP2 amounts are not evaluated). Requests
+ * are asked upstream with `accept-encoding: identity`.
  */
 import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
