@@ -6,6 +6,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -492,4 +494,101 @@ describe('hostile agent vs the MCP gateway on a real SDK server (issue 20 item 7
       await a.client.close();
     }
   });
+});
+
+/** Resolves once the router's snapshot satisfies `pred` (now or after a reload). */
+function snapshotWhere(
+  r: DirRouter,
+  pred: (tools: ReturnType<DirRouter['router']['state']['current']>['tools']) => boolean,
+): Promise<void> {
+  return new Promise((resolve) => {
+    if (pred(r.router.state.current().tools)) {
+      resolve();
+      return;
+    }
+    const off = r.router.state.onChange(() => {
+      if (!pred(r.router.state.current().tools)) return;
+      off();
+      resolve();
+    });
+  });
+}
+
+describe('ToolPolicy outcomes and a live edit, as the MCP SDK raises them (issue 20 item 8, MCP part)', () => {
+  let inference: OpenAIStub;
+  let up: SdkUpstream;
+  let r: DirRouter;
+  before(async () => {
+    inference = await startOpenAIStub();
+    up = await startSdkUpstream({ tools: TOOLS });
+    r = await startDirRouter(
+      { toolProfile: { appliesTo: { tool: null, mcpServer: null }, rateLimit: { rps: 0, burst: 2 } }, agt: AGT },
+      { upstream: inference.url, mcpUpstream: up.url },
+    );
+  });
+  after(async () => {
+    await r.stop();
+    await up.close();
+    await inference.close();
+  });
+
+  it(
+    'over the rate limit: the burst passes (also streamed), the next call raises McpError -32003 rate_limited and does not run',
+    T,
+    async () => {
+      const a = await connect(r);
+      try {
+        const ran = up.calls.length;
+        const streamed = await a.client.callTool({ name: 'search', arguments: { stream: true } });
+        assert.deepEqual(streamed.content, [{ type: 'text', text: 'ran search' }]);
+        await a.client.callTool({ name: 'SEARCH', arguments: {} }); // the same bucket, whatever the case
+        await assert.rejects(a.client.callTool({ name: 'search', arguments: {} }), (e: unknown) => {
+          mcpError(-32003, 'rate_limited')(e);
+          assert.equal(((e as McpError).data as { retryAfterMs: unknown }).retryAfterMs, null);
+          return true;
+        });
+        assert.deepEqual(up.calls.slice(ran), ['search', 'SEARCH']);
+      } finally {
+        await a.client.close();
+      }
+    },
+  );
+
+  it(
+    'an edit is enforced on an open session: new calls refused by the new policy, and the GET stream opened before it filters by it',
+    T,
+    async () => {
+      const opened = up.getStreamOpened();
+      const a = await connect(r);
+      try {
+        await opened;
+        writeFileSync(
+          join(r.dir, 'policies', 'profile.json'),
+          JSON.stringify({ appliesTo: { tool: null, mcpServer: null }, approval: { mode: 'always' } }),
+        );
+        writeFileSync(join(r.dir, 'policies', 'agt-profile.yaml'), 'default: allow\nrules:\n  - deny: "search"\n');
+        await snapshotWhere(r, (tools) => tools.length === 1 && tools[0]!.approval?.mode === 'always' && tools[0]!.agt?.rules.length === 1);
+        const ran = up.calls.length;
+        await assert.rejects(a.client.callTool({ name: 'read_file', arguments: {} }), mcpError(-32002, 'approval_required'));
+        await assert.rejects(a.client.callTool({ name: 'search', arguments: {} }), mcpError(-32001, 'tool_denied'));
+        assert.deepEqual(up.calls.slice(ran), []);
+        // the listing follows the new rules: search hidden, the delete tools visible again
+        assert.deepEqual(
+          toolNames((await a.client.listTools()).tools),
+          TOOLS.filter((t) => t !== 'search'),
+        );
+        const from = a.seen.all.length;
+        const all = TOOLS.map((name) => ({ name, inputSchema: { type: 'object' } }));
+        const transport = up.sessions.get(a.sessionId)!.transport;
+        await transport.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { tools: all } });
+        const pushed = await a.seen.next((m) => 'method' in m && m.method === 'notifications/tools/list_changed', from);
+        assert.deepEqual(
+          paramTools(pushed),
+          TOOLS.filter((t) => t !== 'search'),
+        );
+      } finally {
+        await a.client.close();
+      }
+    },
+  );
 });
