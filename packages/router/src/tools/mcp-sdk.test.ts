@@ -592,3 +592,57 @@ describe('ToolPolicy outcomes and a live edit, as the MCP SDK raises them (issue
     },
   );
 });
+
+describe('a named MCP server (/mcp/<name>) on the current protocol', () => {
+  let inference: OpenAIStub;
+  let up: SdkUpstream;
+  let r: DirRouter;
+  before(async () => {
+    inference = await startOpenAIStub();
+    up = await startSdkUpstream({ tools: TOOLS });
+    r = await startDirRouter(
+      {
+        toolProfile: { appliesTo: { tool: null, mcpServer: 'github' } },
+        agt: 'default: allow\nrules:\n  - deny: "github/delete_*"\n',
+      },
+      { upstream: inference.url, mcpUpstreams: [{ name: 'github', url: up.url }] },
+    );
+  });
+  after(async () => {
+    await r.stop();
+    await up.close();
+    await inference.close();
+  });
+
+  it('serves the session, the GET stream and DELETE at /mcp/github, with server/tool rules on lists, pushes and calls', T, async () => {
+    const opened = up.getStreamOpened();
+    const transport = new StreamableHTTPClientTransport(new URL(`${r.router.url}/mcp/github`), {
+      reconnectionOptions: { initialReconnectionDelay: 5, maxReconnectionDelay: 20, reconnectionDelayGrowFactor: 1.5, maxRetries: 2 },
+    });
+    const client = new Client({ name: 'kars-test-agent', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      await opened;
+      const visible = TOOLS.filter((t) => !t.startsWith('delete_'));
+      assert.deepEqual(toolNames((await client.listTools()).tools), visible);
+      await assert.rejects(client.callTool({ name: 'delete_repo', arguments: {} }), mcpError(-32001, 'tool_denied'));
+      const seen = new Seen();
+      const deliver = transport.onmessage;
+      transport.onmessage = (m: JSONRPCMessage) => {
+        seen.push(m);
+        deliver?.(m);
+      };
+      const all = TOOLS.map((name) => ({ name, inputSchema: { type: 'object' } }));
+      await up.sessions
+        .get(transport.sessionId!)!
+        .transport.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { tools: all } });
+      assert.deepEqual(paramTools(await seen.next((m) => 'method' in m && m.method === 'notifications/tools/list_changed')), visible);
+      const sid = transport.sessionId!;
+      await transport.terminateSession();
+      assert.equal(up.sessions.has(sid), false, 'DELETE ended the upstream session');
+      assert.deepEqual(up.calls, []);
+    } finally {
+      await client.close();
+    }
+  });
+});
