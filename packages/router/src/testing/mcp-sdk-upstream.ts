@@ -13,7 +13,7 @@
  *   reaches a client that resumes with `Last-Event-ID` (the 2025-11-25 polling pattern).
  * - `requests` records the method and headers of every HTTP request the server received.
  * - `getStreamOpened()` resolves once the session's GET stream has its response head written, so a
- *   test can push on it without a sleep.
+ *   test can push on it without a sleep; `getStreamClosed()` once a GET response closes.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
@@ -66,6 +66,8 @@ export interface SdkUpstream {
   session(): SdkSession;
   /** Resolves when the next GET stream (of any session) has its head written. */
   getStreamOpened(): Promise<void>;
+  /** Resolves when the next GET response (of any session) closes (its client, or the router, went away). */
+  getStreamClosed(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ function toolEntry(name: string) {
 export async function startSdkUpstream(opts: { tools: string[]; pageSize?: number }): Promise<SdkUpstream> {
   const sessions = new Map<string, SdkSession>();
   let opened: Array<() => void> = [];
+  let closed: Array<() => void> = [];
   const up: SdkUpstream = {
     url: new URL('http://127.0.0.1/mcp'),
     tools: [...opts.tools],
@@ -90,6 +93,9 @@ export async function startSdkUpstream(opts: { tools: string[]; pageSize?: numbe
     },
     getStreamOpened() {
       return new Promise<void>((resolve) => opened.push(resolve));
+    },
+    getStreamClosed() {
+      return new Promise<void>((resolve) => closed.push(resolve));
     },
     close: () => Promise.resolve(),
   };
@@ -154,6 +160,11 @@ export async function startSdkUpstream(opts: { tools: string[]; pageSize?: numbe
   const http: HttpServer = createServer((req, res) => {
     up.requests.push({ method: req.method ?? '', headers: req.headers });
     if (req.method === 'GET') {
+      res.once('close', () => {
+        const waiting = closed;
+        closed = [];
+        for (const w of waiting) w();
+      });
       const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => typeof res;
       res.writeHead = ((...a: unknown[]) => {
         const r = writeHead(...a);

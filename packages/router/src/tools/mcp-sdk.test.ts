@@ -281,6 +281,31 @@ describe('MCP gateway with the official MCP SDK as client and server (issue 20 i
     assert.equal(resumes.length, 1, 'the answer came on a resumed GET stream');
   });
 
+  it('an agent that leaves its GET stream ends the upstream GET too (no connection left behind)', T, async () => {
+    const opened = up.getStreamOpened();
+    const a = await connect(r);
+    await opened;
+    const closed = up.getStreamClosed();
+    await a.client.close();
+    await closed;
+    // and the session can open a new stream (the upstream allows one GET stream per session: 409 otherwise)
+    const reopened = up.getStreamOpened();
+    const asked = fetch(`${r.router.url}/mcp`, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': a.sessionId, 'mcp-protocol-version': '2025-11-25' },
+    });
+    await reopened;
+    // the SDK server's response head leaves with its first event
+    await up.sessions
+      .get(a.sessionId)!
+      .transport.send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello again' } });
+    const res = await asked;
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const again = up.getStreamClosed();
+    await res.body?.cancel();
+    await again;
+  });
+
   it(
     'an unsupported or renegotiated MCP-Protocol-Version is refused with 400 by the gateway and never reaches the upstream',
     T,
