@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { AdmissionGate } from './admission.js';
+import { EventEmitter } from 'node:events';
+import { AdmissionGate, admitRequest } from './admission.js';
 import { startOpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter } from './testing/policy-dir.js';
 
@@ -31,6 +32,19 @@ describe('AdmissionGate', () => {
     a.release();
     a.release();
     assert.deepEqual(g.inFlight, { requests: 2, bodyBytes: 150 });
+  });
+
+  it('holds no body bytes for a request with neither content-length nor transfer-encoding (an MCP GET stream), the limit for a chunked one', () => {
+    const g = new AdmissionGate({ maxRequestBodyBytes: 100, maxInflightBodyBytes: 100, maxConcurrent: 10 });
+    const res = (): http.ServerResponse => new EventEmitter() as unknown as http.ServerResponse;
+    const req = (headers: http.IncomingHttpHeaders): http.IncomingMessage => ({ headers }) as http.IncomingMessage;
+    for (let i = 0; i < 5; i++) assert.equal(admitRequest(g, req({}), res()), true, `bodiless request ${i}`);
+    const chunked = res();
+    assert.equal(admitRequest(g, req({ 'transfer-encoding': 'chunked' }), chunked), true);
+    // the chunked one holds the whole 100: nothing with a body fits beside it
+    assert.equal(g.admit('1').ok, false);
+    chunked.emit('close');
+    assert.equal(g.admit('1').ok, true);
   });
 
   it('refuses a configuration whose in-flight cap is below the per-request limit', () => {

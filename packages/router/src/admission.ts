@@ -5,7 +5,9 @@
  * - A declared `content-length` above `maxRequestBodyBytes` → **413** `request_too_large` at once,
  *   without reading the body (the connection is closed).
  * - Each admitted request holds its declared length, or `maxRequestBodyBytes` when the length is
- *   not declared (chunked), until its response closes. When that would push the bytes held above
+ *   not declared (chunked), until its response closes. A request with neither `content-length` nor
+ *   `transfer-encoding` has no body (RFC 9112 §6.3) and holds none: an MCP GET stream, which may
+ *   stay open for a whole session, must not hold 10 MiB of the body budget while it lasts. When that would push the bytes held above
  *   `maxInflightBodyBytes` → **503** `router_busy` (`Retry-After: 1`).
  * - More than `maxConcurrent` requests in flight → **503** `router_busy` (`Retry-After: 1`).
  *
@@ -107,7 +109,8 @@ export class AdmissionGate {
  * `res` closes.
  */
 export function admitRequest(gate: AdmissionGate, req: IncomingMessage, res: ServerResponse): boolean {
-  const declared = req.headers['content-length'];
+  // Neither header: the request has no body (RFC 9112 §6.3), so it holds no body bytes.
+  const declared = req.headers['content-length'] ?? (req.headers['transfer-encoding'] === undefined ? '0' : undefined);
   const a = gate.admit(declared);
   if (a.ok) {
     res.once('close', a.release);

@@ -55,7 +55,7 @@ export interface UpstreamRequest {
   origin: string;
   /** Path and query. */
   path: string;
-  method: 'POST' | 'GET';
+  method: 'POST' | 'GET' | 'DELETE';
   /** End-to-end headers only (hop-by-hop ones are refused by undici). */
   headers: OutgoingHttpHeaders;
   /** The request body (a string is sent as UTF-8 without a copy into a Buffer first). */

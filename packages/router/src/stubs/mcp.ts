@@ -57,6 +57,8 @@ export interface McpStub {
   port: number;
   /** Every `tools/call` received (also of unknown or failing tools), in order. */
   calls: McpStubCall[];
+  /** How many HTTP requests (any method, any path) the stub has received. */
+  readonly requests: number;
   /** Every JSON-RPC method received (requests and notifications), in order. */
   methods: string[];
   setToolError(tool: string, error: JsonRpcErrorObject | undefined): void;
@@ -186,7 +188,9 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
     else send(res, 'error' in out && out.error.code === JSONRPC_INVALID_REQUEST ? 400 : 200, out);
   }
 
+  let requests = 0;
   const server = createServer((req, res) => {
+    requests++;
     void readBody(req, MAX_BODY, req.headers['content-length']).then((r) => {
       if (r.ok) handle(req, res, r.body.toString('utf8'));
       else if (r.reason === 'too_large') res.writeHead(413, { connection: 'close' }).end();
@@ -202,6 +206,9 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
     port: bound.port,
     calls,
     methods,
+    get requests() {
+      return requests;
+    },
     setToolError(tool, error) {
       if (error === undefined) toolErrors.delete(tool);
       else toolErrors.set(tool, error);

@@ -361,11 +361,91 @@ describe('MCP gateway: protocol and upstream', () => {
     assert.equal(r.json.error.code, -32600);
   });
 
-  it('answers other HTTP methods with 405', T, async () => {
-    const r = await fetch(f.url, { method: 'GET' });
+  it('answers methods other than POST, GET and DELETE with 405 and forwards nothing', T, async () => {
+    const before = f.stub.requests;
+    const r = await fetch(f.url, { method: 'PUT', body: '{}' });
     assert.equal(r.status, 405);
-    assert.equal(r.headers.get('allow'), 'POST');
-    await r.text();
+    assert.equal(r.headers.get('allow'), 'GET, POST, DELETE');
+    assert.equal(((await r.json()) as { error: { code: number } }).error.code, -32600);
+    assert.equal(f.stub.requests, before);
+  });
+
+  it('forwards GET and DELETE to the upstream and relays its answer (the stub has no stream: 405)', T, async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const before = f.stub.requests;
+      const r = await fetch(f.url, { method, headers: { accept: 'text/event-stream' } });
+      assert.equal(r.status, 405, method);
+      assert.equal(r.headers.get('allow'), 'POST');
+      await r.text();
+      assert.equal(f.stub.requests, before + 1, method);
+    }
+  });
+
+  it('refuses an MCP-Protocol-Version it does not know with 400, on every method, and forwards nothing', T, async () => {
+    for (const [method, version] of [
+      ['POST', '2099-01-01'],
+      ['GET', 'latest'],
+      ['DELETE', '2025-06-18, 2025-03-26'],
+    ] as const) {
+      const before = f.stub.requests;
+      const r = await fetch(f.url, {
+        method,
+        headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': version },
+        ...(method === 'POST' ? { body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) } : {}),
+      });
+      assert.equal(r.status, 400, `${method} ${version}`);
+      const body = (await r.json()) as { error: { code: number; data: { code: string; requested: string } } };
+      assert.equal(body.error.code, -32600);
+      assert.equal(body.error.data.code, 'protocol_version_unsupported');
+      assert.equal(body.error.data.requested, version);
+      assert.equal(f.stub.requests, before, `${method} ${version} reached the upstream`);
+    }
+  });
+
+  it('refuses a batch on 2025-06-18 and later before any decision, and decides it on 2025-03-26', T, async () => {
+    const batch = [call(31, 'search'), call(32, 'delete_file')];
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const before = f.stub.requests;
+      const r = await post(f.url, batch, { 'mcp-protocol-version': version });
+      assert.equal(r.status, 400, version);
+      assert.equal(r.json.error.data.code, 'batch_not_allowed');
+      assert.equal(f.stub.requests, before, `${version}: the batch reached the upstream`);
+    }
+    const calls = f.stub.calls.length;
+    const r = await post(f.url, batch, { 'mcp-protocol-version': '2025-03-26' });
+    assert.equal(r.status, 200);
+    assert.deepEqual(
+      r.json.map((m: { id: number; error?: { code: number } }) => [m.id, m.error?.code ?? 'ok']),
+      [
+        [31, 'ok'],
+        [32, -32001],
+      ],
+    );
+    assert.deepEqual(
+      f.stub.calls.slice(calls).map((c) => c.tool),
+      ['search'],
+    );
+  });
+
+  it('replaces an initialize answer that negotiates a version it does not know with -32602', T, async () => {
+    const r = await post(f.url, {
+      jsonrpc: '2.0',
+      id: 'init-future',
+      method: 'initialize',
+      params: { protocolVersion: '2099-01-01', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    assert.equal(r.json.id, 'init-future');
+    assert.equal(r.json.result, undefined);
+    assert.equal(r.json.error.code, -32602);
+    assert.equal(r.json.error.message, 'Unsupported protocol version');
+    assert.equal(r.json.error.data.requested, '2099-01-01');
+  });
+
+  it('keeps an SSE event with empty data (the 2025-11-25 priming event) with its id', () => {
+    assert.equal(
+      rewriteSse('id: s_1\nretry: 5\ndata: \n\n', (m) => m),
+      'id: s_1\nretry: 5\ndata:\n\n',
+    );
   });
 
   it('leaves other paths to the caller', T, async () => {

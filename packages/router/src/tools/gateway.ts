@@ -1,26 +1,36 @@
 /**
- * The MCP gateway: an HTTP handler for `POST /mcp` (JSON-RPC 2.0, MCP streamable HTTP) that
- * enforces the sandbox's ToolPolicies in front of one upstream MCP server.
+ * The MCP gateway: an HTTP handler for `/mcp` (MCP streamable HTTP, protocol versions 2024-11-05
+ * to 2025-11-25) that enforces the sandbox's ToolPolicies in front of one upstream MCP server.
  *
- * - `tools/call`: decided by {@link decideToolCall}; a refusal is answered here as a JSON-RPC
- *   error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the upstream
- *   answer (status, headers, body, JSON or `text/event-stream`) is streamed back verbatim.
- * - `tools/list`: forwarded, then the tools that AGT denies are removed from `result.tools`.
- *   Approval-required and rate-limited tools stay listed (their calls are refused). The filter
- *   does not depend on ids: EVERY upstream message that carries a `result.tools` array is filtered
- *   (JSON, batch or SSE, any status, any id, also answers to other methods), so an answer under
- *   an id the agent never sent, or one that matches another request, cannot carry a denied tool.
- * - Request ids must survive re-serialisation: a string or a safe integer (MCP forbids null ids).
- *   Others (null, 1e400, integers past 2^53, fractions, objects) are refused with -32600 and
- *   id null, and never forwarded (issue 25 item 4, ADR 0028).
- * - Every other method, notifications and client responses are forwarded verbatim.
- * - Batches (JSON arrays) are decided element by element; the allowed elements go upstream as one
- *   batch and the local refusals are added to its answer.
+ * - `POST` (JSON-RPC 2.0), decided message by message:
+ *   - `tools/call`: decided by {@link decideToolCall}; a refusal is answered here as a JSON-RPC
+ *     error (HTTP 200) and never reaches the upstream. An allowed call is forwarded and the
+ *     upstream answer (status, headers, JSON or `text/event-stream`) is relayed, filtered.
+ *   - Request ids must survive re-serialisation: a string or a safe integer (MCP forbids null ids).
+ *     Others (null, 1e400, integers past 2^53, fractions, objects) are refused with -32600 and id
+ *     null, and never forwarded (issue 25 item 4, ADR 0028).
+ *   - A key or method another decoder reads as something else (`Method`, `params.Name`,
+ *     `Tools/Call`; `envelope.ts`) is refused with -32600 `ambiguous_spelling` (ADR 0036).
+ *   - Every other method, notifications and client responses are forwarded as parsed.
+ *   - Batches (JSON arrays) exist only before 2025-06-18: later they are refused whole (400);
+ *     earlier they are decided element by element, the allowed elements go upstream as one batch
+ *     and the local refusals are added to its answer.
+ * - `GET` (the server's stream; resumption with `Last-Event-ID`) and `DELETE` (end a session) are
+ *   forwarded with the client's headers and no body.
+ * - Every method: `MCP-Protocol-Version` must be a version the gateway knows and, on a session
+ *   whose `initialize` answer it saw, the negotiated one (`protocol.ts`); else 400, nothing forwarded.
+ *   An `initialize` answer negotiating a version the gateway does not know becomes -32602.
+ * - The filter does not depend on ids or methods: EVERY upstream message (JSON, batch, SSE event,
+ *   GET stream, replayed event; any status) that carries a `tools` array in `result`, `params` or
+ *   `error.data` loses the tools AGT denies. Approval-required and rate-limited tools stay listed
+ *   (their calls are refused). `cursor`/`nextCursor` pass as they are, so every page is filtered.
  *
- * Guarantees: the snapshot is taken once per HTTP request and used for every decision in it. The
- * handler never rejects: failures become JSON-RPC errors or a destroyed response. A 2xx answer
- * that cannot be read as JSON (or an SSE event whose data is not JSON) is refused with -32004 (or
- * dropped) rather than passed through unfiltered; so is an answer with a content-encoding.
+ * Guarantees: a POST's snapshot is taken once and used for every decision and the filter of its
+ * answer; a GET stream, which may last the whole session, filters each event under the snapshot of
+ * the moment it passes. The handler never rejects: failures become JSON-RPC errors or a destroyed
+ * response. A 2xx answer that cannot be read as JSON (or an SSE event whose data is not JSON) is
+ * refused with -32004 (or dropped) rather than passed through unfiltered; so is an answer with a
+ * content-encoding. An SSE event with empty data (a 2025-11-25 priming event) is kept with its id.
  *
  * Assumptions: the upstream is one MCP server, named by `server` for `appliesTo.mcpServer` and for
  * `server/tool` globs; without `server` only policies with no server selector apply, and only bare
@@ -28,8 +38,13 @@
  *
  * Caveats: if the upstream fails a mixed batch with a non-2xx status, its answer is returned
  * (filtered when it is JSON, verbatim when it is not) and the local refusals in that batch are
- * not. JSON answers are buffered (up to `maxResponseBytes`); SSE answers stream event by event. `approval.mode: aboveThreshold` is not enforced here
- * (AP2 amounts are not evaluated). Requests are asked upstream with `accept-encoding: identity`.
+ * not. JSON answers are buffered (up to `maxResponseBytes`); SSE answers stream event by event.
+ * A GET stream with no event for the upstream client's body timeout (300 s) is cut; MCP clients
+ * then resume it with `Last-Event-ID`. The router's freshness checks (stale or refused policy) run
+ * when a request starts, not during a GET stream. The session table is in memory and bounded: after
+ * a router restart, or for a forgotten session, the header alone decides the version.
+ * `approval.mode: aboveThreshold` is not enforced here (AP2 amounts are not evaluated). Requests
+ * are asked upstream with `accept-encoding: identity`.
  */
 import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -38,6 +53,8 @@ import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
 import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
 import { checkToolName } from './names.js';
+import { envelopeProblem, fold } from './envelope.js';
+import { batchesAllowed, isKnownVersion, KNOWN_PROTOCOL_VERSIONS, requestVersion, SessionVersions } from './protocol.js';
 import {
   classify,
   isObject,
@@ -129,6 +146,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const limiter = new ToolRateLimiter(opts.clock === undefined ? {} : { clock: opts.clock });
   const { sandbox, server, upstream } = opts;
   const client = opts.client ?? new UpstreamClient();
+  const sessions = new SessionVersions();
 
   function emit(d: ToolDecision): void {
     try {
@@ -152,6 +170,14 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       const c = classify(item);
       if (c.kind === 'invalid') {
         p.local.push(rpcError(c.id, JSONRPC_INVALID_REQUEST, `Invalid Request: ${c.why}`));
+        p.untouched = false;
+        if (!isBatch) p.localStatus = 400;
+        continue;
+      }
+      const misspelt = envelopeProblem(item);
+      if (misspelt !== undefined) {
+        const id = c.kind === 'request' && isForwardableId(c.id) ? c.id : null;
+        p.local.push(rpcError(id, JSONRPC_INVALID_REQUEST, `Invalid Request: ${misspelt}`, { code: 'ambiguous_spelling' }));
         p.untouched = false;
         if (!isBatch) p.localStatus = 400;
         continue;
@@ -210,27 +236,45 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   }
 
   /**
-   * Remove AGT-denied tools from any message carrying a `result.tools` array, whatever its id;
-   * returns the (possibly new) message. Entries without a string name are removed too. The keys
-   * are matched without regard to case (`Result`, `Tools`: a client whose JSON decoder matches
-   * keys case-insensitively, as Go's does, would read them), and a batch nested in a batch is
-   * filtered too.
+   * Remove AGT-denied tools from any message carrying a tools array, whatever its id and kind:
+   * `result.tools` (a tools/list answer, or one under an id the agent never sent), `params.tools`
+   * (a server-initiated request or notification, e.g. `sampling/createMessage` with tools, or a
+   * `notifications/tools/list_changed` padded with a list) and `error.data.tools`. Returns the
+   * (possibly new) message. Entries without a string name are removed too. The keys are matched
+   * as a lenient decoder would read them ({@link fold}: `Result`, `Tools`, `paramſ`; a client whose
+   * JSON decoder matches keys case-insensitively, as Go's does, would read them), and a batch nested
+   * in a batch is filtered too.
    */
   function filterMessage(msg: unknown, tools: readonly ToolRules[]): unknown {
     if (Array.isArray(msg)) return msg.map((m) => filterMessage(m, tools));
     if (!isObject(msg)) return msg;
     let out: Record<string, unknown> = msg;
     for (const rk of Object.keys(msg)) {
-      const result = msg[rk];
-      if (rk.toLowerCase() !== 'result' || !isObject(result)) continue;
-      let kept: Record<string, unknown> = result;
-      for (const tk of Object.keys(result)) {
-        const list = result[tk];
-        if (tk.toLowerCase() === 'tools' && Array.isArray(list)) kept = { ...kept, [tk]: keptTools(list, tools) };
-      }
-      if (kept !== result) out = { ...out, [rk]: kept };
+      const member = fold(rk);
+      const value = msg[rk];
+      if (!isObject(value)) continue;
+      let kept: Record<string, unknown> | undefined;
+      if (member === 'result' || member === 'params') kept = withoutDenied(value, tools);
+      else if (member === 'error')
+        for (const dk of Object.keys(value)) {
+          const data = value[dk];
+          if (fold(dk) !== 'data' || !isObject(data)) continue;
+          const d = withoutDenied(data, tools);
+          if (d !== data) kept = { ...(kept ?? value), [dk]: d };
+        }
+      if (kept !== undefined && kept !== value) out = { ...out, [rk]: kept };
     }
     return out;
+  }
+
+  /** `obj` with every `tools` array (any spelling of the key) reduced to the tools policy lets the agent see. */
+  function withoutDenied(obj: Record<string, unknown>, tools: readonly ToolRules[]): Record<string, unknown> {
+    let kept = obj;
+    for (const tk of Object.keys(obj)) {
+      const list = obj[tk];
+      if (fold(tk) === 'tools' && Array.isArray(list)) kept = { ...kept, [tk]: keptTools(list, tools) };
+    }
+    return kept;
   }
 
   /** The entries of a listed `tools` array that policy lets the agent see. */
@@ -278,6 +322,8 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       const c = classify(m);
       if (c.kind === 'request') out.push(rpcError(c.id, TOOL_ERROR_CODES.upstream_unavailable, message, { code: 'upstream_unavailable' }));
     }
+    // A GET or DELETE carries no request: the failure is said with id null.
+    if (p.forward.length === 0) out.push(rpcError(null, TOOL_ERROR_CODES.upstream_unavailable, message, { code: 'upstream_unavailable' }));
     return out;
   }
 
@@ -290,16 +336,49 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     sendJson(res, status ?? p.localStatus, p.isBatch ? all : all[0]);
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
-    // Always the router's re-serialisation of what it decided on, never the client's bytes.
-    const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
+  /**
+   * The filter applied to every upstream message of one HTTP exchange: {@link filterMessage}, and
+   * for the answer to a forwarded `initialize` (matched by id), the negotiated protocol version
+   * recorded for the session, or the answer replaced by -32602 when the version is one the gateway
+   * does not know (it cannot vouch for a filter of shapes it was not written for).
+   */
+  function messageFilter(p: Plan, tools: () => readonly ToolRules[], session: () => string | undefined): (m: unknown) => unknown {
+    const inits = new Set<string | number>();
+    for (const m of p.forward) if (isObject(m) && m['method'] === 'initialize' && isForwardableId(m['id'])) inits.add(m['id']);
+    return (m: unknown): unknown => {
+      if (inits.size > 0 && isObject(m) && isForwardableId(m['id']) && inits.has(m['id']) && isObject(m['result'])) {
+        const v = m['result']['protocolVersion'];
+        if (!isKnownVersion(v))
+          return rpcError(m['id'], JSONRPC_INVALID_PARAMS, 'Unsupported protocol version', {
+            code: 'protocol_version_unsupported',
+            supported: KNOWN_PROTOCOL_VERSIONS,
+            requested: typeof v === 'string' ? v : null,
+          });
+        const sid = session();
+        if (sid !== undefined) sessions.set(sid, v);
+      }
+      return filterMessage(m, tools());
+    };
+  }
+
+  /**
+   * Ask the upstream and relay its answer: an event stream event by event through `filter`, any
+   * other answer buffered, parsed, filtered and re-serialised with the local refusals of `p` added.
+   */
+  async function relay(
+    req: IncomingMessage,
+    res: ServerResponse,
+    p: Plan,
+    ask: { method: 'POST' | 'GET' | 'DELETE'; body?: Buffer; retryStale: boolean },
+    filterFor: (session: () => string | undefined) => (m: unknown) => unknown,
+  ): Promise<void> {
     const headers = endToEndHeaders(req.headers, REQUEST_RECOMPUTED);
-    headers['content-type'] ??= 'application/json';
-    headers['content-length'] = body.length;
+    if (ask.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      headers['content-length'] = ask.body.length;
+    } else delete headers['content-type'];
     headers['accept-encoding'] = 'identity';
 
-    // A repeat is harmless unless the message may act on something: never retry a tools/call.
-    const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
     const abort = new AbortController();
     const onClose = (): void => {
       if (!res.writableFinished) abort.abort();
@@ -310,10 +389,10 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       up = await client.request({
         origin: upstream.origin,
         path: `${upstream.pathname}${upstream.search}`,
-        method: 'POST',
+        method: ask.method,
         headers,
-        body,
-        retryStale,
+        ...(ask.body !== undefined ? { body: ask.body } : {}),
+        retryStale: ask.retryStale,
         signal: abort.signal,
       });
     } catch (err: unknown) {
@@ -324,6 +403,10 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     up.body.on('error', () => res.destroy());
     const status = up.status;
     const ok = status >= 200 && status < 300;
+    // The session the answer belongs to: the upstream's header (set by initialize), else the request's.
+    const sessionHeader = up.headers['mcp-session-id'] ?? req.headers['mcp-session-id'];
+    const session = (): string | undefined => (Array.isArray(sessionHeader) ? sessionHeader.join(', ') : sessionHeader);
+    const filter = filterFor(session);
     // Every answer is rewritten (filtered): the length and any encoding are the gateway's own.
     const outHeaders = copyHeaders(up.headers, true);
     const encoding = String(up.headers['content-encoding'] ?? '')
@@ -335,12 +418,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       return;
     }
     const contentType = String(up.headers['content-type'] ?? '').toLowerCase();
-    const filter = (m: unknown): unknown => filterMessage(m, tools);
 
     if (contentType.startsWith('text/event-stream')) {
-      // Streamed event by event (a tools/call may stream progress), each event filtered.
+      // Streamed event by event (a tools/call may stream progress, a GET stream lasts the session), each event filtered.
       const tail = ok ? p.local.map((e) => `event: message\ndata: ${JSON.stringify(e)}\n\n`).join('') : '';
       res.writeHead(status, outHeaders);
+      // Each event is sent as soon as it is filtered (no Nagle delay on a stream of small events).
+      res.socket?.setNoDelay(true);
       up.body.pipe(new SseFilter(filter, tail)).pipe(res);
       await finished(res).catch(() => undefined);
       return;
@@ -387,14 +471,51 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     res.end(payload);
   }
 
+  /** A POST: its decided messages, re-serialised (never the client's bytes), go upstream. */
+  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
+    const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
+    // A repeat is harmless unless the message may act on something: never retry a tools/call.
+    const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
+    await relay(req, res, p, { method: 'POST', body, retryStale }, (session) => messageFilter(p, () => tools, session));
+  }
+
+  /**
+   * A GET (the stream of server-initiated messages, or a resumption with `Last-Event-ID`) or a
+   * DELETE (session termination): forwarded with the client's headers and no body. A GET stream
+   * may last the whole session, so each of its events is filtered under the policy in force when
+   * it passes, not the one of the moment the stream opened.
+   */
+  async function forwardBodiless(req: IncomingMessage, res: ServerResponse, method: 'GET' | 'DELETE'): Promise<void> {
+    req.resume();
+    const p: Plan = { isBatch: false, forward: [], local: [], untouched: true, localStatus: 200 };
+    const session = req.headers['mcp-session-id'];
+    if (method === 'DELETE' && typeof session === 'string') res.once('finish', () => sessions.delete(session));
+    await relay(req, res, p, { method, retryStale: true }, () => (m) => filterMessage(m, opts.snapshot().tools));
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST') {
+    const method = req.method;
+    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       sendJson(
         res,
         405,
-        { error: `method ${req.method ?? ''} is not allowed on ${path}; MCP requests are POSTed JSON-RPC 2.0` },
-        { allow: 'POST' },
+        rpcError(
+          null,
+          JSONRPC_INVALID_REQUEST,
+          `method ${method ?? ''} is not allowed on ${path}; MCP streamable HTTP uses POST (JSON-RPC 2.0), GET (the server's stream) and DELETE (end a session)`,
+        ),
+        { allow: 'GET, POST, DELETE' },
       );
+      return;
+    }
+    const version = requestVersion(req.headers, sessions);
+    if (!version.ok) {
+      req.resume();
+      sendJson(res, 400, rpcError(null, JSONRPC_INVALID_REQUEST, version.message, version.data));
+      return;
+    }
+    if (method !== 'POST') {
+      await forwardBodiless(req, res, method);
       return;
     }
     const read = await readBody(req, maxRequest, req.headers['content-length']);
@@ -413,6 +534,19 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       if (strict.code === 'invalid_json')
         sendJson(res, 400, rpcError(null, JSONRPC_PARSE_ERROR, 'Parse error: the request body is not valid JSON'));
       else sendJson(res, 400, rpcError(null, JSONRPC_INVALID_REQUEST, `Invalid Request: ${strict.message}`, { code: strict.code }));
+      return;
+    }
+    if (Array.isArray(strict.value) && !batchesAllowed(version.version)) {
+      sendJson(
+        res,
+        400,
+        rpcError(
+          null,
+          JSONRPC_INVALID_REQUEST,
+          `Invalid Request: MCP ${version.version} has no JSON-RPC batches (removed in 2025-06-18); send one message per POST`,
+          { code: 'batch_not_allowed', protocolVersion: version.version },
+        ),
+      );
       return;
     }
     const p = plan(strict.value, snapshot.tools);
@@ -467,6 +601,12 @@ function rewriteEvent(event: string, fn: (msg: unknown) => unknown): string {
     // one it might read differently, such as `\uFEFFdata: …` that a client dropping the BOM reads as data.
     const lines = block.split('\n').filter((l) => KEPT_SSE_FIELD.test(l));
     return lines.length === 0 ? '' : `${lines.join('\n')}\n\n`;
+  }
+  if (data === '') {
+    // An event with empty data (the priming event a 2025-11-25 server sends, `id:` and `data:`):
+    // clients skip it for its data and keep its id for resumption. Nothing in it to filter.
+    const kept = block.split('\n').filter((l) => KEPT_SSE_FIELD.test(l));
+    return `${[...kept, 'data:'].join('\n')}\n\n`;
   }
   let msg: unknown;
   try {
