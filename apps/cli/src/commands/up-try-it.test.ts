@@ -45,7 +45,7 @@ describe('kars up: "Try it" tells the truth about the live policy (issue 24 item
       demo: await readDemoState(ctx),
     });
 
-  it('on a fresh stack: request 1 is allowed under the cap of 1000, request 2 blocked, step 6 tightens to 100', async () => {
+  it('on a fresh stack: request 1 is allowed under the cap of 1000, request 2 blocked, step 8 tightens to 100', async () => {
     const t = await text();
     assert.match(t, /# 1\. a request InferencePolicy demo-budget allows \(200 tokens; the cap is 1000 per request\)/);
     assert.match(
@@ -54,11 +54,11 @@ describe('kars up: "Try it" tells the truth about the live policy (issue 24 item
     );
     assert.match(
       t,
-      /# 6\. tighten the budget to 100 tokens.*\n\s+npx kars ip apply -f examples\/inference-policy-strict\.yaml --wait\n\s+#\s+then run request 1 again: now it is blocked \(200 > 100\)/,
+      /# 8\. tighten the budget to 100 tokens.*\n\s+npx kars ip apply -f examples\/inference-policy-strict\.yaml --wait\n\s+#\s+then run request 1 again: now it is blocked \(200 > 100\)/,
     );
   });
 
-  it('after the kept edit to 100: request 1 is refused with the new cap, and step 6 offers the way back', async () => {
+  it('after the kept edit to 100: request 1 is refused with the new cap, and step 8 offers the way back', async () => {
     const r = await ts.client.patch(`${IP}/demo-budget`, { spec: { tokenBudget: { perRequestTokens: 100 } } }, 'merge');
     assert.equal(r.status, 200, r.text);
     const t = await text();

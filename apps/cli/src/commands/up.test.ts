@@ -26,7 +26,16 @@ async function freePorts(n: number): Promise<number[]> {
 }
 
 function portFlags(p: number[]): string[] {
-  const names = ['--apiserver-port', '--router-port', '--egress-port', '--admin-port', '--openai-port', '--mcp-port', '--metrics-port'];
+  const names = [
+    '--apiserver-port',
+    '--router-port',
+    '--egress-port',
+    '--admin-port',
+    '--openai-port',
+    '--mcp-port',
+    '--anthropic-port',
+    '--metrics-port',
+  ];
   return names.flatMap((n, i) => [n, String(p[i])]);
 }
 
@@ -88,7 +97,7 @@ function printedCommands(out: string): string[] {
 describe('kars up', { timeout: 600_000 }, () => {
   it('starts the stack, prints commands that work as pasted, stops every child on SIGINT, and resumes with the data kept', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'kars-up-'));
-    const ports = await freePorts(7);
+    const ports = await freePorts(8);
     const up = startUp(dataDir, ports);
     try {
       await waitFor(up, 'kars is up', 240_000);
@@ -96,7 +105,7 @@ describe('kars up', { timeout: 600_000 }, () => {
         'starting kars apiserver',
         'installing the CRDs',
         'starting the controller',
-        'starting the OpenAI and MCP stubs',
+        'starting the OpenAI, Anthropic and MCP stubs',
         'creating the demo sandbox',
         "starting sandbox demo-agent's router",
         "starting the freshness probe's router",
@@ -111,10 +120,14 @@ describe('kars up', { timeout: 600_000 }, () => {
       assert.equal(kubeconfig, join(dataDir, 'apiserver', 'kubeconfig'));
       const run = async (line: string): Promise<string> =>
         (await sh('sh', ['-c', line], { cwd: REPO_ROOT, env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 120_000 })).stdout;
-      const [pass, block, tool, egress, kubectl, wait, status, probe, admin] = lines.filter((l) => !/^(cd|export) /.test(l));
-      assert.ok(pass && block && tool && egress && kubectl && wait && status && probe && admin, lines.join('\n'));
+      const [pass, block, responses, messages, tool, egress, kubectl, wait, status, probe, admin] = lines.filter(
+        (l) => !/^(cd|export) /.test(l),
+      );
+      assert.ok(pass && block && responses && messages && tool && egress && kubectl && wait && status && probe && admin, lines.join('\n'));
       assert.match(await run(pass), /"object":"chat.completion"/);
       assert.match(await run(block), /"code":"per_request_tokens_exceeded"/);
+      assert.match(await run(responses), /"object":"response".*"status":"completed"/s);
+      assert.match(await run(messages), /"type":"message".*Anthropic stub/s);
       assert.match(await run(tool), /"code":"tool_denied".*delete_file/);
       assert.match(await run(egress), /kars egress allow-extra demo-agent --host example\.com:80/);
       assert.match(await run(admin), /"schema_version":1/);
@@ -139,7 +152,7 @@ describe('kars up', { timeout: 600_000 }, () => {
       // A second kars up on the same data directory, with its ports moved, refuses (naming the
       // directory, this kars up's PID and --data-dir) and leaves the kubeconfig pointing at this stack.
       const kubeconfigBefore = readFileSync(kubeconfig, 'utf8');
-      const second = await runKars(['up', '--data-dir', dataDir, ...portFlags(await freePorts(7))]);
+      const second = await runKars(['up', '--data-dir', dataDir, ...portFlags(await freePorts(8))]);
       assert.equal(second.code, 1, second.stdout);
       assert.equal(
         second.stderr,

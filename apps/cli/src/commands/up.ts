@@ -52,6 +52,7 @@ interface UpFlags {
   adminPort: number;
   openaiPort: number;
   mcpPort: number;
+  anthropicPort: number;
   metricsPort: number;
   timeout: number;
 }
@@ -64,6 +65,7 @@ const PORTS = [
   { key: 'adminPort', flag: '--admin-port', what: "the demo router's admin endpoint", def: 8090 },
   { key: 'openaiPort', flag: '--openai-port', what: 'the OpenAI stub', def: 9000 },
   { key: 'mcpPort', flag: '--mcp-port', what: 'the MCP stub', def: 9001 },
+  { key: 'anthropicPort', flag: '--anthropic-port', what: 'the Anthropic stub', def: 9002 },
   { key: 'metricsPort', flag: '--metrics-port', what: "the controller's /metrics and /healthz", def: 8080 },
 ] as const;
 
@@ -176,11 +178,11 @@ function chatComment(step: number, n: number, cap: number | null): string {
     : `# ${step}. a request InferencePolicy demo-budget blocks (${n} tokens > the cap of ${cap} per request: 429 per_request_tokens_exceeded)`;
 }
 
-/** Step 6: the edit that changes the outcome of request 1, worded from the live cap. */
+/** Step 8: the edit that changes the outcome of request 1, worded from the live cap. */
 function editStep(d: DemoState): string {
   if (d.strictCap !== null && d.perRequestTokens !== d.strictCap) {
     const after = passes(SMALL_REQUEST, d.strictCap) ? 'it is still allowed' : `now it is blocked (${SMALL_REQUEST} > ${d.strictCap})`;
-    return `# 6. tighten the budget to ${d.strictCap} tokens; returns once the router enforces it, with the time it took
+    return `# 8. tighten the budget to ${d.strictCap} tokens; returns once the router enforces it, with the time it took
   npx kars ip apply -f examples/inference-policy-strict.yaml --wait
   #    then run request 1 again: ${after}`;
   }
@@ -188,7 +190,7 @@ function editStep(d: DemoState): string {
     d.exampleCap === null || passes(SMALL_REQUEST, d.exampleCap)
       ? `now it is allowed (${SMALL_REQUEST} ≤ ${d.exampleCap ?? 'no cap'})`
       : `it is still blocked (${SMALL_REQUEST} > ${d.exampleCap})`;
-  return `# 6. the stricter budget (${d.perRequestTokens ?? 'none'} per request) is already in place (kept from the last run); put the example's back (${d.exampleCap ?? 'no cap'}); returns once the router enforces it, with the time it took
+  return `# 8. the stricter budget (${d.perRequestTokens ?? 'none'} per request) is already in place (kept from the last run); put the example's back (${d.exampleCap ?? 'no cap'}); returns once the router enforces it, with the time it took
   npx kars ip apply -f examples/inference-policy.yaml --wait
   #    then run request 1 again: ${after}`;
 }
@@ -212,8 +214,10 @@ export function nextSteps(o: {
   const r = `http://${o.host}:${o.routerPort}`;
   const chat = (n: number): string =>
     `curl -s ${r}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"gpt-4o","max_tokens":${n},"messages":[{"role":"user","content":"hi"}]}'`;
+  const responses = `curl -s ${r}/v1/responses -H 'content-type: application/json' -d '{"model":"gpt-4o","max_output_tokens":${SMALL_REQUEST},"input":"hi"}'`;
+  const messages = `curl -s ${r}/v1/messages -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' -d '{"model":"claude-sonnet-4-5","max_tokens":${SMALL_REQUEST},"messages":[{"role":"user","content":"hi"}]}'`;
   return `
-kars is up: apiserver, controller, OpenAI and MCP stubs, and sandbox demo-agent's router.
+kars is up: apiserver, controller, OpenAI, Anthropic and MCP stubs, and sandbox demo-agent's router.
 Logs: ${o.logs}/   Stop: Ctrl-C (data stays in ${dirname(o.logs)}/; kars up again resumes).
 
 Try it, in another terminal:
@@ -227,21 +231,27 @@ Try it, in another terminal:
   ${chatComment(2, LARGE_REQUEST, cap)}
   ${chat(LARGE_REQUEST)}
 
-  # 3. a tool call ToolPolicy demo-tools blocks (its AGT profile denies *delete*)
+  # 3. the same budget on the OpenAI Responses API (Codex, the Agents SDK): max_output_tokens is capped
+  ${responses}
+
+  # 4. and on Anthropic Messages (Claude Code), sent to the Anthropic upstream that demo-budget's modelPreference names
+  ${messages}
+
+  # 5. a tool call ToolPolicy demo-tools blocks (its AGT profile denies *delete*)
   curl -s ${r}/mcp -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"notes.txt"}}}'
 
-  # 4. an egress request the sandbox's allowlist blocks (403 names the command that would allow it)
+  # 6. an egress request the sandbox's allowlist blocks (403 names the command that would allow it)
   curl -s -x http://${o.host}:${o.egressPort} http://example.com/
 
-  # 5. the objects, with kubectl
+  # 7. the objects, with kubectl
   kubectl --kubeconfig ${o.kubeconfig} get ksb,ip,tp
 
   ${editStep(o.demo)}
 
-  # 7. which routers enforce which digest, and how fast edits reached them
+  # 9. which routers enforce which digest, and how fast edits reached them
   npx kars policy status
 
-  # 8. the freshness conformance probe: 20 edits, each timed to every router's echo
+  # 10. the freshness conformance probe: 20 edits, each timed to every router's echo
   npx kars freshness probe --iterations 20
 
   # the router's own view (bearer token in ${o.adminTokenFile})
@@ -425,10 +435,11 @@ export function upCommand(): Command {
 
       const openai = start('stub-openai', ['stub', 'openai', '--listen', `${host}:${flags.openaiPort}`]);
       const mcp = start('stub-mcp', ['stub', 'mcp', '--listen', `${host}:${flags.mcpPort}`, ...DEMO.tools.flatMap((t) => ['--tool', t])]);
-      const [openaiUrl, mcpUrl] = await step(
+      const anthropic = start('stub-anthropic', ['stub', 'anthropic', '--listen', `${host}:${flags.anthropicPort}`]);
+      const [openaiUrl, mcpUrl, anthropicUrl] = await step(
         out,
-        `starting the OpenAI and MCP stubs (tools: ${DEMO.tools.map((t) => t.split('=')[0]).join(', ')})`,
-        () => withDeadline('the stubs', Promise.all([line(openai, 'listening:'), line(mcp, 'listening:')])),
+        `starting the OpenAI, Anthropic and MCP stubs (tools: ${DEMO.tools.map((t) => t.split('=')[0]).join(', ')})`,
+        () => withDeadline('the stubs', Promise.all([line(openai, 'listening:'), line(mcp, 'listening:'), line(anthropic, 'listening:')])),
       );
 
       const created = await step(out, `creating the demo sandbox and policies from examples/ (when absent)`, () =>
@@ -477,6 +488,8 @@ export function upCommand(): Command {
         adminTokenFile,
         '--upstream',
         openaiUrl,
+        '--upstream',
+        `anthropic=${anthropicUrl}`,
         '--mcp-upstream',
         mcpUrl,
       ]);
