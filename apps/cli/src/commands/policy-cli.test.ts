@@ -108,7 +108,7 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     const list = await runKars(['ip', 'list', ...kc]);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^NAME\s+SANDBOX\s+MODEL\s+DAILY\s+AGE\s+STATUS\n/);
-    assert.match(list.stdout, /\ndemo-budget\s+demo-agent\s+-\s+200000\s+\S+\s+Ready\n/);
+    assert.match(list.stdout, /\ndemo-budget\s+demo-agent\s+azure-openai\/gpt-4o\s+200000\s+\S+\s+Ready\n/);
     const json = await runKars(['ip', 'get', 'demo-budget', '-o', 'json', ...kc]);
     assert.equal(JSON.parse(json.stdout).spec.tokenBudget.perRequestTokens, 3000);
     const pretty = await runKars(['ip', 'get', 'demo-budget', ...kc]);

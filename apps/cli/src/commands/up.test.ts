@@ -163,7 +163,7 @@ describe('kars up', { timeout: 600_000 }, () => {
 
       // SIGINT to kars up alone: it stops every child, then exits 0.
       const kids = childrenOf(up.proc.pid ?? 0);
-      assert.equal(kids.length, 6, `apiserver, controller, two stubs, the demo router and the probe's router: ${kids.join(' ')}`);
+      assert.equal(kids.length, 7, `apiserver, controller, three stubs, the demo router and the probe's router: ${kids.join(' ')}`);
       up.proc.kill('SIGINT');
       assert.equal(await up.exited, 0, up.err());
       assert.deepEqual(kids.filter(alive), [], 'no orphans');
