@@ -1,7 +1,8 @@
 /**
  * kube-client reads kubeconfigs with client-node's own KubeConfig, loaded from the build-time
  * bundle (ADR 0020). These tests pin that the bundle is what runs, that it never pulls in
- * client-node's generated API, and that it reads kubeconfigs exactly as the package does.
+ * client-node's generated API (nor node-fetch: ADR 0037), and that it reads kubeconfigs exactly as
+ * the package does.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { KubeConfig as PackageKubeConfig } from '@kubernetes/client-node';
 import { Credentials } from './credentials.js';
-import { kubeConfigSource } from './kubeconfig.js';
+import { KubeConfig, kubeConfigSource } from './kubeconfig.js';
 
 const DIST = dirname(fileURLToPath(import.meta.url));
 
@@ -86,6 +87,21 @@ current-context: x
     }
     assert.equal((await Credentials.load(join(dir, 'exec')).headers())['authorization'], 'Bearer from-exec-one');
     assert.equal((await Credentials.load(join(dir, 'tokenFile')).headers())['authorization'], 'Bearer from-file');
+  });
+
+  it('leaves out what kube-client never calls, and says so when it is called (ADR 0037)', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(join(dir, 'token'));
+    // makeApiClient needs client-node's generated API; applyToFetchOptions needs node-fetch.
+    assert.throws(
+      () => kc.makeApiClient(class {} as never),
+      /leaves out client-node's generated API \(ADR 0037\): KubeConfig\.makeApiClient/,
+    );
+    await assert.rejects(kc.applyToFetchOptions({}), /leaves out node-fetch \(ADR 0037\): KubeConfig\.applyToFetchOptions/);
+    // The package has both.
+    const pkg = new PackageKubeConfig();
+    pkg.loadFromFile(join(dir, 'token'));
+    assert.equal(typeof (await pkg.applyToFetchOptions({})).headers, 'object');
   });
 
   it('loads a kubeconfig without loading client-node’s generated API; importing the package does load it', async () => {

@@ -4,4 +4,4 @@ export { PolicyState } from './state.js';
 export type { PolicyStatusEntry } from './state.js';
 export { EMPTY_SNAPSHOT } from './snapshot.js';
 export type { AgtRule, EgressEntry, InferenceRules, PolicySnapshot, Severity, SnapshotSource, ToolRules } from './snapshot.js';
-export type { LoadOutcome, RouterCapabilities } from '@kars/policy-compiler';
+export type { LoadOutcome, RouterCapabilities } from '@kars/policy-compiler/runtime';

@@ -15,10 +15,10 @@ import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
 import type { PolicySnapshot } from './snapshot.js';
-import { capabilityNames } from '@kars/policy-compiler';
+import { capabilityNames } from '@kars/policy-compiler/runtime';
 import { authorizationValues, bearerToken, listenOn, secretEquals, systemClock } from '@kars/kube-core';
 import type { Clock, Logger } from '@kars/kube-core';
-import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler';
+import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler/runtime';
 import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
 

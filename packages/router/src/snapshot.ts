@@ -4,10 +4,10 @@
  * a reload swaps in a whole new snapshot atomically.
  */
 
-import type { EgressEntry, InferenceRules, ToolRules } from '@kars/policy-compiler';
+import type { EgressEntry, InferenceRules, ToolRules } from '@kars/policy-compiler/runtime';
 
 /** The rule types are the wire contract's (`@kars/policy-compiler` router-view), re-exported here. */
-export type { AgtRule, EgressEntry, GuardrailStage, InferenceRules, Severity, ToolRules } from '@kars/policy-compiler';
+export type { AgtRule, EgressEntry, GuardrailStage, InferenceRules, Severity, ToolRules } from '@kars/policy-compiler/runtime';
 
 /** Everything a router enforces for its sandbox at one moment. */
 export interface PolicySnapshot {

@@ -1,4 +1,4 @@
-import { EchoLedger } from '@kars/policy-compiler';
+import { EchoLedger } from '@kars/policy-compiler/runtime';
 import type {
   EchoState,
   EgressParts,
@@ -9,10 +9,10 @@ import type {
   ToolLoad,
   ToolOutcome,
   ToolRules,
-} from '@kars/policy-compiler';
+} from '@kars/policy-compiler/runtime';
 import type { PolicySnapshot } from './snapshot.js';
 
-export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler';
+export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler/runtime';
 
 /**
  * The router's loaded policy: the current snapshot (swapped atomically on every change) and the

@@ -33,7 +33,8 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { EventEmitter } from 'node:events';
-import { Agent, Client, buildConnector, type Dispatcher } from 'undici';
+import type { Dispatcher, buildConnector as BuildConnector } from 'undici';
+import { Agent, Client, buildConnector } from './undici-parts.js';
 
 /** Settings of an {@link UpstreamClient}. */
 export interface UpstreamClientOptions {
@@ -126,7 +127,7 @@ export function isStaleConnectionError(err: unknown): boolean {
 /** See the module comment. */
 export class UpstreamClient {
   readonly #agent: Agent;
-  readonly #connect: buildConnector.connector;
+  readonly #connect: BuildConnector.connector;
   readonly #opts: Required<Omit<UpstreamClientOptions, 'connectionsPerOrigin'>>;
 
   constructor(opts: UpstreamClientOptions = {}) {

@@ -1,9 +1,9 @@
 import type { KarsSandbox } from '@kars/policy-api';
-import { routerView } from '@kars/policy-compiler';
-import type { DataReader, RouterCapabilities } from '@kars/policy-compiler';
+import { routerView } from '@kars/policy-compiler/runtime';
+import type { DataReader, RouterCapabilities } from '@kars/policy-compiler/runtime';
 import type { PolicyState } from '../state.js';
 
-export type { DataReader } from '@kars/policy-compiler';
+export type { DataReader } from '@kars/policy-compiler/runtime';
 
 /**
  * Recompute everything this sandbox's router enforces from the sandbox and its compiled

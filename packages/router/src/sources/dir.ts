@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { directoryDigest, egressOutcome, inferenceOutcome, toolOutcome } from '@kars/policy-compiler';
-import type { RouterCapabilities } from '@kars/policy-compiler';
+import { directoryDigest, egressOutcome, inferenceOutcome, toolOutcome } from '@kars/policy-compiler/runtime';
+import type { RouterCapabilities } from '@kars/policy-compiler/runtime';
 import { sleep, systemClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
 import type { PolicyState } from '../state.js';

@@ -3,10 +3,10 @@
  * (`@kars/policy-compiler` `parseAgtProfile`), so the router and the controller's test router accept
  * exactly the same profiles; it is re-exported here for callers of the router package.
  */
-import type { AgtRule, AgtRules } from '@kars/policy-compiler';
+import type { AgtRule, AgtRules } from '@kars/policy-compiler/runtime';
 
-export { parseAgtProfile } from '@kars/policy-compiler';
-export type { AgtParseResult, AgtRules } from '@kars/policy-compiler';
+export { parseAgtProfile } from '@kars/policy-compiler/runtime';
+export type { AgtParseResult, AgtRules } from '@kars/policy-compiler/runtime';
 
 /**
  * Glob match over the whole text, **case-insensitive**. `*` matches any run of characters (also
