@@ -101,6 +101,8 @@ export interface SteadyFigures {
   writesPerSec: Record<string, number>;
   /** Status writes of KarsSandboxes and policies in the window (none expected: the echoes did not change). */
   statusWrites: number;
+  /** For the first status write of each kind: the fields that changed (what made the write). */
+  statusDiffs: Record<string, string>;
   /** kube-apiserver only: requests/s by "verb resource" (audit log), and watches opened in the window. */
   requestsPerSec: Record<string, number> | undefined;
   connections: number;
@@ -125,6 +127,19 @@ export interface RestartFigures {
   /** kube-apiserver only: LIST and WATCH requests in the restart window (audit log). */
   lists: number | undefined;
   watches: number | undefined;
+}
+
+/** The leaf paths that differ between two objects (metadata.resourceVersion and managedFields left out), old → new. */
+export function diff(a: unknown, b: unknown, path = ''): string {
+  if (path === '.metadata.resourceVersion' || path === '.metadata.managedFields') return '';
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    return [...keys]
+      .map((k) => diff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`))
+      .filter(Boolean)
+      .join('; ');
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? '' : `${path}: ${JSON.stringify(a)} → ${JSON.stringify(b)}`;
 }
 
 export class Fleet {
@@ -388,12 +403,18 @@ export class Fleet {
   async steady(seconds: number): Promise<SteadyFigures> {
     const writes: Record<string, number> = {};
     let statusWrites = 0;
+    const statusDiffs = new Map<string, string>();
     const count = (kind: string, c: Change<Obj>): void => {
       if (c.type !== 'apply' || (c.old && c.old.metadata.resourceVersion === c.object.metadata.resourceVersion)) return;
       const k = kind === 'ConfigMap' && c.object.metadata.name === HEARTBEAT_CONFIGMAP ? 'ConfigMap (heartbeat)' : kind;
       writes[k] = (writes[k] ?? 0) + 1;
-      if (kind === 'KarsSandbox' || kind === 'InferencePolicy' || kind === 'ToolPolicy') statusWrites++;
+      if (kind === 'KarsSandbox' || kind === 'InferencePolicy' || kind === 'ToolPolicy') {
+        statusWrites++;
+        if (!statusDiffs.has(kind) && c.old) statusDiffs.set(kind, diff(c.old, c.object));
+      }
     };
+    // Let the echoes of the phase before settle (a sandbox's status lists what its router loaded last).
+    await sleep(5000);
     const routerPids = this.routers.map((r) => r.child.proc.pid);
     const before = {
       api: cpuSeconds(this.target.pid()),
@@ -429,6 +450,7 @@ export class Fleet {
       seconds: dt,
       writesPerSec: writes,
       statusWrites,
+      statusDiffs: Object.fromEntries(statusDiffs),
       requestsPerSec,
       connections: connectionsTo(this.target.port),
       apiserverCpuPct: (100 * apiCpu) / dt,

@@ -183,6 +183,15 @@ function report(
       `| ${r.target} | ${r.n} | ${w || '0'} | ${s.statusWrites} | ${req} | ${s.connections} | ${n1(s.apiserverCpuPct)}% / ${n1(s.apiserverRssMiB)} MiB | ${n1(s.controllerCpuPct)}% / ${n1(s.controllerRssMiB)} MiB | ${n2(s.routerCpuPctEach)}% / ${n1(s.routerRssMiBMedian)} MiB |`,
     );
   }
+  const diffs = rows.flatMap((r) =>
+    Object.entries(r.steady?.statusDiffs ?? {}).map(([k, d]) => `- ${r.target}, N = ${r.n}, ${k}: ${d.slice(0, 400)}`),
+  );
+  if (diffs.length) {
+    p();
+    p('What the first status write of each kind changed (old → new):');
+    p();
+    for (const d of diffs) p(d);
+  }
   p();
   p(`## Restart of the API server (detection bound with these settings: ${meta.boundMs / 1000} s)`);
   p();
