@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'bench/**', 'scripts/**', 'packages/*/scripts/**', '.kars/**', 'apps/cli/bin/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      'bench/*.mjs',
+      'bench/results/**',
+      'scripts/**',
+      'packages/*/scripts/**',
+      '.kars/**',
+      'apps/cli/bin/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

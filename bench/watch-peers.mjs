@@ -25,14 +25,14 @@ export const KFC_VERSION = pkgVersion('kubernetes-fluent-client');
 
 export const PEERS = {
   kars: {
-    label: 'kars Reflector (default: ping 10 s + 5 s, idle 90 s)',
+    label: 'kars Reflector (default: ping 5 s + 3 s, idle 90 s)',
     mechanism:
-      'HTTP/2 PING every 10 s, connection dead when unanswered for 5 s (bound 15 s), then resume from the last resourceVersion; also a 90 s idle deadline, bookmarks requested (server sends one every 60 s)',
+      'HTTP/2 PING every 5 s, connection dead when unanswered for 3 s (bound 8 s), then resume from the last resourceVersion; also a 90 s idle deadline, bookmarks requested (server sends one every 60 s)',
   },
   'kars-idle': {
     label: 'kars Reflector (pings off: idle deadline only)',
     mechanism:
-      'no periodic PING: 90 s watch idle deadline (bookmarks every 60 s keep a healthy watch under it), then one PING probe with a 5 s timeout (bound 95 s) and resume',
+      'no periodic PING: 90 s watch idle deadline (bookmarks every 60 s keep a healthy watch under it), then one PING probe with a 3 s timeout (bound 93 s) and resume',
   },
   'client-node': {
     label: `@kubernetes/client-node ${CN_VERSION} informer`,

@@ -123,6 +123,68 @@ describe('KubeClient against kars apiserver', () => {
     }
   });
 
+  it('watchBatches: events in order in non-empty batches; the idle deadline counts from the last byte, not from the open', async () => {
+    const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 0 });
+    const writer = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath });
+    const idleMs = 500;
+    try {
+      await writer.create(Resources.configmaps, cm('batches', '0'));
+      const rv = (await c.list(Resources.configmaps, { namespace: 'default' })).metadata.resourceVersion ?? '0';
+      const ac = new AbortController();
+      const seen: string[] = [];
+      let lastEventAt = 0;
+      let wake: (() => void) | undefined;
+      const openedAt = performance.now();
+      const reading = (async () => {
+        for await (const batch of c.watchBatches(Resources.configmaps, {
+          namespace: 'default',
+          resourceVersion: rv,
+          timeoutSeconds: 60,
+          allowWatchBookmarks: false,
+          idleTimeoutMs: idleMs,
+          signal: ac.signal,
+        })) {
+          assert.ok(batch.length > 0, 'a batch is never empty');
+          for (const ev of batch) seen.push(String((ev.object as any).data?.v));
+          lastEventAt = performance.now();
+          wake?.();
+        }
+      })();
+      const failure = reading.then(
+        () => new Error('the watch ended without failing'),
+        (e: unknown) => e,
+      );
+      // Feed the watch, one write per received event, for three idle deadlines: it must stay open
+      // (unless the machine stalls one write past the deadline, which the final check allows).
+      let n = 0;
+      let failedEarly = false;
+      void failure.then(() => {
+        failedEarly = true;
+        wake?.();
+      });
+      while (performance.now() - openedAt < 3 * idleMs && !failedEarly) {
+        const arrived = new Promise<void>((r) => (wake = r));
+        await writer.patch(Resources.configmaps, 'default', 'batches', { data: { v: String(++n) } }, 'merge');
+        await arrived;
+      }
+      const cutWhileFed = failedEarly;
+      const err = await failure;
+      const failedAt = performance.now();
+      assert.ok(err instanceof ConnectionLostError && err.reason === 'idle', `failed with ${String(err)}`);
+      // Never before a whole deadline without bytes (a timer armed only at open would fire while events flow).
+      assert.ok(failedAt - lastEventAt >= idleMs - 20, `failed ${Math.round(failedAt - lastEventAt)} ms after the last event`);
+      assert.deepEqual(
+        seen,
+        Array.from({ length: seen.length }, (_, i) => String(i + 1)),
+        'every event, in order',
+      );
+      assert.ok(seen.length === n || (cutWhileFed && seen.length === n - 1), `${seen.length} of ${n} events`);
+    } finally {
+      c.close();
+      writer.close();
+    }
+  });
+
   it('declares a silently dropped connection dead by PING and reconnects for the next request', async () => {
     const c = KubeClient.fromKubeconfig({ kubeconfig: ts.server.kubeconfigPath, pingIntervalMs: 200, pingTimeoutMs: 300 });
     try {

@@ -10,9 +10,9 @@ import { Http2Transport } from './transport.js';
 export interface ClientOptions {
   /** Kubeconfig file; when unset: KUBECONFIG, ~/.kube/config, then in-cluster. */
   kubeconfig?: string;
-  /** HTTP/2 PING period; 0 disables periodic pings. Default 10 s. */
+  /** HTTP/2 PING period; 0 disables periodic pings. Default 5 s (kube-runtime's DEFAULT_WATCH_CONFIG). */
   pingIntervalMs?: number;
-  /** PING answer deadline. Default 5 s. */
+  /** PING answer deadline. Default 3 s. */
   pingTimeoutMs?: number;
   /** Default silent. */
   log?: Logger;
@@ -96,8 +96,8 @@ export class KubeClient {
     return new KubeClient(
       new Http2Transport({
         credentials,
-        pingIntervalMs: opts.pingIntervalMs ?? 10_000,
-        pingTimeoutMs: opts.pingTimeoutMs ?? 5_000,
+        pingIntervalMs: opts.pingIntervalMs ?? 5_000,
+        pingTimeoutMs: opts.pingTimeoutMs ?? 3_000,
         ...(opts.log ? { log: opts.log } : {}),
         ...(opts.clock ? { clock: opts.clock } : {}),
       }),
@@ -223,6 +223,19 @@ export class KubeClient {
    * connection's liveness check fails, and ends normally when the server ends the watch.
    */
   async *watch<T extends KubeObject = KubeObject>(ref: ResourceRef, p: WatchParams): AsyncGenerator<WatchEvent<T>, void, undefined> {
+    for await (const batch of this.watchBatches<T>(ref, p)) for (const ev of batch) yield ev;
+  }
+
+  /**
+   * {@link watch}, one batch at a time: every event that arrived together (in one read of the
+   * stream) comes as one array, in order and never empty, with the same guarantees and failures.
+   * A consumer that handles events synchronously pays one promise per batch instead of one per
+   * event (the watcher's hot path).
+   */
+  async *watchBatches<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    p: WatchParams,
+  ): AsyncGenerator<Array<WatchEvent<T>>, void, undefined> {
     const path = withQuery(resourcePath(ref, { namespace: p.namespace }), {
       watch: 1,
       resourceVersion: p.resourceVersion,
@@ -250,14 +263,39 @@ export class KubeClient {
       headerTimer.cancel();
     }
     const { stream } = open;
+    // One idle timer per stream, not one per chunk: a chunk only stamps `lastByteAt`; the timer, when
+    // it fires, checks the stamp and re-arms itself for the rest of the deadline if a byte came since.
     let idle: Timer | undefined;
-    const arm = (): void => {
-      idle?.cancel();
+    let lastByteAt = clock.now();
+    const armIdle = (ms: number): void => {
       idle = clock.setTimeout(() => {
+        const quietMs = clock.now() - lastByteAt;
+        if (quietMs < p.idleTimeoutMs) return armIdle(p.idleTimeoutMs - quietMs);
         idleFired = true;
         stream.destroy(new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`));
         void this.transport.probe(open.connectionId);
-      }, p.idleTimeoutMs);
+      }, ms);
+    };
+    // Pull reading (stream.read() on 'readable'), so a slow consumer still holds the stream back.
+    let wake: (() => void) | undefined;
+    let ended = false;
+    let failed: Error | undefined;
+    const notify = (): void => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    const onEnd = (): void => {
+      ended = true;
+      notify();
+    };
+    const onError = (err: Error): void => {
+      failed ??= err;
+      notify();
+    };
+    const onClose = (): void => {
+      if (!ended) failed ??= Object.assign(new Error('the watch stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+      notify();
     };
     try {
       if (open.status !== 200) {
@@ -265,25 +303,56 @@ export class KubeClient {
         for await (const c of stream) chunks.push(c as Buffer);
         throw apiError(open.status, Buffer.concat(chunks), `watch ${ref.resource}`);
       }
-      arm();
+      lastByteAt = clock.now();
+      armIdle(p.idleTimeoutMs);
       p.onOpen?.();
-      let buf = '';
       stream.setEncoding('utf8');
-      for await (const chunk of stream) {
-        arm();
-        buf += chunk as string;
-        let i: number;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i).trim();
-          buf = buf.slice(i + 1);
-          if (line === '') continue;
-          const ev = JSON.parse(line) as WatchEvent<T>;
-          if (hopTracing) {
-            const meta = (ev.object as Partial<KubeObject> | undefined)?.metadata;
-            traceHop('cli.watch', { r: ref.resource, type: ev.type, name: meta?.name, rv: meta?.resourceVersion });
-          }
-          yield ev;
+      stream.on('readable', notify);
+      stream.on('end', onEnd);
+      stream.on('error', onError);
+      stream.on('close', onClose);
+      let partial = '';
+      let batch: Array<WatchEvent<T>> = [];
+      const take = (line: string): void => {
+        // JSON.parse skips surrounding whitespace itself; only a blank line needs skipping.
+        if (line.length === 0 || (line.length < 3 && line.trim() === '')) return;
+        const ev = JSON.parse(line) as WatchEvent<T>;
+        if (hopTracing) {
+          const meta = (ev.object as Partial<KubeObject> | undefined)?.metadata;
+          traceHop('cli.watch', { r: ref.resource, type: ev.type, name: meta?.name, rv: meta?.resourceVersion });
         }
+        batch.push(ev);
+      };
+      for (;;) {
+        let chunk: string | null;
+        let read = false;
+        while ((chunk = stream.read() as string | null) !== null) {
+          read = true;
+          let start = 0;
+          let i = chunk.indexOf('\n');
+          if (i < 0) {
+            partial += chunk;
+            continue;
+          }
+          take(partial === '' ? chunk.slice(0, i) : partial + chunk.slice(0, i));
+          partial = '';
+          start = i + 1;
+          while ((i = chunk.indexOf('\n', start)) >= 0) {
+            take(chunk.slice(start, i));
+            start = i + 1;
+          }
+          if (start < chunk.length) partial = chunk.slice(start);
+        }
+        if (read) lastByteAt = clock.now();
+        if (batch.length > 0) {
+          const out = batch;
+          batch = [];
+          yield out;
+          continue;
+        }
+        if (failed) throw failed;
+        if (ended) break;
+        await new Promise<void>((resolve) => (wake = resolve));
       }
     } catch (err) {
       if (idleFired) throw new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`, { cause: err });
@@ -292,6 +361,10 @@ export class KubeClient {
       throw err;
     } finally {
       idle?.cancel();
+      stream.off('readable', notify);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
       if (!stream.destroyed) stream.destroy();
     }
   }

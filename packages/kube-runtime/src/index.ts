@@ -32,6 +32,7 @@ export {
   shouldResetBackoff,
   step,
   watcher,
+  watcherBatches,
 } from './watcher.js';
 export type {
   BackoffState,

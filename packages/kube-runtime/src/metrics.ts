@@ -212,6 +212,7 @@ export class RuntimeMetrics {
 
 class WatchMetricsImpl implements WatchMetrics {
   private lastEventAt: number;
+  private readonly eventsByType = new Map<string, { inc(): void }>();
 
   constructor(
     private readonly name: string,
@@ -225,7 +226,11 @@ class WatchMetricsImpl implements WatchMetrics {
   }
 
   event(type: string): void {
-    this.events.inc({ watch: this.name, type });
+    // One labelled child per event type, looked up once: prom-client hashes the label object on
+    // every inc() otherwise, and this runs for every event of every watch.
+    let child = this.eventsByType.get(type);
+    if (!child) this.eventsByType.set(type, (child = this.events.labels({ watch: this.name, type })));
+    child.inc();
     this.lastEventAt = this.clock.now();
   }
 

@@ -6,7 +6,7 @@ import { compareResourceVersions } from './own-writes.js';
 import { keyOf, Store } from './store.js';
 import type { Change, ChangeSource, IndexFn } from './store.js';
 import type { WatchConfig } from './watch-config.js';
-import { watcher } from './watcher.js';
+import { watcherBatches } from './watcher.js';
 import type { WatchClient, WatcherEvent } from './watcher.js';
 
 /** @deprecated The runtime's logger is kube-core's {@link Logger}; this alias remains for old imports. */
@@ -131,7 +131,7 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
     const name = this.opts.name;
     let buffer: T[] = [];
     const transform = this.opts.transform;
-    const events = watcher<T>(
+    const batches = watcherBatches<T>(
       {
         client: this.opts.client,
         resource: this.opts.resource,
@@ -151,49 +151,50 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
       },
       signal,
     );
-    for await (const ev of events as AsyncGenerator<WatcherEvent<T>>) {
-      switch (ev.type) {
-        case 'init':
-          buffer = [];
-          break;
-        case 'initApply':
-          buffer.push(transform ? transform(ev.object) : ev.object);
-          break;
-        case 'initDone': {
-          const changes = this.store.replace(buffer);
-          buffer = [];
-          if (ev.reason === 'periodic' && changes.length > 0) {
-            this.opts.metrics?.driftRepaired(changes.length);
-            log?.warn(
-              {
-                watch: name,
-                repaired: changes.length,
-                keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`),
-              },
-              'relist found drift; repaired',
-            );
+    for await (const batch of batches as AsyncGenerator<Array<WatcherEvent<T>>>)
+      for (const ev of batch) {
+        switch (ev.type) {
+          case 'init':
+            buffer = [];
+            break;
+          case 'initApply':
+            buffer.push(transform ? transform(ev.object) : ev.object);
+            break;
+          case 'initDone': {
+            const changes = this.store.replace(buffer);
+            buffer = [];
+            if (ev.reason === 'periodic' && changes.length > 0) {
+              this.opts.metrics?.driftRepaired(changes.length);
+              log?.warn(
+                {
+                  watch: name,
+                  repaired: changes.length,
+                  keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`),
+                },
+                'relist found drift; repaired',
+              );
+            }
+            for (const c of changes) this.emit(c);
+            break;
           }
-          for (const c of changes) this.emit(c);
-          break;
+          case 'apply': {
+            const cached = this.store.get(keyOf(ev.object));
+            if (isStale(ev.object, cached)) break;
+            const object = transform ? transform(ev.object) : ev.object;
+            const old = this.store.apply(object);
+            this.emit({ type: 'apply', object, old });
+            break;
+          }
+          case 'delete': {
+            const object = transform ? transform(ev.object) : ev.object;
+            const old = this.store.delete(object);
+            this.emit({ type: 'delete', object: old ?? object });
+            break;
+          }
+          case 'bookmark':
+          case 'restart':
+            break;
         }
-        case 'apply': {
-          const cached = this.store.get(keyOf(ev.object));
-          if (isStale(ev.object, cached)) break;
-          const object = transform ? transform(ev.object) : ev.object;
-          const old = this.store.apply(object);
-          this.emit({ type: 'apply', object, old });
-          break;
-        }
-        case 'delete': {
-          const object = transform ? transform(ev.object) : ev.object;
-          const old = this.store.delete(object);
-          this.emit({ type: 'delete', object: old ?? object });
-          break;
-        }
-        case 'bookmark':
-        case 'restart':
-          break;
       }
-    }
   }
 }

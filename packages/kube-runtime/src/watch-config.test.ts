@@ -3,14 +3,16 @@ import assert from 'node:assert/strict';
 import { DEFAULT_WATCH_CONFIG, detectionBoundMs, watchConfigFromEnv, watchTimeoutSeconds } from './watch-config.js';
 
 describe('watch configuration', () => {
-  it('defaults to 200 s server timeout, 90 s idle deadline, 10 s + 5 s pings and a 600 s relist', () => {
+  it('defaults to 200 s server timeout, 90 s idle deadline, 5 s + 3 s pings and a 600 s relist', () => {
     const c = watchConfigFromEnv({});
     assert.equal(c.timeoutSeconds, 200);
     assert.equal(c.idleTimeoutMs, 90_000);
-    assert.equal(c.pingIntervalMs, 10_000);
-    assert.equal(c.pingTimeoutMs, 5_000);
+    assert.equal(c.pingIntervalMs, 5_000);
+    assert.equal(c.pingTimeoutMs, 3_000);
     assert.equal(c.relistIntervalMs, 600_000);
-    assert.equal(detectionBoundMs(c), 15_000, 'a dropped connection is noticed within 15 s with the defaults');
+    assert.equal(detectionBoundMs(c), 8_000, 'a dropped connection is noticed within 8 s with the defaults');
+    // ADR 0038: noticed, then the first reconnect waits at most the initial backoff: repaired within 10 s.
+    assert.ok(detectionBoundMs(c) + c.backoffInitialMs <= 9_000, 'a silent drop is repaired within 9 s + one reconnect');
   });
 
   it('clamps KARS_WATCH_TIMEOUT_SECS to 30..600 and reads garbage as 200', () => {

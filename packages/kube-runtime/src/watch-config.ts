@@ -10,9 +10,9 @@ export interface WatchConfig {
   timeoutJitterSeconds: number;
   /** Client-side idle deadline: abort and resume when no byte arrives for this long. Default 90 s. */
   idleTimeoutMs: number;
-  /** HTTP/2 PING period on the API connection; 0 disables periodic pings. Default 10 s. */
+  /** HTTP/2 PING period on the API connection; 0 disables periodic pings. Default 5 s (ADR 0038). */
   pingIntervalMs: number;
-  /** A PING unanswered for this long declares the connection dead. Default 5 s. */
+  /** A PING unanswered for this long declares the connection dead. Default 3 s (ADR 0038). */
   pingTimeoutMs: number;
   /** Period of the last-resort full relist-and-diff; 0 disables it. Default 600 s. */
   relistIntervalMs: number;
@@ -28,8 +28,8 @@ export const DEFAULT_WATCH_CONFIG: Readonly<WatchConfig> = Object.freeze({
   timeoutSeconds: 200,
   timeoutJitterSeconds: 10,
   idleTimeoutMs: 90_000,
-  pingIntervalMs: 10_000,
-  pingTimeoutMs: 5_000,
+  pingIntervalMs: 5_000,
+  pingTimeoutMs: 3_000,
   relistIntervalMs: 600_000,
   backoffInitialMs: 1_000,
   backoffMaxMs: 30_000,
@@ -51,7 +51,7 @@ function clamp(n: number, lo: number, hi: number): number {
  * Read the shared configuration from environment variables:
  * `KARS_WATCH_TIMEOUT_SECS` (clamped to 30..600; unparseable means 200),
  * `KARS_WATCH_IDLE_TIMEOUT_SECS` (default 90, at least 1),
- * `KARS_HTTP2_PING_INTERVAL_SECS` (default 10; 0 disables), `KARS_HTTP2_PING_TIMEOUT_SECS` (default 5),
+ * `KARS_HTTP2_PING_INTERVAL_SECS` (default 5; 0 disables), `KARS_HTTP2_PING_TIMEOUT_SECS` (default 3),
  * `KARS_RELIST_INTERVAL_SECS` (default 600; 0 disables).
  * Seconds may be fractional, for tests. The caller's object is never modified.
  */

@@ -1,7 +1,7 @@
 import { ApiError, silentLogger, sleep, systemClock } from '@kars/kube-core';
 import type { Clock, KubeObject, LogFields, Logger, Status, WatchEvent } from '@kars/kube-core';
 import { ConnectionLostError } from '@kars/kube-client';
-import type { KubeClient, ResourceRef } from '@kars/kube-client';
+import type { KubeClient, ResourceRef, WatchParams } from '@kars/kube-client';
 import { backoffDelayMs } from './backoff.js';
 import type { WatchMetrics, WatchRestartReason } from './metrics.js';
 import type { WatchConfig } from './watch-config.js';
@@ -323,8 +323,12 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
   }
 }
 
-/** The two calls the watcher makes; a `KubeClient` is one (tests script their own). */
-export type WatchClient = Pick<KubeClient, 'list' | 'watch'>;
+/**
+ * The calls the watcher makes; a `KubeClient` is one (tests script their own). With `watchBatches`
+ * (KubeClient has it) the watcher takes the events that arrived together as one array; without it,
+ * it reads `watch` one event at a time, with the same result.
+ */
+export type WatchClient = Pick<KubeClient, 'list' | 'watch'> & Partial<Pick<KubeClient, 'watchBatches'>>;
 
 export interface WatcherOptions {
   client: WatchClient;
@@ -371,6 +375,25 @@ export async function* watcher<T extends KubeObject = KubeObject>(
   opts: WatcherOptions,
   signal: AbortSignal,
 ): AsyncGenerator<WatcherEvent<T>, void, undefined> {
+  for await (const batch of watcherBatches<T>(opts, signal)) for (const ev of batch) yield ev;
+}
+
+/** One event array per read: the single-event adapter for a client without `watchBatches`. */
+async function* oneByOne<T extends KubeObject>(
+  events: AsyncIterable<WatchEvent<T>>,
+): AsyncGenerator<Array<WatchEvent<T>>, void, undefined> {
+  for await (const ev of events) yield [ev];
+}
+
+/**
+ * {@link watcher}, one batch at a time: the events of one list page, of one stream read, or of one
+ * lifecycle change come as one array (in order, never empty), with exactly the same events and
+ * guarantees. The {@link Reflector} consumes this, so it pays one promise per batch, not per event.
+ */
+export async function* watcherBatches<T extends KubeObject = KubeObject>(
+  opts: WatcherOptions,
+  signal: AbortSignal,
+): AsyncGenerator<Array<WatcherEvent<T>>, void, undefined> {
   const cfg = opts.config;
   const clock = opts.clock ?? systemClock;
   const random = opts.random ?? Math.random;
@@ -422,7 +445,7 @@ export async function* watcher<T extends KubeObject = KubeObject>(
       let outcome: StreamOutcome = { kind: 'ended' };
       const from = state.resourceVersion;
       try {
-        const stream = opts.client.watch<T>(opts.resource, {
+        const params: WatchParams = {
           ...select,
           resourceVersion: from,
           timeoutSeconds: watchTimeoutSeconds(cfg, random),
@@ -436,17 +459,27 @@ export async function* watcher<T extends KubeObject = KubeObject>(
             opts.onWatching?.(true);
             log.info({ resourceVersion: from }, 'watch started');
           },
-        });
-        for await (const ev of stream) {
+        };
+        const batches = opts.client.watchBatches
+          ? opts.client.watchBatches<T>(opts.resource, params)
+          : oneByOne(opts.client.watch<T>(opts.resource, params));
+        stream: for await (const evs of batches) {
           fresh();
-          const r: StepResult<T> = step<T>(state, { kind: 'event', event: ev }, ctx());
-          state = r.state;
-          opts.metrics?.event(ev.type);
-          if (r.endStream) {
-            outcome = r.endStream;
-            break;
+          const out: Array<WatcherEvent<T>> = [];
+          // An `event` step reads neither the time nor the jitter: one context for the whole batch.
+          const c = ctx();
+          for (const ev of evs) {
+            const r: StepResult<T> = step<T>(state, { kind: 'event', event: ev }, c);
+            state = r.state;
+            opts.metrics?.event(ev.type);
+            if (r.endStream) {
+              outcome = r.endStream;
+              if (out.length > 0) yield out;
+              break stream;
+            }
+            for (const e of r.events) out.push(e);
           }
-          yield* r.events;
+          if (out.length > 0) yield out;
         }
         if (relistDue) outcome = { kind: 'relist-due' };
       } catch (err) {
@@ -470,8 +503,8 @@ export async function* watcher<T extends KubeObject = KubeObject>(
     for (const ev of result.events) {
       if (ev.type === 'init') opts.metrics?.relist();
       else if (ev.type === 'restart') opts.metrics?.restart(ev.reason);
-      yield ev;
     }
+    if (result.events.length > 0) yield result.events;
     if (result.delayMs > 0) await sleep(clock, result.delayMs, signal);
   }
 }

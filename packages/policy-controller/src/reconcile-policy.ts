@@ -206,7 +206,9 @@ async function reconcilePolicy<
       { kind: k.kind, key, generation, digest: digest ?? null, configMap: compiled.configMap.metadata.name, compileMs },
       'compiled',
     );
-    if (prev?.compiledDigest !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
+    // A null digest is never stored (server-side apply removes null members): absent and null are the same digest,
+    // or every reconcile of a policy without one (a ToolPolicy with no AGT profile) would rewrite lastCompiledAt.
+    if ((prev?.compiledDigest ?? null) !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
     Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
     const referrers = k.referrers(ctx, namespace, name);
     const echoes = referrers.map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));

@@ -49,7 +49,13 @@ function sortedRecord<V>(o: Partial<Record<string, V>>): Record<string, V> {
   return out;
 }
 
-function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  const ka = Object.keys(a);
-  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+/**
+ * Whether two records hold the same values, a null member counting as absent: the stored status
+ * never has one (server-side apply removes null members), while a router's echo does (`AgtProfile:
+ * null`), and without this every lease renewal would move lastSeen and rewrite the status.
+ */
+export function sameRecord(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const ka = Object.keys(a).filter((k) => a[k] !== null && a[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => b[k] !== null && b[k] !== undefined);
+  return ka.length === kb.length && ka.every((k) => a[k] === b[k]);
 }

@@ -11,10 +11,13 @@ import { startControllerStack } from './testing/controller-stack.js';
 import type { ControllerStack } from './testing/controller-stack.js';
 import { TestRouter } from './testing/test-router.js';
 import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
+import { RuntimeMetrics } from '@kars/kube-runtime';
+import { sameRecord } from './reconcile-sandbox.js';
 
 const NS = 'team-w';
 const IP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/inferencepolicies`;
 const SB = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/karssandboxes`;
+const TP = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/toolpolicies`;
 
 const cfg = fastWatchConfig();
 
@@ -57,16 +60,28 @@ describe('appliesAsStored', () => {
  * as a no-op costs a full server-side apply on the apiserver in the very moments an edit travels
  * through it (the freshness probe measured about three per edit before this was fixed).
  */
+describe('sameRecord', () => {
+  it('counts a null member as absent (the stored status never holds one) and any other difference as a change', () => {
+    assert.ok(sameRecord({ ToolPolicy: 'sha256:a' }, { AgtProfile: null, ToolPolicy: 'sha256:a' }));
+    assert.ok(sameRecord({}, { AgtProfile: null }));
+    assert.ok(!sameRecord({ ToolPolicy: 'sha256:a' }, { ToolPolicy: 'sha256:b' }));
+    assert.ok(!sameRecord({ ToolPolicy: 'sha256:a' }, { AgtProfile: 'sha256:c', ToolPolicy: 'sha256:a' }));
+    assert.ok(!sameRecord({ AgtProfile: 'sha256:c' }, { AgtProfile: null }));
+  });
+});
+
 describe('controller status writes', () => {
   let ts: TestServer;
   let routerClient: KubeClient;
   let stack: ControllerStack;
   const applies: Array<{ resource: string; rv: string }> = [];
+  const metrics = new RuntimeMetrics();
 
   before(async () => {
     stack = await startControllerStack({
       namespace: NS,
       config: cfg,
+      metrics,
       server: { bookmarkIntervalSeconds: 1 },
       // Record every status apply the controller sends, with the resourceVersion the server answered.
       instrument: (c) => {
@@ -144,5 +159,54 @@ describe('controller status writes', () => {
         seen.add(a.rv);
       }
     }
+  });
+  it('writes no status when a router renews an echo that did not change (null digests: a ToolPolicy without an AGT profile)', async () => {
+    const router = new TestRouter(routerClient, NS, 'sb-plain', 'r-plain');
+    assert.equal(
+      (
+        await ts.client.post(TP, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'ToolPolicy',
+          metadata: { name: 'tp-plain' },
+          spec: { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } },
+        })
+      ).status,
+      201,
+    );
+    assert.equal(
+      (
+        await ts.client.post(SB, {
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'KarsSandbox',
+          metadata: { name: 'sb-plain' },
+          spec: { governance: { toolPolicyRef: { name: 'tp-plain' } } },
+        })
+      ).status,
+      201,
+    );
+    await until('the ToolPolicy compiled', async () => (await ts.client.get(`${TP}/tp-plain`)).body.status?.observedGeneration === 1);
+    await router.step();
+    await until('Ready', async () => (await ts.client.get(`${TP}/tp-plain`)).body.status?.phase === 'Ready');
+    await until('the sandbox lists what its router loaded', async () =>
+      Boolean((await ts.client.get(`${SB}/sb-plain`)).body.status?.routers?.[0]?.loaded?.ToolPolicy),
+    );
+    const reconciles = async (): Promise<number> => {
+      const text = await metrics.registry.metrics();
+      let n = 0;
+      for (const l of text.split('\n'))
+        if (/^kars_controller_reconcile_total\{controller="(karssandbox|toolpolic\w*)"/.test(l)) n += Number(l.split(' ').pop());
+      return n;
+    };
+    // Every renewal changes the Lease (renewTime), so both the sandbox and the ToolPolicy reconcile again.
+    const mine = (): number =>
+      applies.filter((a) => a.resource === 'karssandboxes/sb-plain' || a.resource === 'toolpolicies/tp-plain').length;
+    const before = mine();
+    for (let i = 0; i < 3; i++) {
+      const seen = await reconciles();
+      await new Promise((r) => setTimeout(r, 1100)); // the next renewTime (whole seconds) must differ
+      await router.step();
+      await until('the renewal reconciled', async () => (await reconciles()) >= seen + 2);
+    }
+    assert.equal(mine() - before, 0, `status writes for unchanged echoes: ${JSON.stringify(applies.slice(-6))}`);
   });
 });
