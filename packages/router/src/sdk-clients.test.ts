@@ -263,6 +263,7 @@ describe('the Anthropic SDK through the router', () => {
       c.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: msg('hi') }),
       Anthropic.RateLimitError,
     );
+    assert.equal(spent.errorCode, 'budget_exceeded');
 
     await editCap(r, forAnthropic(budgetPolicy({ perRequestTokens: 5 })), 5);
     const edited = await raises(
