@@ -15,10 +15,15 @@ export interface KarsTarget extends Target {
   stop(): Promise<void>;
 }
 
-/** Start a fresh kars apiserver (temporary data dir, `--authorization-mode=RBAC`). */
+/**
+ * Start a fresh kars apiserver (temporary data dir, `--authorization-mode=RBAC`). `DIFF_KARS_APISERVER`
+ * names another build's `dist/index.js` to compare instead (how the share before a fix is measured).
+ */
 export async function startKarsTarget(): Promise<KarsTarget> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kars-diff-'));
-  const server = await ApiServer.start({ listen: '127.0.0.1:0', dataDir, authorizationMode: 'RBAC' });
+  const other = process.env['DIFF_KARS_APISERVER'];
+  const Server = other ? ((await import(other)) as { ApiServer: typeof ApiServer }).ApiServer : ApiServer;
+  const server = await Server.start({ listen: '127.0.0.1:0', dataDir, authorizationMode: 'RBAC' });
   return {
     name: 'kars',
     url: server.url,
@@ -32,13 +37,13 @@ export async function startKarsTarget(): Promise<KarsTarget> {
   };
 }
 
-/** kube-apiserver of a started control plane, as its admin (a `system:masters` client certificate). */
+/** kube-apiserver of a started control plane, as its admin (a `system:masters` client certificate; the pki holds file paths). */
 export function kubeTarget(cp: ControlPlane): Target {
   return {
     name: `kube-apiserver ${cp.version}`,
     url: cp.url,
     ca: cp.caPem,
-    admin: { ca: cp.caPem, cert: cp.pki.adminCert, key: cp.pki.adminKey },
+    admin: { ca: cp.caPem, cert: readFileSync(cp.pki.adminCert, 'utf8'), key: readFileSync(cp.pki.adminKey, 'utf8') },
   };
 }
 
