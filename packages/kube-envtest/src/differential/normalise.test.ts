@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { differences, judge } from './compare.js';
+import { normaliseTranscript } from './normalise.js';
+import type { StepResult, Transcript } from './types.js';
+
+const obj = (rv: string, uid: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  kind: 'ConfigMap',
+  metadata: { name: 'a', namespace: 'd-ns-1', uid, resourceVersion: rv, creationTimestamp: '2026-12-02T03:00:00Z' },
+  ...extra,
+});
+
+describe('normaliseTranscript', () => {
+  it('keeps the order and equality of resourceVersions, not their digits; numbers uids; hides times and the namespace', () => {
+    const a: StepResult[] = [
+      { step: 0, status: 201, body: obj('17', '11111111-1111-4111-8111-111111111111') },
+      { step: 1, status: 200, body: obj('230', '11111111-1111-4111-8111-111111111111') },
+      { step: 2, status: 200, body: obj('230', '11111111-1111-4111-8111-111111111111', { message: 'in namespace "d-ns-1"' }) },
+    ];
+    const b: StepResult[] = [
+      { step: 0, status: 201, body: obj('5', '22222222-2222-4222-8222-222222222222') },
+      { step: 1, status: 200, body: obj('6', '22222222-2222-4222-8222-222222222222') },
+      { step: 2, status: 200, body: obj('6', '22222222-2222-4222-8222-222222222222', { message: 'in namespace "d-ns-1"' }) },
+    ];
+    assert.deepEqual(normaliseTranscript(a, 'd-ns-1'), normaliseTranscript(b, 'd-ns-1'));
+    const n = normaliseTranscript(a, 'd-ns-1');
+    assert.deepEqual((n[0]!.body as { metadata: unknown }).metadata, {
+      name: 'a',
+      namespace: '$NS',
+      uid: 'UID1',
+      resourceVersion: 'RV1',
+      creationTimestamp: '$TIME',
+    });
+    assert.equal((n[2]!.body as { message: string }).message, 'in namespace "$NS"');
+  });
+
+  it('tells apart a resourceVersion that did not change from one that did', () => {
+    const same: StepResult[] = [
+      { step: 0, body: obj('5', 'u') },
+      { step: 1, body: obj('5', 'u') },
+    ];
+    const bumped: StepResult[] = [
+      { step: 0, body: obj('5', 'u') },
+      { step: 1, body: obj('9', 'u') },
+    ];
+    assert.notDeepEqual(normaliseTranscript(same, 'x'), normaliseTranscript(bumped, 'x'));
+  });
+
+  it('flags a list whose resourceVersion is older than an item', () => {
+    const list = { kind: 'ConfigMapList', metadata: { resourceVersion: '3' }, items: [obj('7', 'u')] };
+    const n = normaliseTranscript([{ step: 0, body: list }], 'x');
+    assert.equal((n[0]!.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion, '$LISTRV-BELOW-ITEMS(3)');
+  });
+
+  it('numbers generated names by their prefix', () => {
+    const g = { kind: 'ConfigMap', metadata: { name: 'gen-x7k2p', generateName: 'gen-' } };
+    const n = normaliseTranscript([{ step: 0, body: g }], 'x');
+    assert.equal((n[0]!.body as { metadata: { name: string } }).metadata.name, 'gen-$GEN1');
+  });
+});
+
+describe('judge', () => {
+  const t = (id: string, status: number): Transcript => ({ id, results: [{ step: 0, status }] });
+  it('fails on an unlisted difference and on a listed one that no longer occurs', () => {
+    const known = [
+      { scenario: 'b', kars: 'x', kube: 'y', why: 'z' },
+      { scenario: 'c', kars: 'x', kube: 'y', why: 'z' },
+      { scenario: 'd', kars: 'x', kube: 'y', why: 'z', versions: ['1.37'] },
+    ];
+    const v = judge([t('a', 200), t('b', 200), t('c', 404), t('d', 1)], [t('a', 201), t('b', 200), t('c', 403), t('d', 2)], known, '1.34');
+    assert.deepEqual(v.unlisted, ['a', 'd']);
+    assert.deepEqual(v.stale, ['b']);
+    assert.equal(v.identical, 1);
+  });
+  it('names the path where two answers differ', () => {
+    assert.deepEqual(differences({ a: { b: [1, 2] } }, { a: { b: [1, 3] } }), ['$.a.b[1]: kars 2 | kube 3']);
+  });
+});
