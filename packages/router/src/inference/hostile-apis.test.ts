@@ -11,6 +11,8 @@ import { decideRequest, type Forward, type PipelineContext, type Reject } from '
 import { CHAT, EMBEDDINGS, MESSAGES, RESPONSES, type InferenceApi } from './apis.js';
 import { matchRoute, type ApiRoute } from './routes.js';
 import { inferenceRules } from '../testing/rules.js';
+import { budgetPolicy, startDirRouter } from '../testing/policy-dir.js';
+import { startOpenAIStub } from '../stubs/openai.js';
 
 const CTX: PipelineContext = { defaultDailyTokens: null, guardrailConfigured: true };
 const route = (api: InferenceApi): ApiRoute => ({ kind: 'api', api, prefix: '/v1', deployment: undefined, query: '' });
@@ -113,4 +115,38 @@ describe('hostile: Azure OpenAI On Your Data on chat completions', () => {
       assert.equal((d as Reject).refusal.body.error.code, 'inference_policy_provider_tool_refused');
     });
   }
+});
+
+describe('hostile: request headers that retarget the governed body', { timeout: 30_000 }, () => {
+  // The router forwards the agent's end-to-end headers. Servers and gateways in front of an
+  // upstream (IIS, Symfony/Laravel, many API gateways) read `X-Original-URL` / `X-Rewrite-URL` as
+  // the path and `X-HTTP-Method-Override` as the method: a chat body carrying batch fields would be
+  // served as `/v1/batches`, which the route table refuses. A `content-type` charset other than
+  // UTF-8 (or a `content-encoding`) makes the upstream decode other bytes than the router judged.
+  it('forwards none of them, and sends the router body as application/json', async (t) => {
+    const up = await startOpenAIStub();
+    const r = await startDirRouter({ inference: budgetPolicy({ perRequestTokens: 100 }) }, { upstream: up.url });
+    t.after(async () => {
+      await r.stop();
+      await up.close();
+    });
+    const res = await fetch(`${r.router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json; charset=iso-8859-1',
+        'x-original-url': '/v1/batches',
+        'x-rewrite-url': '/v1/batches',
+        'x-http-method-override': 'DELETE',
+        'x-original-method': 'DELETE',
+        connection: 'content-type',
+      },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], input_file_id: 'file-1' }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    const seen = up.requests.at(-1);
+    assert.ok(seen !== undefined, 'the upstream was sent the request');
+    for (const h of ['x-original-url', 'x-rewrite-url', 'x-http-method-override', 'x-original-method'])
+      assert.equal(seen.headers[h], undefined, `${h} forwarded`);
+    assert.equal(seen.headers['content-type'], 'application/json');
+  });
 });
