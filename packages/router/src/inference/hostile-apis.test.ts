@@ -65,6 +65,14 @@ describe('hostile: the route table and dot segments', () => {
     for (const p of ['/v1/models/..', '/v1/models/.', '/v1/models/..?x=1']) assert.equal(matchRoute('GET', p).kind, 'refused', p);
     assert.equal(matchRoute('GET', '/v1/models/gpt-4.1').kind, 'models');
   });
+  it('refuses a deployment segment that still holds an encoding after one decoding (a double-decoding gateway reads ../)', () => {
+    for (const raw of ['%252e%252e', '%252e%252e%252fbatches%253f', 'a%2525b']) {
+      const m = matchRoute('POST', `/openai/deployments/${raw}/chat/completions`);
+      assert.equal(m.kind, 'refused', raw);
+      assert.equal(m.kind === 'refused' ? m.code : '', 'invalid_deployment');
+    }
+    assert.equal(matchRoute('POST', '/openai/deployments/gpt-4o_mini.1/chat/completions').kind, 'api');
+  });
 });
 
 describe('hostile: media the provider fetches from a URL of the agent', () => {
@@ -149,4 +157,30 @@ describe('hostile: request headers that retarget the governed body', { timeout: 
       assert.equal(seen.headers[h], undefined, `${h} forwarded`);
     assert.equal(seen.headers['content-type'], 'application/json');
   });
+});
+
+describe('hostile: a daily budget without a per-request cap', () => {
+  // With `dailyTokens` (or the router's TOKEN_BUDGET_DAILY default) and no `perRequestTokens`, a
+  // request without a limit field reserves prompt + 4096 (UNBOUNDED_COMPLETION_RESERVE) and is
+  // forwarded without one, so the upstream may generate up to the model's own maximum (100k+ on
+  // a reasoning model). The ledger admits every request while used + reserved < cap, so N parallel
+  // such requests overshoot the day by about N × (model maximum − 4096), not by one reservation.
+  const daily = inferenceRules({ tokenBudget: { perRequestTokens: null, dailyTokens: 10_000, monthlyTokens: null } });
+  const bounded = (d: Reject | Forward, field: string): void => {
+    assert.equal(d.kind, 'forward');
+    const f = d as Forward;
+    const limit = f.body[field];
+    assert.equal(typeof limit, 'number', `${field} is not set in the forwarded body: the upstream is unbounded`);
+    assert.ok((f.reserve?.tokens ?? 0) >= (limit as number), 'the reservation covers the limit forwarded');
+  };
+  it(
+    'chat: the forwarded body carries the completion bound the reservation assumed',
+    { todo: 'no limit is written when only a daily cap is set; parallel requests overshoot the daily budget' },
+    () => bounded(decide(CHAT, { model: 'm', messages: [{ role: 'user', content: 'write a novel' }] }, daily), 'max_tokens'),
+  );
+  it(
+    'Responses: the forwarded body carries the max_output_tokens the reservation assumed',
+    { todo: 'no limit is written when only a daily cap is set; parallel requests overshoot the daily budget' },
+    () => bounded(decide(RESPONSES, { model: 'm', input: 'write a novel' }, daily), 'max_output_tokens'),
+  );
 });
