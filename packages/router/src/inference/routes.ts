@@ -89,9 +89,9 @@ export function canonicalDeployment(raw: string): string | undefined {
   } catch {
     return undefined;
   }
-  // eslint-disable-next-line no-control-regex
   // A `%` left after one decoding is an encoding in the name: a gateway that decodes twice would
   // read `%2e%2e%2f` as `../` (no deployment name holds a `%`).
+  // eslint-disable-next-line no-control-regex
   if (d === '' || d === '.' || d === '..' || /[/\\?#%\u0000-\u001f\u007f]/.test(d) || d.length > 256) return undefined;
   return encodeURIComponent(d);
 }
