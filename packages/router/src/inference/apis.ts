@@ -391,6 +391,8 @@ const RESPONSES_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom
 
 function responsesProviderTools(body: Record<string, unknown>): string[] {
   const tools = body['tools'];
+  // A single tool object (not a list) is read as one by a lax upstream; the router cannot tell whose it is.
+  if (tools !== undefined && tools !== null && !Array.isArray(tools)) return ['tools (not a list)'];
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
   tools.forEach((t, i) => {
@@ -415,6 +417,7 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   const out: string[] = [];
   if (body['mcp_servers'] !== undefined && body['mcp_servers'] !== null) out.push('mcp_servers (the MCP connector)');
   const tools = body['tools'];
+  if (tools !== undefined && tools !== null && !Array.isArray(tools)) out.push('tools (not a list)');
   if (Array.isArray(tools))
     tools.forEach((t, i) => {
       const type = isObj(t) ? t['type'] : 'not an object';

@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InferenceRules } from '../snapshot.js';
-import { decideRequest, type Forward, type PipelineContext, type Reject } from './pipeline.js';
+import { decideRequest, newMeter, settleTokens, type Forward, type PipelineContext, type Reject } from './pipeline.js';
 import { CHAT, EMBEDDINGS, MESSAGES, RESPONSES, type InferenceApi } from './apis.js';
 import { matchRoute, type ApiRoute } from './routes.js';
 import { inferenceRules } from '../testing/rules.js';
@@ -182,5 +182,32 @@ describe('hostile: a daily budget without a per-request cap', () => {
     'Responses: the forwarded body carries the max_output_tokens the reservation assumed',
     { todo: 'no limit is written when only a daily cap is set; parallel requests overshoot the daily budget' },
     () => bounded(decide(RESPONSES, { model: 'm', input: 'write a novel' }, daily), 'max_output_tokens'),
+  );
+});
+
+describe('hostile: a provider-run tool sent as one object instead of a list', () => {
+  // `tools` is checked only when it is a list; a lax upstream (or gateway) that accepts a single
+  // tool object would run a web search or an MCP connector the router never looked at.
+  it('refuses a non-list tools on Responses and Anthropic Messages', () => {
+    const d1 = decide(RESPONSES, { model: 'm', input: 'x', tools: { type: 'web_search' } }, undefined);
+    refusedWith(d1, 403);
+    const d2 = decide(MESSAGES, { model: 'm', max_tokens: 5, messages: [], tools: { type: 'web_fetch_20250910', name: 'f' } }, undefined);
+    refusedWith(d2, 403);
+  });
+});
+
+describe('hostile: an upstream 5xx after the model ran', () => {
+  // A gateway in front of the provider (Azure API Management, a corporate proxy) answers 504 when a
+  // long non-streamed generation outlasts its timeout, while the provider finishes and bills it; a
+  // 5xx also moves on to the next candidate, whose usage alone is then charged. The settlement
+  // charges a non-2xx answer 0, so an agent asking for long answers behind such a gateway spends
+  // its budget's worth for free.
+  it(
+    'a written request answered 504 is charged at least its reservation',
+    { todo: 'settleTokens charges every non-2xx 0 (ADR 0027); a gateway timeout after generation is free' },
+    () => {
+      const m = { ...newMeter(), written: true, status: 504, complete: true, bytes: 20 };
+      assert.ok(settleTokens(m, 100, 5000) >= 5000, `settled at ${settleTokens(m, 100, 5000)}`);
+    },
   );
 });
