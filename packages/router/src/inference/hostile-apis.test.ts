@@ -211,3 +211,14 @@ describe('hostile: an upstream 5xx after the model ran', () => {
     },
   );
 });
+
+describe('hostile: a model that searches the web by itself', () => {
+  // Without `modelPreference` the agent names the model. OpenAI's search models
+  // (`gpt-4o-search-preview`, `gpt-4o-mini-search-preview`) search the web on every chat request,
+  // with no `web_search_options` needed, so the provider-run-tool refusal is passed by a model name.
+  it(
+    'refuses a search model on chat completions when no policy model replaces it',
+    { todo: 'the model name is not checked; a search model reaches the network from the provider' },
+    () => refusedWith(decide(CHAT, { model: 'gpt-4o-search-preview', messages: [{ role: 'user', content: 'x' }] }, undefined), 403),
+  );
+});
