@@ -226,6 +226,11 @@ const GOVERNED_FIELDS: ReadonlySet<string> = new Set([
   'modalities',
   'include',
   'store',
+  // Fields of the limit objects (`stream_options`, `reasoning`, `thinking`).
+  'include_usage',
+  'budget_tokens',
+  'effort',
+  'type',
 ]);
 
 /**
@@ -234,6 +239,18 @@ const GOVERNED_FIELDS: ReadonlySet<string> = new Set([
  * `max_tokenſ`, `Stream`. Undefined when there is none.
  */
 export function foldedAlias(body: Record<string, unknown>): string | undefined {
+  const top = foldedKey(body);
+  if (top !== undefined) return top;
+  // The objects whose fields limit or meter a request are read by the same decoder.
+  for (const k of ['stream_options', 'reasoning', 'thinking']) {
+    const v = body[k];
+    const inner = isObj(v) ? foldedKey(v) : undefined;
+    if (inner !== undefined) return `${k}.${inner}`;
+  }
+  return undefined;
+}
+
+function foldedKey(body: Record<string, unknown>): string | undefined {
   const keys = Object.keys(body);
   const exact = new Set(keys);
   const seen = new Set<string>();

@@ -50,6 +50,14 @@ describe('hostile: a limit field spelled so a case-insensitive upstream reads it
     refusedWith(decide(MESSAGES, { model: 'm', messages: msgs, max_tokens: 10, Max_Tokens: 100_000 }, capped(100)), 400);
     refusedWith(decide(MESSAGES, { model: 'm', messages: msgs, max_tokens: 10, Thinking: { budget_tokens: 1e5 } }, capped(100)), 400);
   });
+  it('refuses a case variant inside stream_options, reasoning and thinking', () => {
+    const stream = { model: 'm', messages: msgs, stream: true, stream_options: { include_usage: false, Include_Usage: false } };
+    refusedWith(decide(CHAT, stream, capped(100)), 400);
+    refusedWith(decide(CHAT, { model: 'm', messages: msgs, stream: true, stream_options: { Include_Usage: false } }, capped(100)), 400);
+    const thinking = { type: 'enabled', budget_tokens: 10, Budget_Tokens: 100_000 };
+    refusedWith(decide(MESSAGES, { model: 'm', messages: msgs, max_tokens: 50, thinking }, capped(100)), 400);
+    refusedWith(decide(RESPONSES, { model: 'm', input: 'x', reasoning: { effort: 'low', Max_Tokens: 100_000 } }, capped(100)), 400);
+  });
   it('refuses a media key in another case inside a text part under an input stage', () => {
     const content = [{ type: 'text', text: 'look', Image_URL: { url: 'https://example.com/x.png' } }];
     refusedWith(decide(CHAT, { model: 'm', messages: [{ role: 'user', content }] }, guarded), 403);
