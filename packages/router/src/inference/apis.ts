@@ -188,6 +188,81 @@ function normalizeCount(body: Record<string, unknown>): LimitsResult {
   return { ok: true, request: { body: { ...body }, n: 1, perChoice: 0, maxCompletion: 0 } };
 }
 
+/**
+ * A key as a case-insensitive JSON decoder matches it: Go's `encoding/json` (Ollama, most Go
+ * gateways) accepts a key equal under Unicode simple case folding, where `ſ` (U+017F) is `s` and
+ * the Kelvin sign (U+212A) is `k`, and the last of two such keys wins.
+ */
+export function foldKey(k: string): string {
+  return k.replace(/[A-Z\u017f\u212a]/g, (c) => (c === '\u017f' ? 's' : c === '\u212a' ? 'k' : c.toLowerCase()));
+}
+
+/** Top-level request fields some API reads or the router governs (limits, streaming, tools, stored context). */
+const GOVERNED_FIELDS: ReadonlySet<string> = new Set([
+  'model',
+  'messages',
+  'input',
+  'system',
+  'instructions',
+  'max_tokens',
+  'max_completion_tokens',
+  'max_output_tokens',
+  'n',
+  'stream',
+  'stream_options',
+  'thinking',
+  'reasoning',
+  'background',
+  'tools',
+  'tool_choice',
+  'web_search_options',
+  'mcp_servers',
+  'container',
+  'previous_response_id',
+  'conversation',
+  'prompt',
+  'prediction',
+  'audio',
+  'modalities',
+  'include',
+  'store',
+  // Fields of the limit objects (`stream_options`, `reasoning`, `thinking`).
+  'include_usage',
+  'budget_tokens',
+  'effort',
+  'type',
+]);
+
+/**
+ * A top-level key a case-insensitive upstream would read as a governed field (or as another key of
+ * the body) although the router reads it as a field of its own: `MAX_TOKENS` beside `max_tokens`,
+ * `max_tokenſ`, `Stream`. Undefined when there is none.
+ */
+export function foldedAlias(body: Record<string, unknown>): string | undefined {
+  const top = foldedKey(body);
+  if (top !== undefined) return top;
+  // The objects whose fields limit or meter a request are read by the same decoder.
+  for (const k of ['stream_options', 'reasoning', 'thinking']) {
+    const v = body[k];
+    const inner = isObj(v) ? foldedKey(v) : undefined;
+    if (inner !== undefined) return `${k}.${inner}`;
+  }
+  return undefined;
+}
+
+function foldedKey(body: Record<string, unknown>): string | undefined {
+  const keys = Object.keys(body);
+  const exact = new Set(keys);
+  const seen = new Set<string>();
+  for (const k of keys) {
+    const f = foldKey(k);
+    if (f !== k && (GOVERNED_FIELDS.has(f) || exact.has(f))) return k;
+    if (seen.has(f)) return k;
+    seen.add(f);
+  }
+  return undefined;
+}
+
 /** Content-part types whose payload is text, in every API. */
 const TEXT_PARTS: ReadonlySet<string> = new Set(['text', 'input_text', 'output_text', 'refusal', 'summary_text', 'reasoning_text']);
 
@@ -213,7 +288,8 @@ function partProblem(part: unknown, allowed: ReadonlySet<string>): string | unde
   if (!isObj(part)) return undefined; // a string in a content list is text
   const type = part['type'];
   if (typeof type !== 'string' || !allowed.has(type)) return typeof type === 'string' ? type : 'part without a type';
-  const media = MEDIA_KEYS.find((k) => k in part);
+  const folded = Object.keys(part).map(foldKey);
+  const media = MEDIA_KEYS.find((k) => folded.includes(k));
   return media === undefined ? undefined : `${type} part carrying ${media}`;
 }
 
@@ -306,7 +382,8 @@ function anthropicBlocks(content: unknown, path: string, out: string[]): void {
     }
     if (type === 'tool_result') contentProblems(b['content'], `${at}.content`, out, ANTHROPIC_RESULT_BLOCKS);
     else {
-      const media = MEDIA_KEYS.find((k) => k in b);
+      const folded = Object.keys(b).map(foldKey);
+      const media = MEDIA_KEYS.find((k) => folded.includes(k));
       if (media !== undefined) out.push(`${at} (${type} block carrying ${media})`);
     }
   });
@@ -331,6 +408,8 @@ const RESPONSES_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom
 
 function responsesProviderTools(body: Record<string, unknown>): string[] {
   const tools = body['tools'];
+  // A single tool object (not a list) is read as one by a lax upstream; the router cannot tell whose it is.
+  if (tools !== undefined && tools !== null && !Array.isArray(tools)) return ['tools (not a list)'];
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
   tools.forEach((t, i) => {
@@ -355,6 +434,7 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   const out: string[] = [];
   if (body['mcp_servers'] !== undefined && body['mcp_servers'] !== null) out.push('mcp_servers (the MCP connector)');
   const tools = body['tools'];
+  if (tools !== undefined && tools !== null && !Array.isArray(tools)) out.push('tools (not a list)');
   if (Array.isArray(tools))
     tools.forEach((t, i) => {
       const type = isObj(t) ? t['type'] : 'not an object';
@@ -363,8 +443,18 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   return out;
 }
 
+/**
+ * Chat fields that make the provider reach the network: web search, and Azure OpenAI's "On Your
+ * Data" `data_sources` (the old `dataSources` too), whose `endpoint`s (Azure AI Search,
+ * Elasticsearch, Pinecone, MongoDB, …) the provider calls with the request's query, and whose
+ * retrieved documents join the prompt unjudged and unreserved.
+ */
 function chatProviderTools(body: Record<string, unknown>): string[] {
-  return body['web_search_options'] !== undefined && body['web_search_options'] !== null ? ['web_search_options (web search)'] : [];
+  const out: string[] = [];
+  if (body['web_search_options'] !== undefined && body['web_search_options'] !== null) out.push('web_search_options (web search)');
+  for (const k of ['data_sources', 'dataSources'])
+    if (body[k] !== undefined && body[k] !== null) out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  return out;
 }
 
 const OPENAI_PROVIDERS: ReadonlySet<Provider> = new Set(['azure-openai', 'ollama']);

@@ -164,12 +164,36 @@ interface UpstreamTarget {
 /** The request handler (it answers every path: the route table's, or a refusal); `close()` drops the upstream keep-alive connections of a client it owns. */
 export type InferenceHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & { close(): void };
 
-/** Request headers the route sets itself, or never forwards (the identity header is internal). */
-const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set(['host', 'content-length', 'expect', 'accept-encoding', SANDBOX_HEADER]);
+/**
+ * Request headers the route sets itself, or never forwards: the identity header is internal; the
+ * body is the router's own UTF-8 JSON, so its type and encoding are the router's; and headers that
+ * some servers and gateways read as another target or method (`X-Original-URL`, `X-Rewrite-URL`,
+ * `X-HTTP-Method-Override`, …) would send the governed body to a path the route table refuses.
+ */
+const REQUEST_RECOMPUTED: ReadonlySet<string> = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'expect',
+  'accept-encoding',
+  SANDBOX_HEADER,
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-uri',
+  'x-forwarded-uri',
+  'x-forwarded-path',
+  'x-forwarded-prefix',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+  'x-original-method',
+]);
 
-function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
+function forwardRequestHeaders(inh: IncomingHttpHeaders, host: string, json = false): OutgoingHttpHeaders {
   const out = endToEndHeaders(inh, REQUEST_RECOMPUTED);
   out['host'] = host;
+  if (json) out['content-type'] = 'application/json';
   // The route reads response bodies (usage, annotations), so they must arrive uncompressed.
   out['accept-encoding'] = 'identity';
   return out;
@@ -382,7 +406,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
           origin: up.origin,
           path: target.path,
           method: 'POST',
-          headers: forwardRequestHeaders(this.#inHeaders, up.host),
+          headers: forwardRequestHeaders(this.#inHeaders, up.host, true),
           body: target.body,
           headersTimeoutMs: timeoutMs,
           // Never retried: a written completion may have run (ADR 0027).

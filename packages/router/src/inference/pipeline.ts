@@ -32,7 +32,7 @@ import {
   type InferenceRefusal,
 } from './errors.js';
 import { estimateUsage, reservationFor, type LimitsRefusal } from './limits.js';
-import { nativeProvider, type InferenceApi, type Provider } from './apis.js';
+import { foldedAlias, nativeProvider, type InferenceApi, type Provider } from './apis.js';
 import { upstreamPath, type ApiRoute } from './routes.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { requestTexts } from './moderation-text.js';
@@ -191,6 +191,12 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
   const strict = parseStrictJson(raw.toString('utf8'));
   if (!strict.ok) return reject(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
   if (!isObj(strict.value)) return reject(invalidJson('the body must be a JSON object'));
+  // A key a case-insensitive upstream (Go's encoding/json) reads as a governed field, unseen by the rules.
+  const alias = foldedAlias(strict.value);
+  if (alias !== undefined)
+    return reject(
+      invalidJson(`the key ${JSON.stringify(alias.slice(0, 64))} differs from a field only in case; send each field once, spelled exactly`),
+    );
   const tb = rules?.tokenBudget ?? null;
 
   // Step 4: token limits, normalised into the body that will be forwarded.

@@ -17,7 +17,7 @@
  * (`/v1/responses/{id}…`) and the batch APIs. Everything else: 404 listing the routes above.
  *
  * Guarantees: pure; the deployment segment of an Azure path is decoded once and re-encoded, and one
- * that decodes to a path separator, a dot segment or a control character is refused.
+ * that decodes to a path separator, a dot segment, a `%` or a control character is refused.
  */
 import { CHAT, COUNT_TOKENS, EMBEDDINGS, MESSAGES, RESPONSES, type InferenceApi, type Wire } from './apis.js';
 
@@ -89,8 +89,10 @@ export function canonicalDeployment(raw: string): string | undefined {
   } catch {
     return undefined;
   }
+  // A `%` left after one decoding is an encoding in the name: a gateway that decodes twice would
+  // read `%2e%2e%2f` as `../` (no deployment name holds a `%`).
   // eslint-disable-next-line no-control-regex
-  if (d === '' || d === '.' || d === '..' || /[/\\?#\u0000-\u001f\u007f]/.test(d) || d.length > 256) return undefined;
+  if (d === '' || d === '.' || d === '..' || /[/\\?#%\u0000-\u001f\u007f]/.test(d) || d.length > 256) return undefined;
   return encodeURIComponent(d);
 }
 
@@ -119,7 +121,10 @@ export function matchRoute(method: string | undefined, url: string, anthropicVer
       return { kind: 'api', api, prefix: undefined, deployment, query };
     }
   }
-  if (method === 'GET' && (path === '/v1/models' || path === '/openai/v1/models' || /^\/v1\/models\/[A-Za-z0-9._:@-]{1,256}$/.test(path)))
+  if (
+    method === 'GET' &&
+    (path === '/v1/models' || path === '/openai/v1/models' || /^\/v1\/models\/(?!\.\.?$)[A-Za-z0-9._:@-]{1,256}$/.test(path))
+  )
     return { kind: 'models', wire, path, query };
   if (/^\/(openai\/)?(v1\/)?responses\/[^/]+(\/(cancel|input_items))?$/.test(path))
     return {
