@@ -298,15 +298,13 @@ export function internalError(): InferenceRefusal {
   return refusal(500, 'proxy_error', undefined, 'internal router error');
 }
 
-/** Anthropic's error `type` for a status. */
+/** Anthropic's error `type` for a status (the router's refusals and the Anthropic stub's answers). */
 export function anthropicErrorType(status: number): string {
   switch (status) {
-    case 400:
-    case 405:
-    case 415:
-      return 'invalid_request_error';
     case 401:
       return 'authentication_error';
+    case 402:
+      return 'billing_error';
     case 403:
       return 'permission_error';
     case 404:
@@ -316,9 +314,12 @@ export function anthropicErrorType(status: number): string {
     case 429:
       return 'rate_limit_error';
     case 503:
+    case 529:
       return 'overloaded_error';
+    case 504:
+      return 'timeout_error';
     default:
-      return 'api_error';
+      return status >= 500 ? 'api_error' : 'invalid_request_error';
   }
 }
 

@@ -52,6 +52,7 @@ import {
   type AnthropicStubToolUse,
 } from './anthropic-messages.js';
 import { boolHeader, header, intHeader, sendJson, sleep, writeEvents, writePaced } from './wire.js';
+import { anthropicErrorType } from '../inference/errors.js';
 
 export type { AnthropicStreamEnd, AnthropicStubToolUse } from './anthropic-messages.js';
 
@@ -166,32 +167,6 @@ export interface AnthropicStub {
 /** Most recorded requests kept; older ones are dropped. */
 export const MAX_RECORDED = 10_000;
 const MAX_BODY = 64 * 1024 * 1024;
-
-/** The error type Anthropic answers with for each status. */
-export function anthropicErrorType(status: number): string {
-  switch (status) {
-    case 400:
-      return 'invalid_request_error';
-    case 401:
-      return 'authentication_error';
-    case 402:
-      return 'billing_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 504:
-      return 'timeout_error';
-    case 529:
-      return 'overloaded_error';
-    default:
-      return status >= 500 ? 'api_error' : 'invalid_request_error';
-  }
-}
 
 function headerBehaviour(h: IncomingHttpHeaders): Partial<AnthropicStubBehaviour> {
   const b: Partial<AnthropicStubBehaviour> = {};

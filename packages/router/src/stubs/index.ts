@@ -1,7 +1,8 @@
 export { startOpenAIStub } from './openai.js';
 export type { OpenAIStub, OpenAIStubOptions, StubApi, StubBehaviour, StubRequest, StubToolCall } from './openai.js';
 export type { ResponsesStreamEnd } from './openai-responses.js';
-export { startAnthropicStub, anthropicErrorType } from './anthropic.js';
+export { startAnthropicStub } from './anthropic.js';
+export { anthropicErrorType } from '../inference/errors.js';
 export type {
   AnthropicRoute,
   AnthropicStreamEnd,
