@@ -252,6 +252,42 @@ describe('provider-run tools are refused (they reach the network from the provid
     assert.equal(fwd(decide(MESSAGES, ok, ANTHROPIC)).kind, 'forward');
   });
 
+  it('media sent as bytes or by file id passes; a tool schema naming image_url is no media', () => {
+    const chat = {
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }],
+    };
+    assert.equal(fwd(decide(CHAT, chat)).kind, 'forward');
+    const resp = { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] };
+    assert.equal(fwd(decide(RESPONSES, resp)).kind, 'forward');
+    const schema = {
+      type: 'function',
+      name: 'f',
+      parameters: { type: 'object', properties: { image_url: { type: 'string', url: 'https://x' } } },
+    };
+    assert.equal(fwd(decide(RESPONSES, { model: 'm', input: 'x', tools: [schema] })).kind, 'forward');
+    const img = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } };
+    assert.equal(
+      fwd(decide(MESSAGES, { model: 'c', max_tokens: 5, messages: [{ role: 'user', content: [img] }] }, ANTHROPIC)).kind,
+      'forward',
+    );
+    const byUrl = { type: 'image', source: { type: 'url', url: 'https://x/y.png' } };
+    const inResult = [{ type: 'tool_result', tool_use_id: 't', content: [byUrl] }];
+    assert.equal(
+      code(decide(MESSAGES, { model: 'c', max_tokens: 5, messages: [{ role: 'user', content: inResult }] }, ANTHROPIC)),
+      'inference_policy_provider_tool_refused',
+    );
+  });
+
+  it('a request without a limit, under a daily budget, is limited to what it reserves', () => {
+    const daily = inferenceRules({ tokenBudget: { perRequestTokens: null, dailyTokens: 10_000, monthlyTokens: null } });
+    const f = fwd(decide(CHAT, { ...BODIES['chat'], n: 4 }, daily));
+    assert.equal(JSON.parse(f.text).max_tokens, 1024);
+    assert.equal(f.reserve?.tokens, f.promptBytes + 4096);
+    // No budget at all: nothing to protect, the request is forwarded as it is.
+    assert.equal(JSON.parse(fwd(decide(CHAT, BODIES['chat'])).text).max_tokens, undefined);
+  });
+
   it('chat: web_search_options refused', () => {
     assert.equal(code(decide(CHAT, { ...BODIES['chat'], web_search_options: {} })), 'inference_policy_provider_tool_refused');
   });

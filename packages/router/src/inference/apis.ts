@@ -48,6 +48,8 @@ export interface InferenceApi {
   /** Whether its answers hold text an agent reads (what an output guardrail stage judges). */
   readonly answersText: boolean;
   readonly usage: UsageShape;
+  /** The field that bounds its output, written when a request sets none under a budget (undefined: it generates nothing). */
+  readonly limitField: string | undefined;
   /** Validate and cap the limit fields (`cap`: `tokenBudget.perRequestTokens`, null for none). */
   normalize(body: Record<string, unknown>, cap: number | null): LimitsResult;
   /**
@@ -457,6 +459,48 @@ function chatProviderTools(body: Record<string, unknown>): string[] {
   return out;
 }
 
+/** Whether `v` names something the provider would fetch: a URL of any scheme but `data:` (bytes in the request). */
+function fetchedUrl(v: unknown): v is string {
+  return typeof v === 'string' && !/^\s*data:/i.test(v);
+}
+
+/**
+ * Media the provider fetches itself from a URL the agent chose: chat `image_url.url` (and the
+ * `audio_url` / `video_url` extensions), Responses `image_url` and `file_url`, Anthropic
+ * `source: {type: "url"}`. Each reaches a host of the agent's choosing from the provider, outside
+ * the sandbox's egress policy, and is billed by the size of what it fetches, which the reservation
+ * never saw. Media sent as bytes (`data:` URLs, base64 sources) or by a provider file id pass.
+ */
+function fetchedMedia(v: unknown, path: string, out: string[], depth = 0): void {
+  if (depth > 64 || out.length >= 8) return;
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => fetchedMedia(x, `${path}[${i}]`, out, depth + 1));
+    return;
+  }
+  if (!isObj(v)) return;
+  if (v['type'] === 'url' && fetchedUrl(v['url'])) out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
+  for (const [k, x] of Object.entries(v)) {
+    const at = path === '' ? k : `${path}.${k}`;
+    const key = k.toLowerCase();
+    if (key === 'image_url' || key === 'audio_url' || key === 'video_url' || key === 'file_url') {
+      if (fetchedUrl(x) || (isObj(x) && fetchedUrl(x['url']))) {
+        out.push(`${at} (a URL the provider fetches)`);
+        continue;
+      }
+    }
+    // Tool schemas describe fields, they hold no media.
+    if (key === 'tools' || key === 'functions' || key === 'response_format' || key === 'text') continue;
+    fetchedMedia(x, at, out, depth + 1);
+  }
+}
+
+/** `fetchedMedia` over a whole body. */
+function mediaFetches(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  fetchedMedia(body, '', out);
+  return out;
+}
+
 const OPENAI_PROVIDERS: ReadonlySet<Provider> = new Set(['azure-openai', 'ollama']);
 
 /** Chat completions (`/v1/chat/completions`). */
@@ -471,12 +515,13 @@ export const CHAT: InferenceApi = {
   annotated: true,
   answersText: true,
   usage: 'openai-total',
+  limitField: 'max_tokens',
   normalize: (body, cap) => {
     const foreign = foreignLimits(body, ['max_output_tokens', 'thinking'], 'chat completions');
     return foreign ?? normalizeRequest(body, cap);
   },
   unjudgeable: chatUnjudgeable,
-  providerTools: chatProviderTools,
+  providerTools: (body) => [...chatProviderTools(body), ...mediaFetches(body)],
 };
 
 /** OpenAI Responses (`/v1/responses`). */
@@ -491,9 +536,10 @@ export const RESPONSES: InferenceApi = {
   annotated: false,
   answersText: true,
   usage: 'responses',
+  limitField: 'max_output_tokens',
   normalize: normalizeResponses,
   unjudgeable: responsesUnjudgeable,
-  providerTools: responsesProviderTools,
+  providerTools: (body) => [...responsesProviderTools(body), ...mediaFetches(body)],
 };
 
 /** OpenAI embeddings (`/v1/embeddings`). */
@@ -508,6 +554,7 @@ export const EMBEDDINGS: InferenceApi = {
   annotated: false,
   answersText: false,
   usage: 'openai-total',
+  limitField: undefined,
   normalize: normalizeEmbeddings,
   unjudgeable: embeddingsUnjudgeable,
   providerTools: () => [],
@@ -525,9 +572,10 @@ export const MESSAGES: InferenceApi = {
   annotated: false,
   answersText: true,
   usage: 'anthropic',
+  limitField: 'max_tokens',
   normalize: normalizeMessages,
   unjudgeable: messagesUnjudgeable,
-  providerTools: messagesProviderTools,
+  providerTools: (body) => [...messagesProviderTools(body), ...mediaFetches(body)],
 };
 
 /** Anthropic token counting (`/v1/messages/count_tokens`): allowed and never charged. */
@@ -542,6 +590,7 @@ export const COUNT_TOKENS: InferenceApi = {
   annotated: false,
   answersText: false,
   usage: 'anthropic',
+  limitField: undefined,
   normalize: normalizeCount,
   unjudgeable: () => [],
   providerTools: messagesProviderTools,

@@ -254,7 +254,7 @@ export function providerToolRefused(what: readonly string[]): InferenceRefusal {
     403,
     'invalid_request_error',
     'inference_policy_provider_tool_refused',
-    `The request asks the provider to run tools itself (${shown}); those reach the network from the provider, outside the sandbox's egress policy and ToolPolicy, so kars router refuses them; use function tools the agent runs`,
+    `The request asks the provider to reach the network itself (${shown}): that happens outside the sandbox's egress policy and ToolPolicy, so kars router refuses it; use function tools the agent runs, and send media as bytes (a data: URL or base64)`,
     'InferencePolicy',
   );
 }

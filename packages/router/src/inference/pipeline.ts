@@ -31,7 +31,7 @@ import {
   unsupportedParameter,
   type InferenceRefusal,
 } from './errors.js';
-import { estimateUsage, reservationFor, type LimitsRefusal } from './limits.js';
+import { UNBOUNDED_COMPLETION_RESERVE, estimateUsage, reservationFor, type LimitsRefusal } from './limits.js';
 import { foldedAlias, nativeProvider, type InferenceApi, type Provider } from './apis.js';
 import { upstreamPath, type ApiRoute } from './routes.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
@@ -202,9 +202,21 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
   // Step 4: token limits, normalised into the body that will be forwarded.
   const norm = api.normalize(strict.value, tb?.perRequestTokens ?? null);
   if (!norm.ok) return limitsRefusal(norm.refusal);
-  const body = norm.request.body;
-  const providerTools = api.providerTools(body);
-  if (providerTools.length > 0) return reject(providerToolRefused(providerTools));
+  // A request that sets no limit, under a daily or monthly cap, is limited to what it reserves:
+  // forwarded unbounded, it could generate the model's maximum while holding only that reservation,
+  // and parallel ones would overshoot the day by far more than they reserved.
+  const caps: BudgetCaps = { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null };
+  let request = norm.request;
+  if (
+    api.charged &&
+    api.limitField !== undefined &&
+    request.maxCompletion === undefined &&
+    (caps.dailyTokens !== null || caps.monthlyTokens !== null)
+  ) {
+    const per = Math.max(1, Math.floor(UNBOUNDED_COMPLETION_RESERVE / request.n));
+    request = { ...request, body: { ...request.body, [api.limitField]: per }, perChoice: per, maxCompletion: per * request.n };
+  }
+  const body = request.body;
   const text = JSON.stringify(body);
   const promptBytes = Buffer.byteLength(text);
 
@@ -228,6 +240,9 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
   }
   const judged = input ? requestTexts(body) : undefined;
   if (judged !== undefined && judged.unjudgeable.length > 0) return reject(guardrailUnjudgeable('input', judged.unjudgeable));
+  // What the provider would fetch or run itself (ADR 0034); under an input stage, media by URL is already refused above.
+  const providerTools = api.providerTools(body);
+  if (providerTools.length > 0) return reject(providerToolRefused(providerTools));
 
   return {
     kind: 'forward',
@@ -242,8 +257,8 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
     moderateOutput: output,
     reserve: api.charged
       ? {
-          caps: { dailyTokens: tb?.dailyTokens ?? ctx.defaultDailyTokens, monthlyTokens: tb?.monthlyTokens ?? null },
-          tokens: reservationFor(norm.request, promptBytes),
+          caps,
+          tokens: reservationFor(request, promptBytes),
         }
       : undefined,
   };
