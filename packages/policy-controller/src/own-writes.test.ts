@@ -55,6 +55,16 @@ class Valve {
   }
 }
 
+/** The events of a batched watch, one by one. */
+async function* flatten<T>(b: AsyncGenerator<T[], void, undefined>): AsyncGenerator<T, void, undefined> {
+  for await (const batch of b) yield* batch;
+}
+
+/** A watch of single events as batches of one. */
+async function* oneEach<T>(g: AsyncGenerator<T, void, undefined>): AsyncGenerator<T[], void, undefined> {
+  for await (const e of g) yield [e];
+}
+
 /**
  * The events of `inner`, each handed on `lagMs` after it arrived and once `valve` lets it, in
  * order: a watch that runs behind, as the controller's InferencePolicy watch did behind its
@@ -124,9 +134,14 @@ describe('controller whose policy watch lags behind its own writes', () => {
       metrics,
       concurrency: CONCURRENCY,
       instrument: (c: KubeClient) => {
-        const watch = c.watch.bind(c);
-        c.watch = <T extends KubeObject = KubeObject>(ref: ResourceRef, p: WatchParams): AsyncGenerator<WatchEvent<T>, void, undefined> =>
-          ref.resource === 'inferencepolicies' ? lagging(watch<T>(ref, p), LAG_MS, valve) : watch<T>(ref, p);
+        // The watcher reads batches (`watchBatches`, which `watch` is built on too): the lag and the
+        // valve go there, one event per batch, so that every path to the InferencePolicy watch runs behind.
+        const batches = c.watchBatches.bind(c);
+        c.watchBatches = <T extends KubeObject = KubeObject>(
+          ref: ResourceRef,
+          p: WatchParams,
+        ): AsyncGenerator<WatchEvent<T>[], void, undefined> =>
+          ref.resource === 'inferencepolicies' ? oneEach(lagging(flatten(batches<T>(ref, p)), LAG_MS, valve)) : batches<T>(ref, p);
         const patch = c.patch.bind(c);
         c.patch = async <T extends KubeObject = KubeObject>(...args: Parameters<KubeClient['patch']>): Promise<T> => {
           const [ref, , name, body] = args;
