@@ -194,7 +194,10 @@ for (const pin of readPins().kubernetes) {
       assert.deepEqual(json.spec, ip.spec);
       // kube-apiserver serves a custom resource's keys sorted (kars apiserver keeps their written order): match either.
       assert.match(yamlRun.stdout, /\n {2}tokenBudget:\n(?: {4}\w+: \d+\n)* {4}perRequestTokens: 3000\n/);
-      assert.match(list.stdout, /^NAME\s+SANDBOX\s+MODEL\s+DAILY\s+AGE\s+STATUS\ndemo-budget\s+demo-agent\s+azure-openai\/gpt-4o\s+200000\s+\S+\s+Ready\n$/);
+      assert.match(
+        list.stdout,
+        /^NAME\s+SANDBOX\s+MODEL\s+DAILY\s+AGE\s+STATUS\ndemo-budget\s+demo-agent\s+azure-openai\/gpt-4o\s+200000\s+\S+\s+Ready\n$/,
+      );
       const items = JSON.parse(listJson.stdout).items as any[];
       assert.deepEqual(
         items.map((i) => i.metadata.name),
