@@ -7,7 +7,18 @@
  *
  * Guarantees: every function is pure and total (bad input is a refusal, never a throw).
  */
-import { MAX_N, MAX_TOKEN_LIMIT, normalizeRequest, type LimitsRefusal, type LimitsResult, type NormalizedRequest } from './limits.js';
+import { isObject } from '@kars/kube-core';
+import { fold } from '../json/fold.js';
+import {
+  MAX_N,
+  MAX_TOKEN_LIMIT,
+  describe,
+  intField,
+  normalizeRequest,
+  type LimitsRefusal,
+  type LimitsResult,
+  type NormalizedRequest,
+} from './limits.js';
 
 /** The API of a route. */
 export type ApiName = 'chat' | 'responses' | 'embeddings' | 'messages' | 'count_tokens';
@@ -61,17 +72,6 @@ export interface InferenceApi {
   providerTools(body: Record<string, unknown>): string[];
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
-  if (typeof v === 'number') return String(v);
-  return typeof v === 'object' ? (Array.isArray(v) ? 'a list' : 'an object') : `a ${typeof v}`;
-}
-
 function invalid(field: string, message: string): { ok: false; refusal: LimitsRefusal } {
   return { ok: false, refusal: { kind: 'invalid', field, message } };
 }
@@ -81,18 +81,6 @@ function overCap(requested: number, cap: number, what: string): { ok: false; ref
     ok: false,
     refusal: { kind: 'over_cap', requested, cap, message: `Requested ${what} exceeds InferencePolicy tokenBudget.perRequestTokens=${cap}` },
   };
-}
-
-/** An integer field from 1 to `max`, or absent. */
-function intField(body: Record<string, unknown>, field: string, max: number, where = field): number | undefined | LimitsResult {
-  if (!Object.hasOwn(body, field)) return undefined;
-  const v = body[field];
-  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) return v;
-  return invalid(where, `${where} must be an integer from 1 to ${max}, got ${describe(v)}`);
-}
-
-function isResult(v: number | undefined | LimitsResult): v is LimitsResult {
-  return typeof v === 'object';
 }
 
 /**
@@ -135,15 +123,16 @@ function normalizeResponses(body: Record<string, unknown>, cap: number | null): 
       },
     };
   const reasoning = body['reasoning'];
-  if (reasoning !== undefined && reasoning !== null && !isObj(reasoning))
+  if (reasoning !== undefined && reasoning !== null && !isObject(reasoning))
     return invalid('reasoning', `reasoning must be an object, got ${describe(reasoning)}`);
-  if (isObj(reasoning)) {
+  if (isObject(reasoning)) {
     const r = intField(reasoning, 'max_tokens', MAX_TOKEN_LIMIT, 'reasoning.max_tokens');
-    if (isResult(r)) return r;
-    if (r !== undefined && cap !== null && r > cap) return overCap(r, cap, `reasoning.max_tokens=${r}`);
+    if (!r.ok) return r;
+    if (r.value !== undefined && cap !== null && r.value > cap) return overCap(r.value, cap, `reasoning.max_tokens=${r.value}`);
   }
-  const mot = intField(body, 'max_output_tokens', MAX_TOKEN_LIMIT);
-  if (isResult(mot)) return mot;
+  const motField = intField(body, 'max_output_tokens', MAX_TOKEN_LIMIT);
+  if (!motField.ok) return motField;
+  const mot = motField.value;
   if (cap === null) return normalized({ ...body }, mot);
   if (mot === undefined) return normalized({ ...body, max_output_tokens: cap }, cap);
   return mot > cap ? overCap(mot, cap, `max_output_tokens=${mot}`) : normalized({ ...body }, mot);
@@ -166,16 +155,17 @@ function normalizeMessages(body: Record<string, unknown>, cap: number | null): L
   if (foreign !== undefined) return foreign;
   const s = streamField(body);
   if (s !== undefined) return s;
-  const mt = intField(body, 'max_tokens', MAX_TOKEN_LIMIT);
-  if (isResult(mt)) return mt;
+  const mtField = intField(body, 'max_tokens', MAX_TOKEN_LIMIT);
+  if (!mtField.ok) return mtField;
+  const mt = mtField.value;
   const thinking = body['thinking'];
-  if (thinking !== undefined && thinking !== null && !isObj(thinking))
+  if (thinking !== undefined && thinking !== null && !isObject(thinking))
     return invalid('thinking', `thinking must be an object, got ${describe(thinking)}`);
   let budget: number | undefined;
-  if (isObj(thinking)) {
+  if (isObject(thinking)) {
     const b = intField(thinking, 'budget_tokens', MAX_TOKEN_LIMIT, 'thinking.budget_tokens');
-    if (isResult(b)) return b;
-    budget = b;
+    if (!b.ok) return b;
+    budget = b.value;
   }
   if (cap !== null && budget !== undefined && budget > cap) return overCap(budget, cap, `thinking.budget_tokens=${budget}`);
   if (cap !== null && mt !== undefined && mt > cap) return overCap(mt, cap, `max_tokens=${mt}`);
@@ -188,15 +178,6 @@ function normalizeMessages(body: Record<string, unknown>, cap: number | null): L
 /** count_tokens: nothing is generated; the body is forwarded as parsed. */
 function normalizeCount(body: Record<string, unknown>): LimitsResult {
   return { ok: true, request: { body: { ...body }, n: 1, perChoice: 0, maxCompletion: 0 } };
-}
-
-/**
- * A key as a case-insensitive JSON decoder matches it: Go's `encoding/json` (Ollama, most Go
- * gateways) accepts a key equal under Unicode simple case folding, where `ſ` (U+017F) is `s` and
- * the Kelvin sign (U+212A) is `k`, and the last of two such keys wins.
- */
-export function foldKey(k: string): string {
-  return k.replace(/[A-Z\u017f\u212a]/g, (c) => (c === '\u017f' ? 's' : c === '\u212a' ? 'k' : c.toLowerCase()));
 }
 
 /** Top-level request fields some API reads or the router governs (limits, streaming, tools, stored context). */
@@ -246,7 +227,7 @@ export function foldedAlias(body: Record<string, unknown>): string | undefined {
   // The objects whose fields limit or meter a request are read by the same decoder.
   for (const k of ['stream_options', 'reasoning', 'thinking']) {
     const v = body[k];
-    const inner = isObj(v) ? foldedKey(v) : undefined;
+    const inner = isObject(v) ? foldedKey(v) : undefined;
     if (inner !== undefined) return `${k}.${inner}`;
   }
   return undefined;
@@ -257,7 +238,7 @@ function foldedKey(body: Record<string, unknown>): string | undefined {
   const exact = new Set(keys);
   const seen = new Set<string>();
   for (const k of keys) {
-    const f = foldKey(k);
+    const f = fold(k);
     if (f !== k && (GOVERNED_FIELDS.has(f) || exact.has(f))) return k;
     if (seen.has(f)) return k;
     seen.add(f);
@@ -287,10 +268,10 @@ const MEDIA_KEYS: readonly string[] = [
 ];
 
 function partProblem(part: unknown, allowed: ReadonlySet<string>): string | undefined {
-  if (!isObj(part)) return undefined; // a string in a content list is text
+  if (!isObject(part)) return undefined; // a string in a content list is text
   const type = part['type'];
   if (typeof type !== 'string' || !allowed.has(type)) return typeof type === 'string' ? type : 'part without a type';
-  const folded = Object.keys(part).map(foldKey);
+  const folded = Object.keys(part).map(fold);
   const media = MEDIA_KEYS.find((k) => folded.includes(k));
   return media === undefined ? undefined : `${type} part carrying ${media}`;
 }
@@ -302,7 +283,7 @@ function contentProblems(content: unknown, path: string, out: string[], allowed:
       const why = partProblem(p, allowed);
       if (why !== undefined) out.push(`${path}[${i}] (${why})`);
     });
-  } else if (isObj(content)) {
+  } else if (isObject(content)) {
     const why = partProblem(content, allowed);
     if (why !== undefined) out.push(`${path} (${why})`);
   }
@@ -313,13 +294,13 @@ function chatUnjudgeable(body: Record<string, unknown>): string[] {
   const messages = body['messages'];
   if (Array.isArray(messages)) {
     messages.forEach((m, i) => {
-      if (!isObj(m)) return;
+      if (!isObject(m)) return;
       contentProblems(m['content'], `messages[${i}].content`, out);
       if (m['audio'] !== undefined && m['audio'] !== null) out.push(`messages[${i}].audio (spoken audio)`);
     });
   }
   const prediction = body['prediction'];
-  if (isObj(prediction)) contentProblems(prediction['content'], 'prediction.content', out);
+  if (isObject(prediction)) contentProblems(prediction['content'], 'prediction.content', out);
   return out;
 }
 
@@ -343,7 +324,7 @@ function responsesUnjudgeable(body: Record<string, unknown>): string[] {
   const input = body['input'];
   if (Array.isArray(input)) {
     input.forEach((item, i) => {
-      if (!isObj(item)) return;
+      if (!isObject(item)) return;
       const type = item['type'] ?? (item['role'] !== undefined ? 'message' : undefined);
       if (typeof type !== 'string' || !RESPONSES_TEXT_ITEMS.has(type)) {
         out.push(`input[${i}] (${typeof type === 'string' ? type : 'item without a type'})`);
@@ -353,7 +334,7 @@ function responsesUnjudgeable(body: Record<string, unknown>): string[] {
       // A tool's output may be a list of parts (text, image, file).
       contentProblems(item['output'], `input[${i}].output`, out);
     });
-  } else if (isObj(input)) out.push('input (an object)');
+  } else if (isObject(input)) out.push('input (an object)');
   return out;
 }
 
@@ -371,12 +352,12 @@ const ANTHROPIC_RESULT_BLOCKS: ReadonlySet<string> = new Set(['text']);
 
 function anthropicBlocks(content: unknown, path: string, out: string[]): void {
   if (!Array.isArray(content)) {
-    if (isObj(content)) out.push(`${path} (an object)`);
+    if (isObject(content)) out.push(`${path} (an object)`);
     return;
   }
   content.forEach((b, i) => {
     const at = `${path}[${i}]`;
-    if (!isObj(b)) return;
+    if (!isObject(b)) return;
     const type = b['type'];
     if (typeof type !== 'string' || !ANTHROPIC_TEXT_BLOCKS.has(type)) {
       out.push(`${at} (${typeof type === 'string' ? type : 'block without a type'})`);
@@ -384,7 +365,7 @@ function anthropicBlocks(content: unknown, path: string, out: string[]): void {
     }
     if (type === 'tool_result') contentProblems(b['content'], `${at}.content`, out, ANTHROPIC_RESULT_BLOCKS);
     else {
-      const folded = Object.keys(b).map(foldKey);
+      const folded = Object.keys(b).map(fold);
       const media = MEDIA_KEYS.find((k) => folded.includes(k));
       if (media !== undefined) out.push(`${at} (${type} block carrying ${media})`);
     }
@@ -395,11 +376,11 @@ function messagesUnjudgeable(body: Record<string, unknown>): string[] {
   const out: string[] = [];
   const system = body['system'];
   if (Array.isArray(system)) contentProblems(system, 'system', out, ANTHROPIC_RESULT_BLOCKS);
-  else if (isObj(system)) out.push('system (an object)');
+  else if (isObject(system)) out.push('system (an object)');
   const messages = body['messages'];
   if (Array.isArray(messages)) {
     messages.forEach((m, i) => {
-      if (isObj(m)) anthropicBlocks(m['content'], `messages[${i}].content`, out);
+      if (isObject(m)) anthropicBlocks(m['content'], `messages[${i}].content`, out);
     });
   }
   return out;
@@ -415,7 +396,7 @@ function responsesProviderTools(body: Record<string, unknown>): string[] {
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
   tools.forEach((t, i) => {
-    const type = isObj(t) ? t['type'] : undefined;
+    const type = isObject(t) ? t['type'] : undefined;
     if (typeof type !== 'string' || !RESPONSES_CLIENT_TOOLS.has(type))
       out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
   });
@@ -439,7 +420,7 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   if (tools !== undefined && tools !== null && !Array.isArray(tools)) out.push('tools (not a list)');
   if (Array.isArray(tools))
     tools.forEach((t, i) => {
-      const type = isObj(t) ? t['type'] : 'not an object';
+      const type = isObject(t) ? t['type'] : 'not an object';
       if (!anthropicClientTool(type)) out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
     });
   return out;
@@ -477,13 +458,13 @@ function fetchedMedia(v: unknown, path: string, out: string[], depth = 0): void 
     v.forEach((x, i) => fetchedMedia(x, `${path}[${i}]`, out, depth + 1));
     return;
   }
-  if (!isObj(v)) return;
+  if (!isObject(v)) return;
   if (v['type'] === 'url' && fetchedUrl(v['url'])) out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
   for (const [k, x] of Object.entries(v)) {
     const at = path === '' ? k : `${path}.${k}`;
     const key = k.toLowerCase();
     if (key === 'image_url' || key === 'audio_url' || key === 'video_url' || key === 'file_url') {
-      if (fetchedUrl(x) || (isObj(x) && fetchedUrl(x['url']))) {
+      if (fetchedUrl(x) || (isObject(x) && fetchedUrl(x['url']))) {
         out.push(`${at} (a URL the provider fetches)`);
         continue;
       }

@@ -17,7 +17,7 @@
  * The API key, when set, is `OPENAI_MODERATION_API_KEY`, else `OPENAI_API_KEY` (read by the CLI,
  * passed in `apiKey`), sent as `Authorization: Bearer`.
  */
-import { readBody } from '@kars/kube-core';
+import { readBody, isObject } from '@kars/kube-core';
 import type { UpstreamClient } from '../http/upstream.js';
 
 /** A configured moderation backend. */
@@ -32,10 +32,6 @@ export interface GuardrailBackend {
 export type ModerationOutcome = { kind: 'clean' } | { kind: 'flagged'; categories: string[] } | { kind: 'unavailable'; detail: string };
 
 const MAX_ANSWER_BYTES = 1024 * 1024;
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Ask the backend about `texts` (`[""]` when there are none) through the router's upstream client. Never rejects. */
 export async function moderate(backend: GuardrailBackend, texts: readonly string[], client: UpstreamClient): Promise<ModerationOutcome> {
@@ -79,8 +75,8 @@ export async function moderate(backend: GuardrailBackend, texts: readonly string
   } catch {
     return { kind: 'unavailable', detail: 'moderation answer is not JSON' };
   }
-  const results = isObj(doc) ? doc['results'] : undefined;
-  if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObj(r) && typeof r['flagged'] === 'boolean')) {
+  const results = isObject(doc) ? doc['results'] : undefined;
+  if (!Array.isArray(results) || results.length === 0 || !results.every((r) => isObject(r) && typeof r['flagged'] === 'boolean')) {
     return { kind: 'unavailable', detail: 'moderation answer has no results[].flagged' };
   }
   // One result per input (the OpenAI shape): a backend that judged fewer left the rest unjudged.
@@ -89,6 +85,6 @@ export async function moderate(backend: GuardrailBackend, texts: readonly string
   const flagged = (results as Array<Record<string, unknown>>).filter((r) => r['flagged'] === true);
   if (flagged.length === 0) return { kind: 'clean' };
   const cats = new Set<string>();
-  for (const r of flagged) if (isObj(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
+  for (const r of flagged) if (isObject(r['categories'])) for (const [k, v] of Object.entries(r['categories'])) if (v === true) cats.add(k);
   return { kind: 'flagged', categories: [...cats].sort() };
 }

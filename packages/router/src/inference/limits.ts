@@ -42,22 +42,28 @@ export type LimitsRefusal =
 
 export type LimitsResult = { ok: true; request: NormalizedRequest } | { ok: false; refusal: LimitsRefusal };
 
-function describe(v: unknown): string {
+/** A value as a refusal names it (`the string "10"`, `null`, `a list`). */
+export function describe(v: unknown): string {
   if (v === null) return 'null';
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
   if (typeof v === 'number') return String(v);
   return typeof v === 'object' ? (Array.isArray(v) ? 'a list' : 'an object') : `a ${typeof v}`;
 }
 
-function intField(
+/** `body[field]` when it is an integer from 1 to `max`, undefined when absent; else a refusal naming `where`. */
+export function intField(
   body: Record<string, unknown>,
   field: string,
   max: number,
+  where = field,
 ): { ok: true; value: number | undefined } | { ok: false; refusal: LimitsRefusal } {
   if (!Object.hasOwn(body, field)) return { ok: true, value: undefined };
   const v = body[field];
   if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max) return { ok: true, value: v };
-  return { ok: false, refusal: { kind: 'invalid', field, message: `${field} must be an integer from 1 to ${max}, got ${describe(v)}` } };
+  return {
+    ok: false,
+    refusal: { kind: 'invalid', field: where, message: `${where} must be an integer from 1 to ${max}, got ${describe(v)}` },
+  };
 }
 
 /** Normalise `body` for forwarding under per-request cap `cap` (null: no cap). See the module comment. */

@@ -28,6 +28,7 @@
  * model reads it. Not caught: a phrase split across different fields, or spelled as numbers
  * (character codes in an enum), which are not judged.
  */
+import { isObject } from '@kars/kube-core';
 
 /** What to send a moderation backend, and what it could not be sent. */
 export interface ModerationInput {
@@ -39,10 +40,6 @@ export interface ModerationInput {
 
 /** A base64 `data:` URL (an image, a PDF, audio … in a string). */
 const DATA_URL = /^\s*data:[^,]{0,256};base64,/i;
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /**
  * `texts` plus, for each key whose string values number more than one, those values in document
@@ -86,7 +83,7 @@ function collect(v: unknown, path: string, key: string, c: Collected): void {
     }
   } else if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) collect(v[i], `${path}[${i}]`, key, c);
-  } else if (isObj(v)) {
+  } else if (isObject(v)) {
     for (const [k, x] of Object.entries(v)) {
       if (k !== '') c.texts.add(k);
       collect(x, path === '' ? k : `${path}.${k}`, k, c);
@@ -149,10 +146,10 @@ class AnswerCollector {
     } else if (Array.isArray(v)) {
       v.forEach((el, j) => {
         // Streamed choices and tool calls say which one a fragment belongs to.
-        const id = isObj(el) && Number.isInteger(el['index']) ? `#${el['index'] as number}` : String(j);
+        const id = isObject(el) && Number.isInteger(el['index']) ? `#${el['index'] as number}` : String(j);
         this.#walk(el, [...path, id], `${where}[${id.startsWith('#') ? id.slice(1) : id}]`);
       });
-    } else if (isObj(v)) {
+    } else if (isObject(v)) {
       const type = v['type'];
       if (typeof type === 'string' && ANSWER_MEDIA_TYPES.has(type)) {
         const at = `${where === '' ? 'the answer' : where} (${type})`;

@@ -8,6 +8,7 @@
  * Guarantees: every function here is deterministic in its arguments and never throws on any input
  * (bad input is a refusal).
  */
+import { isObject } from '@kars/kube-core';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { InferenceRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
@@ -161,10 +162,6 @@ export interface Forward {
   reserve: { caps: BudgetCaps; tokens: number } | undefined;
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The refusal of a limits check (`apis.ts` normalise). */
 function limitsRefusal(r: LimitsRefusal): Reject {
   switch (r.kind) {
@@ -190,7 +187,7 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
   if (rules !== undefined && action !== '*' && action !== api.action) return reject(actionNotCovered(action, api.title, api.action));
   const strict = parseStrictJson(raw.toString('utf8'));
   if (!strict.ok) return reject(strict.code === 'duplicate_key' ? duplicateKey(strict.message) : invalidJson(strict.message));
-  if (!isObj(strict.value)) return reject(invalidJson('the body must be a JSON object'));
+  if (!isObject(strict.value)) return reject(invalidJson('the body must be a JSON object'));
   // A key a case-insensitive upstream (Go's encoding/json) reads as a governed field, unseen by the rules.
   const alias = foldedAlias(strict.value);
   if (alias !== undefined)
@@ -312,8 +309,8 @@ const UPSTREAM_FILTER_CODES = new Set(['content_filter', 'responsible_ai_policy_
 
 /** When an upstream 400/403 is a content-filter refusal, its reason (for the decision headers). */
 export function upstreamFilterReason(parsed: unknown): string | undefined {
-  const err = isObj(parsed) ? parsed['error'] : undefined;
-  if (!isObj(err)) return undefined;
+  const err = isObject(parsed) ? parsed['error'] : undefined;
+  if (!isObject(err)) return undefined;
   const code = typeof err['code'] === 'string' ? err['code'] : '';
   const message = typeof err['message'] === 'string' ? err['message'] : '';
   if (

@@ -15,6 +15,7 @@
  * Annotations come from `prompt_filter_results[*].content_filter_results` of a 2xx body and from
  * `error.innererror.content_filter_result` of a 400 body ({@link extractAnnotations}).
  */
+import { isObject } from '@kars/kube-core';
 import type { InferenceRules, Severity } from '../snapshot.js';
 
 /** The `contentSafety` block of a compiled InferencePolicy. */
@@ -107,30 +108,26 @@ export function evaluateSafety(rules: ContentSafetyRules | null | undefined, ann
   return PASS;
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /**
  * The filter blocks of a parsed upstream body: `prompt_filter_results[*].content_filter_results`
  * for a 2xx status, `error.innererror.content_filter_result` for 400, none otherwise. Never throws.
  */
 export function extractAnnotations(body: unknown, status: number): FilterAnnotation[] {
-  if (!isObj(body)) return [];
+  if (!isObject(body)) return [];
   if (status >= 200 && status < 300) {
     const pfr = body['prompt_filter_results'];
     if (!Array.isArray(pfr)) return [];
     const out: FilterAnnotation[] = [];
     for (const item of pfr) {
-      if (isObj(item) && isObj(item['content_filter_results'])) out.push(item['content_filter_results']);
+      if (isObject(item) && isObject(item['content_filter_results'])) out.push(item['content_filter_results']);
     }
     return out;
   }
   if (status === 400) {
     const err = body['error'];
-    const inner = isObj(err) ? err['innererror'] : undefined;
-    const cfr = isObj(inner) ? inner['content_filter_result'] : undefined;
-    return isObj(cfr) ? [cfr] : [];
+    const inner = isObject(err) ? err['innererror'] : undefined;
+    const cfr = isObject(inner) ? inner['content_filter_result'] : undefined;
+    return isObject(cfr) ? [cfr] : [];
   }
   return [];
 }

@@ -20,6 +20,7 @@
  *
  * Guarantees: pure bookkeeping, never throws; a figure is a finite number ≥ 0 or undefined.
  */
+import { isObject } from '@kars/kube-core';
 import type { UsageShape } from './apis.js';
 import { parseStrictJson } from '../json/strict.js';
 import { SseEventSplitter, eventData } from '../http/sse.js';
@@ -41,13 +42,9 @@ function count(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The total of an OpenAI Responses usage object: `total_tokens`, else input + output. */
 export function responsesUsageTotal(u: unknown): number | undefined {
-  if (!isObj(u)) return undefined;
+  if (!isObject(u)) return undefined;
   const total = count(u['total_tokens']);
   if (total !== undefined) return total;
   const i = count(u['input_tokens']);
@@ -64,7 +61,7 @@ function anthropicInput(u: Record<string, unknown>): number | undefined {
 
 /** The total of an Anthropic usage object: input (with cache) + output tokens. */
 export function anthropicUsageTotal(u: unknown): number | undefined {
-  if (!isObj(u)) return undefined;
+  if (!isObject(u)) return undefined;
   const i = anthropicInput(u);
   const o = count(u['output_tokens']);
   return i === undefined || o === undefined ? undefined : i + o;
@@ -167,7 +164,7 @@ class ResponsesStreamReader extends EventReader {
     return name !== undefined ? RESPONSES_TERMINAL.test(name) : /"type"\s*:\s*"response\.(completed|incomplete|failed)"/.test(text);
   }
   protected see(data: unknown): void {
-    if (!isObj(data) || !isObj(data['response'])) return;
+    if (!isObject(data) || !isObject(data['response'])) return;
     const t = responsesUsageTotal(data['response']['usage']);
     if (t !== undefined) this.#total = t;
   }
@@ -186,12 +183,12 @@ class AnthropicStreamReader extends EventReader {
     return name === undefined && /"type"\s*:\s*"message_(start|delta)"/.test(text);
   }
   protected see(data: unknown): void {
-    if (!isObj(data)) return;
-    if (data['type'] === 'message_start' && isObj(data['message']) && isObj(data['message']['usage'])) {
+    if (!isObject(data)) return;
+    if (data['type'] === 'message_start' && isObject(data['message']) && isObject(data['message']['usage'])) {
       const u = data['message']['usage'];
       this.#input = anthropicInput(u) ?? this.#input;
       this.#output = count(u['output_tokens']) ?? this.#output;
-    } else if (data['type'] === 'message_delta' && isObj(data['usage'])) {
+    } else if (data['type'] === 'message_delta' && isObject(data['usage'])) {
       const u = data['usage'];
       // The delta's counts are cumulative; newer versions report input tokens there too.
       const i = anthropicInput(u);
@@ -215,8 +212,8 @@ export function usageReader(shape: UsageShape, stream: boolean): UsageReader {
     case 'openai-total':
       return stream ? new SseTailReader() : new JsonTailReader();
     case 'responses':
-      return stream ? new ResponsesStreamReader() : new JsonWholeReader((d) => (isObj(d) ? responsesUsageTotal(d['usage']) : undefined));
+      return stream ? new ResponsesStreamReader() : new JsonWholeReader((d) => (isObject(d) ? responsesUsageTotal(d['usage']) : undefined));
     case 'anthropic':
-      return stream ? new AnthropicStreamReader() : new JsonWholeReader((d) => (isObj(d) ? anthropicUsageTotal(d['usage']) : undefined));
+      return stream ? new AnthropicStreamReader() : new JsonWholeReader((d) => (isObject(d) ? anthropicUsageTotal(d['usage']) : undefined));
   }
 }

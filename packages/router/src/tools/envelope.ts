@@ -15,17 +15,10 @@
  * Guarantees: pure; a message the SDKs send (exact member names) is never refused here.
  */
 import { isObject } from './jsonrpc.js';
+import { fold } from '../json/fold.js';
 
 const MESSAGE_MEMBERS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
 const CALL_PARAMS: ReadonlySet<string> = new Set(['name', 'arguments', '_meta', 'task']);
-
-/** A key or method as a lenient decoder might read it: NFKC, lower case, without whitespace, format or control characters. */
-export function fold(s: string): string {
-  return s
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/[\s\p{C}]/gu, '');
-}
 
 function misspelt(obj: Record<string, unknown>, members: ReadonlySet<string>): string | undefined {
   for (const k of Object.keys(obj)) {

@@ -53,7 +53,8 @@ import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
 import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
 import { checkToolName } from './names.js';
-import { envelopeProblem, fold } from './envelope.js';
+import { envelopeProblem } from './envelope.js';
+import { fold } from '../json/fold.js';
 import { batchesAllowed, isKnownVersion, KNOWN_PROTOCOL_VERSIONS, requestVersion, SessionVersions } from './protocol.js';
 import {
   classify,

@@ -1,6 +1,7 @@
 /**
  * The JSON-RPC 2.0 shapes the MCP gateway reads and writes, and small helpers to build them.
  */
+import { isObject } from '@kars/kube-core';
 
 export type JsonRpcId = string | number | null;
 
@@ -31,9 +32,8 @@ export function rpcError(id: JsonRpcId, code: number, message: string, data?: un
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** A plain JSON object: kube-core's one check, re-exported for the gateway's modules. */
+export { isObject };
 
 /** The `id` of a message if it is a valid JSON-RPC id, else null. */
 export function idOf(msg: unknown): JsonRpcId {

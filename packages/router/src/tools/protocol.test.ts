@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { batchesAllowed, DEFAULT_PROTOCOL_VERSION, KNOWN_PROTOCOL_VERSIONS, requestVersion, SessionVersions } from './protocol.js';
-import { envelopeProblem, fold } from './envelope.js';
+import { envelopeProblem } from './envelope.js';
+import { fold } from '../json/fold.js';
 
 describe('requestVersion', () => {
   it('takes the header, else the session, else 2025-03-26', () => {
