@@ -1,7 +1,8 @@
 /**
  * The official SDKs through the real router (issue 20 item 8): `openai` (chat completions,
  * Responses, embeddings, and the AzureOpenAI client's paths) and `@anthropic-ai/sdk` (Messages,
- * token counting), against the kars stubs. On each route: allowed; over the per-request cap;
+ * token counting), against the kars stubs. The OpenAI cases run three ways: at `/v1`, with the
+ * AzureOpenAI client on the deployment paths, and on Azure's `/openai/v1` paths. On each route: allowed; over the per-request cap;
  * budget exhausted; streamed, with the usage the upstream reported charged; guardrail flagged;
  * and a policy edit enforced. Every refusal must surface as the SDK's own typed error, carrying
  * the kars code where the SDK keeps one (`err.code` for OpenAI, `err.errorCode` for Anthropic).
@@ -43,7 +44,6 @@ async function router(t: { after: (fn: () => Promise<void>) => void }, policy: R
   return r;
 }
 
-const openai = (r: DirRouter): OpenAI => new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
 const anthropic = (r: DirRouter): Anthropic => new Anthropic({ baseURL: r.router.url, apiKey: 'sk-ant-test', maxRetries: 0 });
 
 /** The policy for an API family: Anthropic's routes need a policy whose provider speaks them. */
@@ -66,133 +66,192 @@ async function editCap(r: DirRouter, policy: Record<string, unknown>, cap: numbe
   await until('the edit is loaded', () => r.router.state.current().inference?.tokenBudget?.perRequestTokens === cap);
 }
 
-describe('the openai SDK through the router', () => {
-  it('chat completions: allowed, over the cap, budget exhausted, streamed and charged, flagged, an edit enforced', async (t) => {
-    const r = await router(
-      t,
-      budgetPolicy({ perRequestTokens: 1000, dailyTokens: 500 }, { guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] }),
-    );
-    const c = openai(r);
-    const msg = (content: string) => [{ role: 'user' as const, content }];
-    const ok = await c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 10 });
-    assert.equal(ok.choices[0]?.message.content, 'Hello from the kars OpenAI stub.');
+/**
+ * One way of reaching the OpenAI-shaped routes: the client an agent would build, and the upstream
+ * path each API must arrive at (so a test also proves the route it went through).
+ */
+interface Flavour {
+  name: string;
+  client(r: DirRouter): OpenAI;
+  paths: { chat: RegExp; responses: RegExp; embeddings: RegExp };
+  /** The credential header the upstream must receive, when the flavour sends one of its own. */
+  apiKey?: string;
+}
 
-    const over = await raises(c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 1001 }), OpenAI.RateLimitError);
-    assert.equal(over.code, 'per_request_tokens_exceeded');
+const AZURE_VERSION = '2025-04-01-preview';
+const FLAVOURS: Flavour[] = [
+  {
+    name: 'OpenAI at /v1',
+    client: (r) => new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 }),
+    paths: { chat: /^\/v1\/chat\/completions$/, responses: /^\/v1\/responses$/, embeddings: /^\/v1\/embeddings$/ },
+  },
+  {
+    // AzureOpenAI puts chat and embeddings on the deployment path, and Responses on /openai/responses.
+    name: 'AzureOpenAI on the deployment paths',
+    client: (r) =>
+      new AzureOpenAI({ endpoint: r.router.url, apiKey: 'az-key', apiVersion: AZURE_VERSION, deployment: 'gpt-4o', maxRetries: 0 }),
+    paths: {
+      chat: /^\/openai\/deployments\/gpt-4o\/chat\/completions\?api-version=/,
+      responses: /^\/openai\/responses\?api-version=/,
+      embeddings: /^\/openai\/deployments\/gpt-4o\/embeddings\?api-version=/,
+    },
+    apiKey: 'az-key',
+  },
+  {
+    name: "OpenAI on Azure's v1 paths",
+    client: (r) =>
+      new OpenAI({ baseURL: `${r.router.url}/openai/v1`, apiKey: 'az-key', defaultHeaders: { 'api-key': 'az-key' }, maxRetries: 0 }),
+    paths: { chat: /^\/openai\/v1\/chat\/completions$/, responses: /^\/openai\/v1\/responses$/, embeddings: /^\/openai\/v1\/embeddings$/ },
+    apiKey: 'az-key',
+  },
+];
 
-    const flagged = await raises(
-      c.chat.completions.create({ model: 'm', messages: msg('please kars-flag-me'), max_tokens: 10 }),
-      OpenAI.PermissionDeniedError,
-    );
-    assert.equal(flagged.code, 'inference_policy_guardrail_flagged');
+/** The last request the OpenAI stub received went to `path`, with the flavour's credential. */
+function arrivedAt(f: Flavour, path: RegExp): void {
+  const seen = openaiStub.requests.at(-1);
+  assert.match(seen?.path ?? '', path);
+  if (f.apiKey !== undefined) assert.equal(seen?.headers['api-key'], f.apiKey, 'api-key is forwarded');
+}
 
-    // A stream is charged what the upstream reported: 10, below any estimate of its bytes (so the
-    // next request passes); then an answer reporting 1000 exhausts the budget of 500.
-    openaiStub.setBehaviour({ usage: 10 });
-    const stream = await c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 10, stream: true });
-    let text = '';
-    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-    assert.equal(text, 'Hello from the kars OpenAI stub.');
-    openaiStub.setBehaviour({ usage: 1000 });
-    await c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 10 });
-    const spent = await raises(c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 10 }), OpenAI.RateLimitError);
-    assert.equal(spent.code, 'budget_exceeded');
+const guardedBudget = (): Record<string, unknown> =>
+  budgetPolicy({ perRequestTokens: 1000, dailyTokens: 500 }, { guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] });
 
-    await editCap(r, budgetPolicy({ perRequestTokens: 5 }), 5);
-    const edited = await raises(c.chat.completions.create({ model: 'm', messages: msg('hi'), max_tokens: 10 }), OpenAI.RateLimitError);
-    assert.equal(edited.code, 'per_request_tokens_exceeded');
-    assert.match(edited.message, /perRequestTokens=5/);
-  });
+for (const f of FLAVOURS) {
+  describe(`the openai SDK through the router: ${f.name}`, () => {
+    it('chat completions: allowed, over the cap, budget exhausted, streamed and charged, flagged, an edit enforced', async (t) => {
+      const r = await router(t, guardedBudget());
+      const c = f.client(r);
+      const msg = (content: string) => [{ role: 'user' as const, content }];
+      const ok = await c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 10 });
+      assert.equal(ok.choices[0]?.message.content, 'Hello from the kars OpenAI stub.');
+      arrivedAt(f, f.paths.chat);
 
-  it('Responses: allowed (the cap filled in), over the cap, budget exhausted, streamed and charged, flagged, an edit enforced', async (t) => {
-    const r = await router(
-      t,
-      budgetPolicy({ perRequestTokens: 1000, dailyTokens: 500 }, { guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] }),
-    );
-    const c = openai(r);
-    const ok = await c.responses.create({ model: 'gpt-5', input: 'hi' });
-    assert.equal(ok.output_text, 'Hello from the kars OpenAI stub.');
-    const sent = openaiStub.requests.at(-1)?.body as Record<string, unknown>;
-    assert.equal(sent['max_output_tokens'], 1000, 'a request without a limit gets the cap');
+      const over = await raises(
+        c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 1001 }),
+        OpenAI.RateLimitError,
+      );
+      assert.equal(over.code, 'per_request_tokens_exceeded');
 
-    const over = await raises(c.responses.create({ model: 'gpt-5', input: 'hi', max_output_tokens: 1001 }), OpenAI.RateLimitError);
-    assert.equal(over.code, 'per_request_tokens_exceeded');
-    const bg = await raises(c.responses.create({ model: 'gpt-5', input: 'hi', background: true }), OpenAI.BadRequestError);
-    assert.equal(bg.code, 'unsupported_parameter');
-    const tool = await raises(
-      c.responses.create({ model: 'gpt-5', input: 'hi', tools: [{ type: 'web_search' }] }),
-      OpenAI.PermissionDeniedError,
-    );
-    assert.equal(tool.code, 'inference_policy_provider_tool_refused');
-    const flagged = await raises(
-      c.responses.create({ model: 'gpt-5', instructions: 'kars-flag-me', input: 'hi' }),
-      OpenAI.PermissionDeniedError,
-    );
-    assert.equal(flagged.code, 'inference_policy_guardrail_flagged');
+      const flagged = await raises(
+        c.chat.completions.create({ model: 'gpt-4o', messages: msg('please kars-flag-me'), max_tokens: 10 }),
+        OpenAI.PermissionDeniedError,
+      );
+      assert.equal(flagged.code, 'inference_policy_guardrail_flagged');
 
-    // A stream is charged what the upstream reported: 10, below any estimate of its bytes (so the
-    // next request passes); then an answer reporting 1000 exhausts the budget of 500.
-    openaiStub.setBehaviour({ usage: 10 });
-    const stream = await c.responses.create({ model: 'gpt-5', input: 'hi', stream: true });
-    let done: OpenAI.Responses.Response | undefined;
-    for await (const ev of stream) if (ev.type === 'response.completed') done = ev.response;
-    assert.equal(done?.usage?.total_tokens, 10);
-    openaiStub.setBehaviour({ usage: 1000 });
-    await c.responses.create({ model: 'gpt-5', input: 'hi', max_output_tokens: 900 });
-    const spent = await raises(c.responses.create({ model: 'gpt-5', input: 'hi', max_output_tokens: 10 }), OpenAI.RateLimitError);
-    assert.equal(spent.code, 'budget_exceeded');
+      // A stream is charged what the upstream reported: 10, below any estimate of its bytes (so the
+      // next request passes); then an answer reporting 1000 exhausts the budget of 500.
+      openaiStub.setBehaviour({ usage: 10 });
+      const stream = await c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 10, stream: true });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      assert.equal(text, 'Hello from the kars OpenAI stub.');
+      arrivedAt(f, f.paths.chat);
+      openaiStub.setBehaviour({ usage: 1000 });
+      await c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 10 });
+      const spent = await raises(
+        c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 10 }),
+        OpenAI.RateLimitError,
+      );
+      assert.equal(spent.code, 'budget_exceeded');
 
-    await editCap(r, budgetPolicy({ perRequestTokens: 5 }), 5);
-    const edited = await raises(c.responses.create({ model: 'gpt-5', input: 'hi', max_output_tokens: 10 }), OpenAI.RateLimitError);
-    assert.equal(edited.code, 'per_request_tokens_exceeded');
-  });
-
-  it('embeddings: allowed, budget exhausted by the reported input tokens, token ids refused under a guardrail, an edit of action enforced', async (t) => {
-    const r = await router(t, budgetPolicy({ dailyTokens: 500 }));
-    const c = openai(r);
-    openaiStub.setBehaviour({ usage: 1000 });
-    const ok = await c.embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'] });
-    assert.equal(ok.data.length, 2);
-    const spent = await raises(c.embeddings.create({ model: 'text-embedding-3-small', input: 'a' }), OpenAI.RateLimitError);
-    assert.equal(spent.code, 'budget_exceeded');
-
-    writeFileSync(
-      join(r.dir, 'inference', 'inference-policy.json'),
-      JSON.stringify({ ...budgetPolicy({}), appliesTo: { action: 'chat' } }),
-    );
-    await until('the edit is loaded', () => r.router.state.current().inference?.action === 'chat');
-    const uncovered = await raises(c.embeddings.create({ model: 'text-embedding-3-small', input: 'a' }), OpenAI.PermissionDeniedError);
-    assert.equal(uncovered.code, 'inference_policy_action_not_covered');
-  });
-
-  it('the AzureOpenAI client: chat on the deployment path and Responses on /openai/responses, capped the same way', async (t) => {
-    const r = await router(t, budgetPolicy({ perRequestTokens: 100 }));
-    const az = new AzureOpenAI({
-      endpoint: r.router.url,
-      apiKey: 'az-key',
-      apiVersion: '2025-04-01-preview',
-      deployment: 'gpt-4o',
-      maxRetries: 0,
+      await editCap(r, budgetPolicy({ perRequestTokens: 5 }), 5);
+      const edited = await raises(
+        c.chat.completions.create({ model: 'gpt-4o', messages: msg('hi'), max_tokens: 10 }),
+        OpenAI.RateLimitError,
+      );
+      assert.equal(edited.code, 'per_request_tokens_exceeded');
+      assert.match(edited.message, /perRequestTokens=5/);
     });
-    const ok = await az.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 });
-    assert.equal(ok.choices[0]?.message.content, 'Hello from the kars OpenAI stub.');
-    const seen = openaiStub.requests.at(-1);
-    assert.match(seen?.path ?? '', /^\/openai\/deployments\/gpt-4o\/chat\/completions\?api-version=/);
-    assert.equal(seen?.headers['api-key'], 'az-key');
-    const over = await raises(
-      az.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 101 }),
-      OpenAI.RateLimitError,
-    );
-    assert.equal(over.code, 'per_request_tokens_exceeded');
-    const resp = await az.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 20 });
-    assert.equal(resp.output_text, 'Hello from the kars OpenAI stub.');
-    assert.match(openaiStub.requests.at(-1)?.path ?? '', /^\/openai\/(v1\/)?responses/);
-  });
 
+    it('Responses: allowed (the cap filled in), over the cap, budget exhausted, streamed and charged, flagged, an edit enforced', async (t) => {
+      const r = await router(t, guardedBudget());
+      const c = f.client(r);
+      const ok = await c.responses.create({ model: 'gpt-4o', input: 'hi' });
+      assert.equal(ok.output_text, 'Hello from the kars OpenAI stub.');
+      arrivedAt(f, f.paths.responses);
+      const sent = openaiStub.requests.at(-1)?.body as Record<string, unknown>;
+      assert.equal(sent['max_output_tokens'], 1000, 'a request without a limit gets the cap');
+
+      const over = await raises(c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 1001 }), OpenAI.RateLimitError);
+      assert.equal(over.code, 'per_request_tokens_exceeded');
+      const bg = await raises(c.responses.create({ model: 'gpt-4o', input: 'hi', background: true }), OpenAI.BadRequestError);
+      assert.equal(bg.code, 'unsupported_parameter');
+      const tool = await raises(
+        c.responses.create({ model: 'gpt-4o', input: 'hi', tools: [{ type: 'web_search' }] }),
+        OpenAI.PermissionDeniedError,
+      );
+      assert.equal(tool.code, 'inference_policy_provider_tool_refused');
+      const searching = await raises(c.responses.create({ model: 'o3-deep-research', input: 'hi' }), OpenAI.PermissionDeniedError);
+      assert.equal(searching.code, 'inference_policy_provider_tool_refused');
+      const flagged = await raises(
+        c.responses.create({ model: 'gpt-4o', instructions: 'kars-flag-me', input: 'hi' }),
+        OpenAI.PermissionDeniedError,
+      );
+      assert.equal(flagged.code, 'inference_policy_guardrail_flagged');
+
+      openaiStub.setBehaviour({ usage: 10 });
+      const stream = await c.responses.create({ model: 'gpt-4o', input: 'hi', stream: true });
+      let done: OpenAI.Responses.Response | undefined;
+      for await (const ev of stream) if (ev.type === 'response.completed') done = ev.response;
+      assert.equal(done?.usage?.total_tokens, 10);
+      arrivedAt(f, f.paths.responses);
+      openaiStub.setBehaviour({ usage: 1000 });
+      await c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 900 });
+      const spent = await raises(c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 10 }), OpenAI.RateLimitError);
+      assert.equal(spent.code, 'budget_exceeded');
+
+      await editCap(r, budgetPolicy({ perRequestTokens: 5 }), 5);
+      const edited = await raises(c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 10 }), OpenAI.RateLimitError);
+      assert.equal(edited.code, 'per_request_tokens_exceeded');
+    });
+
+    it('embeddings: allowed, flagged, token ids refused under a guardrail, budget exhausted by the reported input tokens, an edit of action enforced', async (t) => {
+      // Embeddings generate nothing: no per-request cap applies and no stream exists.
+      const r = await router(t, guardedBudget());
+      const c = f.client(r);
+      const model = 'text-embedding-3-small';
+      openaiStub.setBehaviour({ usage: 400 });
+      const ok = await c.embeddings.create({ model, input: ['a', 'b'] });
+      assert.equal(ok.data.length, 2);
+      arrivedAt(f, f.paths.embeddings);
+      const flagged = await raises(c.embeddings.create({ model, input: ['fine', 'kars-flag-me'] }), OpenAI.PermissionDeniedError);
+      assert.equal(flagged.code, 'inference_policy_guardrail_flagged');
+      const ids = await raises(c.embeddings.create({ model, input: [[1, 2, 3]] }), OpenAI.PermissionDeniedError);
+      assert.equal(ids.code, 'inference_policy_guardrail_unjudgeable');
+      await c.embeddings.create({ model, input: 'a' });
+      const spent = await raises(c.embeddings.create({ model, input: 'a' }), OpenAI.RateLimitError);
+      assert.equal(spent.code, 'budget_exceeded');
+
+      writeFileSync(
+        join(r.dir, 'inference', 'inference-policy.json'),
+        JSON.stringify({ ...budgetPolicy({}), appliesTo: { action: 'chat' } }),
+      );
+      await until('the edit is loaded', () => r.router.state.current().inference?.action === 'chat');
+      const uncovered = await raises(c.embeddings.create({ model, input: 'a' }), OpenAI.PermissionDeniedError);
+      assert.equal(uncovered.code, 'inference_policy_action_not_covered');
+    });
+  });
+}
+
+describe('the openai SDK through the router: the rest of the table', () => {
   it('a path outside the route table is a typed 404 that lists the routes, and never reaches the upstream', async (t) => {
     const r = await router(t, undefined);
-    const err = await raises(openai(r).completions.create({ model: 'm', prompt: 'hi' }), OpenAI.NotFoundError);
+    const err = await raises(
+      new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 }).completions.create({ model: 'm', prompt: 'hi' }),
+      OpenAI.NotFoundError,
+    );
     assert.match(err.message, /\/v1\/responses/);
+    assert.equal(openaiStub.requests.length, 0);
+  });
+
+  it("a search model on chat completions is a provider tool, refused; through a policy deployment it is the operator's choice", async (t) => {
+    const r = await router(t, budgetPolicy({ perRequestTokens: 100 }));
+    const c = new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const err = await raises(
+      c.chat.completions.create({ model: 'gpt-4o-search-preview', messages: [{ role: 'user', content: 'news?' }] }),
+      OpenAI.PermissionDeniedError,
+    );
+    assert.equal(err.code, 'inference_policy_provider_tool_refused');
     assert.equal(openaiStub.requests.length, 0);
   });
 });

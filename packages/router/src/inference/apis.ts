@@ -70,7 +70,21 @@ export interface InferenceApi {
   unjudgeable(body: Record<string, unknown>): string[];
   /** Request fields that make the provider reach the network itself (ADR 0034); the request is refused. */
   providerTools(body: Record<string, unknown>): string[];
+  /** Whether a model the agent names runs a provider tool by itself on this API (a search model); such a request is refused. */
+  readonly toolRunningModel: (model: string) => boolean;
 }
+
+/**
+ * OpenAI models that search the web on every request without a tool being asked for
+ * (`gpt-4o-search-preview`, `gpt-4o-mini-search-preview`, `gpt-5-search-api`) and the deep-research
+ * models (`o3-deep-research`, `o4-mini-deep-research`). Judged on the folded name, so case,
+ * compatibility forms and invisible characters do not hide one.
+ */
+export function searchesByItself(model: string): boolean {
+  return /(^|[-_./:])(search|deep-?research)([-_./:]|$)/.test(fold(model));
+}
+
+const noToolRunningModel = (): boolean => false;
 
 function invalid(field: string, message: string): { ok: false; refusal: LimitsRefusal } {
   return { ok: false, refusal: { kind: 'invalid', field, message } };
@@ -503,6 +517,7 @@ export const CHAT: InferenceApi = {
   },
   unjudgeable: chatUnjudgeable,
   providerTools: (body) => [...chatProviderTools(body), ...mediaFetches(body)],
+  toolRunningModel: searchesByItself,
 };
 
 /** OpenAI Responses (`/v1/responses`). */
@@ -521,6 +536,7 @@ export const RESPONSES: InferenceApi = {
   normalize: normalizeResponses,
   unjudgeable: responsesUnjudgeable,
   providerTools: (body) => [...responsesProviderTools(body), ...mediaFetches(body)],
+  toolRunningModel: searchesByItself,
 };
 
 /** OpenAI embeddings (`/v1/embeddings`). */
@@ -539,6 +555,7 @@ export const EMBEDDINGS: InferenceApi = {
   normalize: normalizeEmbeddings,
   unjudgeable: embeddingsUnjudgeable,
   providerTools: () => [],
+  toolRunningModel: noToolRunningModel,
 };
 
 /** Anthropic Messages (`/v1/messages`), governed as chat. */
@@ -557,6 +574,7 @@ export const MESSAGES: InferenceApi = {
   normalize: normalizeMessages,
   unjudgeable: messagesUnjudgeable,
   providerTools: (body) => [...messagesProviderTools(body), ...mediaFetches(body)],
+  toolRunningModel: noToolRunningModel,
 };
 
 /** Anthropic token counting (`/v1/messages/count_tokens`): allowed and never charged. */
@@ -575,6 +593,7 @@ export const COUNT_TOKENS: InferenceApi = {
   normalize: normalizeCount,
   unjudgeable: () => [],
   providerTools: messagesProviderTools,
+  toolRunningModel: noToolRunningModel,
 };
 
 /** Every governed API. */

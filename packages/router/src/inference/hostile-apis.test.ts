@@ -204,23 +204,41 @@ describe('hostile: an upstream 5xx after the model ran', () => {
   // 5xx also moves on to the next candidate, whose usage alone is then charged. The settlement
   // charges a non-2xx answer 0, so an agent asking for long answers behind such a gateway spends
   // its budget's worth for free.
-  it(
-    'a written request answered 504 is charged at least its reservation',
-    { todo: 'settleTokens charges every non-2xx 0 (ADR 0027); a gateway timeout after generation is free' },
-    () => {
-      const m = { ...newMeter(), written: true, status: 504, complete: true, bytes: 20 };
-      assert.ok(settleTokens(m, 100, 5000) >= 5000, `settled at ${settleTokens(m, 100, 5000)}`);
-    },
-  );
+  it('a written request answered 500, 502 or 504 is charged at least its reservation; 503, 529, 429 and 4xx nothing', () => {
+    for (const status of [500, 502, 504]) {
+      const m = { ...newMeter(), written: true, status, complete: true, bytes: 20 };
+      assert.ok(settleTokens(m, 100, 5000) >= 5000, `${status} settled at ${settleTokens(m, 100, 5000)}`);
+    }
+    for (const status of [400, 403, 429, 503, 529]) {
+      const m = { ...newMeter(), written: true, status, complete: true, bytes: 20 };
+      assert.equal(settleTokens(m, 100, 5000), 0, `${status}`);
+    }
+    // Never written: no upstream can have run it, whatever the status.
+    assert.equal(settleTokens({ ...newMeter(), status: 504 }, 100, 5000), 0);
+  });
 });
 
 describe('hostile: a model that searches the web by itself', () => {
   // Without `modelPreference` the agent names the model. OpenAI's search models
   // (`gpt-4o-search-preview`, `gpt-4o-mini-search-preview`) search the web on every chat request,
   // with no `web_search_options` needed, so the provider-run-tool refusal is passed by a model name.
-  it(
-    'refuses a search model on chat completions when no policy model replaces it',
-    { todo: 'the model name is not checked; a search model reaches the network from the provider' },
-    () => refusedWith(decide(CHAT, { model: 'gpt-4o-search-preview', messages: [{ role: 'user', content: 'x' }] }, undefined), 403),
-  );
+  it('refuses a search model on chat completions and Responses, in any spelling, when no policy model replaces it', () => {
+    const msgs = [{ role: 'user', content: 'x' }];
+    for (const model of [
+      'gpt-4o-search-preview',
+      'GPT-4o-Mini-Search-Preview',
+      'gpt-5-search-api',
+      'gpt-4o-\u200bsearch-preview',
+      'o3-deep-research',
+    ])
+      refusedWith(decide(CHAT, { model, messages: msgs }, undefined), 403);
+    refusedWith(decide(RESPONSES, { model: 'o4-mini-deep-research', input: 'x' }, undefined), 403);
+    // Names that merely contain the letters pass.
+    for (const model of ['gpt-4o', 'researcher-v2', 'gpt-searchlight'])
+      assert.equal(decide(CHAT, { model, messages: msgs }, undefined).kind, 'forward', model);
+  });
+  it('a policy deployment replaces the agent model, so the name it sent does not matter', () => {
+    const rules = inferenceRules({ modelPreference: { primary: { provider: 'azure-openai', deployment: 'gpt-4o' }, fallback: [] } });
+    assert.equal(decide(CHAT, { model: 'gpt-4o-search-preview', messages: [{ role: 'user', content: 'x' }] }, rules).kind, 'forward');
+  });
 });

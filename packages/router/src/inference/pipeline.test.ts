@@ -225,7 +225,7 @@ describe('pipeline: answers', () => {
     assert.equal(upstreamFilterReason({ error: { code: 'other', message: 'x' } }), undefined);
   });
 
-  it('settles on reported usage, charges a usage-less 2xx the estimate, a non-2xx or an unwritten request nothing, and a written request without a whole answer at least its reservation (ADR 0027)', () => {
+  it('settles on reported usage, charges a usage-less 2xx the estimate, a 4xx, 429, 503 or an unwritten request nothing, a 5xx that may follow generation its reservation, and a written request without a whole answer at least its reservation (ADR 0027)', () => {
     const m = (o: Partial<Meter>): Meter => ({ ...newMeter(), written: true, complete: true, ...o });
     const est = estimateUsage(40, 400);
     assert.equal(settleTokens(m({ status: 200, usage: 7, bytes: 400 }), 40, 500), 7);
@@ -233,7 +233,10 @@ describe('pipeline: answers', () => {
     assert.equal(settleTokens(m({ status: 200, bytes: 400 }), 40, 500), est);
     assert.equal(settleTokens(m({ status: 200, bytes: 400, complete: false }), 40, 500), Math.max(500, est), 'cut short without usage');
     assert.equal(settleTokens(m({ status: 200, bytes: 1_000_000, complete: false }), 40, 500), estimateUsage(40, 1_000_000));
-    assert.equal(settleTokens(m({ status: 500, usage: 7, bytes: 400 }), 40, 500), 0);
+    assert.equal(settleTokens(m({ status: 500, usage: 7, bytes: 400 }), 40, 500), 500, 'a gateway 5xx: the reservation');
+    assert.equal(settleTokens(m({ status: 504, usage: 900, bytes: 400 }), 40, 500), 900, 'reported usage above it wins');
+    assert.equal(settleTokens(m({ status: 503, usage: 7, bytes: 400 }), 40, 500), 0, 'unavailable: it did not run');
+    assert.equal(settleTokens(m({ status: 400, usage: 7, bytes: 400 }), 40, 500), 0, 'refused');
     assert.equal(settleTokens(m({ status: undefined, complete: false }), 40, 500), 500, 'written, no answer: the reservation');
     assert.equal(settleTokens({ ...newMeter() }, 40, 500), 0, 'never written: nothing');
   });

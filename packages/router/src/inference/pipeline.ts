@@ -240,6 +240,9 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
   // What the provider would fetch or run itself (ADR 0034); under an input stage, media by URL is already refused above.
   const providerTools = api.providerTools(body);
   if (providerTools.length > 0) return reject(providerToolRefused(providerTools));
+  // A model of the agent's naming (no policy deployment replaces it) that searches by itself.
+  const searching = plan.candidates.some((c) => c.deployment === undefined) ? toolRunningModels(api, body, route) : [];
+  if (searching.length > 0) return reject(providerToolRefused(searching));
 
   return {
     kind: 'forward',
@@ -259,6 +262,32 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
         }
       : undefined,
   };
+}
+
+/** The models the agent names (`model`, and the Azure deployment segment) that run a provider tool by themselves on `api`. */
+function toolRunningModels(api: InferenceApi, body: Record<string, unknown>, route: ApiRoute): string[] {
+  const named: string[] = [];
+  if (typeof body['model'] === 'string') named.push(body['model']);
+  if (route.deployment !== undefined) named.push(decodedSegment(route.deployment));
+  return named.filter((m) => api.toolRunningModel(m)).map((m) => `model ${JSON.stringify(m.slice(0, 64))} (searches by itself)`);
+}
+
+function decodedSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/**
+ * Whether a written request answered `status` may have been generated, and billed, anyway: a 5xx
+ * that a gateway in front of the provider answers when it gives up (500, 502, 504, …), while the
+ * provider finishes. A 4xx (the provider refused it), a 429, 503 (unavailable) and Anthropic's 529
+ * (overloaded) mean it did not run.
+ */
+function mayHaveRun(status: number): boolean {
+  return status >= 500 && status !== 503 && status !== 529;
 }
 
 /** The upstream path and the (re-serialised) body of the attempt at candidate `c` (step 6), under the upstream's `basePath`. */
@@ -346,7 +375,9 @@ export function newMeter(): Meter {
 /**
  * What a reservation of `reserved` tokens settles at (step 8, ADR 0027):
  * - nothing written upstream: 0 (no upstream can have run it);
- * - a non-2xx answer: 0 (the upstream refused it);
+ * - a 5xx that may come after generation (`mayHaveRun`): at least the reservation, since a gateway's
+ *   timeout does not stop the provider billing it;
+ * - any other non-2xx answer: 0 (the upstream refused it);
  * - a 2xx answer that reported usage: that usage, whether the agent stayed or not;
  * - a 2xx answer read to its end without usage: the estimate `estimateUsage(prompt, answer bytes)`;
  * - otherwise (written, and no answer, or a 2xx answer cut short without usage): the larger of
@@ -354,7 +385,7 @@ export function newMeter(): Meter {
  */
 export function settleTokens(m: Meter, promptBytes: number, reserved: number): number {
   if (!m.written) return 0;
-  if (m.status !== undefined && (m.status < 200 || m.status >= 300)) return 0;
+  if (m.status !== undefined && (m.status < 200 || m.status >= 300)) return mayHaveRun(m.status) ? Math.max(reserved, m.usage ?? 0) : 0;
   if (m.status !== undefined && m.usage !== undefined) return m.usage;
   const estimate = m.status === undefined ? 0 : estimateUsage(promptBytes, m.bytes);
   return m.status !== undefined && m.complete ? estimate : Math.max(reserved, estimate);
