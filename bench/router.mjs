@@ -223,6 +223,7 @@ const chatBody = (maxTokens) =>
  */
 const APIS = {
   chat: {
+    name: 'chat',
     label: 'chat completions',
     path: '/v1/chat/completions',
     upstream: 'openai',
@@ -231,6 +232,7 @@ const APIS = {
     streamError: (text) => text.includes('"error"'),
   },
   responses: {
+    name: 'responses',
     label: 'Responses',
     path: '/v1/responses',
     upstream: 'openai',
@@ -246,6 +248,7 @@ const APIS = {
     streamError: (text) => /^event: (error|response\.failed)$/m.test(text),
   },
   messages: {
+    name: 'messages',
     label: 'Anthropic Messages',
     path: '/v1/messages',
     upstream: 'anthropic',
@@ -1184,18 +1187,29 @@ async function main() {
   const { compileInferencePolicy } = await import(dist('policy-compiler'));
   const build = routerBuildId();
 
-  const compiled = (cap) => {
+  /**
+   * The benchmark's InferencePolicy, for the router of `apiName`. Chat's carries the content-safety
+   * floor; Responses and Messages answers cannot carry Azure's annotations, so a floor fails them
+   * closed (ADR 0034) and their routers run the same policy without it, Messages on the Anthropic
+   * provider (the only one that speaks it).
+   */
+  const compiled = (cap, apiName = 'chat') => {
     const r = compileInferencePolicy({
       metadata: { name: POLICY, namespace: NS },
       spec: {
         appliesTo: { sandboxName: SANDBOX },
         displayName: 'router benchmark policy',
         tokenBudget: { perRequestTokens: cap, dailyTokens: 1_000_000_000_000, monthlyTokens: 10_000_000_000_000 },
-        contentSafety: { hate: 'Medium', selfHarm: 'Low', sexual: 'Medium', violence: 'Medium', requirePromptShields: true },
-        modelPreference: {
-          primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
-          fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }],
-        },
+        ...(apiName === 'chat'
+          ? { contentSafety: { hate: 'Medium', selfHarm: 'Low', sexual: 'Medium', violence: 'Medium', requirePromptShields: true } }
+          : {}),
+        modelPreference:
+          apiName === 'messages'
+            ? { primary: { provider: 'anthropic', deployment: 'claude-sonnet-4-5' }, fallback: [] }
+            : {
+                primary: { provider: 'azure-openai', deployment: 'gpt-4o' },
+                fallback: [{ provider: 'azure-openai', deployment: 'gpt-4o-mini' }],
+              },
       },
     });
     if (!r.ok) throw new Error(`compileInferencePolicy failed: ${JSON.stringify(r)}`);
@@ -1221,11 +1235,14 @@ async function main() {
   let portkey;
   let bare;
   let router;
+  /** The routers of the other APIs (BENCH_APIS), each on its own policy (see `compiled`). */
+  const apiRouters = {};
   let loadgen;
   let srv;
   let api;
   const checkChildren = () => {
-    for (const c of [stub, anthropicStub, proxy, nginx, portkey, bare, router, srv]) if (c?.died) throw new Error(c.died);
+    for (const c of [stub, anthropicStub, proxy, nginx, portkey, bare, router, srv, ...Object.values(apiRouters)])
+      if (c?.died) throw new Error(c.died);
   };
 
   try {
@@ -1343,15 +1360,26 @@ async function main() {
     // that API's rows with the reason, as the ttfb phase does for chat.
     /** Per API, the peers left out of its rows and why. */
     const apiSkipped = Object.fromEntries(cfg.apis.map((n) => [n, {}]));
-    const urlOf = (peer, a) => (peer === 'direct' && a.upstream === 'anthropic' ? anthropicStub.url : url0[peer]());
+    /** The kars router that serves `a`: chat's, or the one started for that API. */
+    const routerOf = (a) => (a === APIS.chat ? router : apiRouters[a.name]);
+    const urlOf = (peer, a) =>
+      peer === 'direct' && a.upstream === 'anthropic' ? anthropicStub.url : peer === 'router' ? routerOf(a).url : url0[peer]();
     const stubOf = (a) => (a.upstream === 'anthropic' ? anthropicStub.url : stub.url);
     if (needDataPlane && apiPhases)
       for (const name of cfg.apis.filter((n) => n !== 'chat')) {
         const a = APIS[name];
+        const dir = join(tmp, `policy-${name}`);
+        new KubeletMount(join(dir, 'inference')).write(compiled(REALISTIC_CAP, name).body);
+        apiRouters[name] = await startChild(
+          `router (${a.label})`,
+          [KARS, 'router', '--policy-dir', dir, '--sandbox', SANDBOX, '--listen', '127.0.0.1:0', ...upstreamArgs()],
+          { nodeArgs: splitArgs(process.env.BENCH_ROUTER_NODE_ARGS), env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') } },
+        );
+        log(`router for ${a.label} (pid ${apiRouters[name].pid}) at ${apiRouters[name].url}, its policy without the floor`);
         const b = a.body(TRAFFIC_MAX_TOKENS);
         const d = await oneRequest(stubOf(a), b, {}, a);
-        const r = await oneRequest(router.url, b, {}, a);
-        const over = await oneRequest(router.url, a.body(REALISTIC_CAP * 2), {}, a);
+        const r = await oneRequest(apiRouters[name].url, b, {}, a);
+        const over = await oneRequest(apiRouters[name].url, a.body(REALISTIC_CAP * 2), {}, a);
         raw.sanity[name] = {
           direct: d.status,
           router: r.status,
@@ -1393,7 +1421,7 @@ async function main() {
       proxy: proxy?.pid,
       nginx: nginx?.pid,
       bare: bare?.pid,
-      router: router?.pid,
+      router: (a === APIS.chat ? router : apiRouters[a.name])?.pid,
       portkey: portkey?.pid,
       loadgen: loadgen?.pid,
     });
@@ -1567,7 +1595,7 @@ async function main() {
           ...cells((p) => `${fmtInt(S[p].rate)} req/s, ${S[p].errors} errors`),
           diff: '',
           goal: '–',
-          notes: `non-streaming POST ${API.path}, ${Buffer.byteLength(apiBody)}-byte body, ${apiName === 'responses' ? 'max_output_tokens' : 'max_tokens'} ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${apiName === 'chat' ? `${raw.sanity.routerBytes}-byte answers with prompt_filter_results` : `${API.upstream === 'anthropic' ? 'the Anthropic stub' : 'the OpenAI stub'}'s ${API.label} answers`}${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}`,
+          notes: `non-streaming POST ${API.path}, ${Buffer.byteLength(apiBody)}-byte body, ${apiName === 'responses' ? 'max_output_tokens' : 'max_tokens'} ${TRAFFIC_MAX_TOKENS} (policy cap ${REALISTIC_CAP}); ${apiName === 'chat' ? `${raw.sanity.routerBytes}-byte answers with prompt_filter_results` : `${API.upstream === 'anthropic' ? 'the Anthropic stub' : 'the OpenAI stub'}'s ${API.label} answers; the router's policy is chat's without the content-safety floor (${API.label} answers cannot carry Azure's annotations, so a floor refuses it, ADR 0034)`}${cfg.upstreamDelayMs > 0 ? `; upstream delay ${cfg.upstreamDelayMs} ms (x-stub-delay-ms)` : ''}`,
         });
         dataRows.push({
           metric: `CPU per request @ ${fmtInt(cfg.rate)} req/s${tag}`,
@@ -1918,7 +1946,7 @@ async function main() {
   } finally {
     loadgen?.stop();
     api?.close();
-    for (const c of [router, bare, proxy, nginx, portkey, srv, stub, anthropicStub]) {
+    for (const c of [router, ...Object.values(apiRouters), bare, proxy, nginx, portkey, srv, stub, anthropicStub]) {
       if (!c) continue;
       if (c.died && !failures.some((f) => f.includes(c.died.split('\n')[0]))) failures.push(c.died);
       await c.stop();
