@@ -23,7 +23,34 @@ describe('TokenBudgetTracker', () => {
       used: 100,
       cap: 100,
       message: 'Daily token budget exhausted for sandbox "sb": 100 of 100 tokens used today; it resets at 00:00 UTC',
+      held: false,
+      resetAtMs: at('2025-03-15T00:00:00Z'),
     });
+  });
+
+  it('tells a budget held by requests in flight (passes once they settle) from one exhausted (passes at the reset)', () => {
+    const t = new TokenBudgetTracker({ clock: clockAt('2025-01-31T12:00:00Z') });
+    const caps = { dailyTokens: 1000, monthlyTokens: 5000 };
+    const r = t.reserve('sb', caps, 995);
+    assert.ok(r.ok);
+    assert.deepEqual(t.headroom('sb', caps), { period: 'daily', limit: 1000, remaining: 5, resetAtMs: at('2025-02-01T00:00:00Z') });
+    const r2 = t.reserve('sb', caps, 5);
+    assert.ok(r2.ok);
+    const held = t.check('sb', caps);
+    assert.ok(!held.ok && held.held, JSON.stringify(held));
+    assert.equal(held.ok ? 0 : held.resetAtMs, at('2025-02-01T00:00:00Z'));
+    assert.match(held.ok ? '' : held.message, /held by requests in flight: 0 of 1000 tokens used and 1000 reserved/);
+    assert.equal(t.headroom('sb', caps)?.remaining, 0);
+    r.reservation.settle(10);
+    r2.reservation.settle(0);
+    assert.ok(t.check('sb', caps).ok, 'settled below the cap: it passes');
+    t.record('sb', 4990);
+    const spent = t.check('sb', caps);
+    assert.ok(!spent.ok && !spent.held && spent.period === 'daily');
+    // The month is the tighter cap now (0 left of it, 0 of the day): the first cap at 0 wins.
+    assert.equal(t.headroom('sb', caps)?.remaining, 0);
+    assert.equal(t.headroom('sb', { dailyTokens: null, monthlyTokens: 5000 })?.resetAtMs, at('2025-02-01T00:00:00Z'));
+    assert.equal(t.headroom('sb', { dailyTokens: null, monthlyTokens: null }), undefined);
   });
 
   it('starts a new day at 00:00:00.000 UTC and keeps counting the month across it', () => {

@@ -44,8 +44,33 @@ export interface BudgetCaps {
   monthlyTokens: number | null;
 }
 
+/** A refusal of a budget check: which cap, why, and when it can pass again. */
+export interface BudgetRefusal {
+  ok: false;
+  period: 'daily' | 'monthly';
+  used: number;
+  cap: number;
+  message: string;
+  /**
+   * Whether the settled usage alone is below the cap, so only requests in flight hold the rest:
+   * the refusal can pass as soon as they settle. Otherwise it passes only at `resetAtMs`.
+   */
+  held: boolean;
+  /** When the period resets (epoch ms): the next 00:00 UTC, or the 1st of the next month. */
+  resetAtMs: number;
+}
+
 /** The outcome of a budget check. */
-export type BudgetVerdict = { ok: true } | { ok: false; period: 'daily' | 'monthly'; used: number; cap: number; message: string };
+export type BudgetVerdict = { ok: true } | BudgetRefusal;
+
+/** What is left of the tightest cap: the `x-ratelimit-*-tokens` a response carries. */
+export interface BudgetHeadroom {
+  period: 'daily' | 'monthly';
+  limit: number;
+  /** The cap less the usage and the reservations in flight (this request's included), at least 0. */
+  remaining: number;
+  resetAtMs: number;
+}
 
 /** A sandbox's usage in the current UTC day and month. */
 export interface BudgetUsage {
@@ -100,16 +125,38 @@ export class TokenBudgetTracker {
     const e = this.#entries.get(sandbox);
     if (e === undefined) {
       // Nothing used yet: only a zero cap refuses.
-      if (caps.dailyTokens !== null && caps.dailyTokens <= 0) return refuse(sandbox, 'daily', 0, 0, caps.dailyTokens);
-      if (caps.monthlyTokens !== null && caps.monthlyTokens <= 0) return refuse(sandbox, 'monthly', 0, 0, caps.monthlyTokens);
+      if (caps.dailyTokens !== null && caps.dailyTokens <= 0) return this.#refuse(sandbox, 'daily', 0, 0, caps.dailyTokens);
+      if (caps.monthlyTokens !== null && caps.monthlyTokens <= 0) return this.#refuse(sandbox, 'monthly', 0, 0, caps.monthlyTokens);
       return OK;
     }
     this.#roll(e);
     if (caps.dailyTokens !== null && e.daily + e.reserved >= caps.dailyTokens)
-      return refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
+      return this.#refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
     if (caps.monthlyTokens !== null && e.monthly + e.reserved >= caps.monthlyTokens)
-      return refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
+      return this.#refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
     return OK;
+  }
+
+  /** What is left of `sandbox`'s tightest cap under `caps` (undefined when nothing is capped). */
+  headroom(sandbox: string, caps: BudgetCaps): BudgetHeadroom | undefined {
+    const e = this.#entries.get(sandbox);
+    if (e !== undefined) this.#roll(e);
+    const reserved = e?.reserved ?? 0;
+    let best: BudgetHeadroom | undefined;
+    for (const [period, cap, used] of [
+      ['daily', caps.dailyTokens, e?.daily ?? 0],
+      ['monthly', caps.monthlyTokens, e?.monthly ?? 0],
+    ] as const) {
+      if (cap === null) continue;
+      const remaining = Math.max(0, cap - used - reserved);
+      if (best === undefined || remaining < best.remaining)
+        best = { period, limit: cap, remaining, resetAtMs: resetAt(period, this.#clock.wallNow()) };
+    }
+    return best;
+  }
+
+  #refuse(sandbox: string, period: 'daily' | 'monthly', used: number, reserved: number, cap: number): BudgetRefusal {
+    return refuse(sandbox, period, used, reserved, cap, this.#clock.wallNow());
   }
 
   /**
@@ -211,11 +258,29 @@ export class TokenBudgetTracker {
   }
 }
 
-function refuse(sandbox: string, period: 'daily' | 'monthly', used: number, reserved: number, cap: number): BudgetVerdict {
+/** When `period` (a UTC day or month) that holds `nowMs` ends, epoch ms. */
+export function resetAt(period: 'daily' | 'monthly', nowMs: number): number {
+  if (period === 'daily') return (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS;
+  const d = new Date(nowMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+function refuse(sandbox: string, period: 'daily' | 'monthly', used: number, reserved: number, cap: number, nowMs: number): BudgetRefusal {
   const held = reserved > 0 ? ` (plus ${reserved} held by requests in flight)` : '';
+  const word = period === 'daily' ? 'Daily' : 'Monthly';
+  if (used < cap)
+    return {
+      ok: false,
+      period,
+      used,
+      cap,
+      message: `${word} token budget of sandbox "${sandbox}" is held by requests in flight: ${used} of ${cap} tokens used and ${reserved} reserved; retry when they finish`,
+      held: true,
+      resetAtMs: resetAt(period, nowMs),
+    };
   const message =
     period === 'daily'
       ? `Daily token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used today${held}; it resets at 00:00 UTC`
       : `Monthly token budget exhausted for sandbox "${sandbox}": ${used} of ${cap} tokens used this month${held}; it resets on the 1st at 00:00 UTC`;
-  return { ok: false, period, used, cap, message };
+  return { ok: false, period, used, cap, message, held: false, resetAtMs: resetAt(period, nowMs) };
 }

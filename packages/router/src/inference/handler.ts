@@ -112,6 +112,7 @@ import type { Wire } from './apis.js';
 import { usageReader } from './usage.js';
 import { MAX_BUFFERED_RESPONSE_BYTES, createRelay, type BodyRelay, type Decide } from './relay.js';
 import { DrainRelay } from './drain.js';
+import { budgetHeadroomHeaders, budgetRetryHeaders } from './ratelimit.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, routePlan } from './pipeline.js';
 
@@ -264,11 +265,17 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     // Step 5: reserve the request's maximum against the daily / monthly budget.
     const reserved = budget.reserve(sandbox, d.reserve.caps, d.reserve.tokens);
     if (!reserved.ok) {
-      refuse(res, budgetExceeded(reserved.message), decide, wire);
+      refuse(
+        res,
+        { kind: 'reject', refusal: budgetExceeded(reserved.message), headers: budgetRetryHeaders(reserved, clock.wallNow()) },
+        decide,
+        wire,
+      );
       return;
     }
+    const headroom = budget.headroom(sandbox, d.reserve.caps);
     try {
-      await forward(req, res, d, meter, decide);
+      await forward(req, res, d, meter, decide, headroom === undefined ? undefined : budgetHeadroomHeaders(headroom, clock.wallNow()));
     } finally {
       reserved.reservation.settle(settleTokens(meter, d.promptBytes, reserved.reservation.amount));
     }
@@ -330,8 +337,15 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * Send the request to each candidate in turn (step 6) and relay the answer that is not passed
    * over; resolves when the exchange is over and `meter` holds what the settlement needs.
    */
-  function forward(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide): Promise<void> {
-    return new Promise((resolve) => new Exchange(req, res, d, meter, decide, resolve).next());
+  function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    d: Forward,
+    meter: Meter,
+    decide: Decide,
+    budgetHeaders?: OutgoingHttpHeaders,
+  ): Promise<void> {
+    return new Promise((resolve) => new Exchange(req, res, d, meter, decide, resolve, budgetHeaders).next());
   }
 
   /**
@@ -348,6 +362,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return this.#meter;
     }
     readonly #inHeaders: IncomingHttpHeaders;
+    /** The budget's `x-ratelimit-*-tokens`, which replace the provider's on the answer relayed. */
+    readonly #budgetHeaders: OutgoingHttpHeaders | undefined;
     readonly #resolve: () => void;
     #i = 0;
     /** The latest attempt: the one the client's going away aborts. */
@@ -370,7 +386,16 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       this.#drainTimer = clock.setTimeout(() => call.abort(), timeoutMs);
     };
 
-    constructor(req: IncomingMessage, res: ServerResponse, d: Forward, meter: Meter, decide: Decide, resolve: () => void) {
+    constructor(
+      req: IncomingMessage,
+      res: ServerResponse,
+      d: Forward,
+      meter: Meter,
+      decide: Decide,
+      resolve: () => void,
+      budgetHeaders: OutgoingHttpHeaders | undefined,
+    ) {
+      this.#budgetHeaders = budgetHeaders;
       this.#res = res;
       this.#d = d;
       this.#meter = meter;
@@ -443,7 +468,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         {
           res: this.#res,
           status,
-          headers,
+          headers: this.#budgetHeaders === undefined ? headers : { ...headers, ...(this.#budgetHeaders as IncomingHttpHeaders) },
           meter: this.#meter,
           decide: this.#decide,
           call,

@@ -35,6 +35,7 @@ import {
 import { UNBOUNDED_COMPLETION_RESERVE, estimateUsage, reservationFor, type LimitsRefusal } from './limits.js';
 import { foldedAlias, nativeProvider, type InferenceApi, type Provider } from './apis.js';
 import { upstreamPath, type ApiRoute } from './routes.js';
+import { NO_RETRY } from './ratelimit.js';
 import { evaluateSafety, extractAnnotations, isFloorActive, type ContentSafetyRules } from './safety.js';
 import { requestTexts } from './moderation-text.js';
 
@@ -114,8 +115,8 @@ export interface Reject {
   headers?: OutgoingHttpHeaders;
 }
 
-function reject(refusal: InferenceRefusal, headers?: OutgoingHttpHeaders): Reject {
-  return headers === undefined ? { kind: 'reject', refusal } : { kind: 'reject', refusal, headers };
+function reject(refusal: InferenceRefusal, headers?: Readonly<OutgoingHttpHeaders>): Reject {
+  return headers === undefined ? { kind: 'reject', refusal } : { kind: 'reject', refusal, headers: { ...headers } };
 }
 
 /** Steps 0 and 2, decided from the request head before any body byte is read. */
@@ -170,7 +171,8 @@ function limitsRefusal(r: LimitsRefusal): Reject {
     case 'unsupported':
       return reject(unsupportedParameter(r.message));
     case 'over_cap':
-      return reject(perRequestTokensExceeded(r.message));
+      // The same request is refused every time: the SDKs must not retry it (ratelimit.ts).
+      return reject(perRequestTokensExceeded(r.message), NO_RETRY);
   }
 }
 
@@ -227,7 +229,8 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
 
   // Guardrail stages: without a backend every stage fails closed. Token counting generates nothing.
   const stages = api.charged ? (rules?.guardrails ?? []) : [];
-  if (stages.length > 0 && !ctx.guardrailConfigured) return reject(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'));
+  if (stages.length > 0 && !ctx.guardrailConfigured)
+    return reject(guardrailMisconfigured(stages[0]?.provider ?? 'openai-moderation'), NO_RETRY);
   const input = stages.some((g) => g.applyTo !== 'output');
   const output = api.answersText && stages.some((g) => g.applyTo !== 'input');
   // An input stage judges every text of the forwarded body; what it cannot judge is refused (ADR 0026).
