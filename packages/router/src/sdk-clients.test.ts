@@ -244,6 +244,22 @@ describe('the openai SDK through the router: the rest of the table', () => {
     assert.equal(openaiStub.requests.length, 0);
   });
 
+  it('a previous_response_id chain is charged by the usage the upstream reports for the whole chain', async (t) => {
+    const r = await router(t, budgetPolicy({ dailyTokens: 500 }));
+    const c = new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    openaiStub.setBehaviour({ usage: 10 });
+    const first = await c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 20 });
+    // The chained request is a few bytes; the upstream reports the chain's context (the stub keeps
+    // half of `usage` as input, and caps the output at max_output_tokens): 620 tokens.
+    openaiStub.setBehaviour({ usage: 1200 });
+    const chained = await c.responses.create({ model: 'gpt-4o', input: 'and?', previous_response_id: first.id, max_output_tokens: 20 });
+    assert.equal(chained.usage?.total_tokens, 620);
+    assert.equal((openaiStub.requests.at(-1)?.body as Record<string, unknown>)['previous_response_id'], first.id, 'forwarded as sent');
+    openaiStub.setBehaviour({ usage: 10 });
+    const spent = await raises(c.responses.create({ model: 'gpt-4o', input: 'hi', max_output_tokens: 20 }), OpenAI.RateLimitError);
+    assert.equal(spent.code, 'budget_exceeded');
+  });
+
   it("a search model on chat completions is a provider tool, refused; through a policy deployment it is the operator's choice", async (t) => {
     const r = await router(t, budgetPolicy({ perRequestTokens: 100 }));
     const c = new OpenAI({ baseURL: `${r.router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
