@@ -12,7 +12,7 @@ import {
   validateInferencePolicySpec,
   validateToolPolicySpec,
 } from '@kars/policy-api';
-import type { Condition, InferencePolicy, KarsSandbox, Propagation, ToolPolicy } from '@kars/policy-api';
+import type { InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import {
   compileInferencePolicy,
   compileToolPolicy,
@@ -22,15 +22,14 @@ import {
   toolPolicyConfigMapName,
 } from '@kars/policy-compiler';
 import type { CompiledConfigMap } from '@kars/policy-compiler';
-import { echoesFor, inferenceReferrers, nextLeaseExpiryMs, toolReferrers } from './context.js';
+import { echoesFor, inferenceReferrers, toolReferrers } from './context.js';
 import type { ControllerContext } from './context.js';
-import { conditionsFor, decideEnforcementOf, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
+import { conditionsFor, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
 import type { EnforcementState, ExpectedEcho } from './enforcement.js';
+import { decidePolicyStatus, enforcementOf, isReadyState } from './policy-status.js';
+import type { CompileOutcome, PolicyStatusFields, WrittenStatus } from './policy-status.js';
 import { holdsOwnerReferences, ownerReferencesOf } from './owner.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339, sameJson } from './status.js';
-
-/** Requeue periods (contract §8), in milliseconds. */
-const REQUEUE = { degraded: 60_000, awaiting: 15_000, confirmed: 300_000 };
 
 /** What differs between the InferencePolicy and ToolPolicy reconcilers. */
 interface PolicyKindSpec<T extends KubeObject> {
@@ -147,11 +146,11 @@ async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: 
  * replaces the last good ConfigMap), compile, server-side apply of the ConfigMap (which also
  * restores one edited or deleted by hand), referrers, router echo, status, events, requeue.
  */
-async function reconcilePolicy<
-  T extends KubeObject & {
-    status?: { conditions?: Condition[]; compiledDigest?: string | null; lastCompiledAt?: string; propagation?: Propagation };
-  },
->(ctx: ControllerContext, k: PolicyKindSpec<T>, key: string): Promise<ReconcileResult> {
+async function reconcilePolicy<T extends KubeObject & { status?: PolicyStatusFields }>(
+  ctx: ControllerContext,
+  k: PolicyKindSpec<T>,
+  key: string,
+): Promise<ReconcileResult> {
   const obj = k.store(ctx).get(key);
   const { namespace = '', name } = splitKey(key);
   if (!obj) {
@@ -173,71 +172,26 @@ async function reconcilePolicy<
   const generation = obj.metadata.generation ?? 1;
   const nowMs = ctx.now();
   const prev = obj.status;
-  const status: Record<string, unknown> = { ...(prev ?? {}), observedGeneration: generation };
 
-  let state: EnforcementState;
-  let requeueMs: number;
-  const causes = k.validate(obj);
-  const compiled = causes.length === 0 ? k.compile(obj) : undefined;
-  if (causes.length > 0 || !compiled || !compiled.ok) {
-    const first = causes[0] ?? (compiled && !compiled.ok ? compiled : { field: 'spec', message: 'invalid', reason: 'InvalidSpec' });
-    const message = causes.length > 0 ? causes.map((c) => `${c.field}: ${c.message}`).join('; ') : `${first.field}: ${first.message}`;
-    state = { kind: 'Degraded', reason: first.reason, message };
-    requeueMs = REQUEUE.degraded;
-    status['loadedDigest'] = null;
-    ctx.log.warn({ kind: k.kind, key, reason: first.reason, message }, 'invalid spec; keeping the last good ConfigMap');
+  const outcome = await compileAndApply(ctx, k, obj, namespace, name, generation, nowMs);
+  const state = enforcementOf(outcome, nowMs);
+  const compileMs = outcome.ok ? ctx.propagation.compiled(k.kind, obj) : undefined;
+  const decided = decidePolicyStatus({
+    prev,
+    generation,
+    nowMs,
+    outcome,
+    state,
+    compileMs,
+    enforcedMs: outcome.ok && isReadyState(state) ? ctx.propagation.enforced(k.kind, obj) : undefined,
+    noReferrersRequeueMs: k.noReferrersRequeueMs,
+  });
+  let requeueMs = decided.requeueMs;
+  if (!outcome.ok) {
+    ctx.log.warn({ kind: k.kind, key, reason: outcome.reason, message: outcome.message }, 'invalid spec; keeping the last good ConfigMap');
   } else {
-    const configMap: OwnedConfigMap = {
-      ...compiled.configMap,
-      metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
-    };
-    try {
-      // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
-      if (!configMapMatches(ctx, configMap))
-        await ctx.client.apply(Resources.configmaps, { ...configMap }, k.fieldManager, { force: true });
-    } catch (err) {
-      const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
-      await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
-      throw err;
-    }
-    const compileMs = ctx.propagation.compiled(k.kind, obj);
-    const digest = compiled.digest;
-    ctx.log.debug(
-      { kind: k.kind, key, generation, digest: digest ?? null, configMap: compiled.configMap.metadata.name, compileMs },
-      'compiled',
-    );
-    // A null digest is never stored (server-side apply removes null members): absent and null are the same digest,
-    // or every reconcile of a policy without one (a ToolPolicy with no AGT profile) would rewrite lastCompiledAt.
-    if ((prev?.compiledDigest ?? null) !== (digest ?? null) || !prev?.lastCompiledAt) status['lastCompiledAt'] = rfc3339(nowMs);
-    Object.assign(status, compiled.extra, { compiledDigest: digest ?? null });
-    const referrers = k.referrers(ctx, namespace, name);
-    const echoes = referrers.map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
-    state = compiled.expect.length === 0 ? { kind: 'NotApplicable' } : decideEnforcementOf(compiled.expect, echoes, nowMs);
-    status['loadedDigest'] = state.kind === 'Confirmed' ? (digest ?? null) : null;
-    const propagation: Record<string, unknown> = { ...(prev?.propagation ?? {}) };
-    if (compileMs !== undefined) propagation['lastCompileMs'] = compileMs;
-    if (state.kind === 'Confirmed' || state.kind === 'NotApplicable') {
-      const enforcedMs = ctx.propagation.enforced(k.kind, obj);
-      if (enforcedMs !== undefined) {
-        propagation['lastMs'] = enforcedMs;
-        const prevMax = typeof propagation['maxMs'] === 'number' ? propagation['maxMs'] : 0;
-        propagation['maxMs'] = Math.max(prevMax, enforcedMs);
-      }
-    }
-    status['propagation'] = propagation;
-    requeueMs =
-      state.kind === 'Rejected'
-        ? REQUEUE.degraded
-        : state.kind === 'Awaiting'
-          ? REQUEUE.awaiting
-          : state.kind === 'NoSandboxesReferencing'
-            ? k.noReferrersRequeueMs
-            : REQUEUE.confirmed;
-    const expiry = nextLeaseExpiryMs(
-      echoes.flatMap((e) => e.routers),
-      nowMs,
-    );
-    if (expiry !== undefined) requeueMs = Math.min(requeueMs, Math.max(50, expiry - nowMs + 50));
+    const digest = outcome.digest;
+    ctx.log.debug({ kind: k.kind, key, generation, digest: digest ?? null, configMap: k.configMapName(name), compileMs }, 'compiled');
     if (state.kind === 'Rejected') {
       ctx.log.warn({ kind: k.kind, key, details: state.details }, 'a router refused the compiled policy');
       void ctx.events.warn(obj, 'RouterRejected', conditionsFor(state)[0]?.message ?? '', `${generation}/${digest ?? ''}`);
@@ -255,15 +209,54 @@ async function reconcilePolicy<
       if (wait !== undefined) requeueMs = Math.min(requeueMs, wait + 50);
     } else ctx.events.settled(obj.metadata.uid);
   }
-  await writeStatus(ctx, k, obj, status, state, generation, nowMs);
+  await writeStatus(ctx, k, obj, decided.status, state, generation, nowMs);
   return { requeueAfterMs: requeueMs };
 }
 
-async function writeStatus<T extends KubeObject & { status?: { conditions?: Condition[] } }>(
+/**
+ * Validate and compile `obj`, apply its ConfigMap (skipped when the watched copy already matches;
+ * this also restores one edited or deleted by hand), and read the referencing sandboxes' echoes.
+ * An invalid spec writes nothing, so the last good ConfigMap stays. A failed write is reported in
+ * the status (ProfileWriteFailed) and rethrown, so the reconcile is retried.
+ */
+async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFields }>(
   ctx: ControllerContext,
   k: PolicyKindSpec<T>,
   obj: T,
-  status: Record<string, unknown>,
+  namespace: string,
+  name: string,
+  generation: number,
+  nowMs: number,
+): Promise<CompileOutcome> {
+  const causes = k.validate(obj);
+  if (causes.length > 0)
+    return { ok: false, reason: causes[0]?.reason ?? 'InvalidSpec', message: causes.map((c) => `${c.field}: ${c.message}`).join('; ') };
+  const compiled = k.compile(obj);
+  if (!compiled.ok) return { ok: false, reason: compiled.reason, message: `${compiled.field}: ${compiled.message}` };
+  const configMap: OwnedConfigMap = {
+    ...compiled.configMap,
+    metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
+  };
+  try {
+    // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
+    if (!configMapMatches(ctx, configMap)) await ctx.client.apply(Resources.configmaps, { ...configMap }, k.fieldManager, { force: true });
+  } catch (err) {
+    const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
+    const status: WrittenStatus = { ...(obj.status ?? {}), observedGeneration: generation };
+    await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
+    throw err;
+  }
+  const echoes = k
+    .referrers(ctx, namespace, name)
+    .map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
+  return { ok: true, digest: compiled.digest, expect: compiled.expect, extra: compiled.extra, echoes };
+}
+
+async function writeStatus<T extends KubeObject & { status?: PolicyStatusFields }>(
+  ctx: ControllerContext,
+  k: PolicyKindSpec<T>,
+  obj: T,
+  status: WrittenStatus,
   state: EnforcementState,
   generation: number,
   nowMs: number,
