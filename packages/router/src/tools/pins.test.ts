@@ -223,7 +223,7 @@ describe('SeenDefinitions bounds', () => {
   const entry = (name: string, description = 'd') => listedTool({ name, description }, name);
 
   it('forgets the least recently used session first; a forgotten session has seen nothing', () => {
-    const s = new SeenDefinitions({ sessions: 2, toolsPerSession: 10, catalog: 10 });
+    const s = new SeenDefinitions({ sessions: 2, toolsPerSession: 10, entries: 100, catalog: 10 });
     s.record('a', [entry('x')]);
     s.record('b', [entry('x')]);
     s.record('a', [entry('y')]);
@@ -234,8 +234,24 @@ describe('SeenDefinitions bounds', () => {
     assert.equal(s.get('a', 'x'), undefined);
   });
 
+  it('bounds the names of all sessions together, forgetting the least recently used sessions first', () => {
+    const s = new SeenDefinitions({ sessions: 100, toolsPerSession: 10, entries: 4, catalog: 10 });
+    s.record('a', [entry('x'), entry('y')]);
+    s.record('b', [entry('x'), entry('y')]);
+    s.record('c', [entry('x')]);
+    assert.equal(s.get('a', 'x'), undefined, 'a was the least recently used');
+    assert.ok(s.get('b', 'x') !== undefined && s.get('c', 'x') !== undefined);
+    // A long session id is kept by its hash: found again, and forgotten.
+    const long = 'z'.repeat(10_000);
+    s.record(long, [entry('x')]);
+    assert.ok(s.get(long, 'x') !== undefined);
+    assert.equal(s.get('z'.repeat(9_999), 'x'), undefined);
+    s.forget(long);
+    assert.equal(s.get(long, 'x'), undefined);
+  });
+
   it('records at most toolsPerSession names a session (later ones stay unseen), and keeps updating known ones', () => {
-    const s = new SeenDefinitions({ sessions: 2, toolsPerSession: 2, catalog: 2 });
+    const s = new SeenDefinitions({ sessions: 2, toolsPerSession: 2, entries: 100, catalog: 2 });
     s.record('a', [entry('x'), entry('y'), entry('z')]);
     assert.equal(s.get('a', 'z'), undefined);
     s.record('a', [entry('x', 'changed')]);

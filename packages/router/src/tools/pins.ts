@@ -29,6 +29,7 @@
  * across pages and across messages: a later page or a later list replaces an earlier entry. A
  * `notifications/tools/list_changed` from the upstream forgets the session's entries.
  */
+import { createHash } from 'node:crypto';
 import { toolDefinitionDigest, PINNED_TOOL_MEMBERS } from '@kars/policy-api';
 import type { ToolRules } from '../snapshot.js';
 import { fold } from '../json/fold.js';
@@ -60,40 +61,63 @@ export interface ListedTool {
   tool: Record<string, unknown>;
 }
 
+/** Bounds of {@link SeenDefinitions}. */
+export interface SeenLimits {
+  /** Sessions remembered. */
+  sessions: number;
+  /** Tool names remembered per session. */
+  toolsPerSession: number;
+  /** Tool names remembered over all sessions together. */
+  entries: number;
+  /** Catalog entries (definitions shown on the admin listener). */
+  catalog: number;
+}
+
+/** Session ids longer than this are keyed by their SHA-256, so a long header costs no more memory. */
+const MAX_SESSION_KEY = 128;
+
 /**
  * The definitions the gateway saw listed: per session, the last digest of each tool name, and for
  * the whole server the last definition of each (the catalog `kars tp pin` reads). Bounded: the
- * least recently used session and the oldest catalog entry go first.
+ * least recently used sessions (beyond `sessions`, or while all sessions together hold more than
+ * `entries` names) and the oldest catalog entries go first.
  */
 export class SeenDefinitions {
   readonly #sessions = new Map<string, Map<string, SeenEntry>>();
   readonly #catalog = new Map<string, CatalogEntry>();
+  #entries = 0;
   constructor(
-    private readonly limits: { sessions: number; toolsPerSession: number; catalog: number } = {
-      sessions: 1024,
-      toolsPerSession: 4096,
-      catalog: 4096,
-    },
+    private readonly limits: SeenLimits = { sessions: 1024, toolsPerSession: 4096, entries: 65_536, catalog: 4096 },
     private readonly now: () => number = Date.now,
   ) {}
+
+  #key(session: string): string {
+    return session.length <= MAX_SESSION_KEY ? session : `sha256:${createHash('sha256').update(session).digest('hex')}`;
+  }
+
+  #drop(key: string): void {
+    const s = this.#sessions.get(key);
+    if (s === undefined) return;
+    this.#entries -= s.size;
+    this.#sessions.delete(key);
+  }
 
   /** Record one listed page (the valid entries of one `tools` array) under `session`. */
   record(session: string, page: readonly ListedTool[]): void {
     const conflicts = pageConflicts(page);
-    let s = this.#sessions.get(session);
+    const key = this.#key(session);
+    let s = this.#sessions.get(key);
     if (s === undefined) s = new Map();
-    this.#sessions.delete(session);
-    this.#sessions.set(session, s);
-    while (this.#sessions.size > this.limits.sessions) {
-      const oldest = this.#sessions.keys().next();
-      if (oldest.done === true) break;
-      this.#sessions.delete(oldest.value);
-    }
+    this.#sessions.delete(key);
+    this.#sessions.set(key, s);
     const at = this.now();
     for (const t of page) {
       const conflict = conflicts.has(t.key);
-      if (s.has(t.key) || s.size < this.limits.toolsPerSession)
+      const known = s.has(t.key);
+      if (known || s.size < this.limits.toolsPerSession) {
         s.set(t.key, conflict ? { conflict: true } : { name: t.name, digest: t.digest });
+        if (!known) this.#entries++;
+      }
       this.#catalog.delete(t.key);
       this.#catalog.set(t.key, {
         name: t.name,
@@ -109,16 +133,22 @@ export class SeenDefinitions {
         this.#catalog.delete(oldest.value);
       }
     }
+    // Forget the least recently used sessions (never the one just recorded) until within bounds.
+    while (this.#sessions.size > this.limits.sessions || this.#entries > this.limits.entries) {
+      const oldest = this.#sessions.keys().next();
+      if (oldest.done === true || oldest.value === key) break;
+      this.#drop(oldest.value);
+    }
   }
 
   /** What `session` last saw listed under `key` (a lower-cased name), or undefined. */
   get(session: string, key: string): SeenEntry | undefined {
-    return this.#sessions.get(session)?.get(key);
+    return this.#sessions.get(this.#key(session))?.get(key);
   }
 
   /** Forget what `session` saw (its server announced `notifications/tools/list_changed`, or it ended). */
   forget(session: string): void {
-    this.#sessions.delete(session);
+    this.#drop(this.#key(session));
   }
 
   /** The last definition seen of each tool, sorted by name. */
