@@ -94,6 +94,33 @@ describe('kars CRDs on a real kars apiserver', () => {
     }
   });
 
+  it('admits toolPins and unpinnedTools as written (no default added), and rejects a malformed pin with 422 naming the field', async () => {
+    const digest = `sha256:${'0'.repeat(64)}`;
+    const ok = samples.toolPolicy('pinned');
+    ok.spec.toolPins = [{ name: 'read_file', server: 'fs', digest }];
+    ok.spec.unpinnedTools = 'Deny';
+    const created = await ts.client.post(path('ToolPolicy'), ok);
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.spec.toolPins, [{ name: 'read_file', server: 'fs', digest }]);
+    const plain = await ts.client.post(path('ToolPolicy'), samples.toolPolicy('unpinned'));
+    assert.equal(plain.status, 201, plain.text);
+    assert.ok(!('unpinnedTools' in plain.body.spec) && !('toolPins' in plain.body.spec), 'an existing shape is stored unchanged');
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ toolPins: [{ name: 'read_file', digest: 'sha256:XYZ' }] }, 'spec.toolPins[0].digest'],
+      [{ toolPins: [{ name: 'read file', digest }] }, 'spec.toolPins[0].name'],
+      [{ toolPins: [{ name: 'x', server: 'FS', digest }] }, 'spec.toolPins[0].server'],
+      [{ toolPins: [{ digest }] }, 'spec.toolPins[0].name'],
+      [{ unpinnedTools: 'Block' }, 'spec.unpinnedTools'],
+    ];
+    for (const [i, [over, field]] of cases.entries()) {
+      const tp = samples.toolPolicy(`bad-pin-${i}`);
+      Object.assign(tp.spec, over);
+      const r = await ts.client.post(path('ToolPolicy'), tp);
+      assert.equal(r.status, 422, `${field}: ${r.text}`);
+      assert.ok(causeFields(r.body).includes(field), `should name ${field}: ${r.text}`);
+    }
+  });
+
   // Kubernetes drops `status` on create when the status subresource is enabled (apiextensions strategy
   // PrepareForCreate). kars apiserver keeps it today; this runs as a TODO so it turns green when that is fixed.
   it('drops status sent on create, as kube-apiserver does for a status subresource', async () => {

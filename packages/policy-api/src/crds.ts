@@ -25,6 +25,7 @@ import type {
   ToolPolicyStatus,
 } from './types.js';
 import type { Assert, FromSchema, JSONSchemaProps, SameType } from './schema-types.js';
+import { TOOL_DIGEST_PATTERN } from './tool-pin.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared pieces
@@ -358,6 +359,13 @@ export const inferencePolicyStatusSchema = {
  * `"<ISO 4217 code> <amount>"`. At most 12 integer and 3 fraction digits: 15 significant digits convert to a
  * double exactly enough that the CEL `monthlyCap >= dailyCap` comparison below is exact (never wrong either way).
  */
+/** Most pins one ToolPolicy holds. */
+export const MAX_TOOL_PINS = 1024;
+/** Tool names the gateway accepts (ASCII letters, digits, `_ - . / :`; see router tools/names.ts). */
+export const TOOL_NAME_PATTERN = '^[A-Za-z0-9_./:-]+$';
+/** MCP server names (`kars router --mcp-upstream NAME=URL`): a lower-case DNS-label-like token. */
+export const MCP_SERVER_NAME_PATTERN = '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$';
+
 export const MONEY_PATTERN = '^[A-Z]{3} (0|[1-9][0-9]{0,11})([.][0-9]{1,3})?$';
 const money = {
   type: 'string',
@@ -480,6 +488,42 @@ export const toolPolicySpecSchema = {
           message: 'exactly one of inline or bundleRef must be set',
         },
       ],
+    },
+    toolPins: {
+      type: 'array',
+      maxItems: MAX_TOOL_PINS,
+      description:
+        'Approved MCP tool definitions (ADR 0043). The gateway hides a pinned tool from tools/list, and refuses its calls (tool_definition_changed, -32005), unless the definition it last saw listed on the session has this digest. At most one pin per (server, name ignoring case); write them with kars tp pin.',
+      items: {
+        type: 'object',
+        required: ['name', 'digest'],
+        description: 'One pinned tool definition.',
+        properties: {
+          name: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 128,
+            pattern: TOOL_NAME_PATTERN,
+            description: 'The tool name exactly as listed (the digest covers it, and calls must use this spelling).',
+          },
+          server: {
+            type: 'string',
+            pattern: MCP_SERVER_NAME_PATTERN,
+            description: 'The MCP server (the NAME of kars router --mcp-upstream NAME=URL). Absent: any server the policy governs.',
+          },
+          digest: {
+            type: 'string',
+            pattern: TOOL_DIGEST_PATTERN,
+            description: 'sha256: + 64 lower-case hex: SHA-256 of the RFC 8785 (JCS) JSON of the listed {name, description, inputSchema}.',
+          },
+        },
+      },
+    },
+    unpinnedTools: {
+      type: 'string',
+      enum: ['Allow', 'Deny'],
+      description:
+        'Tools this policy governs but does not pin. Allow (absent means Allow): as without pins. Deny: hidden from tools/list and their calls refused (tool_not_pinned, -32006).',
     },
   },
 } as const satisfies JSONSchemaProps;

@@ -10,3 +10,4 @@ export * from './validate.js';
 export * from './echo.js';
 export * from './heartbeat.js';
 export * from './egress-host.js';
+export * from './tool-pin.js';

@@ -354,6 +354,22 @@ export interface AgtProfile {
   bundleRef?: OciRef;
 }
 
+/**
+ * One approved MCP tool definition (ADR 0043): the gateway shows and lets the sandbox call the tool
+ * only while the definition it last saw listed has this digest (`toolDefinitionDigest`).
+ */
+export interface ToolPin {
+  /** The tool's name exactly as listed (the digest covers it; a call must use this spelling). */
+  name: string;
+  /** The MCP server (`--mcp-upstream NAME=URL`) the pin is for; absent: any server the policy governs. */
+  server?: string;
+  /** `sha256:` + 64 lower-case hex: SHA-256 of the RFC 8785 form of `{name, description, inputSchema}`. */
+  digest: string;
+}
+
+/** What the gateway does with a tool the governing policy does not pin. */
+export type UnpinnedTools = 'Allow' | 'Deny';
+
 export interface ToolPolicySpec {
   appliesTo: ToolAppliesTo;
   commerce?: Commerce;
@@ -361,6 +377,10 @@ export interface ToolPolicySpec {
   approval?: Approval;
   displayName?: string;
   agtProfile?: AgtProfile;
+  /** Pinned tool definitions (ADR 0043); at most one per (server, name ignoring case). */
+  toolPins?: ToolPin[];
+  /** `Allow` (default): tools without a pin pass as before. `Deny`: they are hidden and refused (`tool_not_pinned`). */
+  unpinnedTools?: UnpinnedTools;
 }
 
 export interface ToolPolicyStatus {

@@ -18,6 +18,9 @@ import {
   type ValidationCause,
 } from './validate.js';
 import { SAMPLE_DIGEST, samples } from './testing/samples.js';
+import { MAX_TOOL_PINS, toolPolicySpecSchema } from './crds.js';
+import { TOOL_DIGEST_PATTERN } from './tool-pin.js';
+import type { ToolPolicySpec } from './types.js';
 
 const fields = (cs: ValidationCause[]): string[] => cs.map((c) => c.field);
 
@@ -286,6 +289,65 @@ describe('validateToolPolicySpec', () => {
     assert.deepEqual(parseMoney('EUR 1.5'), { currency: 'EUR', milli: 1500n });
     assert.equal(parseMoney('usd 1'), undefined);
     assert.equal(parseMoney('USD 01'), undefined);
+  });
+});
+
+describe('validateToolPolicySpec: toolPins and unpinnedTools (ADR 0043)', () => {
+  const D = `sha256:${'a'.repeat(64)}`;
+  const spec = (over: Partial<ToolPolicySpec>): ToolPolicySpec => ({ ...samples.toolPolicy().spec, ...over });
+
+  it('accepts pins with and without a server, and both unpinnedTools values', () => {
+    const pins = [
+      { name: 'read_file', digest: D },
+      { name: 'read_file', server: 'fs', digest: D },
+      { name: 'github/create_issue', server: 'gh', digest: D },
+    ];
+    assert.deepEqual(validateToolPolicySpec(spec({ toolPins: pins, unpinnedTools: 'Deny' })), []);
+    assert.deepEqual(validateToolPolicySpec(spec({ toolPins: [], unpinnedTools: 'Allow' })), []);
+  });
+
+  it('refuses a malformed digest, name or server, naming the field', () => {
+    const at = (pin: unknown): string[] => fields(validateToolPolicySpec(spec({ toolPins: [pin as never] })));
+    assert.deepEqual(at({ name: 'x', digest: 'sha256:' + 'A'.repeat(64) }), ['spec.toolPins[0].digest']);
+    assert.deepEqual(at({ name: 'x', digest: 'sha512:' + 'a'.repeat(64) }), ['spec.toolPins[0].digest']);
+    assert.deepEqual(at({ name: 'x' }), ['spec.toolPins[0].digest']);
+    assert.deepEqual(at({ digest: D }), ['spec.toolPins[0].name']);
+    assert.deepEqual(at({ name: 'ｒead_file', digest: D }), ['spec.toolPins[0].name'], 'a fullwidth letter');
+    assert.deepEqual(at({ name: 'read file', digest: D }), ['spec.toolPins[0].name']);
+    assert.deepEqual(at({ name: 'x'.repeat(129), digest: D }), ['spec.toolPins[0].name']);
+    assert.deepEqual(at({ name: 'x', server: 'FS', digest: D }), ['spec.toolPins[0].server']);
+    assert.deepEqual(at({ name: 'x', digest: D, tool: 'y' }), ['spec.toolPins[0].tool']);
+    assert.deepEqual(at('x'), ['spec.toolPins[0]']);
+    assert.deepEqual(fields(validateToolPolicySpec(spec({ toolPins: 'x' as never }))), ['spec.toolPins']);
+    assert.deepEqual(fields(validateToolPolicySpec(spec({ unpinnedTools: 'deny' as never }))), ['spec.unpinnedTools']);
+  });
+
+  it('refuses two pins for one tool on one server, names compared ignoring case', () => {
+    const cs = validateToolPolicySpec(
+      spec({
+        toolPins: [
+          { name: 'read_file', digest: D },
+          { name: 'READ_FILE', digest: D },
+          { name: 'read_file', server: 'fs', digest: D },
+        ],
+      }),
+    );
+    assert.deepEqual(fields(cs), ['spec.toolPins[1].name']);
+    assert.match(cs[0]!.message, /spec\.toolPins\[0\]/);
+  });
+
+  it('client side only: a pin for a server the policy does not apply to', () => {
+    const s = spec({ appliesTo: { mcpServer: 'fs' }, toolPins: [{ name: 'x', server: 'gh', digest: D }] });
+    assert.deepEqual(validateToolPolicySpec(s), []);
+    assert.deepEqual(fields(validateToolPolicySpec(s, { clientSide: true })), ['spec.toolPins[0].server']);
+  });
+
+  it('the CRD schema holds the same limits', () => {
+    const props = toolPolicySpecSchema.properties;
+    assert.equal(props.toolPins.maxItems, MAX_TOOL_PINS);
+    assert.deepEqual(props.unpinnedTools.enum, ['Allow', 'Deny']);
+    assert.ok(!('default' in props.unpinnedTools), 'no schema default: an existing policy is not rewritten');
+    assert.equal(props.toolPins.items.properties.digest.pattern, TOOL_DIGEST_PATTERN);
   });
 });
 

@@ -21,6 +21,8 @@ import {
 } from './types.js';
 import { INFERENCE_CONTENT_FIELDS } from './types.js';
 import { approvalHostProblem, canonicalHost } from './egress-host.js';
+import { MAX_TOOL_PINS, MCP_SERVER_NAME_PATTERN, TOOL_NAME_PATTERN } from './crds.js';
+import { isToolDigest } from './tool-pin.js';
 
 /** One problem, naming the field as kube-apiserver would (`spec.hosts[3].port`). */
 export interface ValidationCause {
@@ -240,6 +242,56 @@ export function agtInlineProblem(text: string): string | undefined {
   return undefined;
 }
 
+const TOOL_NAME_RE = new RegExp(TOOL_NAME_PATTERN);
+const SERVER_RE = new RegExp(MCP_SERVER_NAME_PATTERN);
+
+/**
+ * `spec.toolPins` and `spec.unpinnedTools` (ADR 0043): each pin a valid tool name (what the gateway
+ * accepts), an optional valid server name and a `sha256:` digest; at most one pin per (server, name
+ * ignoring case), since the gateway matches names ignoring case. Client-side only: a pin for a server
+ * other than `appliesTo.mcpServer` can never match, and is refused as a likely mistake.
+ */
+function toolPinProblems(spec: ToolPolicySpec, opts: ValidateOptions): Array<{ field: string; message: string }> {
+  const out: Array<{ field: string; message: string }> = [];
+  const u = spec.unpinnedTools as unknown;
+  if (u !== undefined && u !== 'Allow' && u !== 'Deny') out.push({ field: 'spec.unpinnedTools', message: 'must be Allow or Deny' });
+  const pins = spec.toolPins as unknown;
+  if (pins === undefined) return out;
+  if (!Array.isArray(pins)) return [...out, { field: 'spec.toolPins', message: 'must be a list of {name, server?, digest}' }];
+  if (pins.length > MAX_TOOL_PINS) out.push({ field: 'spec.toolPins', message: `must have at most ${MAX_TOOL_PINS} items` });
+  const seen = new Map<string, number>();
+  const scope = spec.appliesTo?.mcpServer;
+  pins.forEach((p: unknown, i) => {
+    const at = `spec.toolPins[${i}]`;
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) return void out.push({ field: at, message: 'must be an object' });
+    const { name, server, digest } = p as Record<string, unknown>;
+    for (const k of Object.keys(p))
+      if (k !== 'name' && k !== 'server' && k !== 'digest') out.push({ field: `${at}.${k}`, message: 'unknown field' });
+    if (typeof name !== 'string' || name === '') out.push({ field: `${at}.name`, message: 'is required (the tool name as listed)' });
+    else if (name.length > 128 || !TOOL_NAME_RE.test(name))
+      out.push({ field: `${at}.name`, message: 'must be 1 to 128 characters from A-Z a-z 0-9 _ - . / : (a name the gateway accepts)' });
+    if (server !== undefined && (typeof server !== 'string' || !SERVER_RE.test(server)))
+      out.push({ field: `${at}.server`, message: 'must be an MCP server name (lower-case letters, digits, ".", "_", "-")' });
+    else if (opts.clientSide === true && typeof server === 'string' && scope !== undefined && scope !== '*' && scope !== server)
+      out.push({
+        field: `${at}.server`,
+        message: `names ${server}, but the policy applies only to MCP server ${scope}: the pin could never match`,
+      });
+    if (!isToolDigest(digest)) out.push({ field: `${at}.digest`, message: 'must be sha256: followed by 64 lower-case hex digits' });
+    if (typeof name === 'string') {
+      const key = `${typeof server === 'string' ? server : ''}\u0000${name.toLowerCase()}`;
+      const first = seen.get(key);
+      if (first !== undefined)
+        out.push({
+          field: `${at}.name`,
+          message: `pins ${name} again (spec.toolPins[${first}]); names are matched ignoring case, one pin per server and name`,
+        });
+      else seen.set(key, i);
+    }
+  });
+  return out;
+}
+
 /** ToolPolicy: agtProfile inline XOR bundleRef, inline parses as YAML, monthlyCap ≥ dailyCap, money formats. */
 export function validateToolPolicySpec(spec: ToolPolicySpec, opts: ValidateOptions = {}): ValidationCause[] {
   const out: ValidationCause[] = [];
@@ -254,6 +306,7 @@ export function validateToolPolicySpec(spec: ToolPolicySpec, opts: ValidateOptio
       invalid('spec.appliesTo', 'must set at least one of tool, mcpServer or sandboxMatchLabels');
     }
   }
+  for (const c of toolPinProblems(spec, opts)) invalid(c.field, c.message);
   const agt = spec.agtProfile;
   if (agt !== undefined) {
     const hasInline = agt.inline !== undefined;

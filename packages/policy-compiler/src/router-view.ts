@@ -28,7 +28,7 @@
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
-import { INFERENCE_CONTENT_FIELDS, toolPolicyNameOf } from '@kars/policy-api';
+import { INFERENCE_CONTENT_FIELDS, isToolDigest, toolPolicyNameOf } from '@kars/policy-api';
 import { parseAgtProfile, type AgtRules } from './agt-subset.js';
 import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
 import { canonicalDigest } from './digest.js';
@@ -77,6 +77,10 @@ export interface ToolRules {
   rateLimit: { rps: number | null; burst: number | null } | null;
   approval: { mode: 'never' | 'always' | null } | null;
   agt: AgtRules | null;
+  /** Pinned tool definitions (ADR 0043), as compiled; empty when the policy pins nothing. */
+  toolPins: ReadonlyArray<{ server: string | null; name: string; digest: string }>;
+  /** What happens to a tool this policy governs and does not pin (`Allow` when the profile does not say). */
+  unpinnedTools: 'Allow' | 'Deny';
 }
 
 /** One allowed egress endpoint, with the approval that granted it (if any) and its expiry. */
@@ -298,6 +302,29 @@ export function parseInferenceBody(
 }
 
 /**
+ * `toolPins` of a compiled profile: each `{server: string|null, name, digest}` with a `sha256:`
+ * digest, no unknown member, no two for the same (server, lower-cased name). A pin for a server
+ * this router does not front is accepted: no tool of that server passes here, so it is enforced
+ * vacuously.
+ */
+function parsePins(v: unknown): ToolRules['toolPins'] {
+  const list = optList(v, 'toolPins') ?? [];
+  const seen = new Set<string>();
+  return list.map((e, i) => {
+    const at = `toolPins[${i}]`;
+    const o = strictObj(e, at, ['server', 'name', 'digest']);
+    const server = optStr(o['server'], `${at}.server`);
+    const name = reqStr(o['name'], `${at}.name`);
+    const digest = reqStr(o['digest'], `${at}.digest`);
+    if (!isToolDigest(digest)) throw new Refused(`${at}.digest: must be sha256: and 64 lower-case hex digits`);
+    const key = `${server ?? ''}\u0000${name.toLowerCase()}`;
+    if (seen.has(key)) throw new Refused(`${at}: a second pin for ${name} on the same server (names are matched ignoring case)`);
+    seen.add(key);
+    return { server, name, digest };
+  });
+}
+
+/**
  * Accept a compiled ToolPolicy (`profile.json` and the optional `agt-profile.yaml`) only if this
  * router can enforce every field. Refused: an unknown field or wrong type; `appliesTo.mcpServer`
  * naming a server this router does not front; `commerce` or `approval.mode: aboveThreshold`
@@ -310,7 +337,15 @@ export function parseToolProfile(
   caps: RouterCapabilities,
 ): { ok: true; rules: ToolRules; warnings: string[] } | { ok: false; error: string } {
   const r = run((): { rules: ToolRules; warnings: string[] } => {
-    const p = strictObj(parseJson(profileJson, 'profile.json'), '', ['appliesTo', 'commerce', 'rateLimit', 'approval', 'displayName']);
+    const p = strictObj(parseJson(profileJson, 'profile.json'), '', [
+      'appliesTo',
+      'commerce',
+      'rateLimit',
+      'approval',
+      'displayName',
+      'toolPins',
+      'unpinnedTools',
+    ]);
     const at = optObj(p['appliesTo'], 'appliesTo', ['tool', 'mcpServer', 'sandboxMatchLabels']);
     const tool = optStr(at?.['tool'], 'appliesTo.tool');
     const mcpServer = optStr(at?.['mcpServer'], 'appliesTo.mcpServer');
@@ -334,6 +369,8 @@ export function parseToolProfile(
       optStr(ap['channel'], 'approval.channel');
     }
     optStr(p['displayName'], 'displayName');
+    const toolPins = parsePins(p['toolPins']);
+    const unpinnedTools = optEnum(p['unpinnedTools'], 'unpinnedTools', ['Allow', 'Deny'] as const) ?? 'Allow';
     let agt: AgtRules | null = null;
     let warnings: string[] = [];
     if (agtYaml !== undefined) {
@@ -349,6 +386,8 @@ export function parseToolProfile(
         rateLimit: rl ? { rps: optUint(rl['rps'], 'rateLimit.rps'), burst: optUint(rl['burst'], 'rateLimit.burst') } : null,
         approval: ap ? { mode } : null,
         agt,
+        toolPins,
+        unpinnedTools,
       },
       warnings,
     };

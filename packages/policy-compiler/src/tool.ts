@@ -11,6 +11,10 @@
  * The contract's echoed artifact is `agt-profile.yaml`: the inline AGT YAML, verbatim. Its digest is
  * `canonicalDigest("agt-profile.yaml", bytes)` (router echo kind `AgtProfile`).
  *
+ * kars addition (ADR 0043): `toolPins: [{server, name, digest}]` (sorted) and `unpinnedTools:
+ * "Allow"|"Deny"` follow `displayName`, each only when the spec sets it: a policy without them
+ * compiles to the same bytes as before, and a router that does not know them refuses the profile.
+ *
  * Decisions:
  * - When `commerce` is set and no approval mode is given, the compiled form makes the contract's
  *   default explicit: `approval.mode = "aboveThreshold"` (a missing `approval` block becomes
@@ -19,11 +23,11 @@
  *
  * Caveats: `agtProfile.bundleRef` needs OCI access, so it fails with `InvalidRef`.
  */
-import type { ToolPolicy } from '@kars/policy-api';
+import { isToolDigest, type ToolPolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { toolPolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
 import { checkUint, orNull, sortedLabels } from './json.js';
-import { fail, type CompileResult } from './result.js';
+import { fail, type CompileFailure, type CompileResult } from './result.js';
 import { policyHeader } from './header.js';
 
 /** ConfigMap key of the compiled (pretty) profile. */
@@ -55,6 +59,53 @@ export interface CompiledToolPolicy {
 
 /** What the compiler reads from a ToolPolicy. */
 export type ToolPolicyInput = Pick<ToolPolicy, 'metadata' | 'spec'>;
+
+/** One compiled pin: `server` null means any server the policy governs. */
+export interface CompiledToolPin {
+  server: string | null;
+  name: string;
+  digest: string;
+}
+
+/**
+ * `spec.toolPins` in compiled form: `[{server, name, digest}]` sorted by server (null first), then
+ * name, so the order pins were written in does not change the digest. Refused: a malformed pin, a
+ * duplicate (server, lower-cased name), an `unpinnedTools` other than Allow or Deny.
+ */
+function compilePins(
+  toolPins: ToolPolicy['spec']['toolPins'],
+  unpinned: unknown,
+): { ok: true; pins: CompiledToolPin[] | undefined } | CompileFailure {
+  if (unpinned !== undefined && unpinned !== 'Allow' && unpinned !== 'Deny')
+    return fail('InvalidSpec', 'spec.unpinnedTools', 'spec.unpinnedTools must be Allow or Deny');
+  if (toolPins === undefined) return { ok: true, pins: undefined };
+  if (!Array.isArray(toolPins)) return fail('InvalidSpec', 'spec.toolPins', 'spec.toolPins must be a list of {name, server?, digest}');
+  const pins: CompiledToolPin[] = [];
+  const keys = new Set<string>();
+  for (const [i, p] of toolPins.entries()) {
+    const at = `spec.toolPins[${i}]`;
+    const ok =
+      typeof p === 'object' &&
+      p !== null &&
+      typeof p.name === 'string' &&
+      p.name !== '' &&
+      isToolDigest(p.digest) &&
+      (p.server === undefined || (typeof p.server === 'string' && p.server !== ''));
+    if (!ok) return fail('InvalidSpec', at, `${at} must have a name, an optional server and a sha256: digest`);
+    const key = `${p.server ?? ''}\u0000${p.name.toLowerCase()}`;
+    if (keys.has(key)) return fail('InvalidSpec', at, `${at} pins ${p.name} twice for the same server (names are matched ignoring case)`);
+    keys.add(key);
+    pins.push({ server: p.server ?? null, name: p.name, digest: p.digest });
+  }
+  pins.sort(
+    (x, y) => (x.server === null ? 0 : 1) - (y.server === null ? 0 : 1) || cmp(x.server ?? '', y.server ?? '') || cmp(x.name, y.name),
+  );
+  return { ok: true, pins };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 /** Compile one ToolPolicy. Pure; never throws for malformed input. */
 export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<CompiledToolPolicy> {
@@ -96,6 +147,10 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     return fail('InvalidSpec', 'spec.commerce.counterpartyAllowlist', 'spec.commerce.counterpartyAllowlist must be a list of strings');
   }
 
+  const pinned = compilePins(spec.toolPins, spec.unpinnedTools);
+  if (!pinned.ok) return pinned;
+  const { pins } = pinned;
+
   const a = spec.approval;
   const defaultMode = c !== undefined ? DEFAULT_COMMERCE_APPROVAL_MODE : undefined;
   const approval =
@@ -123,6 +178,10 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     rateLimit: rl === undefined ? null : { rps: orNull(rl.rps), burst: orNull(rl.burst), window: orNull(rl.window) },
     approval,
     displayName: orNull(spec.displayName),
+    // ADR 0043: written only when the spec sets them, so the bytes (and digest) of a policy without
+    // pins are unchanged, and a router that predates pins refuses (never echoes) one with them.
+    ...(pins === undefined ? {} : { toolPins: pins }),
+    ...(spec.unpinnedTools === undefined ? {} : { unpinnedTools: spec.unpinnedTools }),
   };
 
   const profileCompact = JSON.stringify(profile);

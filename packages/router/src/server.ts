@@ -21,6 +21,8 @@ import type { Clock, Logger } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler/runtime';
 import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
+import { listedTool, SeenDefinitions } from './tools/pins.js';
+import { isToolListed } from './tools/decide.js';
 
 /** Where a router's policy comes from. */
 export type PolicySourceOptions =
@@ -254,7 +256,11 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   };
   // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
   const gateways = new Map<string, McpGatewayHandler>();
-  if (opts.mcpUpstream)
+  // What each gateway saw listed, for pins and for GET /internal/mcp-tools (ADR 0043).
+  const listings: Array<{ server: string | null; path: string; seen: SeenDefinitions }> = [];
+  if (opts.mcpUpstream) {
+    const seen = new SeenDefinitions();
+    listings.push({ server: null, path: '/mcp', seen });
     gateways.set(
       '/mcp',
       createMcpGateway({
@@ -263,14 +269,18 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         sandbox: opts.sandbox,
         client,
         clock,
+        seen,
         onDecision: onToolDecision,
       }),
     );
+  }
   for (const u of opts.mcpUpstreams ?? []) {
     if (!MCP_SERVER_NAME.test(u.name))
       throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
     const path = `/mcp/${u.name}`;
     if (gateways.has(path)) throw new Error(`MCP server ${u.name} is given twice`);
+    const seen = new SeenDefinitions();
+    listings.push({ server: u.name, path, seen });
     gateways.set(
       path,
       createMcpGateway({
@@ -281,6 +291,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         clock,
         server: u.name,
         path,
+        seen,
         onDecision: onToolDecision,
       }),
     );
@@ -377,11 +388,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (opts.adminListen) {
     const want = opts.adminToken;
     admin = http.createServer((req, res) => {
-      if ((req.url ?? '').split('?')[0] !== '/internal/policy-status' || req.method !== 'GET')
+      const adminPath = (req.url ?? '').split('?')[0];
+      if ((adminPath !== '/internal/policy-status' && adminPath !== MCP_TOOLS_PATH) || req.method !== 'GET')
         return sendJson(res, 404, { error: 'not found' });
       // Exactly one `Authorization: Bearer <token>`, compared in constant time (ADR 0028).
       const got = bearerToken(authorizationValues(req.rawHeaders));
       if (!want || got === undefined || !secretEquals(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
+      if (adminPath === MCP_TOOLS_PATH) return sendJson(res, 200, mcpToolsView(listings, state.current().tools));
       const entries = state.statusEntries();
       sendJson(res, 200, {
         schema_version: 1,
@@ -438,6 +451,41 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     viewAgeMs,
     stalenessSeconds: () => api?.staleness.stalenessSeconds(),
     done,
+  };
+}
+
+/** The admin listener's view of the MCP tool definitions each gateway last saw listed (ADR 0043). */
+export const MCP_TOOLS_PATH = '/internal/mcp-tools';
+
+/**
+ * The body of `GET /internal/mcp-tools`: per MCP server (`server` null for the unnamed `/mcp`), the
+ * last definition of each tool it saw listed, with its digest, and whether the policy in force
+ * lets the agent see it (`visible`; `hiddenBecause` the code when not).
+ */
+export function mcpToolsView(
+  listings: ReadonlyArray<{ server: string | null; path: string; seen: SeenDefinitions }>,
+  tools: PolicySnapshot['tools'],
+): { schema_version: 1; servers: unknown[] } {
+  return {
+    schema_version: 1,
+    servers: listings.map((l) => ({
+      server: l.server,
+      path: l.path,
+      tools: l.seen.catalog().map((e) => {
+        const def: Record<string, unknown> = { name: e.name };
+        if ('description' in e) def['description'] = e.description;
+        if ('inputSchema' in e) def['inputSchema'] = e.inputSchema;
+        const v = isToolListed(tools, l.server ?? undefined, e.name, { entry: listedTool(def, e.name), conflicted: e.conflict });
+        return {
+          ...def,
+          digest: e.digest,
+          conflict: e.conflict,
+          seenAt: new Date(e.seenAtMs).toISOString(),
+          visible: v.listed,
+          ...(v.listed ? {} : { hiddenBecause: v.code, reason: v.reason }),
+        };
+      }),
+    })),
   };
 }
 

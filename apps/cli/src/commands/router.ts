@@ -198,7 +198,7 @@ export function routerCommand(): Command {
       [] as McpUpstreamFlag[],
     )
     .option('--egress-listen <host:port>', 'HTTP forward proxy (CONNECT and absolute-URI HTTP) for egress')
-    .option('--admin-listen <host:port>', 'serve GET /internal/policy-status (bearer token)')
+    .option('--admin-listen <host:port>', 'serve GET /internal/policy-status and GET /internal/mcp-tools (bearer token)')
     .option('--admin-token-file <file>', 'bearer token for the admin endpoint (default: env KARS_ROUTER_ADMIN_TOKEN)')
     .option('--kubeconfig <file>', 'kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)')
     .option('--instance <name>', 'instance name in the echo lease (default: POD_NAME, then the hostname); keep it stable across restarts')

@@ -7,6 +7,7 @@ import { collect, labels, wholeNumber } from '../lib/flags.js';
 import { CliError } from '../lib/output.js';
 import { policyCommand, policyStatusOf } from '../lib/policy-command.js';
 import type { PolicyApplyFlags } from '../lib/policy-command.js';
+import { addPinCommand } from './toolpolicy-pin.js';
 
 interface ApplyFlags extends PolicyApplyFlags {
   tool?: string;
@@ -90,7 +91,7 @@ export function toolSpecFrom(base: ToolPolicySpec | undefined, f: ApplyFlags): T
 
 /** `kars toolpolicy|tp apply|get|list|delete`, straight against the API (no kubectl). */
 export function toolPolicyCommand(): Command {
-  return policyCommand<ToolPolicy, ApplyFlags>({
+  const cmd = policyCommand<ToolPolicy, ApplyFlags>({
     resource: TOOL_POLICY,
     command: 'toolpolicy',
     alias: 'tp',
@@ -126,6 +127,7 @@ export function toolPolicyCommand(): Command {
         `Approval:         ${s.approval ? `mode ${s.approval.mode ?? '-'}${s.approval.threshold ? `, threshold ${s.approval.threshold}` : ''}${s.approval.channel ? `, channel ${s.approval.channel}` : ''}` : '-'}`,
         `Commerce:         ${s.commerce ? `daily ${s.commerce.dailyCap ?? '-'}, monthly ${s.commerce.monthlyCap ?? '-'}, per transfer ${s.commerce.perTransferCap ?? '-'}` : '-'}`,
         `AGT profile:      ${s.agtProfile?.inline !== undefined ? `inline, ${s.agtProfile.inline.split('\n').length} lines` : s.agtProfile?.bundleRef ? 'bundle' : '-'}`,
+        `Tool pins:        ${s.toolPins && s.toolPins.length > 0 ? `${s.toolPins.length} (${s.toolPins.map((p) => `${p.server ?? '*'}/${p.name}`).join(', ')})` : '-'}, unpinned tools ${s.unpinnedTools ?? 'Allow'}`,
         `Status:           ${policyStatusOf(tp)}, generation ${tp.metadata.generation ?? 1}, observedGeneration ${tp.status?.observedGeneration ?? '-'}`,
         `Compiled digest:  ${tp.status?.compiledDigest ?? '-'}`,
         `Loaded digest:    ${tp.status?.loadedDigest ?? '-'}`,
@@ -136,4 +138,6 @@ export function toolPolicyCommand(): Command {
     listRow: (tp) => [tp.spec.appliesTo.tool ?? '*', tp.spec.commerce?.dailyCap ?? '-'],
     deleteDescription: 'delete a ToolPolicy',
   });
+  addPinCommand(cmd);
+  return cmd;
 }

@@ -12,7 +12,7 @@ import type { TestServer } from '@kars/apiserver/testing';
 import { allCrds } from '@kars/policy-api';
 import { PolicyController } from '@kars/policy-controller';
 import { startRouter } from '@kars/router';
-import type { RunningRouter } from '@kars/router';
+import type { RouterOptions, RunningRouter } from '@kars/router';
 import { startMcpStub, startOpenAIStub } from '@kars/router/stubs';
 import type { McpStub, OpenAIStub } from '@kars/router/stubs';
 
@@ -24,8 +24,15 @@ export interface TestStack {
   kubeconfig: string;
   openai: OpenAIStub;
   mcp: McpStub;
-  /** Start a router for `sandbox` in `namespace` (default `default`), with egress and the MCP gateway. */
-  router(sandbox: string, namespace?: string): Promise<RunningRouter>;
+  /**
+   * Start a router for `sandbox` in `namespace` (default `default`), with egress and the MCP gateway;
+   * `extra` adds router options (an admin listener, named MCP servers).
+   */
+  router(
+    sandbox: string,
+    namespace?: string,
+    extra?: Pick<RouterOptions, 'adminListen' | 'adminToken' | 'mcpUpstreams'>,
+  ): Promise<RunningRouter>;
   close(): Promise<void>;
 }
 
@@ -60,7 +67,7 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
     kubeconfig: ts.server.kubeconfigPath,
     openai,
     mcp,
-    async router(sandbox, namespace = 'default') {
+    async router(sandbox, namespace = 'default', extra = {}) {
       const r = await startRouter(
         {
           sandbox,
@@ -73,6 +80,7 @@ export async function startTestStack(opts: { namespaces?: string[] } = {}): Prom
           instance: `test-${++n}`,
           metrics: new RuntimeMetrics(),
           log,
+          ...extra,
         },
         ac.signal,
       );

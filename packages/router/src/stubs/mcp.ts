@@ -64,13 +64,15 @@ export interface McpStub {
   setToolError(tool: string, error: JsonRpcErrorObject | undefined): void;
   setHttpFailure(failure: { status: number; body?: string; contentType?: string } | undefined): void;
   setResponseMode(mode: 'json' | 'sse'): void;
+  /** Replace the tools it lists (and answers calls of), e.g. to change a definition after it was pinned. */
+  setTools(tools: McpStubTool[]): void;
   close(): Promise<void>;
 }
 
 const DEFAULT_TOOLS: McpStubTool[] = [{ name: 'echo', description: 'Echo the arguments' }];
 
 export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> {
-  const tools = (opts.tools ?? DEFAULT_TOOLS).map((t) => ({ ...t }));
+  let tools = (opts.tools ?? DEFAULT_TOOLS).map((t) => ({ ...t }));
   const toolErrors = new Map<string, JsonRpcErrorObject>(Object.entries(opts.toolErrors ?? {}));
   let failure: { status: number; body?: string; contentType?: string } | undefined;
   let mode: 'json' | 'sse' = opts.responseMode ?? 'json';
@@ -218,6 +220,9 @@ export async function startMcpStub(opts: McpStubOptions = {}): Promise<McpStub> 
     },
     setResponseMode(m) {
       mode = m;
+    },
+    setTools(t) {
+      tools = t.map((x) => ({ ...x }));
     },
     close() {
       return new Promise<void>((resolve) => {

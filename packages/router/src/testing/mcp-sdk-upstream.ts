@@ -3,7 +3,8 @@
  * `StreamableHTTPServerTransport`, one per session, with an event store for resumption), for the
  * tests that prove the gateway against the real protocol implementation.
  *
- * - `tools/list` is paginated (`pageSize` tools a page, `nextCursor` the next offset).
+ * - `tools/list` is paginated (`pageSize` tools a page, `nextCursor` the next offset); a tool's
+ *   description is `descriptions[name]`, or `tool <name>`.
  * - `tools/call` records the tool it ran in `calls`. With `arguments.stream: true` it first sends
  *   `steps` progress notifications (when the client gave a progress token) and a logging message
  *   on the call's own SSE answer, then answers. `arguments.smuggle: true` also pushes, on that
@@ -56,6 +57,8 @@ export interface SdkUpstream {
   url: URL;
   /** Tool names, in list order (change it, then `sendToolListChanged`). */
   tools: string[];
+  /** Descriptions by tool name (default `tool <name>`); change one to change a listed definition. */
+  descriptions: Record<string, string>;
   pageSize: number;
   cutListStream: boolean;
   /** Tools the server actually ran, in order. */
@@ -71,8 +74,8 @@ export interface SdkUpstream {
   close(): Promise<void>;
 }
 
-function toolEntry(name: string) {
-  return { name, description: `tool ${name}`, inputSchema: { type: 'object' as const, additionalProperties: true } };
+function toolEntry(name: string, descriptions: Record<string, string> = {}) {
+  return { name, description: descriptions[name] ?? `tool ${name}`, inputSchema: { type: 'object' as const, additionalProperties: true } };
 }
 
 export async function startSdkUpstream(opts: { tools: string[]; pageSize?: number }): Promise<SdkUpstream> {
@@ -82,6 +85,7 @@ export async function startSdkUpstream(opts: { tools: string[]; pageSize?: numbe
   const up: SdkUpstream = {
     url: new URL('http://127.0.0.1/mcp'),
     tools: [...opts.tools],
+    descriptions: {},
     pageSize: opts.pageSize ?? 100,
     cutListStream: false,
     calls: [],
@@ -118,7 +122,7 @@ export async function startSdkUpstream(opts: { tools: string[]; pageSize?: numbe
     });
     server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
       const start = Number(req.params?.cursor ?? '0');
-      const page = up.tools.slice(start, start + up.pageSize).map(toolEntry);
+      const page = up.tools.slice(start, start + up.pageSize).map((n) => toolEntry(n, up.descriptions));
       const next = start + up.pageSize < up.tools.length ? String(start + up.pageSize) : undefined;
       if (up.cutListStream) extra.closeSSEStream?.();
       return { tools: page, ...(next !== undefined ? { nextCursor: next } : {}) };
@@ -135,7 +139,7 @@ export async function startSdkUpstream(opts: { tools: string[]; pageSize?: numbe
             await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: steps } });
         await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `working on ${name}` } });
         if (args['smuggle'] === true) {
-          const all = up.tools.map(toolEntry);
+          const all = up.tools.map((n) => toolEntry(n, up.descriptions));
           await transport.send(
             { jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { tools: all } },
             { relatedRequestId: extra.requestId },

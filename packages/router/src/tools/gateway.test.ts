@@ -21,7 +21,16 @@ function agt(yaml: string): NonNullable<ToolRules['agt']> {
 }
 
 function policy(name: string, over: Partial<ToolRules> = {}): ToolRules {
-  return { name, appliesTo: { tool: null, mcpServer: null }, rateLimit: null, approval: null, agt: null, ...over };
+  return {
+    name,
+    appliesTo: { tool: null, mcpServer: null },
+    rateLimit: null,
+    approval: null,
+    agt: null,
+    toolPins: [],
+    unpinnedTools: 'Allow',
+    ...over,
+  };
 }
 
 function snap(tools: ToolRules[]): PolicySnapshot {

@@ -24,6 +24,10 @@
  *   GET stream, replayed event; any status) that carries a `tools` array in `result`, `params` or
  *   `error.data` loses the tools AGT denies. Approval-required and rate-limited tools stay listed
  *   (their calls are refused). `cursor`/`nextCursor` pass as they are, so every page is filtered.
+ * - Pinned definitions (ADR 0043, `pins.ts`): every listed tool is recorded, with its digest, as
+ *   what its session last saw; a tool whose definition does not match its policy's pin (or that is
+ *   unpinned under `unpinnedTools: Deny`) is hidden, and a call is judged by what the session last
+ *   saw listed. A `notifications/tools/list_changed` forgets the session's listing; so does DELETE.
  *
  * Guarantees: a POST's snapshot is taken once and used for every decision and the filter of its
  * answer; a GET stream, which may last the whole session, filters each event under the snapshot of
@@ -53,6 +57,7 @@ import type { SnapshotSource, ToolRules } from '../snapshot.js';
 import { parseStrictJson } from '../json/strict.js';
 import { decideToolCall, isToolListed, TOOL_ERROR_CODES, type ToolRefusalCode } from './decide.js';
 import { checkToolName } from './names.js';
+import { listedTool, pageConflicts, SeenDefinitions, type ListedTool } from './pins.js';
 import { envelopeProblem } from './envelope.js';
 import { fold } from '../json/fold.js';
 import { batchesAllowed, isKnownVersion, KNOWN_PROTOCOL_VERSIONS, requestVersion, SessionVersions } from './protocol.js';
@@ -84,6 +89,8 @@ export interface ToolDecision {
   decision: 'allowed' | ToolRefusalCode | 'tool_name_invalid' | 'hidden';
   /** Name of the governing ToolPolicy; null when none applies. */
   policy: string | null;
+  /** For a hidden tool: why (`tool_denied`, or a pin's `tool_definition_changed` / `tool_not_pinned`). */
+  reason?: ToolRefusalCode;
   message?: string;
 }
 
@@ -106,6 +113,8 @@ export interface McpGatewayOptions {
   maxResponseBytes?: number;
   /** The router's shared upstream client (keep-alive pool, timeouts); by default one of its own. */
   client?: UpstreamClient;
+  /** The tool definitions this gateway saw listed (pins judge calls by them; the admin listener shows them). Default: its own. */
+  seen?: SeenDefinitions;
 }
 
 /** Handles one request; resolves `false` when the path is not the gateway's (nothing written). */
@@ -148,6 +157,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const { sandbox, server, upstream } = opts;
   const client = opts.client ?? new UpstreamClient();
   const sessions = new SessionVersions();
+  const seen = opts.seen ?? new SeenDefinitions();
 
   function emit(d: ToolDecision): void {
     try {
@@ -157,7 +167,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     }
   }
 
-  function plan(parsed: unknown, tools: readonly ToolRules[]): Plan {
+  function plan(parsed: unknown, tools: readonly ToolRules[], session: string): Plan {
     const isBatch = Array.isArray(parsed);
     const items: unknown[] = isBatch ? (parsed as unknown[]) : [parsed];
     const p: Plan = { isBatch, forward: [], local: [], untouched: true, localStatus: 200 };
@@ -223,7 +233,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         p.untouched = false;
         continue;
       }
-      const d = decideToolCall(tools, { sandbox, server, tool }, limiter);
+      const d = decideToolCall(tools, { sandbox, server, tool, seen: seen.get(session, named.key) }, limiter);
       if (d.allowed) {
         emit({ sandbox, server, tool, kind: 'call', allowed: true, decision: 'allowed', policy: d.policy?.name ?? null });
         p.forward.push(item);
@@ -246,21 +256,26 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
    * JSON decoder matches keys case-insensitively, as Go's does, would read them), and a batch nested
    * in a batch is filtered too.
    */
-  function filterMessage(msg: unknown, tools: readonly ToolRules[]): unknown {
-    if (Array.isArray(msg)) return msg.map((m) => filterMessage(m, tools));
+  function filterMessage(msg: unknown, tools: readonly ToolRules[], session: string): unknown {
+    if (Array.isArray(msg)) return msg.map((m) => filterMessage(m, tools, session));
     if (!isObject(msg)) return msg;
+    // The server says its tools changed: what this session saw listed no longer vouches for a call.
+    for (const k of Object.keys(msg)) {
+      const m = msg[k];
+      if (fold(k) === 'method' && typeof m === 'string' && fold(m) === 'notifications/tools/list_changed') seen.forget(session);
+    }
     let out: Record<string, unknown> = msg;
     for (const rk of Object.keys(msg)) {
       const member = fold(rk);
       const value = msg[rk];
       if (!isObject(value)) continue;
       let kept: Record<string, unknown> | undefined;
-      if (member === 'result' || member === 'params') kept = withoutDenied(value, tools);
+      if (member === 'result' || member === 'params') kept = withoutDenied(value, tools, session);
       else if (member === 'error')
         for (const dk of Object.keys(value)) {
           const data = value[dk];
           if (fold(dk) !== 'data' || !isObject(data)) continue;
-          const d = withoutDenied(data, tools);
+          const d = withoutDenied(data, tools, session);
           if (d !== data) kept = { ...(kept ?? value), [dk]: d };
         }
       if (kept !== undefined && kept !== value) out = { ...out, [rk]: kept };
@@ -269,17 +284,26 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   }
 
   /** `obj` with every `tools` array (any spelling of the key) reduced to the tools policy lets the agent see. */
-  function withoutDenied(obj: Record<string, unknown>, tools: readonly ToolRules[]): Record<string, unknown> {
+  function withoutDenied(obj: Record<string, unknown>, tools: readonly ToolRules[], session: string): Record<string, unknown> {
     let kept = obj;
     for (const tk of Object.keys(obj)) {
       const list = obj[tk];
-      if (fold(tk) === 'tools' && Array.isArray(list)) kept = { ...kept, [tk]: keptTools(list, tools) };
+      if (fold(tk) === 'tools' && Array.isArray(list)) kept = { ...kept, [tk]: keptTools(list, tools, session) };
     }
     return kept;
   }
 
-  /** The entries of a listed `tools` array that policy lets the agent see. */
-  function keptTools(list: unknown[], tools: readonly ToolRules[]): unknown[] {
+  /**
+   * The entries of a listed `tools` array that policy lets the agent see. The valid entries are
+   * recorded first (with their digests) as what this session last saw listed, hidden ones included.
+   */
+  function keptTools(list: unknown[], tools: readonly ToolRules[], session: string): unknown[] {
+    const page = new Map<unknown, ListedTool>();
+    for (const t of list)
+      if (isObject(t) && typeof t['name'] === 'string' && checkToolName(t['name']).ok) page.set(t, listedTool(t, t['name']));
+    const entries = [...page.values()];
+    seen.record(session, entries);
+    const conflicts = pageConflicts(entries);
     return list.filter((t) => {
       if (!isObject(t) || typeof t['name'] !== 'string') {
         emit({
@@ -300,7 +324,8 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         emit({ sandbox, server, tool: t['name'], kind: 'list', allowed: false, decision: 'hidden', policy: null, message: named.reason });
         return false;
       }
-      const v = isToolListed(tools, server, t['name']);
+      const entry = page.get(t);
+      const v = isToolListed(tools, server, t['name'], entry === undefined ? undefined : { entry, conflicted: conflicts.has(entry.key) });
       if (!v.listed)
         emit({
           sandbox,
@@ -310,6 +335,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
           allowed: false,
           decision: 'hidden',
           policy: v.policy.name,
+          reason: v.code,
           message: v.reason,
         });
       return v.listed;
@@ -358,7 +384,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         const sid = session();
         if (sid !== undefined) sessions.set(sid, v);
       }
-      return filterMessage(m, tools());
+      return filterMessage(m, tools(), session() ?? '');
     };
   }
 
@@ -490,8 +516,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     req.resume();
     const p: Plan = { isBatch: false, forward: [], local: [], untouched: true, localStatus: 200 };
     const session = req.headers['mcp-session-id'];
-    if (method === 'DELETE' && typeof session === 'string') res.once('finish', () => sessions.delete(session));
-    await relay(req, res, p, { method, retryStale: true }, () => (m) => filterMessage(m, opts.snapshot().tools));
+    if (method === 'DELETE' && typeof session === 'string')
+      res.once('finish', () => {
+        sessions.delete(session);
+        seen.forget(session);
+      });
+    const sid = sessionOf(req.headers);
+    await relay(req, res, p, { method, retryStale: true }, () => (m) => filterMessage(m, opts.snapshot().tools, sid));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -550,7 +581,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       );
       return;
     }
-    const p = plan(strict.value, snapshot.tools);
+    const p = plan(strict.value, snapshot.tools, sessionOf(req.headers));
     if (p.forward.length === 0) {
       answerLocally(res, p);
       return;
@@ -574,6 +605,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     }
     return true;
   };
+}
+
+/** The session a request belongs to, as the tables key it: its `Mcp-Session-Id` (joined when repeated), or `''`. */
+function sessionOf(h: IncomingHttpHeaders): string {
+  const v = h['mcp-session-id'];
+  return Array.isArray(v) ? v.join(', ') : (v ?? '');
 }
 
 /** Request headers the gateway sets itself. */

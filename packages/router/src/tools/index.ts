@@ -7,3 +7,5 @@ export type { McpGatewayHandler, McpGatewayOptions, ToolDecision } from './gatew
 export { effectiveLimit, ToolRateLimiter } from './ratelimit.js';
 export type { RateLimitSpec, TakeResult } from './ratelimit.js';
 export { selectToolPolicy, specificity } from './select.js';
+export { callVerdict, listVerdict, pinFor, SeenDefinitions } from './pins.js';
+export type { CatalogEntry, PinRefusalCode, SeenEntry } from './pins.js';

@@ -4,7 +4,7 @@ import type { ToolRules } from '../snapshot.js';
 import { selectToolPolicy } from './select.js';
 
 function p(name: string, tool: string | null, mcpServer: string | null): ToolRules {
-  return { name, appliesTo: { tool, mcpServer }, rateLimit: null, approval: null, agt: null };
+  return { name, appliesTo: { tool, mcpServer }, rateLimit: null, approval: null, agt: null, toolPins: [], unpinnedTools: 'Allow' };
 }
 
 describe('selectToolPolicy', () => {
