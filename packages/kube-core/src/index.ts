@@ -2,6 +2,7 @@ export * from './types.js';
 export * from './errors.js';
 export * from './selectors.js';
 export * from './clock.js';
+export * from './time.js';
 export * from './logger.js';
 export * from './codes.js';
 export * from './json.js';

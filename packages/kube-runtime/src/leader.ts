@@ -1,4 +1,4 @@
-import { httpStatusOf, sleep, systemClock } from '@kars/kube-core';
+import { httpStatusOf, kubeMicroTime, sleep, systemClock } from '@kars/kube-core';
 import type { Clock, Logger, ObjectMeta } from '@kars/kube-core';
 
 /**
@@ -257,7 +257,7 @@ export class LeaderElector {
    * 409) read the lease and create, renew or take it over as the rules allow. True on success.
    */
   private async tryAcquireOrRenew(signal: AbortSignal, deadlineAt: number): Promise<boolean> {
-    const stamp = microTime(this.clock.wallNow());
+    const stamp = kubeMicroTime(this.clock.wallNow());
     try {
       const seen = this.observed;
       if (this.leading && seen !== undefined && holderOf(seen) === this.identity) {
@@ -421,7 +421,7 @@ export class LeaderElector {
   }
 
   private releasedFrom(lease: Lease): Lease {
-    const stamp = microTime(this.clock.wallNow());
+    const stamp = kubeMicroTime(this.clock.wallNow());
     const s = specOf(lease);
     return {
       ...lease,
@@ -471,11 +471,6 @@ function specOf(lease: Lease): Lease['spec'] {
 
 function holderOf(lease: Lease): string {
   return specOf(lease).holderIdentity ?? '';
-}
-
-/** MicroTime as Kubernetes writes it: RFC 3339 with exactly six fractional digits. */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
 }
 
 /** Settle like `p`, or reject with Interrupted on abort or after `ms`. Cleans up either way. */

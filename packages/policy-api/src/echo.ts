@@ -8,6 +8,7 @@
  * router has loaded reaches the controller as a watch event (no polling), and a router whose lease
  * is not renewed within `leaseDurationSeconds` stops counting.
  */
+import { kubeMicroTime } from '@kars/kube-core';
 
 /** The kinds a router echoes, spelled as the kars wire contract spells them. */
 export type EchoKind = 'InferencePolicy' | 'ToolPolicy' | 'AgtProfile' | 'EgressApproval' | 'EgressAllowlist' | 'Memory';
@@ -96,10 +97,8 @@ export interface EchoLease {
   spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string; acquireTime?: string };
 }
 
-/** MicroTime as Kubernetes writes it (six fractional digits). */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
+/** MicroTime as Kubernetes writes it (six fractional digits; kube-core's `kubeMicroTime`). */
+export const microTime: (ms: number) => string = kubeMicroTime;
 
 /** Build the Lease a router applies to publish its echo. */
 export function echoLease(namespace: string, echo: RouterEcho): EchoLease {

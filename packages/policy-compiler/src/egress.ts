@@ -9,6 +9,7 @@
  * ASCII-lowercased (non-ASCII letters keep their case), blank hosts are dropped, and endpoints
  * sort by the UTF-8 bytes of the host, then by port.
  */
+import { kubeTime } from '@kars/kube-core';
 import { canonicalDigest } from './digest.js';
 
 /** Domain separator of the baseline allowlist digest. */
@@ -129,7 +130,5 @@ export function approvalFile(approval: ApprovalFileInput, effectiveAt: string, e
   return { key: approvalFileKey(approval.metadata.name), body: JSON.stringify(doc) };
 }
 
-/** Format epoch milliseconds as RFC 3339 UTC with whole seconds and `Z` (20 characters), as the controller stamps times. */
-export function rfc3339Seconds(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
+/** Format epoch milliseconds as RFC 3339 UTC with whole seconds and `Z` (20 characters), as the controller stamps times (kube-core's `kubeTime`). */
+export const rfc3339Seconds: (ms: number) => string = kubeTime;

@@ -27,6 +27,7 @@
  *
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
+import { kubeTime } from '@kars/kube-core';
 import type { EchoKind, KarsSandbox } from '@kars/policy-api';
 import { INFERENCE_CONTENT_FIELDS, isToolDigest, toolPolicyNameOf } from '@kars/policy-api';
 import { parseAgtProfile, type AgtRules } from './agt-subset.js';
@@ -691,7 +692,7 @@ export class EchoLedger {
         kind,
         digest: s.digest,
         source_path: s.source,
-        loaded_at: s.loadedAtMs === undefined ? null : new Date(s.loadedAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        loaded_at: s.loadedAtMs === undefined ? null : kubeTime(s.loadedAtMs),
         last_error: s.error ?? null,
         rejected_digest: s.rejected ?? null,
       }));

@@ -1,4 +1,4 @@
-import { systemClock } from '@kars/kube-core';
+import { kubeTime, systemClock } from '@kars/kube-core';
 import type { Clock, KubeObject, Logger } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { KubeClient } from '@kars/kube-client';
@@ -57,7 +57,7 @@ export class EventRecorder {
     if (!byReason) this.sent.set(uid, (byReason = new Map()));
     if (byReason.get(reason) === dedupeKey) return;
     byReason.set(reason, dedupeKey);
-    const now = new Date(this.clock.wallNow()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = kubeTime(this.clock.wallNow());
     const event = {
       apiVersion: 'v1',
       kind: 'Event',

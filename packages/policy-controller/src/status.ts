@@ -1,12 +1,10 @@
-import { ApiError, isObject } from '@kars/kube-core';
+import { ApiError, isObject, kubeTime } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import type { ResourceRef } from '@kars/kube-client';
 import type { ControllerContext } from './context.js';
 
-/** RFC 3339 UTC with whole seconds, as status timestamps are written. */
-export function rfc3339(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
+/** RFC 3339 UTC with whole seconds, as status timestamps are written (kube-core's `kubeTime`). */
+export const rfc3339: (ms: number) => string = kubeTime;
 
 /** Canonical JSON: keys sorted, undefined members left out; `applied` also leaves out null members. */
 function stable(v: unknown, applied = false): string {
