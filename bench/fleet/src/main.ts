@@ -123,6 +123,11 @@ async function main(): Promise<void> {
           log(`${spec.id}: PING cost, ${pingConns} connections every ${iv} ms`);
           pings.push({ target: t.label, intervalMs: iv, cost: await pingCost(t, pingConns, iv, pingSecs) });
         }
+      } catch (err) {
+        // A phase that fails is reported, and the other targets still run.
+        const why = err instanceof Error ? err.message.slice(0, 500) : String(err);
+        skipped.push(`${spec.id}: the PING phase failed: ${why}`);
+        log(`  PING phase FAILED: ${why}`);
       } finally {
         await t.stop();
         stopping = undefined;
