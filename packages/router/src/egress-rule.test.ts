@@ -3,7 +3,8 @@
  * a real router with its egress proxy. For each case the EgressApproval's status (Active or not)
  * and the proxy's answer to a real CONNECT agree:
  * - the issue's case: a baseline of `{host: localhost, port: 1}` lets an approval for
- *   `localhost:<port>` go Active, and the proxy then tunnels to it;
+ *   `localhost:<port>` go Active, and the proxy then tunnels to it; once the baseline no longer
+ *   lists localhost, the approval is refused (Pending) and so is the CONNECT;
  * - a baseline that lists the name does not let an approval open the address (`127.0.0.1`), nor
  *   the other way round: both are refused by the controller (Pending, with the reason) and by the
  *   proxy (403 egress_not_allowed);
@@ -177,6 +178,21 @@ describe('one egress rule: an EgressApproval is Active exactly when the router a
     assert.equal(s.phase, 'Active');
     const a = await connectVia(r.egressUrl!, `localhost:${v4.port}`);
     assert.deepEqual({ status: a.status, echoed: a.echoed }, { status: 200, echoed: 'ping' }, a.body);
+
+    // The operator drops localhost from the baseline: the approval is no longer Active, and the proxy refuses.
+    const patched = await ts.client.patch(
+      `${API}/karssandboxes/sb-name`,
+      { spec: { networkPolicy: { allowedEndpoints: [{ host: 'example.org', port: 1 }] } } },
+      'merge',
+    );
+    assert.equal(patched.status, 200, patched.text);
+    const s2 = await refused('ea-name');
+    assert.match(s2.conditions?.find((c) => c.type === 'Ready')?.message ?? '', /localhost names the local machine/);
+    const closed = await until('the proxy refuses localhost once the baseline no longer lists it', async () => {
+      const c = await connectVia(r.egressUrl!, `localhost:${v4.port}`);
+      return c.status === 403 ? c : undefined;
+    });
+    assert.equal(closed.code, 'egress_not_allowed');
   });
 
   it('a baseline that lists the name opens no address, and one that lists the address opens no name: refused by both', async () => {
