@@ -463,6 +463,64 @@ for (const pin of readPins().kubernetes) {
       assert.equal((await connectVia(egressUrl, b)).status, 200, 'the new host is open');
     });
 
+    it('IPv6 literals (ADR 0045): kube-apiserver admits a bare one and refuses brackets and zone ids; an approval for ::1 the baseline lists is Active and CONNECT [::1]:port tunnels', async () => {
+      for (const [host, admitted] of [
+        ['2001:db8::1', true],
+        ['::ffff:10.0.0.1', true],
+        ['[::1]', false],
+        ['fe80::1%eth0', false],
+        ['1:2', false],
+      ] as const) {
+        const r = await k(
+          ['apply', '--server-side', '--dry-run=server', '-f', '-'],
+          JSON.stringify({
+            apiVersion: 'kars.azure.com/v1alpha1',
+            kind: 'KarsSandbox',
+            metadata: { name: 'v6-check', namespace: NS },
+            spec: { networkPolicy: { allowedEndpoints: [{ host, port: 443 }] } },
+          }),
+        );
+        assert.equal(r.code === 0, admitted, `${host}: ${r.stderr}`);
+        if (!admitted) assert.match(r.stderr, /spec\.networkPolicy\.allowedEndpoints\[0\]\.host/);
+      }
+      const v6 = await startTcpEchoServer('::1');
+      echoes.push(v6);
+      const sb = (await get(`${API}/karssandboxes/${SANDBOX}`))!;
+      const endpoints = [...((sb.spec as { networkPolicy?: { allowedEndpoints?: unknown[] } }).networkPolicy?.allowedEndpoints ?? [])];
+      await ok([
+        'patch',
+        'karssandbox',
+        SANDBOX,
+        '-n',
+        NS,
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { networkPolicy: { allowedEndpoints: [...endpoints, { host: '::1', port: 1 }] } } }),
+      ]);
+      const name = `${APPROVAL}-v6`;
+      await ok(
+        ['apply', '--server-side', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'kars.azure.com/v1alpha1',
+          kind: 'EgressApproval',
+          metadata: { name, namespace: NS },
+          spec: { sandbox: SANDBOX, hosts: [{ host: '0:0:0:0:0:0:0:1', port: v6.port }], reason: 'IPv6 loopback', ttl: 'PT1H' },
+        }),
+      );
+      const active = await readyAt('egressapprovals', name, 1, 'RouterConfirmed');
+      assert.equal(active.status?.phase, 'Active');
+      const through = await connectVia(egressUrl, `[::1]:${v6.port}`);
+      assert.equal(through.status, 200, through.body);
+      assert.equal(through.echoed, 'ping');
+      // Gone again before the garbage-collector test, which needs the approvals ConfigMap's other owner only.
+      await ok(['delete', 'egressapproval', name, '-n', NS, '--wait=true']);
+      await wait('the IPv6 approval is gone', async () => (await get(`${API}/egressapprovals/${name}`)) === undefined);
+      await wait(
+        '[::1] closed once the router has dropped the approval',
+        async () => (await connectVia(egressUrl, `[::1]:${v6.port}`)).status === 403,
+      );
+    });
+
     it("a deleted InferencePolicy is finalized, and its ConfigMap is deleted by the controller's ServiceAccount (audit log)", async () => {
       const d = await k(['delete', 'inferencepolicy', POLICY, '-n', NS, '--wait=true', '--timeout=90s']);
       assert.equal(d.code, 0, d.stderr + logs());

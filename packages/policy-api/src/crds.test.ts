@@ -2,7 +2,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { admit, compileSchema, type CompiledSchema, type SchemaCause } from '@kars/kube-schema';
-import { allCrds, egressApprovalCrd, inferencePolicyCrd, karsSandboxCrd, toolPolicyCrd, type CustomResourceDefinition } from './crds.js';
+import { isIPv6 } from 'node:net';
+import {
+  allCrds,
+  HOST_PATTERN,
+  egressApprovalCrd,
+  inferencePolicyCrd,
+  karsSandboxCrd,
+  toolPolicyCrd,
+  type CustomResourceDefinition,
+} from './crds.js';
 import { GROUP, KARS_RESOURCES, VERSION, type KarsObject } from './types.js';
 import { parseTtl } from './validate.js';
 import { SAMPLE_DIGEST, samples } from './testing/samples.js';
@@ -316,6 +325,63 @@ describe('kars CRDs', () => {
       assert.equal(causesAt(ea, 'spec.hosts[1].host').length, 1);
       assert.equal(causesAt(ea, 'spec.hosts[2].port').length, 1);
       assert.ok(causesAt(ea, 'spec.hosts[3].host').length > 0, 'empty host (minLength and pattern both report it)');
+    });
+
+    it('admits a bare IPv6 literal as a host, and refuses brackets, zone ids, ports and malformed ones (ADR 0045)', () => {
+      const ok = [
+        '::1',
+        '2001:db8::1',
+        '2001:DB8:0:0:0:0:0:1',
+        '::ffff:127.0.0.1',
+        'fe80::1',
+        '::',
+        '1:2:3:4:5:6:7:8',
+        '1::',
+        '64:ff9b::192.0.2.1',
+      ];
+      const bad = [
+        '[::1]',
+        '[::1]:443',
+        'fe80::1%eth0',
+        '1:2',
+        ':::',
+        '1:2:3:4:5:6:7:8:9',
+        '::1::',
+        '2001:db8::g',
+        '::ffff:256.0.0.1',
+        'example.com:443',
+      ];
+      for (const host of [...ok, ...bad]) {
+        const ea = samples.egressApproval();
+        ea.spec.hosts = [{ host, port: 443 }];
+        const sb = samples.karsSandbox();
+        sb.spec.networkPolicy = { allowedEndpoints: [{ host, port: 443 }] };
+        if (ok.includes(host)) {
+          assert.deepEqual(admitObj(ea).causes, [], host);
+          assert.deepEqual(admitObj(sb).causes, [], host);
+        } else {
+          assert.equal(causesAt(ea, 'spec.hosts[0].host').length, 1, host);
+          assert.equal(causesAt(sb, 'spec.networkPolicy.allowedEndpoints[0].host').length, 1, host);
+        }
+      }
+    });
+
+    it('property: a host with a colon passes the schema pattern exactly when it is an IPv6 address without a zone', () => {
+      const re = new RegExp(HOST_PATTERN);
+      const v6ish = fc.stringMatching(/^[0-9a-fA-F:.]{1,45}$/).filter((h) => h.includes(':'));
+      fc.assert(
+        fc.property(
+          fc.oneof(
+            fc.ipV6(),
+            v6ish,
+            fc.ipV6().map((h) => h.toUpperCase()),
+          ),
+          (h) => {
+            assert.equal(re.test(h), isIPv6(h), h);
+          },
+        ),
+        { numRuns: 2000 },
+      );
     });
 
     it('rejects a TTL outside the grammar at admission (the hard cap is checked too; the lower ceiling is the controller’s)', () => {

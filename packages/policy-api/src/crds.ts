@@ -100,15 +100,54 @@ const labelMapSchema = {
   description: 'Label selector (key: value, all must match). Default {}.',
 } as const satisfies JSONSchemaProps;
 
-/** Hostname only: no scheme, path, port, user info, query or whitespace. */
-export const HOST_PATTERN = '^[^\\s/:@?#]+$';
+/**
+ * An IPv6 address as RFC 3986 §3.2.2 `IPv6address` spells it (hex groups, one `::`, an optional
+ * dotted-quad tail), written out as a regular expression that RE2 (kube-apiserver) and ECMAScript
+ * read alike. No brackets and no zone id: the port is its own field, and a zone names an
+ * interface of one machine.
+ */
+export const IPV6_PATTERN = ((): string => {
+  const h16 = '[0-9A-Fa-f]{1,4}';
+  const octet = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+  const ls32 = `(${h16}:${h16}|${octet}(\\.${octet}){3})`;
+  /** `n` repetitions of `h16:`. */
+  const groups = (n: number): string => (n === 0 ? '' : `(${h16}:){${n}}`);
+  /** `[ *n( h16 ":" ) h16 ]`: up to n+1 groups before `::`. */
+  const head = (n: number): string => (n < 0 ? '' : `((${h16}:){0,${n}}${h16})?`);
+  const forms = [
+    `${groups(6)}${ls32}`,
+    `::${groups(5)}${ls32}`,
+    `${head(0)}::${groups(4)}${ls32}`,
+    `${head(1)}::${groups(3)}${ls32}`,
+    `${head(2)}::${groups(2)}${ls32}`,
+    `${head(3)}::${h16}:${ls32}`,
+    `${head(4)}::${ls32}`,
+    `${head(5)}::${h16}`,
+    `${head(6)}::`,
+  ];
+  return `(${forms.map((f) => `(${f})`).join('|')})`;
+})();
+
+/**
+ * A host: a name or IPv4 literal (no scheme, path, port, user info, query or whitespace), or an
+ * IPv6 literal without brackets (`::1`, `2001:db8::1`; ADR 0045), the form the wire contract's
+ * `{host, port}` endpoint carries.
+ */
+export const HOST_PATTERN = `^([^\\s/:@?#]+|${IPV6_PATTERN})$`;
 
 const endpointSchema = {
   type: 'object',
   description: 'One egress endpoint: host and TCP port.',
   required: ['host'],
   properties: {
-    host: { type: 'string', minLength: 1, maxLength: 253, pattern: HOST_PATTERN, description: 'Host name only (no scheme, path or port).' },
+    host: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 253,
+      pattern: HOST_PATTERN,
+      description:
+        'Host name, IPv4 address or IPv6 address without brackets (no scheme, path or port), e.g. api.example.com or 2001:db8::1.',
+    },
     port: {
       type: 'integer',
       format: 'int32',

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { approvalHostProblem, canonicalHost, parseIpv4Loose, specialHostReason } from './egress-host.js';
+import { approvalHostProblem, canonicalHost, parseIpv4Loose, resolvedAddressProblem, specialHostReason } from './egress-host.js';
 import { validateEgressApprovalSpec } from './validate.js';
 
 describe('egress hosts an approval may open (issue 9 item 5)', () => {
@@ -114,6 +114,81 @@ describe('egress hosts an approval may open (issue 9 item 5)', () => {
                     : `::ffff:${a}.${b}.${c}.${d}`;
         assert.ok(specialHostReason(s) !== undefined, s);
         assert.equal(canonicalHost(s)?.host, `${a}.${b}.${c}.${d}`, s);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads IDNA spellings of names as the resolver does, so no Unicode spelling hides a special name (ADR 0045)', () => {
+    for (const [s, want] of [
+      ['ＬＯＣＡＬＨＯＳＴ', 'localhost'],
+      ['lo\u00adcalhost', 'localhost'],
+      ['\u200blocalhost', 'localhost'],
+      ['localhost\u3002', 'localhost'],
+      ['LocalHost.', 'localhost'],
+      ['ｍｅｔａｄａｔａ.google.internal', 'metadata.google.internal'],
+    ] as const) {
+      assert.equal(canonicalHost(s)?.host, want, s);
+      assert.ok(specialHostReason(s) !== undefined, s);
+    }
+    assert.equal(canonicalHost('１２７.０.０.１')?.host, '127.0.0.1', 'full-width digits and dots are an IPv4 address');
+    assert.equal(canonicalHost('bücher.de')?.host, 'xn--bcher-kva.de');
+    assert.equal(canonicalHost('exa mple\u00e9.com'), undefined, 'an IDNA error is not a host');
+  });
+
+  it('refuses zone ids, empty labels and malformed wildcards whatever the baseline lists', () => {
+    for (const h of ['fe80::1%eth0', '[fe80::1%25eth0]', 'a..b', 'localhost..']) {
+      assert.equal(canonicalHost(h), undefined, h);
+      assert.ok(approvalHostProblem(h, [h]) !== undefined, h);
+    }
+    for (const w of ['*', '*.com', '*.localhost', 'api.*.com']) assert.ok(approvalHostProblem(w, [w]) !== undefined, w);
+  });
+
+  it('lets a baseline listing a special name open that name, and not its address (and the other way round)', () => {
+    assert.equal(approvalHostProblem('LOCALHOST.', ['localhost']), undefined);
+    assert.ok(approvalHostProblem('127.0.0.1', ['localhost']) !== undefined);
+    assert.ok(approvalHostProblem('localhost', ['127.0.0.1']) !== undefined);
+    assert.equal(approvalHostProblem('0:0:0:0:0:0:0:1', ['::1']), undefined);
+    assert.equal(approvalHostProblem('[::1]', ['0::1']), undefined);
+  });
+
+  it('resolvedAddressProblem: a special address is used only via the baseline, a baseline listing of the name, or of the address', () => {
+    const no = { admittedByBaseline: false, baselineHosts: [] as string[] };
+    assert.equal(resolvedAddressProblem('api.example.com', '93.184.216.34', no), undefined);
+    assert.match(resolvedAddressProblem('api.example.com', '127.0.0.1', no) ?? '', /loopback/);
+    assert.match(resolvedAddressProblem('api.example.com', '::ffff:169.254.169.254', no) ?? '', /link-local/);
+    assert.equal(resolvedAddressProblem('api.example.com', '127.0.0.1', { ...no, admittedByBaseline: true }), undefined);
+    assert.equal(resolvedAddressProblem('localhost', '127.0.0.1', { ...no, baselineHosts: ['LOCALHOST.'] }), undefined);
+    assert.equal(resolvedAddressProblem('localhost', '::1', { ...no, baselineHosts: ['0::1'] }), undefined);
+    assert.ok(resolvedAddressProblem('localhost', '127.0.0.1', { ...no, baselineHosts: ['example.com'] }) !== undefined);
+  });
+
+  it('property: every inet_aton spelling fast-check makes of an IPv4 address is that address, and special exactly when it is', () => {
+    fc.assert(
+      fc.property(fc.ipV4(), fc.ipV4Extended(), (plain, extended) => {
+        for (const s of [plain, extended, `${extended}.`, `::ffff:${plain}`]) {
+          const c = canonicalHost(s);
+          assert.equal(c?.kind, 'ipv4', s);
+          const dotted = s === extended || s === `${extended}.` ? canonicalHost(extended)?.host : plain;
+          assert.equal(c?.host, dotted, s);
+          assert.equal(specialHostReason(s) === undefined, specialHostReason(dotted ?? '') === undefined, s);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('property: every spelling of an IPv6 address (case, brackets, expanded) has one canonical form and one verdict', () => {
+    fc.assert(
+      fc.property(fc.ipV6(), (v6) => {
+        const c = canonicalHost(v6);
+        assert.ok(c !== undefined, v6);
+        for (const s of [v6.toUpperCase(), `[${v6}]`, `[${v6.toUpperCase()}]`]) {
+          assert.equal(canonicalHost(s)?.host, c.host, s);
+          assert.equal(specialHostReason(s) === undefined, specialHostReason(v6) === undefined, s);
+          assert.equal(approvalHostProblem(s, [v6]), undefined, `${s} with the baseline listing ${v6}`);
+        }
+        assert.ok(canonicalHost(`${v6}%eth0`) === undefined, 'a zone id is never a host');
       }),
       { numRuns: 2000 },
     );

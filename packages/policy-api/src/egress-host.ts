@@ -1,9 +1,14 @@
 /**
- * Which hosts an EgressApproval may open (issue 9 item 5). One home for the rule, used by
- * validation (so the controller marks a bad approval Degraded with the reason) and by the router
- * (which ignores such an approval entry and checks resolved addresses, as defence in depth).
+ * The one egress rule (ADR 0045; issue 9 item 5, issue 22 item 3): which hosts an EgressApproval
+ * may open, and which addresses the router's proxy may connect to. The controller's check
+ * (validation, so a bad approval is Degraded with the reason and never Active) and the router's
+ * proxy (`allow.ts`, `proxy.ts`) both call these functions, so an approval is `Active` exactly when
+ * the router admits it; the one thing the status cannot foresee is what DNS answers at connect time.
  *
- * An approval host is refused when it is
+ * The rule judges the **host as written**, in canonical form ({@link canonicalHost}), never a DNS
+ * answer: the controller must decide without resolving, and must reach the router's answer.
+ *
+ * An approval host is refused ({@link approvalHostProblem}) when it is
  * - a wildcard other than one leading `*.` label over a registrable domain: `*`, `*.com`, `*.co.uk`,
  *   `api.*.com`, `*foo.com` are refused, `*.example.com` is accepted;
  * - a special address: loopback, link-local (169.254.0.0/16, incl. the cloud metadata address
@@ -13,13 +18,27 @@
  *   IPv4 is recognised in every spelling `inet_aton` accepts (`2130706433`, `0x7f.1`, `0177.0.0.1`,
  *   `127.1`), which is what the resolver would connect to;
  * - a special name: `localhost` and names below it, and the metadata names `metadata`,
- *   `metadata.google.internal`;
+ *   `metadata.google.internal`, `instance-data`;
+ * - not a host at all (an IPv6 zone id such as `fe80::1%eth0`, an empty label, an IDNA error);
  * unless the sandbox's **baseline** (`spec.networkPolicy.allowedEndpoints`) lists that same host
- * (after canonicalisation; any port): the operator's explicit allowance of that address.
+ * (after canonicalisation; any port): the operator's explicit allowance of that host.
+ *
+ * At connect time the proxy resolves a name once and asks {@link resolvedAddressProblem} about each
+ * address: a special address is used only when a baseline entry admitted the target, or the
+ * baseline lists the name (the same allowance as above: the operator named that host, so its
+ * addresses are the operator's choice), or the baseline lists the address. An ordinary name that
+ * resolves only to special addresses (DNS rebinding towards loopback or metadata) is refused there,
+ * with its own decision code: the only case where an Active approval's host is refused.
+ *
+ * Canonical form: case-folded and IDNA-mapped (`ＬＯＣＡＬＨＯＳＴ` and `lo\u00adcalhost` are
+ * `localhost`, `bücher.de` is `xn--bcher-kva.de`), one trailing dot removed, IPv6 brackets removed
+ * and compressed (RFC 5952), IPv4-mapped IPv6 as the IPv4 address, IPv4 in every spelling as the
+ * dotted quad.
  *
  * Guarantees: pure, no I/O, never throws.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import { domainToASCII } from 'node:url';
 
 /** A host in canonical form: IPv4 dotted-quad, IPv6 compressed (RFC 5952) without brackets, names lower-case without a trailing dot. */
 export type CanonicalHost =
@@ -83,8 +102,17 @@ function ipv6Bytes(s: string): number[] | undefined {
 export function canonicalHost(raw: string): CanonicalHost | undefined {
   let h = raw.trim().toLowerCase();
   if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  // Non-ASCII: the IDNA mapping the resolver (and the WHATWG URL parser) applies: full-width
+  // letters, digits and dots, soft hyphens, zero-width characters. An IDNA error is not a host.
+  // eslint-disable-next-line no-control-regex
+  if (/[^\x00-\x7f]/.test(h)) {
+    h = domainToASCII(h);
+    if (h === '') return undefined;
+  }
   if (h.endsWith('.') && h.length > 1) h = h.slice(0, -1);
   if (h === '') return undefined;
+  // A zone id (`fe80::1%eth0`) names an interface of one machine: not a host a policy can name.
+  if (h.includes('%')) return undefined;
   if (h.includes(':')) {
     const bytes = ipv6Bytes(h);
     if (bytes === undefined) return undefined;
@@ -104,6 +132,7 @@ export function canonicalHost(raw: string): CanonicalHost | undefined {
   }
   const v4 = parseIpv4Loose(h);
   if (v4 !== undefined) return { kind: 'ipv4', host: dotted(v4), value: v4 };
+  if (h.split('.').includes('')) return undefined;
   if (h.includes('*')) return { kind: 'wildcard', host: h, base: h.startsWith('*.') ? h.slice(2) : '' };
   return { kind: 'name', host: h };
 }
@@ -210,12 +239,36 @@ function wildcardProblem(h: string): string | undefined {
 
 /**
  * Why an EgressApproval may not open `host`, or undefined when it may. `baselineHosts` are the
- * sandbox's baseline endpoint hosts: a special host listed there (after canonicalisation) is allowed.
+ * sandbox's baseline endpoint hosts: a special name or address listed there (after
+ * canonicalisation) is allowed. A too-wide or malformed wildcard is refused whatever the baseline
+ * lists (a baseline wildcard is matched, never compared as a name: ADR 0045).
  */
 export function approvalHostProblem(host: string, baselineHosts: readonly string[] = []): string | undefined {
   const why = specialHostReason(host);
   if (why === undefined) return undefined;
-  const c = canonicalHost(host);
-  if (c !== undefined && baselineHosts.some((b) => canonicalHost(b)?.host === c.host)) return undefined;
+  if (canonicalHost(host)?.kind === 'wildcard') return why;
+  if (baselineListsHost(host, baselineHosts)) return undefined;
   return `${why}; an approval may not open it unless the sandbox baseline (spec.networkPolicy.allowedEndpoints) lists that host`;
+}
+
+/** Does the baseline list `host` (canonical comparison, any port)? */
+export function baselineListsHost(host: string, baselineHosts: readonly string[]): boolean {
+  const c = canonicalHost(host);
+  return c !== undefined && baselineHosts.some((b) => canonicalHost(b)?.host === c.host);
+}
+
+/**
+ * At connect time: why the proxy may not connect to `address`, one of the addresses `name`
+ * resolved to, or undefined when it may (see the module comment). `admittedByBaseline`: the entry
+ * that admitted the target is a baseline entry. `baselineHosts`: the sandbox's baseline hosts.
+ */
+export function resolvedAddressProblem(
+  name: string,
+  address: string,
+  opts: { admittedByBaseline: boolean; baselineHosts: readonly string[] },
+): string | undefined {
+  const why = specialHostReason(address);
+  if (why === undefined || opts.admittedByBaseline) return undefined;
+  if (baselineListsHost(name, opts.baselineHosts) || baselineListsHost(address, opts.baselineHosts)) return undefined;
+  return why;
 }

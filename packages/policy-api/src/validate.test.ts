@@ -190,6 +190,10 @@ describe('validateEgressApprovalSpec', () => {
     assert.match(hostProblem('example.com/x') ?? '', /remove the path/);
     assert.match(hostProblem('example.com:8443') ?? '', /set port instead/);
     assert.equal(hostProblem('*.example.com'), undefined);
+    assert.equal(hostProblem('2001:db8::1'), undefined, 'a bare IPv6 literal (ADR 0045)');
+    assert.match(hostProblem('[2001:db8::1]') ?? '', /without brackets/);
+    assert.match(hostProblem('fe80::1%eth0') ?? '', /zone id/);
+    assert.match(hostProblem('1:2') ?? '', /set port instead/);
   });
 
   it('requires a sandbox name', () => {
@@ -201,6 +205,10 @@ describe('parseHostArg', () => {
   it('splits host[:port] and rejects URLs instead of guessing', () => {
     assert.deepEqual(parseHostArg('example.com'), { ok: true, endpoint: { host: 'example.com' } });
     assert.deepEqual(parseHostArg('example.com:8443'), { ok: true, endpoint: { host: 'example.com', port: 8443 } });
+    assert.deepEqual(parseHostArg('[2001:db8::1]:443'), { ok: true, endpoint: { host: '2001:db8::1', port: 443 } });
+    assert.deepEqual(parseHostArg('[::1]'), { ok: true, endpoint: { host: '::1' } });
+    for (const bad of ['::1', '2001:db8::1:443', '[::1]:0', '[::1%eth0]:443', '[example.com]:443', '[::1]x'])
+      assert.equal(parseHostArg(bad).ok, false, bad);
     for (const bad of ['https://example.com', 'example.com/x', 'example.com:0', 'example.com:70000', 'example.com:http', ':443', '']) {
       const r = parseHostArg(bad);
       assert.equal(r.ok, false, bad);

@@ -20,6 +20,7 @@ import {
   type ToolPolicySpec,
 } from './types.js';
 import { INFERENCE_CONTENT_FIELDS } from './types.js';
+import { isIPv6 } from 'node:net';
 import { approvalHostProblem, canonicalHost } from './egress-host.js';
 import { MAX_TOOL_PINS, MCP_SERVER_NAME_PATTERN, TOOL_NAME_PATTERN } from './crds.js';
 import { isToolDigest } from './tool-pin.js';
@@ -134,7 +135,13 @@ export function hostProblem(host: unknown): string | undefined {
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(host);
   if (scheme !== null) return `must be a host name, not a URL: remove "${scheme[0]}"`;
   if (host.includes('/')) return 'must be a host name, not a URL: remove the path';
-  if (host.includes(':')) return 'must not carry a port: set port instead';
+  if (host.includes(':')) {
+    // An IPv6 literal is written bare (`2001:db8::1`); the port is its own field (ADR 0045).
+    if (host.startsWith('[')) return 'must be an IPv6 address without brackets (e.g. 2001:db8::1): set port instead';
+    if (host.includes('%')) return 'must not carry an IPv6 zone id ("%..."): a zone names an interface of one machine';
+    if (!isIPv6(host)) return 'must not carry a port: set port instead (an IPv6 address must be a valid one, e.g. 2001:db8::1)';
+    return undefined;
+  }
   if (/[\s@?#]/.test(host)) return 'must be a bare host name (no whitespace, "@", "?" or "#")';
   return undefined;
 }
@@ -154,6 +161,19 @@ function checkEndpoints(list: readonly EgressEndpoint[], path: string, out: Vali
  * not `x`), so what the user typed is what the approval widens.
  */
 export function parseHostArg(arg: string): { ok: true; endpoint: EgressEndpoint } | { ok: false; message: string } {
+  // An IPv6 address in brackets, as in a URL authority: `[2001:db8::1]` or `[2001:db8::1]:443`.
+  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(arg);
+  if (v6 !== null) {
+    const host = v6[1] ?? '';
+    const p = v6[2];
+    if (p !== undefined && (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535))
+      return { ok: false, message: `--host "${arg}": port must be an integer from 1 to 65535` };
+    const problem = isIPv6(host) ? hostProblem(host) : 'must be an IPv6 address inside the brackets';
+    if (problem !== undefined) return { ok: false, message: `--host "${arg}": host ${problem}` };
+    return { ok: true, endpoint: p === undefined ? { host } : { host, port: Number(p) } };
+  }
+  if (!arg.includes('/') && arg.indexOf(':') !== arg.lastIndexOf(':'))
+    return { ok: false, message: `--host "${arg}": write an IPv6 address in brackets, as in [2001:db8::1]:443` };
   const colon = arg.lastIndexOf(':');
   let host = arg;
   let port: number | undefined;

@@ -171,9 +171,9 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
     });
   }
 
-  it('an approval for a name that resolves to a special address opens nothing (resolve once, connect to the checked address)', async () => {
+  it('an approval for a special name the baseline does not list opens nothing, and the name is never resolved (ADR 0045)', async () => {
     const echo = await startTcpEchoServer();
-    // localhost resolves to loopback; the baseline lists no loopback address here.
+    // localhost is a special name; the baseline does not list it.
     const stub = await startOpenAIStub();
     const r = await startDirRouter(
       {
@@ -187,8 +187,9 @@ describe('hostile agent vs egress (issue 9 item 5)', { timeout: 60_000 }, () => 
       assert.equal(c.ok, false);
       if (!c.ok) {
         assert.equal(c.status, 403);
-        assert.match(c.body, /special addresses/);
+        assert.match(c.body, /egress to localhost:\d+ is not allowed/);
       }
+      assert.equal(echo.connections(), 0, 'nothing reached the echo server');
     } finally {
       await r.stop();
       await stub.close();

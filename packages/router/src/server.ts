@@ -137,8 +137,8 @@ function sendJson(res: ServerResponse, code: number, body: unknown): void {
  * egress, health, metrics and the admin status endpoint. Runs until `signal` aborts.
  */
 export async function startRouter(opts: RouterOptions, signal: AbortSignal): Promise<RunningRouter> {
-  const state = new PolicyState();
   const clock = opts.clock ?? systemClock;
+  const state = new PolicyState(() => clock.wallNow());
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;

@@ -32,7 +32,8 @@ export class PolicyState {
   private readonly ledger: EchoLedger;
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly now: () => number = Date.now) {
+  /** `now`: epoch ms for the echo's load stamps; the router passes its clock's `wallNow` (ADR 0016). */
+  constructor(private readonly now: () => number) {
     this.ledger = new EchoLedger(now);
   }
 

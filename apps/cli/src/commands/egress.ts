@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { formatHostPort } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import { EGRESS_APPROVAL, parseHostArg } from '@kars/policy-api';
 import type { EgressApproval, EgressApprovalSpec } from '@kars/policy-api';
@@ -36,7 +37,11 @@ export function egressCommand(): Command {
         .command('allow-extra')
         .argument('<sandbox>', 'the KarsSandbox to widen')
         .description('create an EgressApproval: the sandbox may reach these hosts until the TTL runs out')
-        .option('--host <host[:port]>', 'host to allow, port 443 when omitted (repeatable, 1 to 16; URLs are refused)', collect)
+        .option(
+          '--host <host[:port]>',
+          'host to allow, port 443 when omitted; an IPv6 address in brackets, [2001:db8::1]:443 (repeatable, 1 to 16; URLs are refused)',
+          collect,
+        )
         .option(
           '--ttl <duration>',
           'ISO 8601 duration P[nD][T[nH][nM][nS]], e.g. PT1H (at most the controller ceiling, default 24 h, hard 7 d)',
@@ -99,7 +104,7 @@ export function egressCommand(): Command {
         );
       const rows = items.map((a) => [
         a.metadata.name ?? '',
-        a.spec.hosts.map((h) => `${h.host}:${h.port ?? 443}`).join(','),
+        a.spec.hosts.map((h) => formatHostPort(h.host, h.port ?? 443)).join(','),
         a.spec.ttl,
         a.status?.expiresAt ?? '-',
         a.status?.phase ?? 'Pending',

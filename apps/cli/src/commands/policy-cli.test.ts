@@ -199,6 +199,46 @@ describe('kars ip / tp / egress / sandbox as processes against kars apiserver + 
     const none = await runKars(['egress', 'approvals', 'demo-agent', ...kc]);
     assert.equal(none.stdout, '');
 
+    // IPv6 literals (ADR 0045): in brackets on the command line, bare in the object, bracketed in the table.
+    const bare = await runKars([
+      'egress',
+      'allow-extra',
+      'demo-agent',
+      '--host',
+      '2606:4700::1111',
+      '--ttl',
+      'PT1H',
+      '--reason',
+      'r',
+      ...kc,
+    ]);
+    assert.equal(bare.code, 1);
+    assert.match(bare.stderr, /write an IPv6 address in brackets, as in \[2001:db8::1\]:443/);
+    const v6 = await runKars([
+      'egress',
+      'allow-extra',
+      'demo-agent',
+      '--host',
+      '[2606:4700::1111]:8443',
+      '--ttl',
+      'PT1H',
+      '--reason',
+      'v6',
+      '--name',
+      'demo-v6',
+      '--wait',
+      ...kc,
+    ]);
+    assert.equal(v6.code, 0, v6.stderr);
+    assert.match(v6.stdout, /demo-v6 enforced: generation 1, digest sha256:/);
+    const v6obj = await stack.ts.client.get(`/apis/kars.azure.com/v1alpha1/namespaces/default/egressapprovals/demo-v6`);
+    assert.deepEqual(v6obj.body.spec.hosts, [{ host: '2606:4700::1111', port: 8443 }]);
+    assert.match(
+      (await runKars(['egress', 'approvals', 'demo-agent', ...kc])).stdout,
+      /\ndemo-v6\s+\[2606:4700::1111\]:8443\s+PT1H\s+\S+\s+Active\s/,
+    );
+    assert.equal((await runKars(['egress', 'revoke', 'demo-v6', ...kc])).code, 0);
+
     const sblist = await runKars(['sandbox', 'list', ...kc]);
     assert.match(
       sblist.stdout,

@@ -1,3 +1,4 @@
+import { formatHostPort } from '@kars/kube-core';
 import { Command } from 'commander';
 import type { KubeObject } from '@kars/kube-core';
 import { KARS_SANDBOX, parseHostArg, toolPolicyNameOf } from '@kars/policy-api';
@@ -31,7 +32,11 @@ export function sandboxCommand(): Command {
     )
       .option('--inference <policy>', 'spec.inferenceRef.name: the InferencePolicy its router enforces')
       .option('--tool-policy <policy>', 'spec.governance.toolPolicyRef.name: the ToolPolicy its router enforces')
-      .option('--allow <host[:port]>', 'baseline egress endpoint, port 443 when omitted (repeatable)', collect),
+      .option(
+        '--allow <host[:port]>',
+        'baseline egress endpoint, port 443 when omitted; IPv6 in brackets, [2001:db8::1]:443 (repeatable)',
+        collect,
+      ),
   ).action(async (nameArg: string | undefined, f: CreateFlags) => {
     const path = filenameOf(f);
     const file = path !== undefined ? (readObjectFile(path, 'KarsSandbox', f.namespace) as unknown as KarsSandbox) : undefined;
@@ -72,7 +77,7 @@ export function sandboxCommand(): Command {
         `Namespace:        ${ctx.namespace}`,
         `InferencePolicy:  ${sb.spec.inferenceRef?.name ?? '-'}`,
         `ToolPolicy:       ${toolPolicyNameOf(sb) ?? '- (governance off)'}`,
-        `Baseline egress:  ${(sb.spec.networkPolicy?.allowedEndpoints ?? []).map((e) => `${e.host}:${e.port ?? 443}`).join(', ') || '- (none: all egress is denied)'}`,
+        `Baseline egress:  ${(sb.spec.networkPolicy?.allowedEndpoints ?? []).map((e) => formatHostPort(e.host, e.port ?? 443)).join(', ') || '- (none: all egress is denied)'}`,
         `Phase:            ${sb.status?.phase ?? 'Pending'}`,
         `Routers:          ${(sb.status?.routers ?? []).length === 0 ? '- (none live)' : ''}`,
       ];

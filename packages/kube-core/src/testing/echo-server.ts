@@ -10,8 +10,11 @@ export interface TcpEchoServer {
   close(): Promise<void>;
 }
 
-/** A TCP server on 127.0.0.1 that sends back what it gets: the "external host" a test reaches through a proxy. */
-export async function startTcpEchoServer(): Promise<TcpEchoServer> {
+/**
+ * A TCP server on `host` (default 127.0.0.1; `::1` for IPv6) that sends back what it gets: the
+ * "external host" a test reaches through a proxy.
+ */
+export async function startTcpEchoServer(host = '127.0.0.1'): Promise<TcpEchoServer> {
   const sockets = new Set<net.Socket>();
   let accepted = 0;
   const srv = net.createServer((s) => {
@@ -21,7 +24,7 @@ export async function startTcpEchoServer(): Promise<TcpEchoServer> {
     s.on('close', () => sockets.delete(s));
     s.pipe(s);
   });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => srv.listen(0, host, r));
   return {
     port: (srv.address() as AddressInfo).port,
     connections: () => accepted,

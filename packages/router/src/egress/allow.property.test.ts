@@ -67,8 +67,8 @@ function oracle(entries: readonly EgressEntry[], canonical: string, port: number
     if (e.port !== port) return false;
     if (e.approval !== undefined) {
       if (!(e.expiresAtMs !== undefined && e.expiresAtMs > now)) return false;
-      const isName = /^[a-z]/i.test(e.host) && !e.host.includes('*');
-      if (!isName && approvalHostProblem(e.host, baseline) !== undefined) return false;
+      // The one egress rule (ADR 0045): names, literals and wildcards alike.
+      if (approvalHostProblem(e.host, baseline) !== undefined) return false;
     }
     const eh = e.host.toLowerCase();
     if (eh.startsWith('*.')) return canonical.endsWith(eh.slice(1)) && canonical.length > eh.length - 1;

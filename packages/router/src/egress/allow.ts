@@ -15,15 +15,18 @@
  * - Hosts are compared in canonical form (`@kars/policy-api` `canonicalHost`): every `inet_aton`
  *   spelling of an IPv4 address (`2130706433`, `0x7f.1`, `0177.0.0.1`) and its IPv4-mapped IPv6
  *   form are the dotted quad, so no spelling reaches an address the list does not name.
- * - An **approval** entry whose host is a too-wide wildcard (`*`, `*.com`, `*.co.uk`) or a special
- *   address literal (loopback, private, link-local such as 169.254.169.254, in any spelling) is
- *   ignored unless the baseline lists that host (`approvalHostProblem`); names are checked by the
- *   proxy after resolving them. The controller refuses such approvals too; this is defence in depth.
+ * - An **approval** entry whose host is a too-wide wildcard (`*`, `*.com`, `*.co.uk`), a special
+ *   address literal (loopback, private, link-local such as 169.254.169.254, in any spelling) or a
+ *   special name (`localhost`, metadata names) is ignored unless the baseline lists that host: the
+ *   one egress rule (`@kars/policy-api` `approvalHostProblem`, ADR 0045), which the controller
+ *   applies too, so an approval the router ignores is never Active. The addresses a name resolves
+ *   to are checked by the proxy (`resolvedAddressProblem`, the same rule's connect-time half).
  *
  * Guarantees: pure, no I/O; the first matching entry is returned (baseline entries first when the
  * loader puts them first).
  */
-import { approvalHostProblem, canonicalHost } from '@kars/policy-api';
+import { isIP } from 'node:net';
+import { approvalHostProblem, canonicalHost, resolvedAddressProblem } from '@kars/policy-api';
 import type { EgressEntry } from '../snapshot.js';
 
 export type EgressVerdict = { allowed: true; entry: EgressEntry } | { allowed: false };
@@ -57,10 +60,7 @@ export function effectiveEntries(entries: readonly EgressEntry[]): readonly Egre
   const hit = effectiveCache.get(entries);
   if (hit !== undefined) return hit;
   const baseline = entries.filter((e) => e.approval === undefined).map((e) => e.host);
-  // Names go through the proxy's resolve-once check instead (their addresses are what matters).
-  const out = entries.filter(
-    (e) => e.approval === undefined || canonicalHost(e.host)?.kind === 'name' || approvalHostProblem(e.host, baseline) === undefined,
-  );
+  const out = entries.filter((e) => e.approval === undefined || approvalHostProblem(e.host, baseline) === undefined);
   effectiveCache.set(entries, out);
   return out;
 }
@@ -75,4 +75,27 @@ export function isAllowed(entries: readonly EgressEntry[], host: string, port: n
     if (hostMatches(entry.host, h)) return { allowed: true, entry };
   }
   return { allowed: false };
+}
+
+/**
+ * Which address the proxy connects to for an admitted `host` (ADR 0014, ADR 0045): an address
+ * literal is itself; for a name, the first of `addresses` (the resolver's answer, in its order)
+ * that the one egress rule's connect-time half (`resolvedAddressProblem`) accepts. `admittedBy` is
+ * the entry {@link isAllowed} returned. `why` lists each refused address's reason.
+ */
+export function pickAddress(
+  entries: readonly EgressEntry[],
+  host: string,
+  admittedBy: EgressEntry,
+  addresses: ReadonlyArray<{ address: string }>,
+): { ok: true; address: string } | { ok: false; why: string[] } {
+  if (isIP(host) !== 0) return { ok: true, address: host };
+  const baselineHosts = entries.filter((e) => e.approval === undefined).map((e) => e.host);
+  const why: string[] = [];
+  for (const a of addresses) {
+    const problem = resolvedAddressProblem(host, a.address, { admittedByBaseline: admittedBy.approval === undefined, baselineHosts });
+    if (problem === undefined) return { ok: true, address: a.address };
+    why.push(problem);
+  }
+  return { ok: false, why };
 }

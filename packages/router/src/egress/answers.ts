@@ -64,7 +64,7 @@ export function specialAddress(host: string, port: number, why: readonly string[
     statusText: 'Forbidden',
     decision: 'blocked',
     code: 'egress_special_address',
-    message: `egress to ${formatHostPort(host, port)} refused: ${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the address`,
+    message: `egress to ${formatHostPort(host, port)} refused: ${host} resolves only to special addresses (${why.join('; ')}); an approval cannot open them unless the sandbox baseline lists the name or the address`,
   };
 }
 

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer, request, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { spawn } from 'node:child_process';
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { FakeClock } from '@kars/kube-core';
 import type { EgressEntry, PolicySnapshot } from '../snapshot.js';
 import { parseAuthority, startEgressProxy, type EgressDecision, type EgressProxy } from './proxy.js';
@@ -12,6 +13,9 @@ import { parseAuthority, startEgressProxy, type EgressDecision, type EgressProxy
 const T = { timeout: 5000 };
 
 // Only 127.0.0.1 and localhost are ever contacted: this machine has no network.
+
+/** A name the test's resolver answers with 127.0.0.1 (`.invalid`: the system resolver never would). */
+const REBIND = 'rebind.invalid';
 
 function snap(egress: EgressEntry[]): PolicySnapshot {
   return { inference: undefined, tools: [], egress, loadedAtMs: 0, refused: {} };
@@ -201,10 +205,15 @@ describe('egress proxy', () => {
   let reads = 0;
   const decisions: EgressDecision[] = [];
   const clock = new FakeClock(0, 1_700_000_000_000);
-  /** The allowlist: the echo server by the baseline, the web target by an approval valid for 60 s from now. */
+  /**
+   * The allowlist: the echo server by the baseline, the web target by an approval valid for 60 s
+   * from now. The baseline lists `localhost` (on a port nothing uses), which is what lets an
+   * approval open that special name (ADR 0045).
+   */
   const allowlist = (): PolicySnapshot =>
     snap([
       { host: '127.0.0.1', port: echo.port },
+      { host: 'localhost', port: 1 },
       { host: 'LOCALHOST', port: web.port, approval: 'web-approval', expiresAtMs: clock.wallNow() + 60_000 },
     ]);
 
@@ -417,12 +426,24 @@ describe('egress proxy: a policy refusal is told apart from a network failure (i
     expiresAtMs: clock.wallNow() + 3_600_000,
   });
 
+  let echo: Awaited<ReturnType<typeof startTcpEchoServer>>;
+
   before(async () => {
     current = snap([]);
-    proxy = await startEgressProxy({ listen: '127.0.0.1:0', sandbox: 'sb1', clock, snapshot: () => current, connectTimeoutMs: 150 });
+    echo = await startTcpEchoServer();
+    proxy = await startEgressProxy({
+      listen: '127.0.0.1:0',
+      sandbox: 'sb1',
+      clock,
+      snapshot: () => current,
+      connectTimeoutMs: 150,
+      // One name resolves to loopback as a rebinding DNS server would answer; the rest go to the system resolver.
+      lookup: (h) => (h === REBIND ? Promise.resolve([{ address: '127.0.0.1' }]) : dnsLookup(h, { all: true, verbatim: true })),
+    });
   });
   after(async () => {
     await proxy.close();
+    await echo.close();
   });
 
   it('answers an approved name that does not resolve with 502 upstream_unresolvable, on CONNECT and on plain HTTP', T, async () => {
@@ -462,13 +483,39 @@ describe('egress proxy: a policy refusal is told apart from a network failure (i
     }
   });
 
-  it('keeps an approved name that resolves only to special addresses 403 egress_special_address (a policy refusal)', T, async () => {
-    const port = await closedPort();
-    current = snap([approved('localhost', port)]);
-    const c = await rawConnect(proxy.port, `localhost:${port}`);
+  it(
+    'keeps an approved ordinary name that resolves only to special addresses 403 egress_special_address (a policy refusal)',
+    T,
+    async () => {
+      const port = await closedPort();
+      current = snap([approved(REBIND, port)]);
+      const c = await rawConnect(proxy.port, `${REBIND}:${port}`);
+      assert.equal(c.status, 403);
+      assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_special_address' });
+      assert.match(await readToEnd(c.socket, c.rest), /resolves only to special addresses/);
+    },
+  );
+
+  it('lets that name reach its special address once the baseline lists the name, or the address (ADR 0045)', T, async () => {
+    for (const listed of [REBIND, '127.0.0.1']) {
+      current = snap([{ host: listed, port: 1 }, approved(REBIND, echo.port)]);
+      const c = await rawConnect(proxy.port, `${REBIND}:${echo.port}`);
+      assert.equal(c.status, 200, `baseline lists ${listed}`);
+      c.socket.write('rebound');
+      assert.equal(await readBytes(c.socket, 7, c.rest), 'rebound');
+      c.socket.destroy();
+    }
+  });
+
+  it('ignores an approval for a special name the baseline does not list: 403 egress_not_allowed, never resolved', T, async () => {
+    // The baseline lists the address localhost resolves to, not the name: the approval opens nothing.
+    current = snap([{ host: '127.0.0.1', port: 1 }, approved('localhost', echo.port)]);
+    const before = echo.connections();
+    const c = await rawConnect(proxy.port, `localhost:${echo.port}`);
     assert.equal(c.status, 403);
-    assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_special_address' });
-    assert.match(await readToEnd(c.socket, c.rest), /resolves only to special addresses/);
+    assert.deepEqual(decisionOf(c.head), { decision: 'blocked', byKind: 'EgressAllowlist', code: 'egress_not_allowed' });
+    c.socket.destroy();
+    assert.equal(echo.connections(), before);
   });
 
   it('answers 504 upstream_timeout when an allowed target does not complete the connect within the timeout', T, async () => {

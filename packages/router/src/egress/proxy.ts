@@ -18,9 +18,10 @@
  *   router loading the revocation (issue 9 item 5).
  * - The target is never contacted (nor resolved) before the decision, which is made on the name
  *   or the canonical address literal.
- * - **Resolve once, connect to the checked address** (ADR 0014): an allowed name is resolved once;
- *   addresses that are special (loopback, private, link-local, metadata, ...) are dropped unless a
- *   baseline entry admitted the name or the baseline lists that address; the proxy connects to the
+ * - **Resolve once, connect to the checked address** (ADR 0014, ADR 0045): an allowed name is
+ *   resolved once; addresses that are special (loopback, private, link-local, metadata, ...) are
+ *   dropped unless a baseline entry admitted the name, or the baseline lists the name or that
+ *   address (`@kars/policy-api` `resolvedAddressProblem`, the one egress rule); the proxy connects to the
  *   first remaining address itself, so a DNS answer that changes between check and connect
  *   (rebinding) cannot steer it elsewhere. No acceptable address → 403; no address at all
  *   (the name does not resolve) → 502. The policy check comes first: a target that is not
@@ -33,14 +34,14 @@
  */
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { lookup } from 'node:dns/promises';
-import { connect, isIP, isIPv6, type Socket } from 'node:net';
-import { specialHostReason } from '@kars/policy-api';
+import { connect, isIP, type Socket } from 'node:net';
+import { canonicalHost } from '@kars/policy-api';
 import { formatHostPort, listenOn, parseListen, systemClock } from '@kars/kube-core';
 import type { Clock, Timer } from '@kars/kube-core';
 import { endToEndHeaders } from '../http/headers.js';
 import type { Duplex } from 'node:stream';
 import type { EgressEntry, SnapshotSource } from '../snapshot.js';
-import { canonicalSpelling, isAllowed, normalizeHost } from './allow.js';
+import { isAllowed, normalizeHost, pickAddress } from './allow.js';
 import {
   answerHeaders,
   answerJson,
@@ -84,6 +85,11 @@ export interface EgressProxyOptions {
    * connect and the response head for plain HTTP. Default 10 s.
    */
   connectTimeoutMs?: number;
+  /**
+   * Resolve a name to its addresses, in the resolver's order. Default `dns.lookup` with
+   * `{all: true, verbatim: true}` (the system resolver, as `net.connect` would use).
+   */
+  lookup?: (host: string) => Promise<ReadonlyArray<{ address: string }>>;
 }
 
 export interface EgressProxy {
@@ -98,12 +104,17 @@ export interface EgressProxy {
 
 const HOSTNAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i;
 
-/** A target host is a DNS name, an IPv4 literal or an IPv6 literal (no zone id); undefined otherwise. */
+/**
+ * A target host is a DNS name, an IPv4 literal or an IPv6 literal (no zone id), returned in
+ * canonical form (`canonicalHost`); undefined otherwise.
+ */
 function validHost(raw: string): string | undefined {
   const h = normalizeHost(raw);
   if (h.length === 0 || h.length > 253) return undefined;
-  if (HOSTNAME.test(h) || isIPv6(h)) return canonicalSpelling(h);
-  return undefined;
+  if (!HOSTNAME.test(h) && !h.includes(':')) return undefined;
+  const c = canonicalHost(h);
+  if (c === undefined || c.kind === 'wildcard') return undefined;
+  return c.host;
 }
 
 /** Parse a CONNECT authority `host:port` / `[v6]:port`. */
@@ -167,6 +178,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const clock = opts.clock ?? systemClock;
   const now = (): number => clock.wallNow();
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const resolve = opts.lookup ?? ((host: string) => lookup(host, { all: true, verbatim: true }));
   const counts = new Map<string, number>();
   const open = new Set<Duplex>();
   /** Admitted tunnels and forwarded requests, re-checked by the sweep. */
@@ -193,36 +205,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     closed.once('close', () => admitted.delete(a));
   }
 
-  /**
-   * Resolve `host` once and pick the address to connect to (see the module comment). `viaBaseline`:
-   * a baseline entry admitted the name, so special addresses are the operator's explicit choice.
-   */
+  /** Resolve `host` once and pick the address to connect to (`pickAddress`; see the module comment). */
   async function resolveChecked(
     host: string,
     port: number,
-    viaBaseline: boolean,
+    admittedBy: EgressEntry,
   ): Promise<{ ok: true; address: string } | { ok: false; answer: EgressAnswer }> {
     if (isIP(host) !== 0) return { ok: true, address: host };
-    let addrs: Array<{ address: string }>;
+    let addrs: ReadonlyArray<{ address: string }>;
     try {
-      addrs = await lookup(host, { all: true, verbatim: true });
+      addrs = await resolve(host);
     } catch (e) {
       return { ok: false, answer: unresolvable(host, port, (e as NodeJS.ErrnoException).code ?? String(e)) };
     }
     if (addrs.length === 0) return { ok: false, answer: unresolvable(host, port, 'no address') };
-    const baseline = new Set(
-      opts
-        .snapshot()
-        .egress.filter((e) => e.approval === undefined)
-        .map((e) => canonicalSpelling(e.host)),
-    );
-    const why: string[] = [];
-    for (const a of addrs) {
-      const special = specialHostReason(a.address);
-      if (special === undefined || viaBaseline || baseline.has(canonicalSpelling(a.address))) return { ok: true, address: a.address };
-      why.push(special);
-    }
-    return { ok: false, answer: specialAddress(host, port, why) };
+    const picked = pickAddress(opts.snapshot().egress, host, admittedBy, addrs);
+    return picked.ok ? picked : { ok: false, answer: specialAddress(host, port, picked.why) };
   }
 
   function track(s: Duplex): void {
@@ -230,7 +228,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     s.once('close', () => open.delete(s));
   }
 
-  function decide(host: string, port: number, via: 'CONNECT' | 'HTTP'): { allowed: boolean; entry?: EgressEntry } {
+  function decide(host: string, port: number, via: 'CONNECT' | 'HTTP'): { allowed: true; entry: EgressEntry } | { allowed: false } {
     const snapshot = opts.snapshot();
     const v = isAllowed(snapshot.egress, host, port, now());
     const d: EgressDecision = v.allowed
@@ -270,7 +268,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return;
     }
     client.pause();
-    void resolveChecked(target.host, target.port, d.entry?.approval === undefined).then((r) => {
+    void resolveChecked(target.host, target.port, d.entry).then((r) => {
       if (client.destroyed) return;
       if (!r.ok) {
         rawAnswer(client, r.answer);
@@ -357,7 +355,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return;
     }
     req.pause();
-    void resolveChecked(host, port, d.entry?.approval === undefined).then((r) => {
+    void resolveChecked(host, port, d.entry).then((r) => {
       if (res.destroyed) return;
       if (!r.ok) {
         req.resume();
