@@ -259,7 +259,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   // What each gateway saw listed, for pins and for GET /internal/mcp-tools (ADR 0043).
   const listings: Array<{ server: string | null; path: string; seen: SeenDefinitions }> = [];
   if (opts.mcpUpstream) {
-    const seen = new SeenDefinitions();
+    const seen = new SeenDefinitions(undefined, clock);
     listings.push({ server: null, path: '/mcp', seen });
     gateways.set(
       '/mcp',
@@ -279,7 +279,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
     const path = `/mcp/${u.name}`;
     if (gateways.has(path)) throw new Error(`MCP server ${u.name} is given twice`);
-    const seen = new SeenDefinitions();
+    const seen = new SeenDefinitions(undefined, clock);
     listings.push({ server: u.name, path, seen });
     gateways.set(
       path,

@@ -30,6 +30,7 @@
  * `notifications/tools/list_changed` from the upstream forgets the session's entries.
  */
 import { createHash } from 'node:crypto';
+import { systemClock, type Clock } from '@kars/kube-core';
 import { toolDefinitionDigest, PINNED_TOOL_MEMBERS } from '@kars/policy-api';
 import type { ToolRules } from '../snapshot.js';
 import { fold } from '../json/fold.js';
@@ -88,7 +89,7 @@ export class SeenDefinitions {
   #entries = 0;
   constructor(
     private readonly limits: SeenLimits = { sessions: 1024, toolsPerSession: 4096, entries: 65_536, catalog: 4096 },
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   #key(session: string): string {
@@ -110,7 +111,7 @@ export class SeenDefinitions {
     if (s === undefined) s = new Map();
     this.#sessions.delete(key);
     this.#sessions.set(key, s);
-    const at = this.now();
+    const at = this.clock.wallNow();
     for (const t of page) {
       const conflict = conflicts.has(t.key);
       const known = s.has(t.key);
