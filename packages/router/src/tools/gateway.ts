@@ -71,6 +71,8 @@ import { SseEventSplitter, eventData, normaliseLineEnds } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
 import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
 import { readBody } from '@kars/kube-core';
+import { cut } from '../decisions/record.js';
+import { scopeOf, type DecisionRecorder, type RequestScope } from '../decisions/recorder.js';
 
 /** One decision the gateway made, for logs and metrics. */
 export interface ToolDecision {
@@ -98,6 +100,8 @@ export interface McpGatewayOptions {
   clock?: Clock;
   /** Called synchronously for each decision; exceptions it throws are swallowed. */
   onDecision?: (d: ToolDecision) => void;
+  /** Where each decision's record goes (a call allowed or refused, a tool hidden from a list). */
+  decisions?: DecisionRecorder;
   /** Path served; default `/mcp`. Other paths return `false`. */
   path?: string;
   /** Largest request body accepted; default 4 MiB (413 above). */
@@ -149,12 +153,42 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const client = opts.client ?? new UpstreamClient();
   const sessions = new SessionVersions();
 
+  /**
+   * The request and snapshot of the decisions being made: set around each (synchronous) plan and
+   * filter, so every record names the snapshot that decided it without each call restating it.
+   */
+  let current: RequestScope | undefined;
+  function within<T>(scope: RequestScope, fn: () => T): T {
+    const before = current;
+    current = scope;
+    try {
+      return fn();
+    } finally {
+      current = before;
+    }
+  }
+
   function emit(d: ToolDecision): void {
     try {
       opts.onDecision?.(d);
     } catch {
       // a faulty observer must not change the decision
     }
+    const rec = opts.decisions;
+    if (rec?.enabled === true && current !== undefined)
+      rec.record({
+        kind: 'tool',
+        requestId: current.requestId,
+        snapshot: current.snapshot,
+        target: { server: server ?? null, tool: cut(d.tool), action: d.kind },
+        decision: d.allowed ? 'allow' : 'deny',
+        reason: d.decision,
+      });
+  }
+
+  /** The scope of a request: the one the front door bound, or a new one on the current snapshot. */
+  function scopeFor(req: IncomingMessage): RequestScope {
+    return scopeOf(req) ?? { requestId: opts.decisions?.nextRequestId() ?? '', snapshot: opts.snapshot() };
   }
 
   function plan(parsed: unknown, tools: readonly ToolRules[]): Plan {
@@ -343,7 +377,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
    * recorded for the session, or the answer replaced by -32602 when the version is one the gateway
    * does not know (it cannot vouch for a filter of shapes it was not written for).
    */
-  function messageFilter(p: Plan, tools: () => readonly ToolRules[], session: () => string | undefined): (m: unknown) => unknown {
+  function messageFilter(p: Plan, scope: RequestScope, session: () => string | undefined): (m: unknown) => unknown {
     const inits = new Set<string | number>();
     for (const m of p.forward) if (isObject(m) && m['method'] === 'initialize' && isForwardableId(m['id'])) inits.add(m['id']);
     return (m: unknown): unknown => {
@@ -358,7 +392,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         const sid = session();
         if (sid !== undefined) sessions.set(sid, v);
       }
-      return filterMessage(m, tools());
+      return within(scope, () => filterMessage(m, scope.snapshot.tools));
     };
   }
 
@@ -473,11 +507,11 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   }
 
   /** A POST: its decided messages, re-serialised (never the client's bytes), go upstream. */
-  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
+  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, scope: RequestScope): Promise<void> {
     const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
     // A repeat is harmless unless the message may act on something: never retry a tools/call.
     const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
-    await relay(req, res, p, { method: 'POST', body, retryStale }, (session) => messageFilter(p, () => tools, session));
+    await relay(req, res, p, { method: 'POST', body, retryStale }, (session) => messageFilter(p, scope, session));
   }
 
   /**
@@ -491,7 +525,11 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
     const p: Plan = { isBatch: false, forward: [], local: [], untouched: true, localStatus: 200 };
     const session = req.headers['mcp-session-id'];
     if (method === 'DELETE' && typeof session === 'string') res.once('finish', () => sessions.delete(session));
-    await relay(req, res, p, { method, retryStale: true }, () => (m) => filterMessage(m, opts.snapshot().tools));
+    const requestId = scopeFor(req).requestId;
+    await relay(req, res, p, { method, retryStale: true }, () => (m) => {
+      const snapshot = opts.snapshot();
+      return within({ requestId, snapshot }, () => filterMessage(m, snapshot.tools));
+    });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -529,7 +567,8 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       return;
     }
     const raw = read.body;
-    const snapshot = opts.snapshot();
+    const scope = scopeFor(req);
+    const snapshot = scope.snapshot;
     const strict = parseStrictJson(raw.toString('utf8'));
     if (!strict.ok) {
       if (strict.code === 'invalid_json')
@@ -550,12 +589,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       );
       return;
     }
-    const p = plan(strict.value, snapshot.tools);
+    const p = within(scope, () => plan(strict.value, snapshot.tools));
     if (p.forward.length === 0) {
       answerLocally(res, p);
       return;
     }
-    await forward(req, res, p, snapshot.tools);
+    await forward(req, res, p, scope);
   }
 
   return async (req, res) => {
