@@ -256,6 +256,39 @@ describe('decision records (issue 21 items 1–2)', () => {
     assert.equal(v.records, lines.length);
   });
 
+  it('records a refusal of the front door (a body over the bound, refused before it is read), with the digest header', async () => {
+    const u = new URL(r.router.url);
+    const head = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(Number(u.port), u.hostname, () =>
+        s.write(
+          `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${64 * 1024 * 1024}\r\n\r\n`,
+        ),
+      );
+      let buf = '';
+      s.on('error', reject);
+      s.on('data', (d: Buffer) => {
+        buf += d.toString('latin1');
+        if (buf.includes('\r\n\r\n')) {
+          s.destroy();
+          resolve(buf);
+        }
+      });
+    });
+    assert.match(head, /^HTTP\/1\.1 413 /);
+    const id = /\r\nx-kars-request-id: ([^\r]+)/i.exec(head)?.[1];
+    assert.ok(id !== undefined, head);
+    assert.match(
+      head,
+      new RegExp(`\\r\\nx-kars-policy-digest: InferencePolicy=${r.router.state.digests().InferencePolicy ?? ''}\\r\\n`, 'i'),
+    );
+    const rec = await until('the refusal is recorded', async () =>
+      (await adminLines(r)).lines.find((l) => l.type === 'decision' && (l as DecisionRecord).requestId === id),
+    );
+    assert.equal((rec as DecisionRecord).decision, 'deny');
+    assert.equal((rec as DecisionRecord).reason, 'request_too_large');
+    assert.equal((rec as DecisionRecord).policies[0]?.digest, r.router.state.digests().InferencePolicy);
+  });
+
   it('answers /decisions only with the admin token, and follows new lines', async () => {
     const anon = await fetch(`${r.router.adminUrl}/decisions`);
     assert.equal(anon.status, 401);

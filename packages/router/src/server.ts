@@ -369,11 +369,10 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       POLICY_DIGEST_HEADER,
       isMcp ? (snap.policies?.header.tools ?? NO_TOOLS) : (snap.policies?.header.inference ?? NO_INFERENCE),
     );
-    /** A refusal of the front door, before any handler: sent, and recorded for its surface. */
-    const refuseAtDoor = (refusal: ReturnType<typeof policyNotLoaded>): void => {
-      sendRefusal(res, refusal, undefined, wire);
+    /** Record a refusal of the front door (before any handler) for its surface. */
+    const recordAtDoor = (reason: string): void => {
       if (recorder.enabled) {
-        const base = { requestId, snapshot: snap, decision: 'deny' as const, reason: refusal.body.error.code ?? 'refused' };
+        const base = { requestId, snapshot: snap, decision: 'deny' as const, reason };
         if (isMcp) recorder.record({ ...base, kind: 'tool', target: { server: mcpServerOf(path), tool: '', action: 'call' } });
         else
           recorder.record({
@@ -383,6 +382,11 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
             tokens: null,
           });
       }
+    };
+    /** A refusal of the front door: sent, and recorded. */
+    const refuseAtDoor = (refusal: ReturnType<typeof policyNotLoaded>): void => {
+      sendRefusal(res, refusal, undefined, wire);
+      recordAtDoor(refusal.body.error.code ?? 'refused');
     };
     // Until the first complete load there is no policy to enforce: fail closed.
     if (!isLoaded()) {
@@ -416,7 +420,9 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     }
     // Bounded resources (issue 9 item 6): decided from the headers, before any body byte is read.
     if (!admitRequest(gate, req, res)) {
-      busy.inc({ code: res.statusCode === 413 ? 'request_too_large' : 'router_busy' });
+      const code = res.statusCode === 413 ? 'request_too_large' : 'router_busy';
+      busy.inc({ code });
+      recordAtDoor(code);
       return;
     }
     const handle = async (): Promise<void> => {
