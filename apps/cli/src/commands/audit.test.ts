@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import net from 'node:net';
 import { join } from 'node:path';
 import { silentLogger } from '@kars/kube-core';
 import { RuntimeMetrics } from '@kars/kube-runtime';
@@ -18,6 +19,23 @@ import { runKars } from '../testing/run-kars.js';
 import { sinceMs } from './audit.js';
 
 const TOKEN = 'cli-audit-token';
+
+/** The status of a CONNECT through the egress proxy. */
+function connectStatus(proxy: string, target: string): Promise<number> {
+  const u = new URL(proxy);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
+    let buf = '';
+    s.on('error', reject);
+    s.on('data', (d: Buffer) => {
+      buf += d.toString('latin1');
+      if (buf.includes('\r\n\r\n')) {
+        s.destroy();
+        resolve(Number(buf.slice(9, 12)));
+      }
+    });
+  });
+}
 
 describe('kars audit', () => {
   let root: string;
@@ -52,6 +70,7 @@ describe('kars audit', () => {
         upstream: stub.url,
         adminListen: '127.0.0.1:0',
         adminToken: TOKEN,
+        egressListen: '127.0.0.1:0',
         source: { kind: 'dir', dir: policy },
         decisionLog: { dir: logDir, maxBytes: 1500 },
         instance: 'cli-test',
@@ -69,6 +88,9 @@ describe('kars audit', () => {
       await res.text();
       assert.equal(res.status, i % 3 === 0 ? 429 : 200);
     }
+    // Egress the sandbox is refused (it has no allowlist): what `kars egress learned` lists.
+    for (const target of ['denied.example:443', 'other.example:8443', 'denied.example:443', 'denied.example:443'])
+      assert.equal(await connectStatus(router.egressUrl as string, target), 403);
     // What kars up leaves in its data dir for `kars audit tail`.
     writeFileSync(join(root, 'router-admin-url'), `${router.adminUrl as string}\n`);
     writeFileSync(join(root, 'router-admin-token'), `${TOKEN}\n`);
@@ -88,7 +110,7 @@ describe('kars audit', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { type: string; decision?: string; reason?: string });
-    assert.equal(lines.filter((l) => l.type === 'decision').length, 12);
+    assert.equal(lines.filter((l) => l.type === 'decision').length, 16);
     const denied = await runKars(['audit', 'tail', '--data-dir', root, '--decision', 'deny', '--kind', 'inference', '-o', 'json']);
     assert.equal(denied.code, 0, denied.stderr);
     const d = denied.stdout
@@ -115,7 +137,7 @@ describe('kars audit', () => {
     assert.ok(readdirSync(logDir).length >= 3, `the log rotated (${readdirSync(logDir).join(', ')})`);
     const v = await runKars(['audit', 'verify', logDir]);
     assert.equal(v.code, 0, v.stderr);
-    assert.match(v.stdout, /^ok: 13 records in \d+ file\(s\), seq 0\.\.12, from the genesis record; no gaps/);
+    assert.match(v.stdout, /^ok: 17 records in \d+ file\(s\), seq 0\.\.16, from the genesis record; no gaps/);
   });
 
   /** A copy of the log with `fn` applied to the lines of its second file; the verify run on it. */
@@ -170,6 +192,25 @@ describe('kars audit', () => {
     const r = await tampered((ls) => joined(ls).slice(0, -10));
     assert.equal(r.code, 1);
     assert.match(r.stderr, /chain broken \(truncated\): line \d+ of .* is cut short/);
+  });
+
+  it('kars egress learned lists the hosts the sandbox was refused, with counts and last-seen times', async () => {
+    const r = await runKars(['egress', 'learned', 'sb', '--data-dir', root, '-o', 'json']);
+    assert.equal(r.code, 0, r.stderr);
+    const hosts = JSON.parse(r.stdout) as Array<{ host: string; port: number; count: number; lastSeen: string }>;
+    assert.deepEqual(
+      hosts.map((h) => [h.host, h.port, h.count]),
+      [
+        ['denied.example', 443, 3],
+        ['other.example', 8443, 1],
+      ],
+    );
+    for (const h of hosts) assert.ok(Date.now() - Date.parse(h.lastSeen) < 600_000, h.lastSeen);
+    const t = await runKars(['egress', 'learned', 'sb', '--data-dir', root]);
+    assert.equal(t.code, 0, t.stderr);
+    assert.match(t.stdout, /^HOST\s+PORT\s+REFUSED\s+LAST SEEN\ndenied\.example\s+443\s+3\s/);
+    const other = await runKars(['egress', 'learned', 'another-sandbox', '--data-dir', root, '-o', 'json']);
+    assert.deepEqual(JSON.parse(other.stdout), []);
   });
 
   it('--since takes a duration or an RFC 3339 time', () => {

@@ -85,6 +85,73 @@ export function rowOf(l: ChainLine): string[] {
 
 const HEADERS = ['TIME', 'KIND', 'DECISION', 'REASON', 'TARGET', 'TOKENS', 'POLICY'] as const;
 
+/** Denied egress targets of a sandbox, from its router's records: host:port, how often, when last. */
+export interface LearnedHost {
+  host: string;
+  port: number;
+  count: number;
+  lastSeen: string;
+}
+
+/** Fold egress deny records into one row per host:port, most refused first (then most recent). */
+export function learnedHosts(lines: readonly ChainLine[], sandbox: string): LearnedHost[] {
+  const by = new Map<string, LearnedHost>();
+  for (const l of lines) {
+    if (l.type !== 'decision') continue;
+    const r = l as ChainLine & DecisionRecord;
+    if (r.kind !== 'egress' || r.decision !== 'deny' || r.sandbox !== sandbox) continue;
+    const t = r.target as { host: string; port: number };
+    const key = `${t.host}:${t.port}`;
+    const h = by.get(key);
+    if (h === undefined) by.set(key, { host: t.host, port: t.port, count: 1, lastSeen: r.time });
+    else {
+      h.count++;
+      if (r.time > h.lastSeen) h.lastSeen = r.time;
+    }
+  }
+  return [...by.values()].sort((a, b) => b.count - a.count || (a.lastSeen < b.lastSeen ? 1 : -1));
+}
+
+/** `kars egress learned SANDBOX`: the hosts a sandbox was refused, from its router's decision records. */
+export async function learned(
+  sandbox: string,
+  flags: Pick<TailFlags, 'since' | 'output' | 'adminUrl' | 'adminTokenFile' | 'dataDir'>,
+): Promise<void> {
+  const format = outputFormat(flags.output, ['table', 'json'] as const, 'table');
+  const { url, token } = adminEndpoint(flags, process.env);
+  const q = new URLSearchParams({ kind: 'egress', decision: 'deny' });
+  const ms = sinceMs(flags.since ?? '24h', Date.now());
+  if (ms === undefined) throw new CliError(`--since must be a duration (10m, 2h, 1d) or an RFC 3339 time, got "${flags.since ?? ''}"`);
+  q.set('since', String(ms));
+  let res: Response;
+  try {
+    res = await fetch(`${url}/decisions?${q.toString()}`, { headers: { authorization: `Bearer ${token}` } });
+  } catch (err) {
+    throw new CliError(`cannot reach the router's admin listener at ${url}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const text = await res.text();
+  if (res.status !== 200) throw new CliError(`${url}/decisions answered ${res.status}: ${text.slice(0, 300)}`);
+  const lines: ChainLine[] = [];
+  for (const l of text.split('\n')) {
+    if (l === '') continue;
+    try {
+      lines.push(JSON.parse(l) as ChainLine);
+    } catch {
+      // a cut last line: left out
+    }
+  }
+  const hosts = learnedHosts(lines, sandbox);
+  if (format === 'json') return void process.stdout.write(`${JSON.stringify(hosts, null, 2)}\n`);
+  if (hosts.length === 0) return void process.stderr.write(`No refused egress for sandbox ${sandbox} in the records read.\n`);
+  process.stdout.write(
+    table(
+      ['HOST', 'PORT', 'REFUSED', 'LAST SEEN'],
+      hosts.map((h) => [h.host, String(h.port), String(h.count), h.lastSeen]),
+    ),
+  );
+  process.stdout.write(`allow one for a while: kars egress allow-extra ${sandbox} --host HOST[:PORT] --ttl PT1H --reason "why"\n`);
+}
+
 async function tail(flags: TailFlags): Promise<void> {
   const format = outputFormat(flags.output, ['table', 'json'] as const, 'table');
   const { url, token } = adminEndpoint(flags, process.env);
