@@ -255,7 +255,7 @@ Try it, in another terminal:
   npx kars freshness probe --iterations 20
 
   # 11. the decision record of every request above (the policy digest that decided each), and a check of the log's hash chain
-  npx kars audit tail --since 1h
+  npx kars audit tail --data-dir ${dirname(o.adminTokenFile)} --since 1h
   npx kars audit verify ${dirname(o.adminTokenFile)}/decisions
 
   # the router's own view (bearer token in ${o.adminTokenFile})
