@@ -58,6 +58,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./commands/router.js')).routerCommand(),
   },
   {
+    name: 'audit',
+    options: false,
+    description: "read routers' decision records and check their tamper-evident logs",
+    load: async () => (await import('./commands/audit.js')).auditCommand(),
+  },
+  {
     name: 'stub',
     options: false,
     description: 'run a local upstream stub for demos and tests',

@@ -122,9 +122,12 @@ export function capabilityNames(c: RouterCapabilities): string[] {
   return [...c.mcpServers.map((s) => `mcp-server:${s}`), ...c.guardrailProviders.map((p) => `guardrail:${p}`)].sort();
 }
 
-/** The outcome of loading one kind (xDS-like). */
+/**
+ * The outcome of loading one kind (xDS-like). A loaded outcome's `name` is the policy's name when
+ * the source knows it ({@link routerView}: the InferencePolicy the sandbox references).
+ */
 export type LoadOutcome<T> =
-  | { kind: 'loaded'; value: T; digest: string | null; source: string; warning?: string }
+  | { kind: 'loaded'; value: T; digest: string | null; source: string; warning?: string; name?: string }
   | { kind: 'none' } // nothing configured: clear (egress then fails closed)
   | { kind: 'error'; error: string; source: string; rejectedDigest: string | null }; // keep the last good value (NACK)
 
@@ -541,6 +544,7 @@ export function routerView(
       `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`,
       caps,
     );
+    if (inference.kind === 'loaded') inference = { ...inference, name: ip };
   }
   const tp = toolPolicyNameOf(sandbox);
   let tools: RouterView['tools'] = { kind: 'none' };

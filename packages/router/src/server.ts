@@ -23,6 +23,10 @@ import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
 import { listedTool, SeenDefinitions } from './tools/pins.js';
 import { isToolListed } from './tools/decide.js';
+import { DecisionLog } from './decisions/log.js';
+import { DecisionRecorder, bindRequest } from './decisions/recorder.js';
+import { POLICY_DIGEST_HEADER, REQUEST_ID_HEADER } from './decisions/record.js';
+import { parseDecisionQuery, serveDecisions } from './decisions/stream.js';
 
 /** Where a router's policy comes from. */
 export type PolicySourceOptions =
@@ -75,6 +79,11 @@ export interface RouterOptions {
    * answer after the agent has gone (ADR 0027); default 300 s.
    */
   fetchTimeoutMs?: number;
+  /**
+   * The decision log (ADR 0040): a directory of hash-chained JSON-lines files, one record per
+   * decision, also served on the admin listener at `GET /decisions`. Off when absent.
+   */
+  decisionLog?: { dir: string; maxBytes?: number; files?: number; queue?: number };
   /** Identity of this router instance in its echo lease. */
   instance: string;
   metrics: RuntimeMetrics;
@@ -120,6 +129,15 @@ export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders
     mcpServers: [...new Set((opts.mcpUpstreams ?? []).map((u) => u.name))].sort(),
     guardrailProviders: [...new Set(providers)].sort(),
   };
+}
+
+/** The digest header of a snapshot without policies (hand-made, in tests): nothing bound. */
+const NO_INFERENCE = 'InferencePolicy=none';
+const NO_TOOLS = 'ToolPolicy=none, AgtProfile=none';
+
+/** The MCP server named by a gateway path (`/mcp/<name>`), null for the unnamed `/mcp`. */
+function mcpServerOf(path: string | undefined): string | null {
+  return path !== undefined && path.startsWith('/mcp/') ? path.slice('/mcp/'.length) : null;
 }
 
 /** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
@@ -222,6 +240,22 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     : undefined;
   const isReady = (): boolean => isLoaded() && (api ? api.isFresh() : true) && echo?.blockedReason() === undefined;
 
+  // Decision records (ADR 0040): built by the recorder, written off the request path by the log.
+  const decisionLog =
+    opts.decisionLog === undefined
+      ? undefined
+      : new DecisionLog({
+          dir: opts.decisionLog.dir,
+          sandbox: opts.sandbox,
+          instance: opts.instance,
+          ...(opts.decisionLog.maxBytes !== undefined ? { maxBytes: opts.decisionLog.maxBytes } : {}),
+          ...(opts.decisionLog.files !== undefined ? { files: opts.decisionLog.files } : {}),
+          ...(opts.decisionLog.queue !== undefined ? { queue: opts.decisionLog.queue } : {}),
+          wallNow: () => clock.wallNow(),
+          registry,
+        });
+  const recorder = new DecisionRecorder({ sandbox: opts.sandbox, instance: opts.instance, clock, sink: decisionLog });
+
   const budget = new TokenBudgetTracker({ clock });
   new Gauge({
     name: 'kars_router_budget_tokens',
@@ -249,6 +283,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
     onDecision: (d) => countDecision('inference', d.decision),
+    decisions: recorder,
     clock,
   });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
@@ -271,6 +306,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         clock,
         seen,
         onDecision: onToolDecision,
+        decisions: recorder,
       }),
     );
   }
@@ -293,6 +329,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
         path,
         seen,
         onDecision: onToolDecision,
+        decisions: recorder,
       }),
     );
   }
@@ -333,16 +370,45 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     // The front door's refusals are in the envelope of the API asked (MCP paths get OpenAI's).
     const isMcp = path !== undefined && gateways.has(path);
     const wire = isMcp ? 'openai' : wireOf(path ?? '/', req.headers['anthropic-version']);
+    // One snapshot for the whole request: the handlers decide under it, its digests go in the
+    // response header, and the decision record names them (ADR 0040).
+    const snap = state.current();
+    const requestId = recorder.nextRequestId();
+    bindRequest(req, { requestId, snapshot: snap });
+    res.setHeader(REQUEST_ID_HEADER, requestId);
+    res.setHeader(
+      POLICY_DIGEST_HEADER,
+      isMcp ? (snap.policies?.header.tools ?? NO_TOOLS) : (snap.policies?.header.inference ?? NO_INFERENCE),
+    );
+    /** Record a refusal of the front door (before any handler) for its surface. */
+    const recordAtDoor = (reason: string): void => {
+      if (recorder.enabled) {
+        const base = { requestId, snapshot: snap, decision: 'deny' as const, reason };
+        if (isMcp) recorder.record({ ...base, kind: 'tool', target: { server: mcpServerOf(path), tool: '', action: 'call' } });
+        else
+          recorder.record({
+            ...base,
+            kind: 'inference',
+            target: { api: path ?? '/', model: null, provider: null, deployment: null },
+            tokens: null,
+          });
+      }
+    };
+    /** A refusal of the front door: sent, and recorded. */
+    const refuseAtDoor = (refusal: ReturnType<typeof policyNotLoaded>): void => {
+      sendRefusal(res, refusal, undefined, wire);
+      recordAtDoor(refusal.body.error.code ?? 'refused');
+    };
     // Until the first complete load there is no policy to enforce: fail closed.
     if (!isLoaded()) {
-      sendRefusal(res, policyNotLoaded(), undefined, wire);
+      refuseAtDoor(policyNotLoaded());
       return;
     }
     // A bound policy the router refused, with nothing earlier to enforce: fail closed on that
     // surface rather than let the agent run unpoliced (Ready is withheld by the NACK meanwhile).
-    const refusal = refusedFor(state.current(), isMcp);
+    const refusal = refusedFor(snap, isMcp);
     if (refusal) {
-      sendRefusal(res, policyRejected(refusal.code, refusal.message), undefined, wire);
+      refuseAtDoor(policyRejected(refusal.code, refusal.message));
       return;
     }
     if (opts.maxStalenessMs !== undefined) {
@@ -358,14 +424,16 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           );
         }
         if (mode === 'closed') {
-          sendRefusal(res, policyStale(age, opts.maxStalenessMs), undefined, wire);
+          refuseAtDoor(policyStale(age, opts.maxStalenessMs));
           return;
         }
       }
     }
     // Bounded resources (issue 9 item 6): decided from the headers, before any body byte is read.
     if (!admitRequest(gate, req, res)) {
-      busy.inc({ code: res.statusCode === 413 ? 'request_too_large' : 'router_busy' });
+      const code = res.statusCode === 413 ? 'request_too_large' : 'router_busy';
+      busy.inc({ code });
+      recordAtDoor(code);
       return;
     }
     const handle = async (): Promise<void> => {
@@ -388,13 +456,28 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   if (opts.adminListen) {
     const want = opts.adminToken;
     admin = http.createServer((req, res) => {
-      const adminPath = (req.url ?? '').split('?')[0];
-      if ((adminPath !== '/internal/policy-status' && adminPath !== MCP_TOOLS_PATH) || req.method !== 'GET')
-        return sendJson(res, 404, { error: 'not found' });
+      const [adminPath, query] = (req.url ?? '').split('?', 2);
+      const known =
+        adminPath === '/internal/policy-status' ||
+        adminPath === MCP_TOOLS_PATH ||
+        adminPath === '/decisions' ||
+        adminPath === '/decisions/head';
+      if (!known || req.method !== 'GET') return sendJson(res, 404, { error: 'not found' });
       // Exactly one `Authorization: Bearer <token>`, compared in constant time (ADR 0028).
       const got = bearerToken(authorizationValues(req.rawHeaders));
       if (!want || got === undefined || !secretEquals(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
       if (adminPath === MCP_TOOLS_PATH) return sendJson(res, 200, mcpToolsView(listings, state.current().tools));
+      if (adminPath !== '/internal/policy-status') {
+        if (decisionLog === undefined) return sendJson(res, 404, { error: 'the decision log is off (kars router --decision-log DIR)' });
+        if (adminPath === '/decisions/head') {
+          void decisionLog.flushed().then(() => sendJson(res, 200, { schema_version: 1, ...decisionLog.head() }));
+          return;
+        }
+        const q = parseDecisionQuery(new URLSearchParams(query ?? ''));
+        if (typeof q === 'string') return sendJson(res, 400, { error: q });
+        void serveDecisions(decisionLog, q, res, signal).catch(() => res.destroy());
+        return;
+      }
       const entries = state.statusEntries();
       sendJson(res, 200, {
         schema_version: 1,
@@ -415,6 +498,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       sandbox: opts.sandbox,
       clock,
       onDecision: (d) => countDecision('egress', d.decision),
+      decisions: recorder,
     });
     egressUrl = egress.url;
     egressClose = () => egress.close();
@@ -433,6 +517,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const done = (async () => {
     await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
     await Promise.all([...parts, closeServer(main), closeServer(admin), egressClose?.()]);
+    await decisionLog?.close();
     inference.close();
     await client.close();
   })();

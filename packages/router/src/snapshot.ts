@@ -5,6 +5,7 @@
  */
 
 import type { EgressEntry, InferenceRules, ToolRules } from '@kars/policy-compiler/runtime';
+import type { PolicyRef } from './decisions/record.js';
 
 /** The rule types are the wire contract's (`@kars/policy-compiler` router-view), re-exported here. */
 export type { AgtRule, EgressEntry, GuardrailStage, InferenceRules, Severity, ToolRules } from '@kars/policy-compiler/runtime';
@@ -25,6 +26,20 @@ export interface PolicySnapshot {
    * unpoliced because its policy could not be enforced.
    */
   refused: Readonly<{ inference?: string; tools?: string }>;
+  /**
+   * The policies this snapshot enforces, per surface, with their digests (what a decision record
+   * names, and the `x-kars-policy-digest` header says). Absent on hand-made snapshots (tests): the
+   * surface then reads as having no policy bound.
+   */
+  policies?: SnapshotPolicies;
+}
+
+/** The policies of a snapshot per surface, and the `x-kars-policy-digest` value of each (built once per snapshot). */
+export interface SnapshotPolicies {
+  inference: readonly PolicyRef[];
+  tools: readonly PolicyRef[];
+  egress: readonly PolicyRef[];
+  header: Readonly<{ inference: string; tools: string; egress: string }>;
 }
 
 /** An empty snapshot: no inference rules, no tool rules, no egress. */

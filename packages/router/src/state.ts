@@ -10,7 +10,8 @@ import type {
   ToolOutcome,
   ToolRules,
 } from '@kars/policy-compiler/runtime';
-import type { PolicySnapshot } from './snapshot.js';
+import type { PolicySnapshot, SnapshotPolicies } from './snapshot.js';
+import { digestHeaderValue, type PolicyRef } from './decisions/record.js';
 
 export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler/runtime';
 
@@ -29,6 +30,8 @@ export class PolicyState {
   /** A refusal with no earlier good policy of that kind to fall back on (see PolicySnapshot.refused). */
   private inferenceRefused: string | undefined;
   private toolsRefused: string | undefined;
+  /** The bound InferencePolicy's name, when the source knows it (the API source does; a mounted directory does not). */
+  private inferenceName: string | null = null;
   private readonly ledger: EchoLedger;
   private readonly listeners = new Set<() => void>();
 
@@ -55,6 +58,7 @@ export class PolicyState {
 
   setInference(o: LoadOutcome<InferenceRules>): void {
     if (o.kind !== 'error') this.inference = o.kind === 'loaded' ? o.value : undefined;
+    if (o.kind !== 'error') this.inferenceName = o.kind === 'loaded' ? (o.name ?? null) : null;
     this.inferenceRefused = refusalWithoutFallback(o, this.inference);
     this.done(this.ledger.apply('InferencePolicy', o));
   }
@@ -73,6 +77,7 @@ export class PolicyState {
   /** Load a whole view (all kinds) and swap the snapshot once. */
   setView(view: RouterView): void {
     if (view.inference.kind !== 'error') this.inference = view.inference.kind === 'loaded' ? view.inference.value : undefined;
+    if (view.inference.kind !== 'error') this.inferenceName = view.inference.kind === 'loaded' ? (view.inference.name ?? null) : null;
     if (view.tools.kind !== 'error') this.tools = view.tools.kind === 'loaded' ? (view.tools.value as ToolLoad).rules : undefined;
     this.inferenceRefused = refusalWithoutFallback(view.inference, this.inference);
     this.toolsRefused = refusalWithoutFallback(view.tools, this.tools);
@@ -80,8 +85,29 @@ export class PolicyState {
     this.done(this.ledger.applyView(view));
   }
 
+  /** The policies in force per surface, from the ledger's digests (the ones echoed), with their names. */
+  private policies(): SnapshotPolicies {
+    const d = this.ledger.echo().digests;
+    const ref = (kind: PolicyRef['kind'], name: string | null): PolicyRef =>
+      Object.freeze({ kind, name: d[kind] == null ? null : name, generation: null, digest: d[kind] ?? null });
+    const inference = Object.freeze([ref('InferencePolicy', this.inferenceName)]);
+    const tools = Object.freeze([ref('ToolPolicy', this.tools?.name ?? null), ref('AgtProfile', this.tools?.name ?? null)]);
+    const egress = Object.freeze([ref('EgressApproval', null)]);
+    return Object.freeze({
+      inference,
+      tools,
+      egress,
+      header: Object.freeze({
+        inference: digestHeaderValue(inference),
+        tools: digestHeaderValue(tools),
+        egress: digestHeaderValue(egress),
+      }),
+    });
+  }
+
   private rebuild(): void {
     this.snap = Object.freeze({
+      policies: this.policies(),
       inference: this.inference,
       tools: this.tools ? [this.tools] : [],
       egress: [...this.egress.baseline, ...this.egress.approvals],

@@ -114,6 +114,23 @@ export function egressCommand(): Command {
     });
   });
 
+  cmd
+    .command('learned')
+    .argument('<sandbox>', 'the KarsSandbox whose refusals to list')
+    .description("the hosts a sandbox was refused, with counts and last-seen times, from its router's decision records")
+    .option('--since <when>', 'records since a duration ago (10m, 2h, 1d) or an RFC 3339 time', '24h')
+    .option('-o, --output <format>', 'table or json', 'table')
+    .option(
+      '--admin-url <url>',
+      "the router's admin listener (on a cluster: through kubectl port-forward); default: the one kars up records in --data-dir",
+    )
+    .option('--admin-token-file <file>', 'its bearer token (default: the kars up token, else env KARS_ROUTER_ADMIN_TOKEN)')
+    .option('--data-dir <dir>', 'the kars up data dir', '.kars')
+    .action(async (sandbox: string, f: { since: string; output: string; adminUrl?: string; adminTokenFile?: string; dataDir: string }) => {
+      const { learned } = await import('./audit.js');
+      await learned(sandbox, f);
+    });
+
   addKubeOptions(
     cmd
       .command('revoke')

@@ -24,6 +24,9 @@ interface RouterFlags {
   maxInflightBodyBytes?: number;
   maxConcurrentRequests?: number;
   guardrailUrl?: string;
+  decisionLog?: string;
+  decisionLogMaxBytes?: number;
+  decisionLogFiles?: number;
 }
 
 /** The moderation backend of `--guardrail-url`, with its key from the environment (wire contract §5.3 step 7). */
@@ -240,6 +243,20 @@ export function routerCommand(): Command {
       'bound on agent requests in flight; above it new requests get 503 router_busy (default 256)',
       positiveInt('--max-concurrent-requests'),
     )
+    .option(
+      '--decision-log <dir>',
+      'write a record of every decision (inference, tool, egress) to hash-chained JSON-lines files in DIR, also served at GET /decisions on the admin listener (off by default; on under kars up). ADR 0040',
+    )
+    .option(
+      '--decision-log-max-bytes <bytes>',
+      'start a new decision-log file when the current one reaches this size (default 67108864 = 64 MiB)',
+      positiveInt('--decision-log-max-bytes'),
+    )
+    .option(
+      '--decision-log-files <n>',
+      'decision-log files kept, the current one included; older ones are deleted (default 8)',
+      positiveInt('--decision-log-files'),
+    )
     .action(async (flags: RouterFlags) => {
       const log = pino({ name: 'kars-router', base: { sandbox: flags.sandbox } }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
@@ -284,6 +301,15 @@ export function routerCommand(): Command {
           ...(flags.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: flags.maxInflightBodyBytes } : {}),
           ...(flags.maxConcurrentRequests !== undefined ? { maxConcurrentRequests: flags.maxConcurrentRequests } : {}),
           ...(Number(process.env['TOKEN_BUDGET_DAILY']) > 0 ? { defaultDailyTokens: Number(process.env['TOKEN_BUDGET_DAILY']) } : {}),
+          ...(flags.decisionLog !== undefined
+            ? {
+                decisionLog: {
+                  dir: flags.decisionLog,
+                  ...(flags.decisionLogMaxBytes !== undefined ? { maxBytes: flags.decisionLogMaxBytes } : {}),
+                  ...(flags.decisionLogFiles !== undefined ? { files: flags.decisionLogFiles } : {}),
+                },
+              }
+            : {}),
           instance: routerInstance(flags.instance, process.env),
           metrics: new RuntimeMetrics(),
           log,

@@ -120,10 +120,13 @@ describe('kars up', { timeout: 600_000 }, () => {
       assert.equal(kubeconfig, join(dataDir, 'apiserver', 'kubeconfig'));
       const run = async (line: string): Promise<string> =>
         (await sh('sh', ['-c', line], { cwd: REPO_ROOT, env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 120_000 })).stdout;
-      const [pass, block, responses, messages, tool, egress, kubectl, wait, status, probe, admin] = lines.filter(
+      const [pass, block, responses, messages, tool, egress, kubectl, wait, status, probe, auditTail, auditVerify, admin] = lines.filter(
         (l) => !/^(cd|export) /.test(l),
       );
-      assert.ok(pass && block && responses && messages && tool && egress && kubectl && wait && status && probe && admin, lines.join('\n'));
+      assert.ok(
+        pass && block && responses && messages && tool && egress && kubectl && wait && status && probe && auditTail && auditVerify && admin,
+        lines.join('\n'),
+      );
       assert.match(await run(pass), /"object":"chat.completion"/);
       assert.match(await run(block), /"code":"per_request_tokens_exceeded"/);
       assert.match(await run(responses), /"object":"response".*"status":"completed"/s);
@@ -144,6 +147,13 @@ describe('kars up', { timeout: 600_000 }, () => {
       );
       assert.match(await run(pass), /perRequestTokens=100.*"code":"per_request_tokens_exceeded"/, 'request 1 is blocked after the edit');
       assert.match(await run(status), /ip\/demo-budget\s+demo-agent\s+\S+\s+SYNCED/);
+      // Every request above has its decision record, read from the demo router as printed, and the log's chain is whole.
+      const tail = await run(auditTail);
+      assert.match(tail, /inference\s+ALLOW\s+allowed\s+OpenAI chat completions gpt-4o/);
+      assert.match(tail, /inference\s+DENY\s+per_request_tokens_exceeded/);
+      assert.match(tail, /tool\s+DENY\s+tool_denied\s+delete_file/);
+      assert.match(tail, /egress\s+DENY\s+denied\s+HTTP example\.com:80/);
+      assert.match(await run(auditVerify), /^ok: \d+ records in \d+ file\(s\), seq 0\.\.\d+, from the genesis record; no gaps/);
       // The freshness probe works against kars up as printed: kars up runs a router for its sandbox.
       const probed = await run(probe);
       assert.match(probed, /edit→echo\s+\S+/);

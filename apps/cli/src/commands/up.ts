@@ -254,6 +254,10 @@ Try it, in another terminal:
   # 10. the freshness conformance probe: 20 edits, each timed to every router's echo
   npx kars freshness probe --iterations 20
 
+  # 11. the decision record of every request above (the policy digest that decided each), and a check of the log's hash chain
+  npx kars audit tail --data-dir ${dirname(o.adminTokenFile)} --since 1h
+  npx kars audit verify ${dirname(o.adminTokenFile)}/decisions
+
   # the router's own view (bearer token in ${o.adminTokenFile})
   curl -s -H "authorization: Bearer $(cat ${o.adminTokenFile})" http://${o.host}:${o.adminPort}/internal/policy-status
 `;
@@ -486,6 +490,8 @@ export function upCommand(): Command {
         `${host}:${flags.adminPort}`,
         '--admin-token-file',
         adminTokenFile,
+        '--decision-log',
+        join(dataDir, 'decisions'),
         '--upstream',
         openaiUrl,
         '--upstream',
@@ -496,6 +502,8 @@ export function upCommand(): Command {
       await step(out, `starting sandbox ${DEMO.sandbox}'s router on http://${host}:${flags.routerPort}`, () =>
         withDeadline('the router', line(router, 'listening:')),
       );
+      // Where `kars audit tail` finds this router's decision records (with the token above).
+      writeFileSync(join(dataDir, 'router-admin-url'), `http://${host}:${flags.adminPort}\n`);
       // A router for the freshness probe's dedicated sandbox (the probe creates and deletes the
       // sandbox and its throwaway policy), so `kars freshness probe` works against kars up as is.
       const probeRouter = start('router-probe', [

@@ -53,6 +53,8 @@ import {
   type EgressAnswer,
 } from './answers.js';
 
+import { cut } from '../decisions/record.js';
+import type { DecisionRecorder } from '../decisions/recorder.js';
 export { deniedMessage } from './answers.js';
 
 /** How often open tunnels and forwarded requests are re-checked against the current policy. */
@@ -80,6 +82,8 @@ export interface EgressProxyOptions {
   clock?: Clock;
   /** Called synchronously per decision; exceptions it throws are swallowed. */
   onDecision?: (d: EgressDecision) => void;
+  /** Where each decision's record goes. */
+  decisions?: DecisionRecorder;
   /**
    * Give up connecting to a target after this long (504): the TCP connect for CONNECT, the
    * connect and the response head for plain HTTP. Default 10 s.
@@ -251,6 +255,16 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     } catch {
       // an observer must not change the decision
     }
+    const rec = opts.decisions;
+    if (rec?.enabled === true)
+      rec.record({
+        kind: 'egress',
+        requestId: rec.nextRequestId(),
+        snapshot,
+        target: { host: cut(host), port, via },
+        decision: v.allowed ? 'allow' : 'deny',
+        reason: v.allowed ? (v.entry.approval === undefined ? 'baseline' : 'approval') : 'denied',
+      });
     return v.allowed ? { allowed: true, entry: v.entry } : { allowed: false };
   }
 

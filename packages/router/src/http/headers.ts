@@ -3,7 +3,8 @@
  * connection to another (inference, the MCP gateway, the egress proxy).
  *
  * Hop-by-hop headers (RFC 9110 §7.6.1, plus the legacy `keep-alive` / `proxy-connection` and the
- * RFC 2616 list) and every header named in `Connection` are connection-scoped and never copied.
+ * RFC 2616 list) and every header named in `Connection` are connection-scoped and never copied;
+ * nor are the headers only the router sets ({@link ROUTER_OWNED}).
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
@@ -19,6 +20,12 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
+
+/**
+ * Headers only the router sets (`x-kars-policy-digest`, `x-kars-request-id`): never copied from one
+ * side to the other, so neither an agent nor an upstream can put words in the router's mouth.
+ */
+export const ROUTER_OWNED: ReadonlySet<string> = new Set(['x-kars-policy-digest', 'x-kars-request-id']);
 
 const NONE: ReadonlySet<string> = new Set();
 
@@ -41,7 +48,7 @@ export function endToEndHeaders(
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const k in h) {
-    if (HOP_BY_HOP.has(k) || skip.has(k)) continue;
+    if (HOP_BY_HOP.has(k) || skip.has(k) || ROUTER_OWNED.has(k)) continue;
     const v = h[k];
     if (v !== undefined) out[k] = v;
   }

@@ -113,6 +113,8 @@ import { usageReader } from './usage.js';
 import { MAX_BUFFERED_RESPONSE_BYTES, createRelay, type BodyRelay, type Decide } from './relay.js';
 import { DrainRelay } from './drain.js';
 import { budgetHeadroomHeaders, budgetRetryHeaders } from './ratelimit.js';
+import { cut, type DecisionTokens, type InferenceTarget } from '../decisions/record.js';
+import { scopeOf, type DecisionRecorder, type RequestScope } from '../decisions/recorder.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, routePlan } from './pipeline.js';
 
@@ -151,8 +153,66 @@ export interface InferenceHandlerOptions {
   /** The router's shared upstream client; by default the handler makes (and `close()` closes) its own. */
   client?: UpstreamClient;
   onDecision?: (d: InferenceDecision) => void;
+  /** Where each request's decision record goes, once the request is over (tokens settled). */
+  decisions?: DecisionRecorder;
   /** The router's clock, for the bound on draining an abandoned answer (default the system clock). */
   clock?: Clock;
+}
+
+/** What one request's decision record needs, gathered while it is served. */
+interface Facts {
+  scope: RequestScope;
+  decision: 'allow' | 'deny' | undefined;
+  code: string | undefined;
+  model: string | null;
+  capped: boolean;
+  tokens: DecisionTokens | null;
+  meter: Meter | undefined;
+}
+
+/** The `model` of a refused body, for its record (read again only on this path; null when there is none to read). */
+function modelOf(raw: Buffer): string | null {
+  try {
+    const v = JSON.parse(raw.toString('utf8')) as unknown;
+    const m = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['model'] : undefined;
+    return typeof m === 'string' ? cut(m) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The record of one inference request, once it is over: `deny` with the refusal's code; `cap` when
+ * the router set the completion limit; `allow` otherwise (`proxy_error` when no upstream answered).
+ * A request that ended before any decision (the agent left while it was read) is `deny`
+ * `request_incomplete` when nothing was sent upstream, else `allow` `client_gone`.
+ */
+function recordInference(rec: DecisionRecorder, route: ReturnType<typeof matchRoute>, f: Facts): void {
+  const c = f.meter?.candidate;
+  const target: InferenceTarget = {
+    api: route.kind === 'api' ? route.api.title : route.kind === 'models' ? 'models' : 'unrouted',
+    model: f.model,
+    provider: c?.provider ?? null,
+    deployment: c?.deployment ?? null,
+  };
+  const sent = f.meter?.written === true;
+  const decision = f.decision ?? (sent ? 'allow' : 'deny');
+  const verdict = decision === 'deny' ? 'deny' : f.capped ? 'cap' : 'allow';
+  const reason =
+    f.decision === undefined
+      ? sent
+        ? 'client_gone'
+        : 'request_incomplete'
+      : (f.code ?? (verdict === 'cap' ? 'completion_limit_set' : 'allowed'));
+  rec.record({
+    kind: 'inference',
+    requestId: f.scope.requestId,
+    snapshot: f.scope.snapshot,
+    target,
+    decision: verdict,
+    reason,
+    tokens: f.tokens,
+  });
 }
 
 /** Where one upstream is: the origin, the `host` header and the base path prefixed to every path. */
@@ -226,10 +286,10 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     if (!res.destroyed) sendRefusal(res, refusal, 'kind' in r ? r.headers : undefined, wire);
   }
 
-  async function serve(req: IncomingMessage, res: ServerResponse, route: ApiRoute, decide: Decide): Promise<void> {
+  async function serve(req: IncomingMessage, res: ServerResponse, route: ApiRoute, decide: Decide, facts: Facts): Promise<void> {
     const wire = route.api.wire;
-    // Step 1: one snapshot for the whole request.
-    const rules = opts.snapshot().inference;
+    // Step 1: one snapshot for the whole request (the one the front door bound, which its digest header names).
+    const rules = facts.scope.snapshot.inference;
     const head = decideHead(req.method, req.headers[SANDBOX_HEADER], sandbox);
     if (head !== undefined) {
       req.resume();
@@ -243,7 +303,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
     const d = decideRequest(read.body, route, rules, ctx);
+    if (d.kind === 'forward') {
+      const model = d.body['model'];
+      facts.model = typeof model === 'string' ? cut(model) : null;
+      facts.capped = d.capped;
+    }
     if (d.kind === 'reject') {
+      facts.model = modelOf(read.body);
       refuse(res, d, decide, wire);
       return;
     }
@@ -257,6 +323,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     // The agent left while its request was read or moderated: nothing has been sent, nothing is.
     if (res.destroyed) return;
     const meter = newMeter();
+    facts.meter = meter;
     if (d.reserve === undefined) {
       // An uncharged API (token counting): nothing is reserved or settled.
       await forward(req, res, d, meter, decide);
@@ -274,10 +341,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       return;
     }
     const headroom = budget.headroom(sandbox, d.reserve.caps);
+    const tokens: DecisionTokens = { reserved: reserved.reservation.amount, charged: 0 };
+    facts.tokens = tokens;
     try {
       await forward(req, res, d, meter, decide, headroom === undefined ? undefined : budgetHeadroomHeaders(headroom, clock.wallNow()));
     } finally {
-      reserved.reservation.settle(settleTokens(meter, d.promptBytes, reserved.reservation.amount));
+      tokens.charged = settleTokens(meter, d.promptBytes, reserved.reservation.amount);
+      reserved.reservation.settle(tokens.charged);
     }
   }
 
@@ -285,13 +355,13 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
    * `GET /v1/models…`: a read, passed to the upstream of the API family asked (Anthropic's when
    * the request names an Anthropic version, else the default provider's); nothing is charged.
    */
-  function models(req: IncomingMessage, res: ServerResponse, route: ModelsRoute, decide: Decide): Promise<void> {
+  function models(req: IncomingMessage, res: ServerResponse, route: ModelsRoute, decide: Decide, facts: Facts): Promise<void> {
     req.resume();
     if (!headerAgrees(req.headers[SANDBOX_HEADER], sandbox)) {
       refuse(res, sandboxMismatch(sandbox), decide, route.wire);
       return Promise.resolve();
     }
-    const rules = opts.snapshot().inference;
+    const rules = facts.scope.snapshot.inference;
     const t = upstreamOf(route.wire === 'anthropic' ? 'anthropic' : (rules?.provider ?? 'azure-openai'));
     return new Promise((resolve) => {
       const meter = newMeter();
@@ -422,6 +492,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       const last = i === candidates.length - 1;
       const c = candidates[i] as Candidate;
       const up = upstreamOf(c.provider);
+      this.#meter.candidate = c;
       const target = attemptFor(this.#d, c, up.basePath);
       const a = new Attempt(this, last);
       this.#attempt = a;
@@ -537,10 +608,22 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const route = matchRoute(req.method, req.url ?? '/', req.headers['anthropic-version']);
     const wire = route.kind === 'api' ? route.api.wire : route.wire;
+    const facts: Facts = {
+      scope: scopeOf(req) ?? { requestId: opts.decisions?.nextRequestId() ?? '', snapshot: opts.snapshot() },
+      decision: undefined,
+      code: undefined,
+      model: null,
+      capped: false,
+      tokens: null,
+      meter: undefined,
+    };
     let reported = false;
     const decide: Decide = (decision, code) => {
-      if (reported || onDecision === undefined) return;
+      if (reported) return;
       reported = true;
+      facts.decision = decision;
+      facts.code = code;
+      if (onDecision === undefined) return;
       try {
         onDecision(code === undefined ? { sandbox, decision } : { sandbox, decision, code });
       } catch {
@@ -548,12 +631,12 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       }
     };
     try {
-      if (route.kind === 'api') await serve(req, res, route, decide);
+      if (route.kind === 'api') await serve(req, res, route, decide, facts);
       else if (route.kind === 'models') {
         if (req.method !== 'GET') {
           req.resume();
           refuse(res, { kind: 'reject', refusal: methodNotAllowed(req.method ?? ''), headers: { allow: 'GET' } }, decide, wire);
-        } else await models(req, res, route, decide);
+        } else await models(req, res, route, decide, facts);
       } else {
         req.resume();
         refuse(res, routeRefused(route.status, route.code, route.message), decide, wire);
@@ -569,6 +652,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         res.destroy();
       }
     }
+    if (opts.decisions?.enabled === true) recordInference(opts.decisions, route, facts);
     return true;
   };
   return Object.assign(handle, {

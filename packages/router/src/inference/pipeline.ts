@@ -161,7 +161,12 @@ export interface Forward {
   moderateOutput: boolean;
   /** What to reserve against the budget before forwarding (step 5); undefined for an uncharged API (token counting). */
   reserve: { caps: BudgetCaps; tokens: number } | undefined;
+  /** Whether the router set the completion limit itself (a request without one under a daily or monthly cap): a `cap` decision. */
+  capped: boolean;
 }
+
+/** The completion-limit fields of the APIs the router serves. */
+const LIMIT_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
 
 /** The refusal of a limits check (`apis.ts` normalise). */
 function limitsRefusal(r: LimitsRefusal): Reject {
@@ -216,6 +221,8 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
     request = { ...request, body: { ...request.body, [api.limitField]: per }, perChoice: per, maxCompletion: per * request.n };
   }
   const body = request.body;
+  // A `cap` decision: the router set a completion limit the request did not (per-request cap, or the budget's reserve).
+  const capped = LIMIT_FIELDS.some((f) => body[f] !== undefined && !Object.hasOwn(strict.value as object, f));
   const text = JSON.stringify(body);
   const promptBytes = Buffer.byteLength(text);
 
@@ -264,6 +271,7 @@ export function decideRequest(raw: Buffer, route: ApiRoute, rules: InferenceRule
           tokens: reservationFor(request, promptBytes),
         }
       : undefined,
+    capped,
   };
 }
 
@@ -368,6 +376,8 @@ export interface Meter {
   written: boolean;
   /** Whether the answer's body arrived to its end. */
   complete: boolean;
+  /** The candidate of the latest attempt (for the decision record); undefined before any. */
+  candidate?: Candidate;
 }
 
 /** A meter before anything was sent. */

@@ -76,6 +76,8 @@ import { SseEventSplitter, eventData, normaliseLineEnds } from '../http/sse.js';
 import { endToEndHeaders } from '../http/headers.js';
 import { UpstreamClient, type UpstreamResponse } from '../http/upstream.js';
 import { readBody } from '@kars/kube-core';
+import { cut } from '../decisions/record.js';
+import { scopeOf, type DecisionRecorder, type RequestScope } from '../decisions/recorder.js';
 
 /** One decision the gateway made, for logs and metrics. */
 export interface ToolDecision {
@@ -105,6 +107,8 @@ export interface McpGatewayOptions {
   clock?: Clock;
   /** Called synchronously for each decision; exceptions it throws are swallowed. */
   onDecision?: (d: ToolDecision) => void;
+  /** Where each decision's record goes (a call allowed or refused, a tool hidden from a list). */
+  decisions?: DecisionRecorder;
   /** Path served; default `/mcp`. Other paths return `false`. */
   path?: string;
   /** Largest request body accepted; default 4 MiB (413 above). */
@@ -159,12 +163,43 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const sessions = new SessionVersions();
   const seen = opts.seen ?? new SeenDefinitions();
 
+  /**
+   * The request and snapshot of the decisions being made: set around each (synchronous) plan and
+   * filter, so every record names the snapshot that decided it without each call restating it.
+   */
+  let current: RequestScope | undefined;
+  function within<T>(scope: RequestScope, fn: () => T): T {
+    const before = current;
+    current = scope;
+    try {
+      return fn();
+    } finally {
+      current = before;
+    }
+  }
+
   function emit(d: ToolDecision): void {
     try {
       opts.onDecision?.(d);
     } catch {
       // a faulty observer must not change the decision
     }
+    const rec = opts.decisions;
+    if (rec?.enabled === true && current !== undefined)
+      rec.record({
+        kind: 'tool',
+        requestId: current.requestId,
+        snapshot: current.snapshot,
+        target: { server: server ?? null, tool: cut(d.tool), action: d.kind },
+        decision: d.allowed ? 'allow' : 'deny',
+        // A hidden tool's record says why it was hidden (a deny, or a pin: tool_definition_changed, tool_not_pinned).
+        reason: d.kind === 'list' ? (d.reason ?? d.decision) : d.decision,
+      });
+  }
+
+  /** The scope of a request: the one the front door bound, or a new one on the current snapshot. */
+  function scopeFor(req: IncomingMessage): RequestScope {
+    return scopeOf(req) ?? { requestId: opts.decisions?.nextRequestId() ?? '', snapshot: opts.snapshot() };
   }
 
   function plan(parsed: unknown, tools: readonly ToolRules[], session: string): Plan {
@@ -369,7 +404,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
    * recorded for the session, or the answer replaced by -32602 when the version is one the gateway
    * does not know (it cannot vouch for a filter of shapes it was not written for).
    */
-  function messageFilter(p: Plan, tools: () => readonly ToolRules[], session: () => string | undefined): (m: unknown) => unknown {
+  function messageFilter(p: Plan, scope: RequestScope, session: () => string | undefined): (m: unknown) => unknown {
     const inits = new Set<string | number>();
     for (const m of p.forward) if (isObject(m) && m['method'] === 'initialize' && isForwardableId(m['id'])) inits.add(m['id']);
     return (m: unknown): unknown => {
@@ -384,7 +419,7 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         const sid = session();
         if (sid !== undefined) sessions.set(sid, v);
       }
-      return filterMessage(m, tools(), session() ?? '');
+      return within(scope, () => filterMessage(m, scope.snapshot.tools, session() ?? ''));
     };
   }
 
@@ -499,11 +534,11 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   }
 
   /** A POST: its decided messages, re-serialised (never the client's bytes), go upstream. */
-  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, tools: readonly ToolRules[]): Promise<void> {
+  async function forward(req: IncomingMessage, res: ServerResponse, p: Plan, scope: RequestScope): Promise<void> {
     const body = Buffer.from(JSON.stringify(p.isBatch ? p.forward : p.forward[0]), 'utf8');
     // A repeat is harmless unless the message may act on something: never retry a tools/call.
     const retryStale = !p.forward.some((m) => isObject(m) && m['method'] === 'tools/call');
-    await relay(req, res, p, { method: 'POST', body, retryStale }, (session) => messageFilter(p, () => tools, session));
+    await relay(req, res, p, { method: 'POST', body, retryStale }, (session) => messageFilter(p, scope, session));
   }
 
   /**
@@ -522,7 +557,11 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         seen.forget(session);
       });
     const sid = sessionOf(req.headers);
-    await relay(req, res, p, { method, retryStale: true }, () => (m) => filterMessage(m, opts.snapshot().tools, sid));
+    const requestId = scopeFor(req).requestId;
+    await relay(req, res, p, { method, retryStale: true }, () => (m) => {
+      const snapshot = opts.snapshot();
+      return within({ requestId, snapshot }, () => filterMessage(m, snapshot.tools, sid));
+    });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -560,7 +599,8 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       return;
     }
     const raw = read.body;
-    const snapshot = opts.snapshot();
+    const scope = scopeFor(req);
+    const snapshot = scope.snapshot;
     const strict = parseStrictJson(raw.toString('utf8'));
     if (!strict.ok) {
       if (strict.code === 'invalid_json')
@@ -581,12 +621,12 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
       );
       return;
     }
-    const p = plan(strict.value, snapshot.tools, sessionOf(req.headers));
+    const p = within(scope, () => plan(strict.value, snapshot.tools, sessionOf(req.headers)));
     if (p.forward.length === 0) {
       answerLocally(res, p);
       return;
     }
-    await forward(req, res, p, snapshot.tools);
+    await forward(req, res, p, scope);
   }
 
   return async (req, res) => {
