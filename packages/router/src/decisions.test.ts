@@ -154,7 +154,8 @@ describe('decision records (issue 21 items 1–2)', () => {
         'tool_denied',
       );
       assert.equal(denied.json?.error?.data?.code, 'tool_denied', denied.text);
-      const list = await tool({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, 'deny', 'hidden');
+      // A tool hidden from a list is recorded with why it was hidden (here the AGT profile's deny).
+      const list = await tool({ jsonrpc: '2.0', id: 3, method: 'tools/list' }, 'deny', 'tool_denied');
       assert.deepEqual(
         (list.json?.result?.tools as Array<{ name: string }>).map((t) => t.name),
         ['safe_tool'],
