@@ -10,6 +10,9 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { toolDefinitionDigest } from '@kars/policy-api';
 import { startOpenAIStub, type OpenAIStub } from '../stubs/openai.js';
 import { startDirRouter, type DirRouter } from '../testing/policy-dir.js';
@@ -45,6 +48,7 @@ describe('pinned MCP tool definitions, official MCP SDK client and server throug
   let up: SdkUpstream;
   let r: DirRouter;
   const open: Client[] = [];
+  const logDir = mkdtempSync(join(tmpdir(), 'kars-pins-log-'));
 
   before(async () => {
     inference = await startOpenAIStub();
@@ -64,7 +68,7 @@ describe('pinned MCP tool definitions, official MCP SDK client and server throug
           unpinnedTools: 'Deny',
         },
       },
-      { upstream: inference.url, mcpUpstream: up.url, adminListen: '127.0.0.1:0', adminToken: TOKEN },
+      { upstream: inference.url, mcpUpstream: up.url, adminListen: '127.0.0.1:0', adminToken: TOKEN, decisionLog: { dir: logDir } },
     );
   });
   after(async () => {
@@ -72,7 +76,24 @@ describe('pinned MCP tool definitions, official MCP SDK client and server throug
     await r.stop();
     await up.close();
     await inference.close();
+    rmSync(logDir, { recursive: true, force: true });
   });
+
+  /** The tool decision records the router has logged so far: [action, tool, decision, reason]. */
+  async function toolRecords(): Promise<string[][]> {
+    // /decisions/head answers once everything queued is written: then the log holds every decision so far.
+    const head = await fetch(`${r.router.adminUrl}/decisions/head`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(head.status, 200);
+    await head.arrayBuffer();
+    const res = await fetch(`${r.router.adminUrl}/decisions?kind=tool`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(res.status, 200);
+    return (await res.text())
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { type: string; target?: { tool: string; action: string }; decision?: string; reason?: string })
+      .filter((x) => x.type === 'decision')
+      .map((x) => [x.target?.action ?? '', x.target?.tool ?? '', x.decision ?? '', x.reason ?? '']);
+  }
 
   async function agent(): Promise<Agent> {
     const transport = new StreamableHTTPClientTransport(new URL(`${r.router.url}/mcp`), {
@@ -148,6 +169,19 @@ describe('pinned MCP tool definitions, official MCP SDK client and server throug
         return true;
       });
       assert.deepEqual(up.calls.slice(ran), [], 'no refused call reached the upstream');
+      // Each hiding and each refusal has its decision record, saying why.
+      const recs = await toolRecords();
+      for (const want of [
+        ['list', 'write_file', 'deny', 'tool_not_pinned'],
+        ['call', 'write_file', 'deny', 'tool_not_pinned'],
+        ['call', 'read_file', 'deny', 'tool_definition_unseen'],
+        ['list', 'read_file', 'deny', 'tool_definition_changed'],
+        ['call', 'read_file', 'deny', 'tool_definition_changed'],
+      ])
+        assert.ok(
+          recs.some((x) => JSON.stringify(x) === JSON.stringify(want)),
+          `no record ${JSON.stringify(want)} in ${JSON.stringify(recs)}`,
+        );
       // The poisoned description never reached the client.
       const listed = await a.client.listTools();
       assert.doesNotMatch(JSON.stringify(listed), /id_rsa/);
