@@ -116,8 +116,9 @@ export function learnedHosts(lines: readonly ChainLine[], sandbox: string): Lear
 export async function learned(
   sandbox: string,
   flags: Pick<TailFlags, 'since' | 'output' | 'adminUrl' | 'adminTokenFile' | 'dataDir'>,
-): Promise<void> {
-  const format = outputFormat(flags.output, ['table', 'json'] as const, 'table');
+): Promise<LearnedHost[]> {
+  // `none`: only read them (`kars egress learned --approve` checks the host it approves against them).
+  const format = flags.output === 'none' ? 'none' : outputFormat(flags.output, ['table', 'json'] as const, 'table');
   const { url, token } = adminEndpoint(flags, process.env);
   const q = new URLSearchParams({ kind: 'egress', decision: 'deny' });
   const ms = sinceMs(flags.since ?? '24h', Date.now());
@@ -141,15 +142,23 @@ export async function learned(
     }
   }
   const hosts = learnedHosts(lines, sandbox);
-  if (format === 'json') return void process.stdout.write(`${JSON.stringify(hosts, null, 2)}\n`);
-  if (hosts.length === 0) return void process.stderr.write(`No refused egress for sandbox ${sandbox} in the records read.\n`);
+  if (format === 'none') return hosts;
+  if (format === 'json') {
+    process.stdout.write(`${JSON.stringify(hosts, null, 2)}\n`);
+    return hosts;
+  }
+  if (hosts.length === 0) {
+    process.stderr.write(`No refused egress for sandbox ${sandbox} in the records read.\n`);
+    return hosts;
+  }
   process.stdout.write(
     table(
       ['HOST', 'PORT', 'REFUSED', 'LAST SEEN'],
       hosts.map((h) => [h.host, String(h.port), String(h.count), h.lastSeen]),
     ),
   );
-  process.stdout.write(`allow one for a while: kars egress allow-extra ${sandbox} --host HOST[:PORT] --ttl PT1H --reason "why"\n`);
+  process.stdout.write(`allow one for a while: kars egress learned ${sandbox} --approve HOST[:PORT] --ttl PT1H --reason "why"\n`);
+  return hosts;
 }
 
 async function tail(flags: TailFlags): Promise<void> {

@@ -20,6 +20,19 @@ interface AllowFlags extends KubeFlags, FilenameFlags {
   timeout: number;
 }
 
+interface LearnedFlags extends KubeFlags {
+  since: string;
+  output: string;
+  adminUrl?: string;
+  adminTokenFile?: string;
+  dataDir: string;
+  approve?: string;
+  ttl?: string;
+  reason?: string;
+  ticket?: string;
+  name?: string;
+}
+
 /** `<sandbox>-extra-<yyyymmdd-hhmmss>z` in UTC (lower case, so it is a valid object name). */
 export function defaultApprovalName(sandbox: string, now = new Date()): string {
   const iso = now.toISOString(); // 2026-11-30T13:50:07.123Z
@@ -53,38 +66,7 @@ export function egressCommand(): Command {
     )
       .option('--wait', "return once the sandbox's router enforces the widened allowlist (router echo)")
       .option('--timeout <seconds>', 'with --wait: give up after this long (exit code 2)', parseTimeout, 60),
-  ).action(async (sandbox: string, f: AllowFlags) => {
-    const path = filenameOf(f);
-    const file = path !== undefined ? (readObjectFile(path, 'EgressApproval', f.namespace) as unknown as EgressApproval) : undefined;
-    if (file && file.spec?.sandbox && file.spec.sandbox !== sandbox)
-      throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${path ?? ''}`);
-    if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
-    const hosts = (f.host ?? []).map((h) => {
-      const r = parseHostArg(h);
-      if (!r.ok) throw new CliError(r.message);
-      return r.endpoint;
-    });
-    const spec: EgressApprovalSpec = { ...(file?.spec ?? ({} as EgressApprovalSpec)), sandbox };
-    if (hosts.length > 0) spec.hosts = hosts;
-    if (f.ttl !== undefined) spec.ttl = f.ttl;
-    if (f.reason !== undefined) spec.reason = f.reason;
-    if (f.ticket !== undefined) spec.ticket = f.ticket;
-    const missing = [
-      spec.hosts === undefined ? '--host' : '',
-      spec.ttl === undefined ? '--ttl' : '',
-      spec.reason === undefined ? '--reason' : '',
-    ].filter((x) => x !== '');
-    if (missing.length > 0)
-      throw new CliError(
-        `missing ${missing.join(', ')}: e.g. kars egress allow-extra ${sandbox} --host example.com --ttl PT1H --reason "why"`,
-      );
-    const name = f.name ?? file?.metadata?.name ?? defaultApprovalName(sandbox);
-    await withKube(f, async (ctx) => {
-      const r = await upsert<EgressApproval>(ctx, EGRESS_APPROVAL, name, () => ({ spec }));
-      process.stdout.write(`${refOf(EGRESS_APPROVAL, name)} ${r.action}\n`);
-      if (f.wait) printEnforced(EGRESS_APPROVAL, await waitEnforced(ctx, EGRESS_APPROVAL, r.obj, f.timeout * 1000), r.writtenAtMs);
-    });
-  });
+  ).action((sandbox: string, f: AllowFlags) => allowExtra(sandbox, f));
 
   addKubeOptions(
     cmd
@@ -114,10 +96,22 @@ export function egressCommand(): Command {
     });
   });
 
-  cmd
-    .command('learned')
-    .argument('<sandbox>', 'the KarsSandbox whose refusals to list')
-    .description("the hosts a sandbox was refused, with counts and last-seen times, from its router's decision records")
+  addKubeOptions(
+    cmd
+      .command('learned')
+      .argument('<sandbox>', 'the KarsSandbox whose refusals to list')
+      .description(
+        "the hosts a sandbox was refused, with counts and last-seen times, from its router's decision records; --approve turns one into an EgressApproval",
+      )
+      .option(
+        '--approve <host[:port]>',
+        'turn this refused host (port 443 when omitted) into an EgressApproval, with --ttl and --reason, validated as allow-extra is',
+      )
+      .option('--ttl <duration>', 'with --approve: ISO 8601 duration, e.g. PT1H')
+      .option('--reason <text>', 'with --approve: why')
+      .option('--ticket <id>', 'with --approve: ticket or incident id')
+      .option('--name <name>', 'with --approve: approval name (default: <sandbox>-extra-<yyyymmdd-hhmmss>z)'),
+  )
     .option('--since <when>', 'records since a duration ago (10m, 2h, 1d) or an RFC 3339 time', '24h')
     .option('-o, --output <format>', 'table or json', 'table')
     .option(
@@ -126,9 +120,19 @@ export function egressCommand(): Command {
     )
     .option('--admin-token-file <file>', 'its bearer token (default: the kars up token, else env KARS_ROUTER_ADMIN_TOKEN)')
     .option('--data-dir <dir>', 'the kars up data dir', '.kars')
-    .action(async (sandbox: string, f: { since: string; output: string; adminUrl?: string; adminTokenFile?: string; dataDir: string }) => {
+    .action(async (sandbox: string, f: LearnedFlags) => {
       const { learned } = await import('./audit.js');
-      await learned(sandbox, f);
+      if (f.approve === undefined) return void (await learned(sandbox, f));
+      // Approve only what the records show was refused: learning, not a second allow-extra.
+      const want = parseHostArg(f.approve);
+      if (!want.ok) throw new CliError(want.message);
+      const { host, port = 443 } = want.endpoint;
+      const hosts = await learned(sandbox, { ...f, output: 'none' });
+      if (!hosts.some((h) => h.host.toLowerCase() === host.toLowerCase() && h.port === port))
+        throw new CliError(
+          `${formatHostPort(host, port)} was not refused for sandbox ${sandbox} in the records since ${f.since} (refused: ${hosts.map((h) => formatHostPort(h.host, h.port)).join(', ') || 'none'}); to allow another host, use kars egress allow-extra`,
+        );
+      await allowExtra(sandbox, { ...f, host: [f.approve], timeout: 60 });
     });
 
   addKubeOptions(
@@ -141,4 +145,42 @@ export function egressCommand(): Command {
     await withKube(f, (ctx) => deleteObject(ctx, EGRESS_APPROVAL, name, !f.prompt));
   });
   return cmd;
+}
+
+/**
+ * Create (or update) an EgressApproval from `allow-extra`'s flags: the hosts, TTL and reason are
+ * checked here and by the same validation the controller runs, then written through the API.
+ * `kars egress learned --approve` comes through here too.
+ */
+async function allowExtra(sandbox: string, f: AllowFlags): Promise<void> {
+  const path = filenameOf(f);
+  const file = path !== undefined ? (readObjectFile(path, 'EgressApproval', f.namespace) as unknown as EgressApproval) : undefined;
+  if (file && file.spec?.sandbox && file.spec.sandbox !== sandbox)
+    throw new CliError(`the sandbox "${sandbox}" does not match spec.sandbox "${file.spec.sandbox}" in ${path ?? ''}`);
+  if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
+  const hosts = (f.host ?? []).map((h) => {
+    const r = parseHostArg(h);
+    if (!r.ok) throw new CliError(r.message);
+    return r.endpoint;
+  });
+  const spec: EgressApprovalSpec = { ...(file?.spec ?? ({} as EgressApprovalSpec)), sandbox };
+  if (hosts.length > 0) spec.hosts = hosts;
+  if (f.ttl !== undefined) spec.ttl = f.ttl;
+  if (f.reason !== undefined) spec.reason = f.reason;
+  if (f.ticket !== undefined) spec.ticket = f.ticket;
+  const missing = [
+    spec.hosts === undefined ? '--host' : '',
+    spec.ttl === undefined ? '--ttl' : '',
+    spec.reason === undefined ? '--reason' : '',
+  ].filter((x) => x !== '');
+  if (missing.length > 0)
+    throw new CliError(
+      `missing ${missing.join(', ')}: e.g. kars egress allow-extra ${sandbox} --host example.com --ttl PT1H --reason "why"`,
+    );
+  const name = f.name ?? file?.metadata?.name ?? defaultApprovalName(sandbox);
+  await withKube(f, async (ctx) => {
+    const r = await upsert<EgressApproval>(ctx, EGRESS_APPROVAL, name, () => ({ spec }));
+    process.stdout.write(`${refOf(EGRESS_APPROVAL, name)} ${r.action}\n`);
+    if (f.wait) printEnforced(EGRESS_APPROVAL, await waitEnforced(ctx, EGRESS_APPROVAL, r.obj, f.timeout * 1000), r.writtenAtMs);
+  });
 }

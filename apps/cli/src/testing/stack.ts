@@ -31,7 +31,7 @@ export interface TestStack {
   router(
     sandbox: string,
     namespace?: string,
-    extra?: Pick<RouterOptions, 'adminListen' | 'adminToken' | 'mcpUpstreams'>,
+    extra?: Pick<RouterOptions, 'adminListen' | 'adminToken' | 'mcpUpstreams' | 'decisionLog'>,
   ): Promise<RunningRouter>;
   close(): Promise<void>;
 }
