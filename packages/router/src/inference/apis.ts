@@ -448,9 +448,24 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
  */
 function chatProviderTools(body: Record<string, unknown>): string[] {
   const out: string[] = [];
-  if (body['web_search_options'] !== undefined && body['web_search_options'] !== null) out.push('web_search_options (web search)');
-  for (const k of ['data_sources', 'dataSources'])
-    if (body[k] !== undefined && body[k] !== null) out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  // Judged on the folded key: a case-insensitive decoder (ASP.NET's web defaults, Go's
+  // encoding/json) reads `DataSources` or `DATA_SOURCES` as the field.
+  for (const [k, v] of Object.entries(body)) {
+    if (v === undefined || v === null) continue;
+    const f = fold(k);
+    if (f === 'web_search_options') out.push(`${k} (web search)`);
+    else if (f === 'data_sources' || f === 'datasources') out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  }
+  return out;
+}
+
+/**
+ * The values of `o`'s keys that fold to `name` (`url`, `URL`, `Url`): a case-insensitive upstream
+ * decoder reads any of them as the field.
+ */
+function foldedValues(o: Record<string, unknown>, name: string): unknown[] {
+  const out: unknown[] = [];
+  for (const [k, v] of Object.entries(o)) if (k === name || fold(k) === name) out.push(v);
   return out;
 }
 
@@ -473,12 +488,13 @@ function fetchedMedia(v: unknown, path: string, out: string[], depth = 0): void 
     return;
   }
   if (!isObject(v)) return;
-  if (v['type'] === 'url' && fetchedUrl(v['url'])) out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
+  if (foldedValues(v, 'type').includes('url') && foldedValues(v, 'url').some(fetchedUrl))
+    out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
   for (const [k, x] of Object.entries(v)) {
     const at = path === '' ? k : `${path}.${k}`;
-    const key = k.toLowerCase();
+    const key = fold(k);
     if (key === 'image_url' || key === 'audio_url' || key === 'video_url' || key === 'file_url') {
-      if (fetchedUrl(x) || (isObject(x) && fetchedUrl(x['url']))) {
+      if (fetchedUrl(x) || (isObject(x) && foldedValues(x, 'url').some(fetchedUrl))) {
         out.push(`${at} (a URL the provider fetches)`);
         continue;
       }
@@ -592,7 +608,8 @@ export const COUNT_TOKENS: InferenceApi = {
   limitField: undefined,
   normalize: normalizeCount,
   unjudgeable: () => [],
-  providerTools: messagesProviderTools,
+  // Counting a url source makes the provider fetch it, as a message would.
+  providerTools: (body) => [...messagesProviderTools(body), ...mediaFetches(body)],
   toolRunningModel: noToolRunningModel,
 };
 

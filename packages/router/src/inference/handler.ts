@@ -97,6 +97,7 @@ import {
   decideRequest,
   headerAgrees,
   newMeter,
+  passedOverMayHaveRun,
   relayMode,
   settleTokens,
   tooLarge,
@@ -457,6 +458,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         return new DrainRelay(status, this.#meter, usage, this.done);
       }
       if (tryNext(status, last)) {
+        // A 500, 502 or 504 passed over may have run and been billed: the settlement keeps at least the reservation.
+        if (passedOverMayHaveRun(status)) this.#meter.ranBefore = true;
         // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
         this.next();
         return undefined;
