@@ -47,7 +47,9 @@
  *    usage is read from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx
  *    answer read to its end without usage is charged an estimate (`estimateUsage`). A request
  *    that was written and got no whole answer (none, or cut short without usage) is charged at
- *    least its reservation. A non-2xx answer, or a request never written, settles at 0. When the
+ *    least its reservation. A non-2xx answer, or a request never written, settles at 0, except a
+ *    500, 502 or 504 (it may have run): at least the reservation, also when it was passed over for a
+ *    fallback candidate. When the
  *    agent goes away after its request was written, the answer is still read (not relayed) to
  *    learn its usage: for at most `fetchTimeoutMs` more and MAX_BUFFERED_RESPONSE_BYTES of body;
  *    past either it is cut (and charged at least the reservation).
