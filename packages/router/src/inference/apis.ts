@@ -410,7 +410,7 @@ function responsesProviderTools(body: Record<string, unknown>): string[] {
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
   tools.forEach((t, i) => {
-    const type = isObject(t) ? t['type'] : undefined;
+    const type = isObject(t) ? exactType(t) : undefined;
     if (typeof type !== 'string' || !RESPONSES_CLIENT_TOOLS.has(type))
       out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
   });
@@ -434,9 +434,39 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   if (tools !== undefined && tools !== null && !Array.isArray(tools)) out.push('tools (not a list)');
   if (Array.isArray(tools))
     tools.forEach((t, i) => {
-      const type = isObject(t) ? t['type'] : 'not an object';
+      const type = isObject(t) ? exactType(t) : 'not an object';
       if (!anthropicClientTool(type)) out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
     });
+  return out;
+}
+
+/**
+ * A tool's `type`, or a refusal's reason when another key folds onto it (`Type`, `TYPE`): the
+ * router would read no type (a custom tool) where a case-insensitive decoder reads a server tool.
+ */
+function exactType(t: Record<string, unknown>): unknown {
+  const keys = Object.keys(t).filter((k) => fold(k) === 'type');
+  return keys.length === 0 || (keys.length === 1 && keys[0] === 'type') ? t['type'] : 'a type key in another case';
+}
+
+/** Chat tool types the agent runs itself. */
+const CHAT_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
+
+/**
+ * Chat tools that are not the agent's own (`function`, `custom`): chat completions defines no
+ * provider-run tool, so any other type is one an upstream or a gateway would run (or a spelling the
+ * router cannot judge) and is refused, as on Responses.
+ */
+function chatTools(body: Record<string, unknown>): string[] {
+  const tools = body['tools'];
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) return ['tools (not a list)'];
+  const out: string[] = [];
+  tools.forEach((t, i) => {
+    const type = isObject(t) ? exactType(t) : undefined;
+    if (typeof type !== 'string' || !CHAT_CLIENT_TOOLS.has(type))
+      out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
+  });
   return out;
 }
 
@@ -532,7 +562,7 @@ export const CHAT: InferenceApi = {
     return foreign ?? normalizeRequest(body, cap);
   },
   unjudgeable: chatUnjudgeable,
-  providerTools: (body) => [...chatProviderTools(body), ...mediaFetches(body)],
+  providerTools: (body) => [...chatProviderTools(body), ...chatTools(body), ...mediaFetches(body)],
   toolRunningModel: searchesByItself,
 };
 

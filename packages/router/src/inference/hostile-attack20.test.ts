@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { InferenceRules } from '../snapshot.js';
 import { decideRequest, type Forward, type PipelineContext, type Reject } from './pipeline.js';
-import { CHAT, COUNT_TOKENS, MESSAGES, type InferenceApi } from './apis.js';
+import { CHAT, COUNT_TOKENS, MESSAGES, RESPONSES, type InferenceApi } from './apis.js';
 import type { ApiRoute } from './routes.js';
 import { inferenceRules } from '../testing/rules.js';
 import { budgetPolicy, startDirRouter } from '../testing/policy-dir.js';
@@ -95,6 +95,36 @@ describe('hostile attack20: Azure On Your Data in another case', () => {
         };
         refused(decide(CHAT, body));
       }),
+    );
+  });
+});
+
+describe('hostile attack20: provider-run tools the tool checks did not read', () => {
+  // Chat completions' `tools` were not looked at: a gateway or OpenAI-compatible upstream that
+  // runs a hosted tool type (`web_search`, `mcp`, `file_search`) on chat would run it unrefused.
+  it('chat: a tool type other than function or custom (or tools not a list) is refused', () => {
+    const base = { model: 'm', messages: [{ role: 'user', content: 'x' }] };
+    for (const tools of [[{ type: 'web_search' }], [{ type: 'mcp', server_url: 'https://x' }], [{ name: 'f' }], { type: 'web_search' }])
+      refused(decide(CHAT, { ...base, tools }), 'inference_policy_provider_tool_refused');
+    const fn = { type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } };
+    assert.equal(decide(CHAT, { ...base, tools: [fn] }).kind, 'forward');
+  });
+  // A tool's `type` was read exactly: `{"name": "web_search", "Type": "web_search_20250305"}` had no
+  // type (an Anthropic custom tool) for the router, and a server tool for a case-insensitive
+  // decoder; `{"type": "function", "Type": "web_search"}` was a function on Responses.
+  it("property: a second key folding onto a tool's type is refused (chat, Responses, Messages)", () => {
+    fc.assert(
+      fc.property(
+        caseOf('type').filter((k) => k !== 'type'),
+        fc.boolean(),
+        (key, withExact) => {
+          const extra = withExact ? { type: 'function' } : {};
+          refused(decide(CHAT, { model: 'm', messages: [], tools: [{ ...extra, [key]: 'web_search', function: { name: 'f' } }] }));
+          refused(decide(RESPONSES, { model: 'm', input: 'x', tools: [{ ...extra, [key]: 'web_search', name: 'f' }] }));
+          const tool = { ...(withExact ? { type: 'custom' } : {}), [key]: 'web_search_20250305', name: 'web_search' };
+          refused(decide(MESSAGES, { model: 'c', max_tokens: 5, messages: [], tools: [tool] }));
+        },
+      ),
     );
   });
 });
