@@ -449,6 +449,30 @@ function exactType(t: Record<string, unknown>): unknown {
   return keys.length === 0 || (keys.length === 1 && keys[0] === 'type') ? t['type'] : 'a type key in another case';
 }
 
+/**
+ * A `tool_choice` that names a provider-run tool (`{"type": "web_search_preview"}`, `mcp`, or one
+ * inside `allowed_tools`): no such tool can be listed on a route the router serves, so the request
+ * cannot be the agent's own tools' and is refused rather than trusted to the upstream's check.
+ */
+function toolChoiceProblems(body: Record<string, unknown>, clientTools: ReadonlySet<string>): string[] {
+  const choice = body['tool_choice'];
+  if (!isObject(choice)) return []; // "auto", "none", "required"
+  const type = exactType(choice);
+  if (type === 'allowed_tools') {
+    const listed = choice['tools'];
+    if (!Array.isArray(listed)) return [];
+    return listed.flatMap((t, i) => {
+      const ty = isObject(t) ? exactType(t) : undefined;
+      return typeof ty === 'string' && clientTools.has(ty)
+        ? []
+        : [`tool_choice.tools[${i}] (${typeof ty === 'string' ? ty : 'a tool without a type'})`];
+    });
+  }
+  return typeof type === 'string' && clientTools.has(type)
+    ? []
+    : [`tool_choice (${typeof type === 'string' ? type : 'a choice without a type'})`];
+}
+
 /** Chat tool types the agent runs itself. */
 const CHAT_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
 
@@ -562,7 +586,12 @@ export const CHAT: InferenceApi = {
     return foreign ?? normalizeRequest(body, cap);
   },
   unjudgeable: chatUnjudgeable,
-  providerTools: (body) => [...chatProviderTools(body), ...chatTools(body), ...mediaFetches(body)],
+  providerTools: (body) => [
+    ...chatProviderTools(body),
+    ...chatTools(body),
+    ...toolChoiceProblems(body, CHAT_CLIENT_TOOLS),
+    ...mediaFetches(body),
+  ],
   toolRunningModel: searchesByItself,
 };
 
@@ -581,7 +610,7 @@ export const RESPONSES: InferenceApi = {
   limitField: 'max_output_tokens',
   normalize: normalizeResponses,
   unjudgeable: responsesUnjudgeable,
-  providerTools: (body) => [...responsesProviderTools(body), ...mediaFetches(body)],
+  providerTools: (body) => [...responsesProviderTools(body), ...toolChoiceProblems(body, RESPONSES_CLIENT_TOOLS), ...mediaFetches(body)],
   toolRunningModel: searchesByItself,
 };
 

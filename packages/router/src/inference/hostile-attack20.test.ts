@@ -129,6 +129,32 @@ describe('hostile attack20: provider-run tools the tool checks did not read', ()
   });
 });
 
+describe('hostile attack20: a hosted tool named by tool_choice', () => {
+  // `tool_choice` was not read: `{"type": "web_search_preview"}` (or `mcp`, or a hosted type in
+  // `allowed_tools`) asks the provider to run a tool the `tools` check never saw.
+  it('Responses and chat: a tool_choice naming a provider-run tool is refused; function, custom and the strings pass', () => {
+    const fn = { type: 'function', name: 'f', parameters: { type: 'object', properties: {} } };
+    for (const tool_choice of [
+      { type: 'web_search_preview' },
+      { type: 'mcp', server_label: 'x' },
+      { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'file_search' }] },
+      { Type: 'code_interpreter' },
+    ]) {
+      refused(decide(RESPONSES, { model: 'm', input: 'x', tools: [fn], tool_choice }), 'inference_policy_provider_tool_refused');
+      refused(decide(CHAT, { model: 'm', messages: [], tool_choice }), 'inference_policy_provider_tool_refused');
+    }
+    for (const tool_choice of [
+      'auto',
+      'required',
+      'none',
+      { type: 'function', name: 'f' },
+      { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'f' }] },
+    ])
+      assert.equal(decide(RESPONSES, { model: 'm', input: 'x', tools: [fn], tool_choice }).kind, 'forward', JSON.stringify(tool_choice));
+    assert.equal(decide(CHAT, { model: 'm', messages: [], tool_choice: { type: 'function', function: { name: 'f' } } }).kind, 'forward');
+  });
+});
+
 describe('hostile attack20: retry advice that lies', () => {
   // The daily cap was checked before the monthly one, and a daily cap filled only by reservations
   // in flight is "held" (retry-after 1, x-should-retry true) even when the month is already spent:
