@@ -410,7 +410,7 @@ function responsesProviderTools(body: Record<string, unknown>): string[] {
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
   tools.forEach((t, i) => {
-    const type = isObject(t) ? t['type'] : undefined;
+    const type = isObject(t) ? exactType(t) : undefined;
     if (typeof type !== 'string' || !RESPONSES_CLIENT_TOOLS.has(type))
       out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
   });
@@ -434,9 +434,63 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
   if (tools !== undefined && tools !== null && !Array.isArray(tools)) out.push('tools (not a list)');
   if (Array.isArray(tools))
     tools.forEach((t, i) => {
-      const type = isObject(t) ? t['type'] : 'not an object';
+      const type = isObject(t) ? exactType(t) : 'not an object';
       if (!anthropicClientTool(type)) out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
     });
+  return out;
+}
+
+/**
+ * A tool's `type`, or a refusal's reason when another key folds onto it (`Type`, `TYPE`): the
+ * router would read no type (a custom tool) where a case-insensitive decoder reads a server tool.
+ */
+function exactType(t: Record<string, unknown>): unknown {
+  const keys = Object.keys(t).filter((k) => fold(k) === 'type');
+  return keys.length === 0 || (keys.length === 1 && keys[0] === 'type') ? t['type'] : 'a type key in another case';
+}
+
+/**
+ * A `tool_choice` that names a provider-run tool (`{"type": "web_search_preview"}`, `mcp`, or one
+ * inside `allowed_tools`): no such tool can be listed on a route the router serves, so the request
+ * cannot be the agent's own tools' and is refused rather than trusted to the upstream's check.
+ */
+function toolChoiceProblems(body: Record<string, unknown>, clientTools: ReadonlySet<string>): string[] {
+  const choice = body['tool_choice'];
+  if (!isObject(choice)) return []; // "auto", "none", "required"
+  const type = exactType(choice);
+  if (type === 'allowed_tools') {
+    const listed = choice['tools'];
+    if (!Array.isArray(listed)) return [];
+    return listed.flatMap((t, i) => {
+      const ty = isObject(t) ? exactType(t) : undefined;
+      return typeof ty === 'string' && clientTools.has(ty)
+        ? []
+        : [`tool_choice.tools[${i}] (${typeof ty === 'string' ? ty : 'a tool without a type'})`];
+    });
+  }
+  return typeof type === 'string' && clientTools.has(type)
+    ? []
+    : [`tool_choice (${typeof type === 'string' ? type : 'a choice without a type'})`];
+}
+
+/** Chat tool types the agent runs itself. */
+const CHAT_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
+
+/**
+ * Chat tools that are not the agent's own (`function`, `custom`): chat completions defines no
+ * provider-run tool, so any other type is one an upstream or a gateway would run (or a spelling the
+ * router cannot judge) and is refused, as on Responses.
+ */
+function chatTools(body: Record<string, unknown>): string[] {
+  const tools = body['tools'];
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) return ['tools (not a list)'];
+  const out: string[] = [];
+  tools.forEach((t, i) => {
+    const type = isObject(t) ? exactType(t) : undefined;
+    if (typeof type !== 'string' || !CHAT_CLIENT_TOOLS.has(type))
+      out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
+  });
   return out;
 }
 
@@ -448,9 +502,24 @@ function messagesProviderTools(body: Record<string, unknown>): string[] {
  */
 function chatProviderTools(body: Record<string, unknown>): string[] {
   const out: string[] = [];
-  if (body['web_search_options'] !== undefined && body['web_search_options'] !== null) out.push('web_search_options (web search)');
-  for (const k of ['data_sources', 'dataSources'])
-    if (body[k] !== undefined && body[k] !== null) out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  // Judged on the folded key: a case-insensitive decoder (ASP.NET's web defaults, Go's
+  // encoding/json) reads `DataSources` or `DATA_SOURCES` as the field.
+  for (const [k, v] of Object.entries(body)) {
+    if (v === undefined || v === null) continue;
+    const f = fold(k);
+    if (f === 'web_search_options') out.push(`${k} (web search)`);
+    else if (f === 'data_sources' || f === 'datasources') out.push(`${k} (Azure OpenAI On Your Data retrieval)`);
+  }
+  return out;
+}
+
+/**
+ * The values of `o`'s keys that fold to `name` (`url`, `URL`, `Url`): a case-insensitive upstream
+ * decoder reads any of them as the field.
+ */
+function foldedValues(o: Record<string, unknown>, name: string): unknown[] {
+  const out: unknown[] = [];
+  for (const [k, v] of Object.entries(o)) if (k === name || fold(k) === name) out.push(v);
   return out;
 }
 
@@ -473,12 +542,13 @@ function fetchedMedia(v: unknown, path: string, out: string[], depth = 0): void 
     return;
   }
   if (!isObject(v)) return;
-  if (v['type'] === 'url' && fetchedUrl(v['url'])) out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
+  if (foldedValues(v, 'type').includes('url') && foldedValues(v, 'url').some(fetchedUrl))
+    out.push(`${path === '' ? 'the body' : path} (a url source the provider fetches)`);
   for (const [k, x] of Object.entries(v)) {
     const at = path === '' ? k : `${path}.${k}`;
-    const key = k.toLowerCase();
+    const key = fold(k);
     if (key === 'image_url' || key === 'audio_url' || key === 'video_url' || key === 'file_url') {
-      if (fetchedUrl(x) || (isObject(x) && fetchedUrl(x['url']))) {
+      if (fetchedUrl(x) || (isObject(x) && foldedValues(x, 'url').some(fetchedUrl))) {
         out.push(`${at} (a URL the provider fetches)`);
         continue;
       }
@@ -516,7 +586,12 @@ export const CHAT: InferenceApi = {
     return foreign ?? normalizeRequest(body, cap);
   },
   unjudgeable: chatUnjudgeable,
-  providerTools: (body) => [...chatProviderTools(body), ...mediaFetches(body)],
+  providerTools: (body) => [
+    ...chatProviderTools(body),
+    ...chatTools(body),
+    ...toolChoiceProblems(body, CHAT_CLIENT_TOOLS),
+    ...mediaFetches(body),
+  ],
   toolRunningModel: searchesByItself,
 };
 
@@ -535,7 +610,7 @@ export const RESPONSES: InferenceApi = {
   limitField: 'max_output_tokens',
   normalize: normalizeResponses,
   unjudgeable: responsesUnjudgeable,
-  providerTools: (body) => [...responsesProviderTools(body), ...mediaFetches(body)],
+  providerTools: (body) => [...responsesProviderTools(body), ...toolChoiceProblems(body, RESPONSES_CLIENT_TOOLS), ...mediaFetches(body)],
   toolRunningModel: searchesByItself,
 };
 
@@ -592,7 +667,8 @@ export const COUNT_TOKENS: InferenceApi = {
   limitField: undefined,
   normalize: normalizeCount,
   unjudgeable: () => [],
-  providerTools: messagesProviderTools,
+  // Counting a url source makes the provider fetch it, as a message would.
+  providerTools: (body) => [...messagesProviderTools(body), ...mediaFetches(body)],
   toolRunningModel: noToolRunningModel,
 };
 

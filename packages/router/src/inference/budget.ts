@@ -130,6 +130,12 @@ export class TokenBudgetTracker {
       return OK;
     }
     this.#roll(e);
+    // An exhausted period first: a daily cap only held by requests in flight must not advise a
+    // retry when the month is spent (the retry would meet the monthly refusal).
+    if (caps.dailyTokens !== null && e.daily >= caps.dailyTokens)
+      return this.#refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
+    if (caps.monthlyTokens !== null && e.monthly >= caps.monthlyTokens)
+      return this.#refuse(sandbox, 'monthly', e.monthly, e.reserved, caps.monthlyTokens);
     if (caps.dailyTokens !== null && e.daily + e.reserved >= caps.dailyTokens)
       return this.#refuse(sandbox, 'daily', e.daily, e.reserved, caps.dailyTokens);
     if (caps.monthlyTokens !== null && e.monthly + e.reserved >= caps.monthlyTokens)

@@ -47,7 +47,9 @@
  *    usage is read from their tail (`usageFromJsonTail`), after the response has been sent. A 2xx
  *    answer read to its end without usage is charged an estimate (`estimateUsage`). A request
  *    that was written and got no whole answer (none, or cut short without usage) is charged at
- *    least its reservation. A non-2xx answer, or a request never written, settles at 0. When the
+ *    least its reservation. A non-2xx answer, or a request never written, settles at 0, except a
+ *    500, 502 or 504 (it may have run): at least the reservation, also when it was passed over for a
+ *    fallback candidate. When the
  *    agent goes away after its request was written, the answer is still read (not relayed) to
  *    learn its usage: for at most `fetchTimeoutMs` more and MAX_BUFFERED_RESPONSE_BYTES of body;
  *    past either it is cut (and charged at least the reservation).
@@ -97,6 +99,7 @@ import {
   decideRequest,
   headerAgrees,
   newMeter,
+  passedOverMayHaveRun,
   relayMode,
   settleTokens,
   tooLarge,
@@ -528,6 +531,8 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
         return new DrainRelay(status, this.#meter, usage, this.done);
       }
       if (tryNext(status, last)) {
+        // A 500, 502 or 504 passed over may have run and been billed: the settlement keeps at least the reservation.
+        if (passedOverMayHaveRun(status)) this.#meter.ranBefore = true;
         // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
         this.next();
         return undefined;

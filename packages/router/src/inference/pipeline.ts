@@ -91,7 +91,8 @@ export function routePlan(rules: InferenceRules | undefined, api: InferenceApi):
   const mp = rules?.modelPreference ?? null;
   const pp = mp?.primary.provider;
   const provider = (pp !== undefined && KNOWN_PROVIDERS.has(pp) ? pp : (rules?.provider ?? own)) as Provider;
-  if (provider === 'bedrock') return reject(providerUnimplemented(provider));
+  // The same refusal every time: a 5xx the SDKs would otherwise retry (ratelimit.ts).
+  if (provider === 'bedrock') return reject(providerUnimplemented(provider), NO_RETRY);
   const all: Candidate[] = [];
   const add = (p: string, deployment: string): void => {
     if (deployment === '' || p === 'bedrock' || !KNOWN_PROVIDERS.has(p)) return;
@@ -310,6 +311,11 @@ export function attemptFor(f: Forward, c: Candidate, basePath: string): { path: 
   return { path, body: JSON.stringify({ ...f.body, model: c.deployment }) };
 }
 
+/** Whether an answer passed over for the next candidate may have been generated and billed (the settlement's floor). */
+export function passedOverMayHaveRun(status: number): boolean {
+  return mayHaveRun(status);
+}
+
 /** Whether an answer moves on to the next candidate (a 5xx or a 429, when one is left). */
 export function tryNext(status: number, last: boolean): boolean {
   return !last && (status === 429 || status >= 500);
@@ -378,6 +384,11 @@ export interface Meter {
   complete: boolean;
   /** The candidate of the latest attempt (for the decision record); undefined before any. */
   candidate?: Candidate;
+  /**
+   * Whether an earlier candidate's answer, passed over for the next one (step 6), was a 5xx that
+   * may come after the provider generated and billed it (`mayHaveRun`).
+   */
+  ranBefore?: boolean;
 }
 
 /** A meter before anything was sent. */
@@ -395,9 +406,18 @@ export function newMeter(): Meter {
  * - a 2xx answer read to its end without usage: the estimate `estimateUsage(prompt, answer bytes)`;
  * - otherwise (written, and no answer, or a 2xx answer cut short without usage): the larger of
  *   the reservation and that estimate. A forwarded request is never free.
+ * - and whatever the last candidate answered, at least the reservation when an earlier candidate
+ *   was passed over after a 5xx that may have run (`Meter.ranBefore`).
  */
 export function settleTokens(m: Meter, promptBytes: number, reserved: number): number {
   if (!m.written) return 0;
+  // A candidate passed over after a 5xx that may have run: at least the reservation, whatever the last answered.
+  if (m.ranBefore === true) return Math.max(reserved, settleLast(m, promptBytes, reserved));
+  return settleLast(m, promptBytes, reserved);
+}
+
+/** {@link settleTokens} of the answer relayed (the last attempt). */
+function settleLast(m: Meter, promptBytes: number, reserved: number): number {
   if (m.status !== undefined && (m.status < 200 || m.status >= 300)) return mayHaveRun(m.status) ? Math.max(reserved, m.usage ?? 0) : 0;
   if (m.status !== undefined && m.usage !== undefined) return m.usage;
   const estimate = m.status === undefined ? 0 : estimateUsage(promptBytes, m.bytes);
