@@ -54,7 +54,8 @@ export function admitObject(
     if (v.schema) {
       const r = admit(v.schema, obj as unknown as Record<string, unknown>, old as unknown as Record<string, unknown> | undefined);
       out = r.object as unknown as KubeObject;
-      causes.push(...r.causes);
+      // kube-schema names the root ""; kube's field path of the root is nil, printed `<nil>`.
+      causes.push(...r.causes.map((c) => (c.field === '' ? { ...c, field: '<nil>' } : c)));
       unknownFields = r.unknownFields;
     }
   } else {

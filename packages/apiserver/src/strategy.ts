@@ -172,15 +172,22 @@ export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): 
   return obj;
 }
 
-/** 409 unless `old` meets the preconditions, in kube-apiserver's words. */
+/**
+ * 409 unless `old` meets a delete's preconditions, as kube's rest.BeforeDelete words it: the conflict
+ * names the Kind (`ConfigMap "x"`, `Role.rbac.authorization.k8s.io "x"`), not the resource.
+ */
 export function checkPreconditions(t: Target, old: KubeObject, pre: Preconditions): void {
+  const byKind = { group: t.ri.group, resource: t.ri.kind, name: t.name };
   if (pre.uid !== undefined && pre.uid !== old.metadata.uid) {
-    throw conflict(target(t), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+    throw conflict(
+      byKind,
+      `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid ?? ''}). The object might have been deleted and then recreated`,
+    );
   }
   if (pre.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
     throw conflict(
-      target(t),
-      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
+      byKind,
+      `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion ?? ''}). The object might have been modified`,
     );
   }
 }
