@@ -74,3 +74,167 @@ describe('kube-apiserver parity: Status bodies', () => {
     assert.deepEqual(r.body.details, { name: 'r', group: 'rbac.authorization.k8s.io', kind: 'Role' });
   });
 });
+
+describe('kube-apiserver parity: lists, deletes, dry runs and 405/403 Status', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer({ authorizationMode: 'RBAC' });
+    await createCrds(ts.client, widgetCrd());
+  });
+  after(async () => ts.close());
+
+  it("a built-in kind's list items carry no apiVersion or kind (a typed list); a custom resource's do", async () => {
+    assert.equal((await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'l' } })).status, 201);
+    const list = await ts.client.get(CM);
+    assert.equal(list.status, 200);
+    assert.ok(list.body.items.length > 0);
+    for (const item of list.body.items) assert.deepEqual([item.apiVersion, item.kind], [undefined, undefined], JSON.stringify(item));
+    const gone = await ts.client.request('DELETE', CM);
+    assert.equal(gone.status, 200, gone.text);
+    for (const item of gone.body.items) assert.equal(item.kind, undefined, 'deletecollection answers a typed list too');
+    assert.equal(
+      (await ts.client.post(WD, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { size: 1 } })).status,
+      201,
+    );
+    const widgets = await ts.client.get(WD);
+    assert.deepEqual([widgets.body.items[0].apiVersion, widgets.body.items[0].kind], ['example.com/v1', 'Widget']);
+  });
+
+  it('a delete answers a success Status without a code; a dry-run create has no resourceVersion', async () => {
+    assert.equal((await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'd' } })).status, 201);
+    const del = await ts.client.request('DELETE', `${CM}/d`);
+    assert.equal(del.status, 200, del.text);
+    assert.equal(del.body.status, 'Success');
+    assert.equal('code' in del.body, false, del.text);
+    const dry = await ts.client.post(`${CM}?dryRun=All`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'dry' } });
+    assert.equal(dry.status, 201, dry.text);
+    assert.equal('resourceVersion' in dry.body.metadata, false, dry.text);
+  });
+
+  it('405 has empty details; 403 omits an empty name and the core group', async () => {
+    const notAllowed = await ts.client.request('POST', `${CM}/x`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+    assert.equal(notAllowed.status, 405, notAllowed.text);
+    assert.deepEqual(notAllowed.body.details, {});
+    const { TestClient } = await import('./testing/harness.js');
+    assert.equal((await ts.client.post('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'nobody' } })).status, 201);
+    const tok = await ts.client.post('/api/v1/namespaces/default/serviceaccounts/nobody/token', { spec: {} });
+    const sa = new TestClient(ts.server.url, ts.server.caCert, tok.body.status.token as string);
+    try {
+      const list = await sa.get(CM);
+      assert.equal(list.status, 403, list.text);
+      assert.deepEqual(list.body.details, { kind: 'configmaps' });
+      const get = await sa.get(`${ROLES}/x`);
+      assert.deepEqual(get.body.details, { name: 'x', group: 'rbac.authorization.k8s.io', kind: 'roles' });
+    } finally {
+      sa.close();
+    }
+  });
+});
+
+describe('kube-apiserver parity: managedFields of built-in kinds follow their Go types', () => {
+  let ts: TestServer;
+  before(async () => (ts = await startTestServer()));
+  after(async () => ts.close());
+
+  const fieldsOf = (body: any): unknown => body.metadata.managedFields[0].fieldsV1;
+
+  it('value structs own no "." entry; atomic structs are one leaf; generateName is tracked', async () => {
+    const rb = await ts.client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { generateName: 'rb-' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' },
+      subjects: [{ kind: 'ServiceAccount', name: 'sa', namespace: 'default' }],
+    });
+    assert.equal(rb.status, 201, rb.text);
+    assert.deepEqual(fieldsOf(rb.body), { 'f:metadata': { 'f:generateName': {} }, 'f:roleRef': {}, 'f:subjects': {} });
+    const dep = await ts.client.post('/apis/apps/v1/namespaces/default/deployments', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'd' } },
+        template: { metadata: { labels: { app: 'd' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+      },
+    });
+    assert.equal(dep.status, 201, dep.text);
+    const f = fieldsOf(dep.body) as any;
+    assert.equal(f['f:spec']['.'], undefined, 'spec is a value struct of the zero Deployment');
+    assert.deepEqual(f['f:spec']['f:selector'], {}, 'a LabelSelector is atomic');
+    assert.equal(f['f:spec']['f:template']['f:spec']['f:containers']['.'], undefined, 'containers is in the zero PodSpec');
+    assert.deepEqual(Object.keys(f['f:spec']['f:template']['f:spec']['f:containers']), ['k:{"name":"c"}']);
+    const owned = await ts.client.post(CM, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'owned',
+        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: '6f0c1f5e-0000-4000-8000-000000000001' }],
+      },
+    });
+    assert.equal(owned.status, 201, owned.text);
+    assert.deepEqual(fieldsOf(owned.body), {
+      'f:metadata': { 'f:ownerReferences': { '.': {}, 'k:{"uid":"6f0c1f5e-0000-4000-8000-000000000001"}': {} } },
+    });
+  });
+});
+
+describe('kube-apiserver parity: reviews and token requests', () => {
+  let ts: TestServer;
+  before(async () => (ts = await startTestServer({ authorizationMode: 'RBAC' })));
+  after(async () => ts.close());
+
+  it('a SelfSubjectAccessReview has managedFields and no creationTimestamp, and RBAC names the binding that allowed', async () => {
+    const { TestClient } = await import('./testing/harness.js');
+    const post = (path: string, body: unknown): Promise<any> => ts.client.post(path, body);
+    assert.equal((await post('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'me' } })).status, 201);
+    const role = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'r' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    };
+    assert.equal((await post(ROLES, role)).status, 201);
+    const rb = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'rb' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' },
+      subjects: [{ kind: 'ServiceAccount', name: 'me' }],
+    };
+    assert.equal((await post('/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', rb)).status, 201);
+    const tok = await post('/api/v1/namespaces/default/serviceaccounts/me/token?fieldManager=tester', {
+      spec: { expirationSeconds: 3600 },
+    });
+    assert.equal(tok.status, 201, tok.text);
+    assert.match(tok.body.metadata.uid, /^[0-9a-f-]{36}$/);
+    assert.match(tok.body.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT/);
+    assert.deepEqual(
+      tok.body.metadata.managedFields.map((m: any) => [m.manager, m.operation, m.subresource, m.fieldsV1]),
+      [['tester', 'Update', 'token', { 'f:spec': { 'f:expirationSeconds': {} } }]],
+    );
+    const me = new TestClient(ts.server.url, ts.server.caCert, tok.body.status.token as string);
+    try {
+      const review = (verb: string): Promise<any> =>
+        me.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { namespace: 'default', verb, resource: 'configmaps' } },
+        });
+      const yes = await review('get');
+      assert.equal(yes.status, 201, yes.text);
+      assert.equal('creationTimestamp' in yes.body.metadata, false, yes.text);
+      assert.deepEqual(yes.body.metadata.managedFields[0].fieldsV1, {
+        'f:spec': { 'f:resourceAttributes': { '.': {}, 'f:namespace': {}, 'f:resource': {}, 'f:verb': {} } },
+      });
+      assert.deepEqual(yes.body.status, {
+        allowed: true,
+        reason: 'RBAC: allowed by RoleBinding "rb/default" of Role "r" to ServiceAccount "me/default"',
+      });
+      const no = await review('delete');
+      assert.deepEqual(no.body.status, { allowed: false }, 'a denial carries no empty reason');
+    } finally {
+      me.close();
+    }
+  });
+});

@@ -238,6 +238,12 @@ export class ObjectService {
         403,
         'Forbidden',
         `${t.ri.resource} "${t.name}" is forbidden: unable to create new content in namespace ${t.ns} because it is being terminated`,
+        {
+          name: t.name,
+          ...(t.ri.group ? { group: t.ri.group } : {}),
+          kind: t.ri.resource,
+          causes: [{ reason: 'NamespaceTerminating', message: `namespace ${t.ns} is being terminated`, field: 'metadata.namespace' }],
+        },
       );
     }
   }
@@ -276,7 +282,9 @@ export class ObjectService {
       // A delete answers with the object as it was last stored (kube's etcd store does the same).
       const answer = op === 'delete' && old ? old : obj;
       if (opts.dryRun) {
-        obj.metadata.resourceVersion = old?.metadata.resourceVersion ?? '';
+        // kube's dry-run create has no resourceVersion (an update keeps the stored one).
+        if (old?.metadata.resourceVersion) obj.metadata.resourceVersion = old.metadata.resourceVersion;
+        else delete obj.metadata.resourceVersion;
         result = { object: answer, code, warnings, gone };
         return;
       }
@@ -307,7 +315,7 @@ export class ObjectService {
   }
 
   async create(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
-    if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+    if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
     const obj = coerceBody(t, body, true);
     if ((obj.metadata.name ?? '') === '' && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix();
     const name = obj.metadata.name ?? '';

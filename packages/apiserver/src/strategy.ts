@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, invalid, isObject } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import type { FieldOptions } from '@kars/kube-patch';
+import { typedFieldOptions } from './kinds/field-types.js';
 import { clone, deepEqual, nowRfc3339, shapeCauses } from './meta.js';
 import { grKey, servedVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
@@ -128,6 +129,9 @@ export function fieldOptions(t: Target): FieldOptions {
   const v = servedVersion(t.ri, t.version);
   const o: FieldOptions = { ignoreStatus: t.ri.hasStatus && t.subresource !== 'status' };
   if (v?.listKeys) o.listKeys = v.listKeys;
+  // Built-in kinds are tracked against their Go types (zero-value structs, atomic values, list keys).
+  const typed = t.ri.builtin ? typedFieldOptions(t.ri.group, t.version, t.ri.kind) : undefined;
+  if (typed) Object.assign(o, typed);
   return o;
 }
 

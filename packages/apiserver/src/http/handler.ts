@@ -25,6 +25,7 @@ import type { Req, Res } from './compat.js';
 import { sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
 import { OpenApiDocuments, serveOpenApi } from './openapi.js';
+import { listItemObject, listItemText } from './list-items.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -158,7 +159,15 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
   const method = (req.method ?? 'GET').toUpperCase();
   const access = PUBLIC.has(route.kind)
     ? undefined
-    : await checkAccess(ctx.auth, authorizationValues(req.rawHeaders), route, method, url, () => readJson(req));
+    : await checkAccess(
+        ctx.auth,
+        authorizationValues(req.rawHeaders),
+        route,
+        method,
+        url,
+        () => readJson(req),
+        manager(url.searchParams, req),
+      );
   if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {
@@ -237,7 +246,7 @@ async function handleObject(
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined)
-      throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
@@ -280,12 +289,13 @@ async function handleObject(
         apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`,
         kind: ri.listKind,
         metadata: {},
-        items: deleted,
+        items: deleted.map((o) => listItemObject(ri, o)),
       });
     }
     const r = await ctx.service.delete(t, delOpts);
     if (r.gone && !ri.deleteReturnsObject) {
-      const status: Status = {
+      // kube's success Status for a delete carries no code.
+      const status: Omit<Status, 'code'> = {
         apiVersion: 'v1',
         kind: 'Status',
         metadata: {},
@@ -296,13 +306,12 @@ async function handleObject(
           ...(ri.group ? { group: ri.group } : {}),
           ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}),
         },
-        code: 200,
       };
       return sendJson(res, 200, status);
     }
     return sendJson(res, 200, r.body ?? r.object);
   }
-  throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+  throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
 }
 
 function readJson(req: Req): Promise<unknown> {
@@ -360,7 +369,8 @@ function serveList(
     );
   }
   const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
-  const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${r.items.join(',')}]}`;
+  const items = r.items.map((b) => listItemText(ri, apiVersion, b)).join(',');
+  const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${items}]}`;
   sendJson(res, 200, text);
 }
 
