@@ -82,7 +82,11 @@ describe('admission over HTTP equals kube-schema admit()', () => {
     const strict = await ts.client.request('POST', `${GADGETS}?fieldValidation=Strict&dryRun=All`, body);
     if (local.unknownFields.length > 0) {
       assert.equal(strict.status, 400, `${what}: ${strict.text}`);
-      assert.equal(strict.body.message, `strict decoding error: ${expectWarn.join(', ')}`, what);
+      assert.equal(
+        strict.body.message,
+        `Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: ${expectWarn.join(', ')}`,
+        what,
+      );
     } else {
       assert.notEqual(strict.status, 400, `${what}: ${strict.text}`);
     }

@@ -238,3 +238,177 @@ describe('kube-apiserver parity: reviews and token requests', () => {
     }
   });
 });
+
+describe('kube-apiserver parity: messages, YAML answers and built-in decoding', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+    await createCrds(ts.client, widgetCrd());
+  });
+  after(async () => ts.close());
+
+  it("apimachinery's validation messages, word for word", async () => {
+    const r = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'UPPER' } });
+    assert.equal(r.status, 422, r.text);
+    assert.equal(
+      r.body.details.causes[0].message,
+      "Invalid value: \"UPPER\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    );
+  });
+
+  it('a kind the scheme does not know, a CR strict error, a failed JSON patch test and an unknown patch type, as kube words them', async () => {
+    const kind = await ts.client.post(ROLES, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Nonsense', metadata: { name: 'x' } });
+    assert.equal(kind.status, 400, kind.text);
+    assert.equal(
+      kind.body.message,
+      'Nonsense in version "v1" cannot be handled as a Role: no kind "Nonsense" is registered for version "rbac.authorization.k8s.io/v1" in scheme "pkg/runtime/scheme.go:110"',
+    );
+    const strict = await ts.client.post(`${WD}?fieldValidation=Strict`, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      metadata: { name: 'w' },
+      spec: { size: 1, bogus: 1 },
+    });
+    assert.equal(strict.status, 400, strict.text);
+    assert.equal(
+      strict.body.message,
+      'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"',
+    );
+    assert.equal((await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'p' } })).status, 201);
+    const test = await ts.client.request('PATCH', `${CM}/p`, [{ op: 'test', path: '/metadata/name', value: 'other' }], {
+      'content-type': 'application/json-patch+json',
+    });
+    assert.equal(test.status, 422, test.text);
+    assert.equal(test.body.message, 'the server rejected our request due to an error in our request');
+    assert.deepEqual(test.body.details, {});
+    const unknown = await ts.client.request('PATCH', `${CM}/p`, { data: {} }, { 'content-type': 'text/plain' });
+    assert.equal(unknown.status, 415, unknown.text);
+    assert.equal(unknown.body.message, '415: Unsupported Media Type');
+  });
+
+  it('answers in YAML when the client asks for it first', async () => {
+    const r = await ts.client.request('GET', `${CM}/p`, undefined, { accept: 'application/yaml' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers['content-type'], 'application/yaml');
+    assert.match(r.text, /^apiVersion: v1\nkind: ConfigMap\nmetadata:\n/, 'keys sorted, as sigs.k8s.io/yaml writes them');
+    const json = await ts.client.request('GET', `${CM}/p`, undefined, { accept: 'application/json, application/yaml' });
+    assert.equal(json.headers['content-type'], 'application/json');
+  });
+
+  it("decodes built-ins as kube does: a Secret's stringData into data, an Event's zero fields, a Deployment's defaults", async () => {
+    const secret = await ts.client.post('/api/v1/namespaces/default/secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's' },
+      stringData: { pw: 'hunter2' },
+    });
+    assert.equal(secret.status, 201, secret.text);
+    assert.deepEqual([secret.body.data, secret.body.stringData], [{ pw: Buffer.from('hunter2').toString('base64') }, undefined]);
+    assert.deepEqual(secret.body.metadata.managedFields[0].fieldsV1, { 'f:data': { '.': {}, 'f:pw': {} }, 'f:type': {} });
+    const ev = await ts.client.post('/api/v1/namespaces/default/events', {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'e' },
+      involvedObject: { kind: 'ConfigMap', name: 'p', namespace: 'default' },
+      reason: 'R',
+    });
+    assert.equal(ev.status, 201, ev.text);
+    for (const [k, v] of Object.entries({
+      firstTimestamp: null,
+      lastTimestamp: null,
+      eventTime: null,
+      reportingComponent: '',
+      reportingInstance: '',
+      source: {},
+    }))
+      assert.deepEqual(ev.body[k], v, k);
+    assert.deepEqual(ev.body.metadata.managedFields[0].fieldsV1, { 'f:involvedObject': {}, 'f:reason': {} }, 'zero fields are not owned');
+    const dep = await ts.client.post('/apis/apps/v1/namespaces/default/deployments', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } },
+      },
+    });
+    assert.equal(dep.status, 201, dep.text);
+    assert.equal(dep.body.spec.replicas, 1);
+    assert.deepEqual(dep.body.spec.strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } });
+    assert.equal(dep.body.spec.template.spec.containers[0].imagePullPolicy, 'IfNotPresent');
+    assert.equal(dep.body.spec.template.spec.restartPolicy, 'Always');
+    assert.deepEqual(dep.body.status, {});
+    const gone = await ts.client.request('DELETE', '/api/v1/namespaces/default/events');
+    assert.match(gone.body.metadata.resourceVersion, /^\d+$/, 'a deletecollection list has a resourceVersion');
+  });
+});
+
+describe('kube-apiserver parity: apply, update and delete semantics of kube strategies', () => {
+  let ts: TestServer;
+  before(async () => {
+    ts = await startTestServer();
+    await createCrds(ts.client, widgetCrd());
+  });
+  after(async () => ts.close());
+
+  it('an apply needs an explicit fieldManager; an apply conflict is a bare 409 naming an updater with its API version', async () => {
+    const body = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'a' }, spec: { size: 1 } };
+    const noManager = await ts.client.patch(`${WD}/a`, body, 'apply');
+    assert.equal(noManager.status, 422, noManager.text);
+    assert.equal(
+      noManager.body.message,
+      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+    );
+    assert.deepEqual(noManager.body.details, {
+      group: 'meta.k8s.io',
+      kind: 'PatchOptions',
+      causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }],
+    });
+    assert.equal((await ts.client.post(`${WD}?fieldManager=creator`, body)).status, 201);
+    const clash = await ts.client.patch(`${WD}/a`, { ...body, spec: { size: 2 } }, 'apply', '?fieldManager=applier');
+    assert.equal(clash.status, 409, clash.text);
+    assert.equal(clash.body.message, 'Apply failed with 1 conflict: conflict with "creator" using example.com/v1: .spec.size');
+    assert.deepEqual(clash.body.details, {
+      causes: [{ reason: 'FieldManagerConflict', field: '.spec.size', message: 'conflict with "creator" using example.com/v1' }],
+    });
+  });
+
+  it('a Service or ServiceAccount delete answers the object; a custom resource list keeps an empty continue; a CRD column is described by its JSONPath', async () => {
+    assert.equal((await ts.client.post('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'sa' } })).status, 201);
+    const del = await ts.client.request('DELETE', '/api/v1/namespaces/default/serviceaccounts/sa');
+    assert.equal(del.status, 200, del.text);
+    assert.deepEqual([del.body.kind, del.body.metadata.name], ['ServiceAccount', 'sa']);
+    const list = await ts.client.get(WD);
+    assert.equal(list.body.metadata.continue, '');
+    const table = await ts.client.request('GET', WD, undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+    assert.equal(table.status, 200, table.text);
+    assert.equal(table.body.columnDefinitions[1].description, 'Custom resource definition column (in JSONPath format): .spec.size');
+    assert.match(
+      table.body.columnDefinitions[0].description,
+      /^Name must be unique within a namespace\. Is required when creating resources/,
+    );
+  });
+
+  it('a PUT of a missing Role creates it; a Lease update needs a resourceVersion, in kube words', async () => {
+    const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'put' }, rules: [] };
+    const put = await ts.client.request('PUT', `${ROLES}/put`, role);
+    assert.equal(put.status, 201, put.text);
+    const cmPut = await ts.client.request('PUT', `${CM}/put`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'put' } });
+    assert.equal(cmPut.status, 404, 'a ConfigMap is not created by a PUT');
+    const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
+    assert.equal(
+      (await ts.client.post(LEASES, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l' } })).status,
+      201,
+    );
+    const unconditional = await ts.client.request('PUT', `${LEASES}/l`, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'l' },
+    });
+    assert.equal(unconditional.status, 422, unconditional.text);
+    assert.equal(
+      unconditional.body.message,
+      'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update',
+    );
+  });
+});

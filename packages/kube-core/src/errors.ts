@@ -102,7 +102,8 @@ export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
   const kind = t.kind ?? t.resource;
   const texts = causes.map(causeText);
   const list = texts.length === 1 ? texts[0]! : `[${texts.join(', ')}]`;
-  const d: StatusDetails = { name: t.name };
+  const d: StatusDetails = {};
+  if (t.name !== '') d.name = t.name;
   if (t.group !== '') d.group = t.group;
   d.kind = kind;
   d.causes = causes;

@@ -32,6 +32,9 @@ export interface ApplyRequest {
 export interface ApplyConflict {
   manager: string;
   field: string;
+  /** The conflicting manager's operation and (for an Update) API version: kube names an updater `"m" using v`. */
+  operation?: 'Apply' | 'Update';
+  apiVersion?: string;
 }
 export type ApplyResult = { ok: true; object: KubeObject } | { ok: false; conflicts: ApplyConflict[] };
 
@@ -166,7 +169,8 @@ export function serverSideApply(req: ApplyRequest): ApplyResult {
     const c = e.set.intersection(changed);
     if (c.size === 0) continue;
     taken.set(e, c);
-    for (const p of c.paths()) conflicts.push({ manager: e.manager, field: pathString(p) });
+    for (const p of c.paths())
+      conflicts.push({ manager: e.manager, field: pathString(p), operation: e.operation, apiVersion: e.apiVersion });
   }
   if (conflicts.length > 0 && !req.force) return { ok: false, conflicts };
 

@@ -36,6 +36,11 @@ function norm(p: string): string {
   return p.replaceAll('[]', '');
 }
 
+/** Go's zero values as JSON: null, "", 0, false, and an empty object. */
+function isZeroValue(v: unknown): boolean {
+  return v === null || v === '' || v === 0 || v === false || (isObject(v) && Object.keys(v).length === 0);
+}
+
 /** Whether the value at `dotted` is atomic: owned as one leaf, never walked into. */
 export function isAtomic(dotted: string, opts: FieldOptions): boolean {
   return ATOMIC_META.has(dotted) || (opts.atomic?.has(dotted) ?? false);
@@ -166,6 +171,8 @@ export function compareObjects(a: Record<string, unknown>, b: Record<string, unk
       if (!deepEqual(x, y)) cmp.modified.insertKeyed(key, path);
       return;
     }
+    // A value the zero object holds (a field without omitempty) that is still zero did not change.
+    if (x === undefined && isZeroValue(y) && (opts.zeroPresent?.has(dotted) ?? false)) return;
     if (x === undefined) return addSubtree(y, path, key, dotted, opts, cmp.added);
     if (y === undefined) return addSubtree(x, path, key, dotted, opts, cmp.removed);
     if (isObject(x) && isObject(y)) return maps(x, y, path, key, dotted, false);

@@ -20,9 +20,9 @@ import type { DeleteOptions, ListOptions, ObjectService, PatchType, Target, Writ
 import { selects } from '../watch/cache.js';
 import type { WatchCache, WatchFilter } from '../watch/cache.js';
 import { decodeBody, readBody } from './body.js';
-import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './negotiate.js';
+import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, prefersYaml, requireJsonAcceptable } from './negotiate.js';
 import type { Req, Res } from './compat.js';
-import { sendJson } from './compat.js';
+import { answerInYaml, sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
 import { OpenApiDocuments, serveOpenApi } from './openapi.js';
 import { listItemObject, listItemText } from './list-items.js';
@@ -91,11 +91,8 @@ function patchType(contentType: string | undefined): PatchType {
     case 'application/apply-patch+cbor':
       return 'apply';
     default:
-      throw new ApiError(
-        415,
-        'UnsupportedMediaType',
-        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
-      );
+      // kube's PATCH handler refuses an unknown patch type before decoding anything, in these words.
+      throw new ApiError(415, 'UnsupportedMediaType', '415: Unsupported Media Type', {});
   }
 }
 
@@ -231,6 +228,7 @@ async function handleObject(
   const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
   if (route.subresource === 'status') t.subresource = 'status';
   requireJsonAcceptable(req.headers['accept']);
+  if (prefersYaml(req.headers['accept']) && !wantsTable(req.headers['accept'])) answerInYaml(res);
   const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
   const dryRun = q.getAll('dryRun').includes('All');
 
@@ -263,7 +261,12 @@ async function handleObject(
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
     // kube-apiserver authorizes `create` too when the patch would create the object.
     const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;
-    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force, ...(authorizeCreate ? { authorizeCreate } : {}) });
+    const r = await ctx.service.patch(t, type, body, {
+      ...writeOpts(),
+      force,
+      implicitManager: !q.get('fieldManager'),
+      ...(authorizeCreate ? { authorizeCreate } : {}),
+    });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {
@@ -288,7 +291,8 @@ async function handleObject(
       return sendJson(res, 200, {
         apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`,
         kind: ri.listKind,
-        metadata: {},
+        // kube answers a deletecollection with a list at the revision after the deletes.
+        metadata: { resourceVersion: String(ctx.service.currentRv()), ...(ri.builtin ? {} : { continue: '' }) },
         items: deleted.map((o) => listItemObject(ri, o)),
       });
     }
@@ -368,6 +372,8 @@ function serveList(
       ),
     );
   }
+  // A custom resource's list is unstructured: kube keeps its empty continue (a Table has none).
+  if (!ri.builtin && !r.continue) meta['continue'] = '';
   const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
   const items = r.items.map((b) => listItemText(ri, apiVersion, b)).join(',');
   const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${items}]}`;

@@ -12,6 +12,7 @@
 import type { FieldOptions } from '@kars/kube-patch';
 import protobuf from 'protobufjs';
 import { isScalarMessage, protobufType } from '../protobuf/codec.js';
+import { EVENT_ZERO_FIELDS } from './decoding.js';
 
 /** Messages marked `+structType=atomic` upstream. */
 const ATOMIC_MESSAGES = new Set([
@@ -55,6 +56,8 @@ function podSpecKeys(p: string): Record<string, string[]> {
 /** Lists a zero-value struct declares without omitempty (Go's zero value holds them, as null), by kind. */
 const ZERO_LISTS: Record<string, string[]> = {
   'apps/v1/Deployment': ['spec.template.spec.containers'],
+  // (and scalars: an Event's fields without omitempty hold their zero value in the zero Event)
+  '/v1/Event': Object.keys(EVENT_ZERO_FIELDS),
 };
 
 /** `+listType=map` lists and their `+listMapKey`s, by kind. */
