@@ -54,7 +54,8 @@ export function admitObject(
     if (v.schema) {
       const r = admit(v.schema, obj as unknown as Record<string, unknown>, old as unknown as Record<string, unknown> | undefined);
       out = r.object as unknown as KubeObject;
-      causes.push(...r.causes);
+      // kube-schema names the root ""; kube's field path of the root is nil, printed `<nil>`.
+      causes.push(...r.causes.map((c) => (c.field === '' ? { ...c, field: '<nil>' } : c)));
       unknownFields = r.unknownFields;
     }
   } else {
@@ -64,7 +65,9 @@ export function admitObject(
   }
   if (unknownFields.length > 0) {
     const msgs = unknownFields.map((p) => `unknown field "${p}"`);
-    if (fv === 'Strict') throw badRequest(`strict decoding error: ${msgs.join(', ')}`);
+    // kube's unstructured decoder (custom resources) prefixes the GVK it could not decode strictly.
+    const prefix = ri.builtin ? '' : `${ri.kind} in version ${JSON.stringify(version)} cannot be handled as a ${ri.kind}: `;
+    if (fv === 'Strict') throw badRequest(`${prefix}strict decoding error: ${msgs.join(', ')}`);
     if (fv === 'Warn') warnings.push(...msgs);
   }
   if (grKey(ri.group, ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);

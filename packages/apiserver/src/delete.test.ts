@@ -34,14 +34,15 @@ describe('DELETE through the one write path', () => {
     assert.equal(badUid.status, 409, badUid.text);
     assert.equal(
       badUid.body.message,
-      `Operation cannot be fulfilled on configmaps "pre": Precondition failed: UID in precondition: not-the-uid, UID in object meta: ${uid}`,
+      `Operation cannot be fulfilled on ConfigMap "pre": the UID in the precondition (not-the-uid) does not match the UID in record (${uid}). The object might have been deleted and then recreated`,
     );
     const badRv = await ts.client.delete(`${CM}/pre`, { ...DELETE_OPTIONS, preconditions: { resourceVersion: '1' } });
     assert.equal(badRv.status, 409, badRv.text);
     assert.equal(
       badRv.body.message,
-      `Operation cannot be fulfilled on configmaps "pre": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: ${resourceVersion}`,
+      `Operation cannot be fulfilled on ConfigMap "pre": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (${resourceVersion}). The object might have been modified`,
     );
+    assert.deepEqual(badRv.body.details, { name: 'pre', kind: 'ConfigMap' }, 'kube names the Kind and omits the core group');
     assert.equal((await ts.client.get(`${CM}/pre`)).status, 200, 'a failed precondition deletes nothing');
     const ok = await ts.client.delete(`${CM}/pre`, { ...DELETE_OPTIONS, preconditions: { uid, resourceVersion } });
     assert.equal(ok.status, 200, ok.text);

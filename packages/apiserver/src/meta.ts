@@ -32,6 +32,16 @@ export function randomSuffix(): string {
   return [...bytes].map((b) => alphabet[b % alphabet.length]).join('');
 }
 
+// apimachinery's validation messages, word for word (k8s.io/apimachinery/pkg/util/validation).
+const DNS_SUBDOMAIN_MSG =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS_LABEL_MSG =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const NAME_PART_MSG =
+  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
 /** Check metadata fields that kube-apiserver validates on every object. */
 export function validateMeta(
   obj: KubeObject,
@@ -57,7 +67,7 @@ export function validateMeta(
       causes.push({
         reason: 'FieldValueInvalid',
         field: 'metadata.name',
-        message: `Invalid value: "${name}": a lowercase RFC 1123 ${opts.nameIsLabel ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+        message: `Invalid value: "${name}": ${opts.nameIsLabel ? DNS_LABEL_MSG : DNS_SUBDOMAIN_MSG}`,
       });
     }
   }
@@ -66,13 +76,13 @@ export function validateMeta(
       causes.push({
         reason: 'FieldValueInvalid',
         field: `metadata.labels`,
-        message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+        message: `Invalid value: "${k}": ${NAME_PART_MSG}`,
       });
     if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v))
       causes.push({
         reason: 'FieldValueInvalid',
         field: `metadata.labels`,
-        message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'`,
+        message: `Invalid value: "${String(v)}": ${LABEL_VALUE_MSG}`,
       });
   }
   for (const [k, v] of Object.entries(m.annotations ?? {})) {
@@ -80,7 +90,7 @@ export function validateMeta(
       causes.push({
         reason: 'FieldValueInvalid',
         field: 'metadata.annotations',
-        message: `Invalid value: "${k}": name part must consist of alphanumeric characters, '-', '_' or '.'`,
+        message: `Invalid value: "${k}": ${NAME_PART_MSG}`,
       });
     if (typeof v !== 'string')
       causes.push({ reason: 'FieldValueTypeInvalid', field: `metadata.annotations[${k}]`, message: 'must be a string' });

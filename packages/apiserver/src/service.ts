@@ -19,6 +19,7 @@ import {
   applyConflictMessage,
   bumpGeneration,
   checkPreconditions,
+  conflictingManager,
   coerceBody,
   fieldOptions,
   finalizeForCreate,
@@ -50,6 +51,8 @@ export interface PatchOptions {
   force: boolean;
   /** Called (and may throw 403) before a server-side apply creates the object. */
   authorizeCreate?: () => void;
+  /** The manager was not named by the client (no `fieldManager`; taken from the User-Agent): an apply is refused. */
+  implicitManager?: boolean;
 }
 
 /** The result of a write: the object as stored, the HTTP status, and warnings for the client. */
@@ -238,6 +241,12 @@ export class ObjectService {
         403,
         'Forbidden',
         `${t.ri.resource} "${t.name}" is forbidden: unable to create new content in namespace ${t.ns} because it is being terminated`,
+        {
+          name: t.name,
+          ...(t.ri.group ? { group: t.ri.group } : {}),
+          kind: t.ri.resource,
+          causes: [{ reason: 'NamespaceTerminating', message: `namespace ${t.ns} is being terminated`, field: 'metadata.namespace' }],
+        },
       );
     }
   }
@@ -276,7 +285,9 @@ export class ObjectService {
       // A delete answers with the object as it was last stored (kube's etcd store does the same).
       const answer = op === 'delete' && old ? old : obj;
       if (opts.dryRun) {
-        obj.metadata.resourceVersion = old?.metadata.resourceVersion ?? '';
+        // kube's dry-run create has no resourceVersion (an update keeps the stored one).
+        if (old?.metadata.resourceVersion) obj.metadata.resourceVersion = old.metadata.resourceVersion;
+        else delete obj.metadata.resourceVersion;
         result = { object: answer, code, warnings, gone };
         return;
       }
@@ -307,7 +318,7 @@ export class ObjectService {
   }
 
   async create(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
-    if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+    if (t.subresource) throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
     const obj = coerceBody(t, body, true);
     if ((obj.metadata.name ?? '') === '' && obj.metadata.generateName) obj.metadata.name = obj.metadata.generateName + randomSuffix();
     const name = obj.metadata.name ?? '';
@@ -338,15 +349,33 @@ export class ObjectService {
     const obj = coerceBody(t, body, false);
     obj.metadata.name = t.name;
     return this.write(t, opts, (old) => {
-      if (!old) throw notFound(target(t));
+      if (!old) {
+        // kube's AllowCreateOnUpdate: the PUT creates the object (without a resourceVersion precondition).
+        if (!t.ri.allowCreateOnUpdate || t.subresource) throw notFound(target(t));
+        if (obj.metadata.resourceVersion) throw notFound(target(t));
+        this.requireNamespace(t);
+        const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
+        const fresh = finalizeForCreate(t, admitted.obj);
+        const tracked = trackUpdate(
+          undefined,
+          fresh,
+          opts.manager,
+          apiVersionOf(t.ri, t.version),
+          nowRfc3339(),
+          undefined,
+          fieldOptions(t),
+        );
+        return { obj: tracked, warnings: admitted.warnings, op: 'create' };
+      }
       const rv = obj.metadata.resourceVersion;
       if (rv === undefined || rv === '') {
+        // kube's rest.Update: an Invalid naming the resource (not the kind), value 0.
         if (!t.ri.allowUnconditionalUpdate)
-          throw invalid(target(t), [
+          throw invalid({ ...target(t), kind: t.ri.resource }, [
             {
-              reason: 'FieldValueRequired',
+              reason: 'FieldValueInvalid',
               field: 'metadata.resourceVersion',
-              message: 'Invalid value: 0x0: must be specified for an update',
+              message: 'Invalid value: 0: must be specified for an update',
             },
           ]);
       } else if (rv !== old.metadata.resourceVersion) {
@@ -378,8 +407,11 @@ export class ObjectService {
         `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
       );
     }
-    if (type === 'apply' && (opts.manager === '' || opts.manager === undefined))
-      throw badRequest('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
+    // An apply needs an explicit fieldManager (the User-Agent does not count), as kube's PatchOptions validation says.
+    if (type === 'apply' && (opts.implicitManager === true || !opts.manager))
+      throw invalid({ group: 'meta.k8s.io', resource: 'patchoptions', kind: 'PatchOptions', name: '' }, [
+        { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
+      ]);
     return this.write(t, opts, (old) => {
       if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
       if (!old) throw notFound(target(t));
@@ -392,7 +424,9 @@ export class ObjectService {
         else patched = applyStrategicMergePatch(live, patchBody, t.ri.strategic ?? { mergeKeys: {} });
       } catch (err) {
         if (err instanceof PatchError) {
-          if (err.httpStatus === 422) throw invalid(target(t), [{ reason: 'FieldValueInvalid', field: '', message: err.message }]);
+          // kube answers a well-formed patch that fails to apply with a generic 422 (NewGenericServerResponse).
+          if (err.httpStatus === 422)
+            throw new ApiError(422, 'Invalid', 'the server rejected our request due to an error in our request', {}, { cause: err });
           throw badRequest(err.message, err);
         }
         throw err;
@@ -439,9 +473,10 @@ export class ObjectService {
       const causes = res.conflicts.map((c) => ({
         reason: 'FieldManagerConflict',
         field: c.field,
-        message: `conflict with "${c.manager}"`,
+        message: `conflict with ${conflictingManager(c)}`,
       }));
-      throw conflict(target(t), applyConflictMessage(res.conflicts), causes);
+      // kube's apply conflict is a bare 409 (NewApplyConflict): its message and causes, no name or kind.
+      throw new ApiError(409, 'Conflict', applyConflictMessage(res.conflicts), { causes });
     }
     const obj = coerceBody(t, res.object, old === undefined);
     obj.metadata.name = t.name;

@@ -8,6 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, invalid, isObject } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import type { FieldOptions } from '@kars/kube-patch';
+import { typedFieldOptions } from './kinds/field-types.js';
+import { decodeBuiltin } from './kinds/decoding.js';
+import { BUILTIN_KINDS } from './kinds/generated.js';
 import { clone, deepEqual, nowRfc3339, shapeCauses } from './meta.js';
 import { grKey, servedVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
@@ -84,6 +87,11 @@ function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ...s
   return n === 0;
 }
 
+/** Whether `apiVersion` + `kind` name a built-in kind kars knows (kube's scheme would decode it). */
+function isBuiltinKind(apiVersion: string, kind: string): boolean {
+  return BUILTIN_KINDS.some((k) => (k.group === '' ? k.version : `${k.group}/${k.version}`) === apiVersion && k.kind === kind);
+}
+
 /** Decode and sanity-check a request body into an object for this target. */
 export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeObject {
   const causes = shapeCauses(body);
@@ -97,6 +105,7 @@ export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeOb
     const v = meta[f];
     if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
   }
+  decodeBuiltin(t.ri.group, t.ri.resource, obj as Record<string, unknown>);
   // kube's defaulting for core/v1 Secret: no type means Opaque.
   if (
     t.ri.group === '' &&
@@ -107,6 +116,13 @@ export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeOb
   const want = apiVersionOf(t.ri, t.version);
   if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
   if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
+  if (t.ri.builtin && (obj.apiVersion !== want || obj.kind !== t.ri.kind) && !isBuiltinKind(String(obj.apiVersion), String(obj.kind))) {
+    // kube's scheme cannot decode a group/version/kind it does not know (runtime.notRegisteredErr).
+    const version = String(obj.apiVersion).split('/').pop() ?? '';
+    throw badRequest(
+      `${obj.kind} in version ${JSON.stringify(version)} cannot be handled as a ${t.ri.kind}: no kind ${JSON.stringify(obj.kind)} is registered for version ${JSON.stringify(obj.apiVersion)} in scheme "pkg/runtime/scheme.go:110"`,
+    );
+  }
   if (obj.apiVersion !== want)
     throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${want})`);
   if (obj.kind !== t.ri.kind) throw badRequest(`the kind in the data (${obj.kind}) does not match the expected kind (${t.ri.kind})`);
@@ -128,6 +144,9 @@ export function fieldOptions(t: Target): FieldOptions {
   const v = servedVersion(t.ri, t.version);
   const o: FieldOptions = { ignoreStatus: t.ri.hasStatus && t.subresource !== 'status' };
   if (v?.listKeys) o.listKeys = v.listKeys;
+  // Built-in kinds are tracked against their Go types (zero-value structs, atomic values, list keys).
+  const typed = t.ri.builtin ? typedFieldOptions(t.ri.group, t.version, t.ri.kind) : undefined;
+  if (typed) Object.assign(o, typed);
   return o;
 }
 
@@ -145,6 +164,8 @@ export function finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
   // With a status subresource, the main resource never sets status: kube drops it on create too.
   if (t.ri.hasStatus) delete obj['status'];
   if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
+  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start.
+  if (t.ri.builtin && t.ri.group === 'apps' && t.ri.resource === 'deployments') obj['status'] = {};
   if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
   return obj;
 }
@@ -172,28 +193,42 @@ export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): 
   return obj;
 }
 
-/** 409 unless `old` meets the preconditions, in kube-apiserver's words. */
+/**
+ * 409 unless `old` meets a delete's preconditions, as kube's rest.BeforeDelete words it: the conflict
+ * names the Kind (`ConfigMap "x"`, `Role.rbac.authorization.k8s.io "x"`), not the resource.
+ */
 export function checkPreconditions(t: Target, old: KubeObject, pre: Preconditions): void {
+  const byKind = { group: t.ri.group, resource: t.ri.kind, name: t.name };
   if (pre.uid !== undefined && pre.uid !== old.metadata.uid) {
-    throw conflict(target(t), `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`);
+    throw conflict(
+      byKind,
+      `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid ?? ''}). The object might have been deleted and then recreated`,
+    );
   }
   if (pre.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
     throw conflict(
-      target(t),
-      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`,
+      byKind,
+      `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion ?? ''}). The object might have been modified`,
     );
   }
 }
 
+/** How kube names a conflicting manager: `"a"` for an applier, `"a" using group/version` for an updater. */
+export function conflictingManager(c: { manager: string; operation?: string; apiVersion?: string }): string {
+  return c.operation === 'Update' && c.apiVersion ? `${JSON.stringify(c.manager)} using ${c.apiVersion}` : JSON.stringify(c.manager);
+}
+
 /** kube-apiserver's wording for apply conflicts. */
-export function applyConflictMessage(conflicts: Array<{ manager: string; field: string }>): string {
+export function applyConflictMessage(
+  conflicts: Array<{ manager: string; field: string; operation?: string; apiVersion?: string }>,
+): string {
   if (conflicts.length === 1) {
-    const c = conflicts[0];
-    return `Apply failed with 1 conflict: conflict with "${c?.manager ?? ''}": ${c?.field ?? ''}`;
+    const c = conflicts[0]!;
+    return `Apply failed with 1 conflict: conflict with ${conflictingManager(c)}: ${c.field}`;
   }
   const byManager = new Map<string, string[]>();
-  for (const c of conflicts) byManager.set(c.manager, [...(byManager.get(c.manager) ?? []), c.field]);
-  const parts = [...byManager.entries()].map(([m, fields]) => `conflicts with "${m}":\n${fields.map((f) => `- ${f}`).join('\n')}`);
+  for (const c of conflicts) byManager.set(conflictingManager(c), [...(byManager.get(conflictingManager(c)) ?? []), c.field]);
+  const parts = [...byManager.entries()].map(([m, fields]) => `conflicts with ${m}:\n${fields.map((f) => `- ${f}`).join('\n')}`);
   return `Apply failed with ${conflicts.length} conflicts: ${parts.join('\n')}`;
 }
 

@@ -65,8 +65,14 @@ function qualified(t: ErrorTarget): string {
   return t.group === '' ? t.resource : `${t.resource}.${t.group}`;
 }
 
+/**
+ * kube's StatusDetails for a GroupResource error (NotFound, AlreadyExists, Conflict): `kind` holds the
+ * resource (`configmaps`), and an empty group is omitted (Go's omitempty), as kube-apiserver answers.
+ */
 function details(t: ErrorTarget, causes?: StatusCause[]): StatusDetails {
-  const d: StatusDetails = { name: t.name, group: t.group, kind: t.kind ?? t.resource };
+  const d: StatusDetails = { name: t.name };
+  if (t.group !== '') d.group = t.group;
+  d.kind = t.resource;
   if (causes !== undefined) d.causes = causes;
   return d;
 }
@@ -83,12 +89,26 @@ export function conflict(t: ErrorTarget, why: string, causes?: StatusCause[]): A
   return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(t)} "${t.name}": ${why}`, details(t, causes));
 }
 
+/** One field error as Go's field.Error prints it: `field: message`, `<nil>: message` without a field. */
+export function causeText(c: StatusCause): string {
+  return `${c.field ? c.field : '<nil>'}: ${c.message ?? c.reason ?? 'invalid'}`;
+}
+
+/**
+ * kube's NewInvalid: the message names the GroupKind (`Lease.coordination.k8s.io "x" is invalid: …`)
+ * and joins several causes as Go's aggregate does (`[a, b]`); details carry the kind, not the resource.
+ */
 export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
   const kind = t.kind ?? t.resource;
-  const list = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? c.reason ?? 'invalid'}` : (c.message ?? 'invalid'))).join(', ');
-  const d = details(t, causes);
+  const texts = causes.map(causeText);
+  const list = texts.length === 1 ? texts[0]! : `[${texts.join(', ')}]`;
+  const d: StatusDetails = {};
+  if (t.name !== '') d.name = t.name;
+  if (t.group !== '') d.group = t.group;
   d.kind = kind;
-  return new ApiError(422, 'Invalid', `${kind} "${t.name}" is invalid: ${list}`, d);
+  d.causes = causes;
+  const qualifiedKind = t.group === '' ? kind : `${kind}.${t.group}`;
+  return new ApiError(422, 'Invalid', `${qualifiedKind} "${t.name}" is invalid: ${list}`, d);
 }
 
 export function badRequest(message: string, cause?: unknown): ApiError {

@@ -57,7 +57,7 @@ void test('two managers applying different keys of one ConfigMap coexist', () =>
 void test('applying a different value to a field another manager owns is a conflict naming manager and field', () => {
   const obj = ok(apply(undefined, cm({ a: '1', b: '1' }), 'A', { now: T1 }));
   const r = apply(obj, cm({ a: '2' }), 'B');
-  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'A', field: '.data.a' }] });
+  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'A', field: '.data.a', operation: 'Apply', apiVersion: 'v1' }] });
 });
 
 void test('applying the same value as another manager shares ownership without conflict', () => {
@@ -98,7 +98,7 @@ void test('applying over a field owned by an Update manager conflicts', () => {
   const created = trackUpdate(undefined, cm({ a: '1' }) as KubeObject, 'kubectl-create', 'v1', T1);
   assert.deepEqual(owners(created), { 'kubectl-create/Update': { 'f:data': { '.': {}, 'f:a': {} } } });
   const r = apply(created, cm({ a: '2' }), 'kubectl');
-  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'kubectl-create', field: '.data.a' }] });
+  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'kubectl-create', field: '.data.a', operation: 'Update', apiVersion: 'v1' }] });
   assert.equal(apply(created, cm({ a: '1' }), 'kubectl').ok, true);
 });
 
@@ -109,7 +109,7 @@ void test('trackUpdate transfers ownership so a later apply by the old owner con
   const updated = trackUpdate(applied, edited, 'ctrl', 'v1', T2);
   assert.deepEqual(owners(updated), { 'A/Apply': { 'f:data': { 'f:b': {} } }, 'ctrl/Update': { 'f:data': { 'f:a': {} } } });
   const r = apply(updated, cm({ a: '1', b: '1' }), 'A');
-  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'ctrl', field: '.data.a' }] });
+  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'ctrl', field: '.data.a', operation: 'Update', apiVersion: 'v1' }] });
 });
 
 void test('an apply configuration carrying managedFields or lacking apiVersion/kind throws PatchError', () => {
@@ -136,7 +136,10 @@ void test('apply never mutates the live object or the applied configuration', ()
 void test('an object without managedFields belongs to before-first-apply at the first apply', () => {
   const live = cm({ a: '1' }) as KubeObject;
   const r = apply(live, cm({ a: '2' }), 'A');
-  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'before-first-apply', field: '.data.a' }] });
+  assert.deepEqual(r, {
+    ok: false,
+    conflicts: [{ manager: 'before-first-apply', field: '.data.a', operation: 'Update', apiVersion: 'v1' }],
+  });
   const forced = ok(apply(live, cm({ a: '2' }), 'A', { force: true }));
   assert.deepEqual(Object.keys(owners(forced)), ['A/Apply', 'before-first-apply/Update']);
 });
@@ -159,7 +162,10 @@ void test('associative lists merge per key and each applier keeps its own items'
     'f:spec': { 'f:containers': { 'k:{"name":"b"}': { '.': {}, 'f:image': {}, 'f:name': {} } } },
   });
   const r = apply(obj, pod([{ name: 'a', image: 'a:2' }]), 'B', { options });
-  assert.deepEqual(r, { ok: false, conflicts: [{ manager: 'A', field: '.spec.containers[name="a"].image' }] });
+  assert.deepEqual(r, {
+    ok: false,
+    conflicts: [{ manager: 'A', field: '.spec.containers[name="a"].image', operation: 'Apply', apiVersion: 'v1' }],
+  });
   obj = ok(apply(obj, pod([]), 'A', { options }));
   assert.deepEqual((obj['spec'] as { containers: unknown[] }).containers, [{ name: 'b', image: 'b:1' }]);
 });
@@ -192,7 +198,10 @@ void test('status is ignored on the main resource and is the only thing applied 
 void test('applying null to a field another manager owns is a conflict, and with force removes it', () => {
   const obj = ok(apply(undefined, cm({ a: '1', b: '1' }), 'A', { now: T1 }));
   const nulled = { ...cm({}), data: { a: null } };
-  assert.deepEqual(apply(obj, nulled, 'B'), { ok: false, conflicts: [{ manager: 'A', field: '.data.a' }] });
+  assert.deepEqual(apply(obj, nulled, 'B'), {
+    ok: false,
+    conflicts: [{ manager: 'A', field: '.data.a', operation: 'Apply', apiVersion: 'v1' }],
+  });
   const forced = ok(apply(obj, nulled, 'B', { force: true }));
   assert.deepEqual(forced.data, { b: '1' });
 });

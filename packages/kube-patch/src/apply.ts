@@ -5,7 +5,16 @@
  */
 import type { KubeObject } from '@kars/kube-core';
 import { PatchError } from './errors.js';
-import { allFields, appliedFields, childDotted, compareObjects, listElements, listKindOf, type FieldOptions } from './fieldset.js';
+import {
+  allFields,
+  appliedFields,
+  childDotted,
+  compareObjects,
+  isAtomic,
+  listElements,
+  listKindOf,
+  type FieldOptions,
+} from './fieldset.js';
 import { entryId, identity, decodeEntries, setManagedFields, withoutManagedFields, type Entry } from './managed.js';
 import { FieldSet, pathString, type FieldPath } from './paths.js';
 import { clone, deepEqual, isObject, setOwn } from './util.js';
@@ -23,6 +32,9 @@ export interface ApplyRequest {
 export interface ApplyConflict {
   manager: string;
   field: string;
+  /** The conflicting manager's operation and (for an Update) API version: kube names an updater `"m" using v`. */
+  operation?: 'Apply' | 'Update';
+  apiVersion?: string;
 }
 export type ApplyResult = { ok: true; object: KubeObject } | { ok: false; conflicts: ApplyConflict[] };
 
@@ -42,6 +54,8 @@ function validate(applied: unknown): asserts applied is Record<string, unknown> 
 /** Merge an applied value into a live one; undefined means "remove the field". */
 function mergeValue(live: unknown, cfg: unknown, dotted: string, opts: FieldOptions): unknown {
   if (cfg === null) return undefined;
+  // An atomic value (a typed `+structType=atomic`, an ownerReference) is replaced whole, never merged.
+  if (isAtomic(dotted, opts)) return clone(cfg);
   if (isObject(cfg)) {
     const out: Record<string, unknown> = isObject(live) ? { ...live } : {};
     for (const [k, v] of Object.entries(cfg)) {
@@ -155,7 +169,8 @@ export function serverSideApply(req: ApplyRequest): ApplyResult {
     const c = e.set.intersection(changed);
     if (c.size === 0) continue;
     taken.set(e, c);
-    for (const p of c.paths()) conflicts.push({ manager: e.manager, field: pathString(p) });
+    for (const p of c.paths())
+      conflicts.push({ manager: e.manager, field: pathString(p), operation: e.operation, apiVersion: e.apiVersion });
   }
   if (conflicts.length > 0 && !req.force) return { ok: false, conflicts };
 

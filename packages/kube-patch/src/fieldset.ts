@@ -12,14 +12,38 @@ export interface FieldOptions {
   listKeys?: Record<string, string[]>;
   /** Lists of scalars tracked as sets (v:<value>), by dotted path. metadata.finalizers always is. */
   setLists?: string[];
+  /**
+   * Typed objects (built-in kinds): dotted paths of the values present in the type's zero value:
+   * structs reached from the root through value (non-pointer) struct fields only (`spec`,
+   * `spec.template`), and lists such a struct declares without omitempty (`containers`). Such a
+   * value is never added as a whole, so an Update owns what is inside but not the value itself (no
+   * `"."` entry), as structured-merge-diff compares against the zero object. Without it every object
+   * below the root but `metadata` is a map (unstructured custom resources).
+   */
+  zeroPresent?: ReadonlySet<string>;
+  /** Typed objects: dotted paths of atomic values (`+structType=atomic`, `+mapType=atomic`): owned whole, as a leaf. */
+  atomic?: ReadonlySet<string>;
 }
 
 type ListKind = { kind: 'atomic' } | { kind: 'map'; keys: string[] } | { kind: 'set' };
 
-const TRACKED_META = new Set(['labels', 'annotations', 'finalizers', 'ownerReferences']);
+const TRACKED_META = new Set(['generateName', 'labels', 'annotations', 'finalizers', 'ownerReferences']);
+
+/** kube's ObjectMeta atomic fields: an ownerReference is owned whole (`k:{"uid":…}: {}`). */
+const ATOMIC_META = new Set(['metadata.ownerReferences[]']);
 
 function norm(p: string): string {
   return p.replaceAll('[]', '');
+}
+
+/** Go's zero values as JSON: null, "", 0, false, and an empty object. */
+function isZeroValue(v: unknown): boolean {
+  return v === null || v === '' || v === 0 || v === false || (isObject(v) && Object.keys(v).length === 0);
+}
+
+/** Whether the value at `dotted` is atomic: owned as one leaf, never walked into. */
+export function isAtomic(dotted: string, opts: FieldOptions): boolean {
+  return ATOMIC_META.has(dotted) || (opts.atomic?.has(dotted) ?? false);
 }
 
 export function listKindOf(dotted: string, opts: FieldOptions): ListKind {
@@ -81,6 +105,7 @@ function extKey(key: string, el: string): string {
 export function appliedFields(obj: Record<string, unknown>, opts: FieldOptions = {}): FieldSet {
   const set = new FieldSet();
   const walk = (v: unknown, path: FieldPath, key: string, dotted: string, root: boolean): void => {
+    if (!root && isAtomic(dotted, opts)) return set.insertKeyed(key, path);
     if (Array.isArray(v)) {
       const kind = listKindOf(dotted, opts);
       const els = listElements(v, kind);
@@ -89,7 +114,7 @@ export function appliedFields(obj: Record<string, unknown>, opts: FieldOptions =
         const p = ext(path, el);
         const k = extKey(key, el);
         set.insertKeyed(k, p);
-        if (isObject(item)) walkMap(item, p, k, `${dotted}[]`, false);
+        if (isObject(item) && !isAtomic(`${dotted}[]`, opts)) walkMap(item, p, k, `${dotted}[]`, false);
       }
     } else if (isObject(v)) {
       if (Object.keys(v).length === 0) set.insertKeyed(key, path);
@@ -121,7 +146,10 @@ export interface Comparison {
 
 /** A value and everything under it (maps, list items and leaves), as when it appears or disappears. */
 function addSubtree(v: unknown, path: FieldPath, key: string, dotted: string, opts: FieldOptions, set: FieldSet): void {
-  if (!(path.length === 1 && path[0] === 'f:metadata')) set.insertKeyed(key, path);
+  if (isAtomic(dotted, opts)) return set.insertKeyed(key, path);
+  const zeroStruct =
+    (path.length === 1 && path[0] === 'f:metadata') || ((isObject(v) || Array.isArray(v)) && (opts.zeroPresent?.has(dotted) ?? false));
+  if (!zeroStruct) set.insertKeyed(key, path);
   if (Array.isArray(v)) {
     const els = listElements(v, listKindOf(dotted, opts));
     for (const [el, item] of els ?? []) addSubtree(item, ext(path, el), extKey(key, el), `${dotted}[]`, opts, set);
@@ -139,6 +167,12 @@ export function compareObjects(a: Record<string, unknown>, b: Record<string, unk
   const values = (x: unknown, y: unknown, path: FieldPath, key: string, dotted: string): void => {
     // One value on both sides (a merge shares the subtrees it did not touch): nothing changed below.
     if (x === y) return;
+    if (isAtomic(dotted, opts) && x !== undefined && y !== undefined) {
+      if (!deepEqual(x, y)) cmp.modified.insertKeyed(key, path);
+      return;
+    }
+    // A value the zero object holds (a field without omitempty) that is still zero did not change.
+    if (x === undefined && isZeroValue(y) && (opts.zeroPresent?.has(dotted) ?? false)) return;
     if (x === undefined) return addSubtree(y, path, key, dotted, opts, cmp.added);
     if (y === undefined) return addSubtree(x, path, key, dotted, opts, cmp.removed);
     if (isObject(x) && isObject(y)) return maps(x, y, path, key, dotted, false);

@@ -131,7 +131,8 @@ void test('fieldSetOf tracks labels, annotations, finalizers and ownerReferences
       'f:annotations': { 'f:c': {} },
       'f:finalizers': { 'v:"f"': {} },
       'f:labels': { 'f:a': {} },
-      'f:ownerReferences': { 'k:{"uid":"u1"}': { '.': {}, 'f:apiVersion': {}, 'f:kind': {}, 'f:name': {}, 'f:uid': {} } },
+      // OwnerReference is +structType=atomic: the element is owned whole.
+      'f:ownerReferences': { 'k:{"uid":"u1"}': {} },
     },
     'f:spec': {
       'f:replicas': {},

@@ -21,10 +21,12 @@ void test('a valid policy has no causes', () => {
 });
 
 void test('a wrong type is FieldValueTypeInvalid naming the field and the expected type', () => {
-  const c = only(check({ type: 'integer' }, 'string'));
+  // kube (go-openapi's InvalidType) shows the value's type name as the "value", not the value itself.
+  const c = only(check({ type: 'integer' }, 'big'));
   assert.equal(c.reason, 'FieldValueTypeInvalid');
   assert.equal(c.field, 'spec.v');
   assert.equal(c.message, 'Invalid value: "string": spec.v in body must be of type integer: "string"');
+  assert.equal(only(check({ type: 'string' }, 7)).message, 'Invalid value: "integer": spec.v in body must be of type string: "integer"');
 });
 
 void test('integer rejects fractions while number accepts integers', () => {

@@ -47,16 +47,16 @@ export function validateValue(
   if (value === null) {
     if (node.nullable || (node.type === '' && !node.intOrString)) return;
     const t = node.intOrString ? 'integer,string' : node.type;
-    out.push(typeInvalid(path, null, `${body(path)} must be of type ${t}: "null"`));
+    out.push(typeInvalid(path, 'null', `${body(path)} must be of type ${t}: "null"`));
     return;
   }
   if (node.intOrString) {
     if (!(typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value)))) {
-      out.push(typeInvalid(path, value, `${body(path)} must be of type integer,string: "${typeName(value)}"`));
+      out.push(typeInvalid(path, typeName(value), `${body(path)} must be of type integer,string: "${typeName(value)}"`));
       return;
     }
   } else if (!matchesType(node.type, value)) {
-    out.push(typeInvalid(path, value, `${body(path)} must be of type ${node.type}: "${typeName(value)}"`));
+    out.push(typeInvalid(path, typeName(value), `${body(path)} must be of type ${node.type}: "${typeName(value)}"`));
     return;
   }
 
@@ -134,7 +134,7 @@ function codePoints(s: string, stopAt: number): number {
 export function checkKeywords(vv: ValueValidation, value: unknown, path: string, out: SchemaCause[], depth: number): void {
   const at = body(path);
   if (vv.type !== '' && !matchesType(vv.type, value)) {
-    out.push(typeInvalid(path, value, `${at} must be of type ${vv.type}: "${typeName(value)}"`));
+    out.push(typeInvalid(path, typeName(value), `${at} must be of type ${vv.type}: "${typeName(value)}"`));
     return;
   }
   if (vv.enum !== undefined && !vv.enum.some((e) => deepEqual(e, value))) out.push(notSupported(path, value, vv.enum));

@@ -55,14 +55,18 @@ function parseWarnings(header: string | string[] | undefined): string[] {
 async function serverAdmit(ts: TestServer, doc: Doc): Promise<ServerVerdict> {
   const path = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}/${PLURAL[doc.kind] ?? 'unknown'}`;
   const strict = await ts.client.request('POST', `${path}?fieldValidation=Strict&dryRun=All`, doc);
-  const strictMessage =
-    strict.status === 400 && typeof strict.body?.message === 'string' && strict.body.message.startsWith('strict decoding error:')
-      ? (strict.body.message as string)
-      : undefined;
+  // kube-apiserver (and kars apiserver) prefix a custom resource's strict error with the GVK it could not decode.
+  const strictText = strict.status === 400 && typeof strict.body?.message === 'string' ? (strict.body.message as string) : '';
+  const strictMatch = /^\S+ in version "[^"]+" cannot be handled as a \S+: (strict decoding error:.*)$/s.exec(strictText);
+  const strictMessage = strictMatch ? strictMatch[1] : undefined;
   const warn = await ts.client.request('POST', `${path}?fieldValidation=Warn`, doc);
   const causes: Array<[string, string]> =
     warn.status === 422
-      ? (warn.body?.details?.causes ?? []).map((c: { field?: string; message?: string }) => [c.field ?? '', c.message ?? ''])
+      ? // The server prints the root's nil field path as kube does (`<nil>`); kars compile names it "".
+        (warn.body?.details?.causes ?? []).map((c: { field?: string; message?: string }) => [
+          c.field === '<nil>' ? '' : (c.field ?? ''),
+          c.message ?? '',
+        ])
       : [];
   assert.ok([201, 422].includes(warn.status), `Warn create of ${doc.metadata.name}: ${warn.status} ${warn.text}`);
   return {

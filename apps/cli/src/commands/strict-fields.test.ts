@@ -228,7 +228,10 @@ describe('the server refuses too: kars writes with fieldValidation=Strict', () =
     assert.equal(made.code, 0, made.stderr);
     const before = (await ts.client.get(`${API}/inferencepolicies/p`)).body;
     const r = await runKars(['ip', 'apply', 'p', '--display-name', 'x', '--token-budget', '5', ...kc]);
-    assert.equal(r.stderr, 'Error from server (BadRequest): strict decoding error: unknown field "spec.displayName"\n');
+    assert.equal(
+      r.stderr,
+      'Error from server (BadRequest): InferencePolicy in version "v1alpha1" cannot be handled as a InferencePolicy: strict decoding error: unknown field "spec.displayName"\n',
+    );
     assert.equal(r.code, 1);
     const after = (await ts.client.get(`${API}/inferencepolicies/p`)).body;
     assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion);

@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { ApiError, badRequest, invalid, isObject, notFound } from '@kars/kube-core';
+import type { KubeObject, ManagedFieldsEntry } from '@kars/kube-core';
+import { trackUpdate } from '@kars/kube-patch';
+import { typedFieldOptions } from '../kinds/field-types.js';
+import { nowRfc3339 } from '../meta.js';
 import type { Route } from '../http/route.js';
 import type { ObjectService } from '../service.js';
 import type { Registry } from '../registry/registry.js';
@@ -30,6 +35,8 @@ export async function serveAuthApi(
   route: Route,
   method: string,
   readJson: () => Promise<unknown>,
+  /** The field manager of the request (`fieldManager`, else the User-Agent's product). */
+  manager = 'unknown',
 ): Promise<AuthApiResponse | undefined> {
   if (route.kind !== 'object') return undefined;
   const key = `${route.group}/${route.resource}`;
@@ -40,14 +47,14 @@ export async function serveAuthApi(
     key === 'authentication.k8s.io/selfsubjectreviews';
   if (!isToken && !isReview) return undefined;
   if (method !== 'POST' || (isReview && route.name !== undefined))
-    throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
   const body = await readJson();
   if (!isObject(body)) throw badRequest('the request body must be a JSON object');
   const spec = isObject(body['spec']) ? body['spec'] : {};
-  if (isToken) return tokenRequest(auth, route.namespace ?? '', route.name ?? '', spec);
+  if (isToken) return tokenRequest(auth, route.namespace ?? '', route.name ?? '', spec, manager);
   switch (route.resource) {
     case 'selfsubjectaccessreviews':
-      return accessReview(auth, user, spec);
+      return accessReview(auth, user, spec, manager);
     case 'selfsubjectrulesreviews': {
       const ns = str(spec['namespace']);
       const r = auth.rules(user, ns);
@@ -68,14 +75,38 @@ export async function serveAuthApi(
         body: {
           kind: 'SelfSubjectReview',
           apiVersion: 'authentication.k8s.io/v1',
-          metadata: { creationTimestamp: null },
+          metadata: { creationTimestamp: nowRfc3339() },
           status: { userInfo: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } },
         },
       };
   }
 }
 
-async function tokenRequest(auth: Auth, namespace: string, name: string, spec: Record<string, unknown>): Promise<AuthApiResponse> {
+/**
+ * The managedFields kube's field manager records on a created review or token request: an Update by
+ * `manager` owning the fields the client sent in `spec` (tracked against the kind's Go type).
+ */
+function createdFields(
+  group: string,
+  kind: string,
+  spec: Record<string, unknown>,
+  manager: string,
+  subresource?: string,
+): ManagedFieldsEntry[] | undefined {
+  const apiVersion = `${group}/v1`;
+  const obj = { apiVersion, kind, metadata: {}, spec } as unknown as KubeObject;
+  const opts = typedFieldOptions(group, 'v1', kind) ?? {};
+  const tracked = trackUpdate(undefined, obj, manager, apiVersion, nowRfc3339(), subresource, opts);
+  return tracked.metadata.managedFields;
+}
+
+async function tokenRequest(
+  auth: Auth,
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+  manager: string,
+): Promise<AuthApiResponse> {
   const sa = auth.serviceAccount(namespace, name);
   if (!sa?.metadata.uid) throw notFound({ group: '', resource: 'serviceaccounts', name });
   const exp = spec['expirationSeconds'];
@@ -102,19 +133,21 @@ async function tokenRequest(auth: Auth, namespace: string, name: string, spec: R
   const rawAud = spec['audiences'];
   const audiences = Array.isArray(rawAud) && rawAud.length > 0 ? rawAud.map(str).filter((a) => a !== '') : [TOKEN_ISSUER];
   const { token, expiresAtMs } = await auth.tokens.issue({ namespace, name, uid: sa.metadata.uid }, audiences, seconds);
+  // kube creates the TokenRequest like any object (a uid, a creation time) and records who sent which spec fields.
+  const managedFields = createdFields('authentication.k8s.io', 'TokenRequest', spec, manager, 'token');
   return {
     code: 201,
     body: {
       kind: 'TokenRequest',
       apiVersion: 'authentication.k8s.io/v1',
-      metadata: { name, namespace, creationTimestamp: null },
+      metadata: { name, namespace, uid: randomUUID(), creationTimestamp: nowRfc3339(), ...(managedFields ? { managedFields } : {}) },
       spec: { audiences, expirationSeconds: seconds, boundObjectRef: null },
       status: { token, expirationTimestamp: new Date(expiresAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z') },
     },
   };
 }
 
-function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>): AuthApiResponse {
+function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>, manager: string): AuthApiResponse {
   const ra = isObject(spec['resourceAttributes']) ? spec['resourceAttributes'] : undefined;
   const nra = isObject(spec['nonResourceAttributes']) ? spec['nonResourceAttributes'] : undefined;
   if (!ra && !nra)
@@ -138,15 +171,17 @@ function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>)
         path: '',
       }
     : nonResourceAttributes(str(nra?.['verb']), str(nra?.['path']));
-  const allowed = auth.decide(user, a);
+  const { allowed, reason } = auth.review(user, a);
+  // kube 1.34 omits a zero creationTimestamp; the field manager still records the spec's fields.
+  const managedFields = createdFields('authorization.k8s.io', 'SelfSubjectAccessReview', spec, manager);
   return {
     code: 201,
     body: {
       kind: 'SelfSubjectAccessReview',
       apiVersion: 'authorization.k8s.io/v1',
-      metadata: { creationTimestamp: null },
+      metadata: managedFields ? { managedFields } : {},
       spec,
-      status: { allowed, ...(allowed ? {} : { reason: '' }) },
+      status: { allowed, ...(reason ? { reason } : {}) },
     },
   };
 }

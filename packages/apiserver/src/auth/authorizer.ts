@@ -4,8 +4,8 @@ import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource.js';
 import type { ObjectService } from '../service.js';
 import type { WatchCache } from '../watch/cache.js';
-import { rbacAllows, rulesFor, serviceAccountUsername } from './rbac.js';
-import type { BindingLike, PolicyRule, RbacSource, RequestAttributes, RoleLike, UserInfo } from './rbac.js';
+import { rbacDecide, rulesFor, serviceAccountUsername } from './rbac.js';
+import type { BindingLike, PolicyRule, RbacDecision, RbacSource, RequestAttributes, RoleLike, UserInfo } from './rbac.js';
 import type { ServiceAccountTokens } from './tokens.js';
 
 /** `AlwaysAllow` (the quickstart default: every authenticated request is allowed) or `RBAC`. */
@@ -160,9 +160,13 @@ export class Auth {
 
   /** The decision alone, without auditing (SelfSubjectAccessReview asks hypothetically). */
   decide(user: UserInfo, a: RequestAttributes): boolean {
-    if (user.groups.includes(MASTERS_GROUP)) return true;
-    if (this.mode === 'AlwaysAllow') return true;
-    return rbacAllows(user, a, this.index);
+    return this.review(user, a).allowed;
+  }
+
+  /** The decision with kube's reason (RBAC names the binding that allowed; the other authorizers give none). */
+  review(user: UserInfo, a: RequestAttributes): RbacDecision {
+    if (user.groups.includes(MASTERS_GROUP) || this.mode === 'AlwaysAllow') return { allowed: true, reason: '' };
+    return rbacDecide(user, a, this.index);
   }
 
   /** The rules that apply to `user` in `namespace` (SelfSubjectRulesReview). */

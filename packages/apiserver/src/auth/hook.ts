@@ -29,12 +29,13 @@ export async function checkAccess(
   method: string,
   url: URL,
   readJson: () => Promise<unknown>,
+  manager?: string,
 ): Promise<Access> {
   const user = await auth.authenticate(authorization);
   if (!user) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
   const attrs = requestAttributes(route, method, url.pathname, url.searchParams);
   requireAllowed(auth, user, attrs);
-  const answer = await serveAuthApi(auth, user, route, method, readJson);
+  const answer = await serveAuthApi(auth, user, route, method, readJson, manager);
   return answer ? { user, attributes: attrs, answer } : { user, attributes: attrs };
 }
 
@@ -45,7 +46,10 @@ function requireAllowed(auth: Auth, user: UserInfo, attrs: RequestAttributes): v
       403,
       'Forbidden',
       forbiddenMessage(user, attrs),
-      attrs.resourceRequest ? { name: attrs.name, group: attrs.apiGroup, kind: attrs.resource } : {},
+      // kube's NewForbidden: empty name and group are omitted (omitempty).
+      attrs.resourceRequest
+        ? { ...(attrs.name ? { name: attrs.name } : {}), ...(attrs.apiGroup ? { group: attrs.apiGroup } : {}), kind: attrs.resource }
+        : {},
     );
   }
 }

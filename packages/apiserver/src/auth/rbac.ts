@@ -183,15 +183,47 @@ function rulesOf(ref: RoleRef | undefined, bindingNamespace: string, src: RbacSo
   return [];
 }
 
+/** kube's describeSubject: `ServiceAccount "name/ns"`, `User "name"`, `Group "name"`. */
+function describeSubject(s: Subject, bindingNamespace: string): string {
+  if (s.kind === 'ServiceAccount') {
+    const ns = s.namespace !== undefined && s.namespace !== '' ? s.namespace : bindingNamespace;
+    return `${s.kind} ${JSON.stringify(`${s.name ?? ''}/${ns}`)}`;
+  }
+  return `${s.kind} ${JSON.stringify(s.name ?? '')}`;
+}
+
+/** RBAC's decision and, when allowed, kube's reason: `RBAC: allowed by RoleBinding "rb/ns" of Role "r" to ServiceAccount "sa/ns"`. */
+export interface RbacDecision {
+  allowed: boolean;
+  reason: string;
+}
+
+/** RBAC's decision: the first applicable binding (cluster-wide first, as kube visits them) that grants a matching rule. */
+export function rbacDecide(user: UserInfo, a: RequestAttributes, src: RbacSource): RbacDecision {
+  const check = (b: BindingLike, ns: string): string | undefined => {
+    const subject = (b.subjects ?? []).find((s) => subjectMatches(user, s, ns));
+    if (!subject || !rulesOf(b.roleRef, ns, src).some((r) => ruleAllows(a, r))) return undefined;
+    const what =
+      ns === ''
+        ? `ClusterRoleBinding ${JSON.stringify(b.metadata.name ?? '')}`
+        : `RoleBinding ${JSON.stringify(`${b.metadata.name ?? ''}/${ns}`)}`;
+    return `RBAC: allowed by ${what} of ${b.roleRef?.kind ?? ''} ${JSON.stringify(b.roleRef?.name ?? '')} to ${describeSubject(subject, ns)}`;
+  };
+  for (const b of src.clusterRoleBindings()) {
+    const reason = check(b, '');
+    if (reason !== undefined) return { allowed: true, reason };
+  }
+  if (a.namespace !== '')
+    for (const b of src.roleBindings(a.namespace)) {
+      const reason = check(b, a.namespace);
+      if (reason !== undefined) return { allowed: true, reason };
+    }
+  return { allowed: false, reason: '' };
+}
+
 /** Whether RBAC allows the request: some applicable binding grants a matching rule. */
 export function rbacAllows(user: UserInfo, a: RequestAttributes, src: RbacSource): boolean {
-  const check = (b: BindingLike, ns: string): boolean => {
-    if (!(b.subjects ?? []).some((s) => subjectMatches(user, s, ns))) return false;
-    return rulesOf(b.roleRef, ns, src).some((r) => ruleAllows(a, r));
-  };
-  for (const b of src.clusterRoleBindings()) if (check(b, '')) return true;
-  if (a.namespace !== '') for (const b of src.roleBindings(a.namespace)) if (check(b, a.namespace)) return true;
-  return false;
+  return rbacDecide(user, a, src).allowed;
 }
 
 /** The rules that apply to a user in a namespace (for SelfSubjectRulesReview). */

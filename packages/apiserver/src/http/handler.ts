@@ -20,11 +20,12 @@ import type { DeleteOptions, ListOptions, ObjectService, PatchType, Target, Writ
 import { selects } from '../watch/cache.js';
 import type { WatchCache, WatchFilter } from '../watch/cache.js';
 import { decodeBody, readBody } from './body.js';
-import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, requireJsonAcceptable } from './negotiate.js';
+import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, prefersYaml, requireJsonAcceptable } from './negotiate.js';
 import type { Req, Res } from './compat.js';
-import { sendJson } from './compat.js';
+import { answerInYaml, sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
 import { OpenApiDocuments, serveOpenApi } from './openapi.js';
+import { listItemObject, listItemText } from './list-items.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -90,11 +91,8 @@ function patchType(contentType: string | undefined): PatchType {
     case 'application/apply-patch+cbor':
       return 'apply';
     default:
-      throw new ApiError(
-        415,
-        'UnsupportedMediaType',
-        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
-      );
+      // kube's PATCH handler refuses an unknown patch type before decoding anything, in these words.
+      throw new ApiError(415, 'UnsupportedMediaType', '415: Unsupported Media Type', {});
   }
 }
 
@@ -158,7 +156,15 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
   const method = (req.method ?? 'GET').toUpperCase();
   const access = PUBLIC.has(route.kind)
     ? undefined
-    : await checkAccess(ctx.auth, authorizationValues(req.rawHeaders), route, method, url, () => readJson(req));
+    : await checkAccess(
+        ctx.auth,
+        authorizationValues(req.rawHeaders),
+        route,
+        method,
+        url,
+        () => readJson(req),
+        manager(url.searchParams, req),
+      );
   if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {
@@ -222,6 +228,7 @@ async function handleObject(
   const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
   if (route.subresource === 'status') t.subresource = 'status';
   requireJsonAcceptable(req.headers['accept']);
+  if (prefersYaml(req.headers['accept']) && !wantsTable(req.headers['accept'])) answerInYaml(res);
   const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
   const dryRun = q.getAll('dryRun').includes('All');
 
@@ -237,7 +244,7 @@ async function handleObject(
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined)
-      throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
@@ -254,7 +261,12 @@ async function handleObject(
     if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
     // kube-apiserver authorizes `create` too when the patch would create the object.
     const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;
-    const r = await ctx.service.patch(t, type, body, { ...writeOpts(), force, ...(authorizeCreate ? { authorizeCreate } : {}) });
+    const r = await ctx.service.patch(t, type, body, {
+      ...writeOpts(),
+      force,
+      implicitManager: !q.get('fieldManager'),
+      ...(authorizeCreate ? { authorizeCreate } : {}),
+    });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'DELETE') {
@@ -279,13 +291,15 @@ async function handleObject(
       return sendJson(res, 200, {
         apiVersion: ri.group === '' ? route.version : `${ri.group}/${route.version}`,
         kind: ri.listKind,
-        metadata: {},
-        items: deleted,
+        // kube answers a deletecollection with a list at the revision after the deletes.
+        metadata: { resourceVersion: String(ctx.service.currentRv()), ...(ri.builtin ? {} : { continue: '' }) },
+        items: deleted.map((o) => listItemObject(ri, o)),
       });
     }
     const r = await ctx.service.delete(t, delOpts);
     if (r.gone && !ri.deleteReturnsObject) {
-      const status: Status = {
+      // kube's success Status for a delete carries no code.
+      const status: Omit<Status, 'code'> = {
         apiVersion: 'v1',
         kind: 'Status',
         metadata: {},
@@ -296,13 +310,12 @@ async function handleObject(
           ...(ri.group ? { group: ri.group } : {}),
           ...(r.object.metadata.uid ? { uid: r.object.metadata.uid } : {}),
         },
-        code: 200,
       };
       return sendJson(res, 200, status);
     }
     return sendJson(res, 200, r.body ?? r.object);
   }
-  throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+  throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
 }
 
 function readJson(req: Req): Promise<unknown> {
@@ -359,8 +372,11 @@ function serveList(
       ),
     );
   }
+  // A custom resource's list is unstructured: kube keeps its empty continue (a Table has none).
+  if (!ri.builtin && !r.continue) meta['continue'] = '';
   const apiVersion = ri.group === '' ? version : `${ri.group}/${version}`;
-  const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${r.items.join(',')}]}`;
+  const items = r.items.map((b) => listItemText(ri, apiVersion, b)).join(',');
+  const text = `{"kind":"${ri.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[${items}]}`;
   sendJson(res, 200, text);
 }
 

@@ -60,3 +60,18 @@ export function requireJsonAcceptable(accept: string | string[] | undefined): vo
     );
   }
 }
+
+/**
+ * Whether the client asked for YAML first: the first media range kars can answer is application/yaml
+ * (kube-apiserver encodes its answer in the first type of the Accept list it supports).
+ */
+export function prefersYaml(accept: string | string[] | undefined): boolean {
+  const header = Array.isArray(accept) ? accept.join(',') : accept;
+  if (header === undefined) return false;
+  for (const r of header.split(',')) {
+    const range = (r.split(';')[0] ?? '').trim().toLowerCase();
+    if (range === 'application/yaml') return true;
+    if (range === 'application/json' || range === 'application/*' || range === '*/*' || range.endsWith('+json')) return false;
+  }
+  return false;
+}

@@ -57,6 +57,10 @@ function cell(obj: KubeObject, col: PrinterColumn, ri: ResourceInfo): unknown {
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
+/** ObjectMeta.name's OpenAPI description, which kube gives the Name column. */
+const NAME_DESCRIPTION =
+  'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names';
+
 /** A meta.k8s.io/v1 Table of the given objects, as `kubectl get` asks for it. */
 export function toTable(
   ri: ResourceInfo,
@@ -70,12 +74,13 @@ export function toTable(
   const columns: PrinterColumn[] =
     declared.length > 0 ? declared : [{ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }];
   const columnDefinitions = [
-    { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+    { name: 'Name', type: 'string', format: 'name', description: NAME_DESCRIPTION, priority: 0 },
     ...columns.map((c) => ({
       name: c.name,
       type: c.type,
       format: c.format ?? '',
-      description: c.description ?? '',
+      // kube's CRD table convertor describes a column without a description by its JSONPath.
+      description: c.description ?? (ri.builtin ? '' : `Custom resource definition column (in JSONPath format): ${c.jsonPath}`),
       priority: c.priority ?? 0,
     })),
   ];

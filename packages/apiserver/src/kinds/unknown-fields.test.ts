@@ -66,8 +66,16 @@ void describe('built-in kinds: unknown fields and defaults', () => {
     const r = await ts.client.post('/apis/apps/v1/namespaces/default/deployments?fieldValidation=Ignore', dep);
     assert.equal(r.status, 201, r.text);
     assert.equal(r.headers['warning'], undefined);
+    // The misspelt field is dropped; kube's container defaults are applied (image "i" has no tag: Always).
     assert.deepEqual(r.body.spec.template.spec.containers, [
-      { name: 'c', image: 'i', resources: { limits: { cpu: '1', 'example.com/gpu': 2 } } },
+      {
+        name: 'c',
+        image: 'i',
+        resources: { limits: { cpu: '1', 'example.com/gpu': 2 } },
+        imagePullPolicy: 'Always',
+        terminationMessagePath: '/dev/termination-log',
+        terminationMessagePolicy: 'File',
+      },
     ]);
   });
 

@@ -67,6 +67,16 @@ function splitApiVersion(apiVersion: string): { group: string; version: string }
   return i < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, i), version: apiVersion.slice(i + 1) };
 }
 
+/** The protobuf message type of a built-in group/version/kind (its fields carry the Go JSON options). */
+export function protobufType(group: string, version: string, kind: string): protobuf.Type | undefined {
+  return types().byGvk.get(gvkKey(group, version, kind));
+}
+
+/** Whether a message (fully qualified, without the leading dot) is a scalar in JSON (Time, Quantity, …). */
+export function isScalarMessage(fullName: string): boolean {
+  return Object.hasOwn(SPECIAL, fullName.replace(/^\./, ''));
+}
+
 /** Whether a group/version/kind has a protobuf definition (so its bodies can be decoded). */
 export function hasProtobuf(group: string, version: string, kind: string): boolean {
   return types().byGvk.has(gvkKey(group, version, kind)) || kind === 'DeleteOptions';

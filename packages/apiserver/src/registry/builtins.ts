@@ -17,7 +17,12 @@ interface BuiltinSpec {
   categories?: string[];
   verbs?: string[];
   subresources?: SubresourceInfo[];
+  /** kube's strategy AllowUnconditionalUpdate (default true). */
+  allowUnconditionalUpdate?: boolean;
 }
+
+/** Resources whose kube strategy has AllowCreateOnUpdate: a PUT of a missing object creates it. */
+const CREATE_ON_UPDATE = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'leases', 'events', 'services']);
 
 const SPECS: BuiltinSpec[] = [
   {
@@ -69,6 +74,7 @@ const SPECS: BuiltinSpec[] = [
     namespaced: true,
     shortNames: ['sa'],
     columns: [AGE],
+    deleteReturnsObject: true,
     subresources: [{ name: 'token', group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }],
   },
   {
@@ -79,6 +85,7 @@ const SPECS: BuiltinSpec[] = [
     namespaced: true,
     shortNames: ['svc'],
     hasStatus: true,
+    deleteReturnsObject: true,
     categories: ['all'],
     columns: [
       { name: 'Type', type: 'string', jsonPath: '.spec.type' },
@@ -91,6 +98,7 @@ const SPECS: BuiltinSpec[] = [
     version: 'v1',
     resource: 'leases',
     kind: 'Lease',
+    allowUnconditionalUpdate: false,
     namespaced: true,
     columns: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }, AGE],
   },
@@ -214,7 +222,8 @@ export function builtinResources(): ResourceInfo[] {
       versions: [{ name: s.version, served: true, storage: true, printerColumns: s.columns ?? [AGE] }],
       hasStatus: s.hasStatus ?? false,
       tracksGeneration: s.tracksGeneration ?? false,
-      allowUnconditionalUpdate: true,
+      allowUnconditionalUpdate: s.allowUnconditionalUpdate ?? true,
+      allowCreateOnUpdate: CREATE_ON_UPDATE.has(s.resource),
       deleteReturnsObject: s.deleteReturnsObject ?? false,
       builtin: true,
       ...(s.verbs ? { verbs: s.verbs } : {}),

@@ -45,6 +45,8 @@ export interface ResourceInfo {
   tracksGeneration: boolean;
   /** Whether PUT without metadata.resourceVersion is accepted (kube: true for most built-ins, false for CRs). */
   allowUnconditionalUpdate: boolean;
+  /** Whether PUT of a missing object creates it (kube's AllowCreateOnUpdate: RBAC, Lease, Event, Service). */
+  allowCreateOnUpdate?: boolean;
   /** Whether DELETE answers with the object (custom resources) or a Status (core built-ins). */
   deleteReturnsObject: boolean;
   /** Merge keys for strategic merge patch; undefined means SMP is unsupported (415), as for custom resources. */

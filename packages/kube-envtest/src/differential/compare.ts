@@ -11,19 +11,38 @@ export interface KnownDifference {
   why: string;
   /** The Kubernetes minors it applies to (`"1.34"`); every pinned one when absent. */
   versions?: string[];
+  /**
+   * kube-apiserver's own answer varies from run to run (Go map order, cache timing): the scenario may
+   * differ or not, so it is never reported as stale. Its why must say what varies.
+   */
+  unstable?: boolean;
 }
 
-/** Read and check the known-differences file: each entry names a scenario once and says all three things. */
+/**
+ * Read and check the known-differences file. An entry names one `scenario`, or a group of
+ * `scenarios` with one cause; each says what kars and kube-apiserver do and why kars may differ.
+ * Groups are expanded: the result has one entry per scenario, and a scenario may be listed once.
+ */
 export function readKnownDifferences(file: string): KnownDifference[] {
-  const doc = yamlParse(readFileSync(file, 'utf8')) as { differences?: KnownDifference[] } | null;
-  const list = doc?.differences ?? [];
+  type Entry = Omit<KnownDifference, 'scenario'> & { scenario?: string; scenarios?: string[] };
+  const doc = yamlParse(readFileSync(file, 'utf8')) as { differences?: Entry[] } | null;
+  const list: KnownDifference[] = [];
   const seen = new Set<string>();
-  for (const d of list) {
-    for (const k of ['scenario', 'kars', 'kube', 'why'] as const) {
+  for (const d of doc?.differences ?? []) {
+    for (const k of ['kars', 'kube', 'why'] as const) {
       if (typeof d[k] !== 'string' || d[k].trim() === '') throw new Error(`${file}: an entry lacks "${k}": ${JSON.stringify(d)}`);
     }
-    if (seen.has(d.scenario)) throw new Error(`${file}: ${d.scenario} is listed twice`);
-    seen.add(d.scenario);
+    const ids = d.scenarios ?? (d.scenario !== undefined ? [d.scenario] : []);
+    if (ids.length === 0 || !ids.every((id) => typeof id === 'string' && id !== ''))
+      throw new Error(`${file}: an entry names no scenario: ${JSON.stringify(d)}`);
+    for (const id of ids) {
+      if (seen.has(id)) throw new Error(`${file}: ${id} is listed twice`);
+      seen.add(id);
+      const e: KnownDifference = { scenario: id, kars: d.kars, kube: d.kube, why: d.why };
+      if (d.versions) e.versions = d.versions;
+      if (d.unstable === true) e.unstable = true;
+      list.push(e);
+    }
   }
   return list;
 }
@@ -80,7 +99,8 @@ export function judge(kars: Transcript[], kube: Transcript[], known: KnownDiffer
   }
   for (const k of kube) if (!kars.some((t) => t.id === k.id)) missing.push(k.id);
   const unlisted = [...differing.keys()].filter((id) => !listed.has(id));
-  const stale = [...listed].filter((id) => kars.some((t) => t.id === id) && !differing.has(id));
+  const unstable = new Set(known.filter((d) => d.unstable === true).map((d) => d.scenario));
+  const stale = [...listed].filter((id) => !unstable.has(id) && kars.some((t) => t.id === id) && !differing.has(id));
   return { total: kars.length, identical, differing, unlisted, stale, missing };
 }
 

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { differences, judge } from './compare.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { differences, judge, readKnownDifferences } from './compare.js';
 import { normaliseTranscript } from './normalise.js';
 import type { StepResult, Transcript } from './types.js';
 
@@ -52,6 +55,22 @@ describe('normaliseTranscript', () => {
     assert.equal((n[0]!.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion, '$LISTRV-BELOW-ITEMS(3)');
   });
 
+  it('numbers uids the same whatever order the members of an object come in (and still tells two uids apart)', () => {
+    const owner = '33333333-3333-4333-8333-333333333333';
+    const self = '44444444-4444-4444-8444-444444444444';
+    const kars = { metadata: { ownerReferences: [{ uid: owner }], uid: self } };
+    const kube = { metadata: { uid: self, ownerReferences: [{ uid: owner }] } };
+    const swapped = { metadata: { uid: owner, ownerReferences: [{ uid: self }] } };
+    const n = (b: unknown): unknown => normaliseTranscript([{ step: 0, body: b }], 'x');
+    assert.deepEqual(n(kars), n(kube));
+    assert.notDeepEqual(
+      n(kars),
+      n({ metadata: { uid: self, ownerReferences: [{ uid: self }] } }),
+      'an object owning itself is not the same answer',
+    );
+    assert.deepEqual(n(swapped), n(kube), 'numbering is by position, so swapping two uids consistently is the same answer');
+  });
+
   it('numbers generated names by their prefix', () => {
     const g = { kind: 'ConfigMap', metadata: { name: 'gen-x7k2p', generateName: 'gen-' } };
     const n = normaliseTranscript([{ step: 0, body: g }], 'x');
@@ -71,8 +90,36 @@ describe('judge', () => {
     assert.deepEqual(v.unlisted, ['a', 'd']);
     assert.deepEqual(v.stale, ['b']);
     assert.equal(v.identical, 1);
+    const unstable = judge([t('b', 200)], [t('b', 200)], [{ scenario: 'b', kars: 'x', kube: 'y', why: 'z', unstable: true }], '1.34');
+    assert.deepEqual(unstable.stale, [], 'an unstable entry that happens to agree is not stale');
   });
   it('names the path where two answers differ', () => {
     assert.deepEqual(differences({ a: { b: [1, 2] } }, { a: { b: [1, 3] } }), ['$.a.b[1]: kars 2 | kube 3']);
+  });
+});
+
+describe('readKnownDifferences', () => {
+  it('expands a group of scenarios with one cause, and refuses a scenario listed twice', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kd-'));
+    try {
+      const f = join(dir, 'k.yaml');
+      writeFileSync(
+        f,
+        'differences:\n  - scenarios: [a, b]\n    kars: x\n    kube: y\n    why: z\n  - scenario: c\n    kars: x\n    kube: y\n    why: z\n',
+      );
+      assert.deepEqual(
+        readKnownDifferences(f).map((d) => d.scenario),
+        ['a', 'b', 'c'],
+      );
+      writeFileSync(
+        f,
+        'differences:\n  - scenarios: [a, b]\n    kars: x\n    kube: y\n    why: z\n  - scenario: b\n    kars: x\n    kube: y\n    why: z\n',
+      );
+      assert.throws(() => readKnownDifferences(f), /b is listed twice/);
+      writeFileSync(f, 'differences:\n  - scenarios: []\n    kars: x\n    kube: y\n    why: z\n');
+      assert.throws(() => readKnownDifferences(f), /names no scenario/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

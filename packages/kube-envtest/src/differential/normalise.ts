@@ -26,7 +26,7 @@ function rvOf(o: Obj): string | undefined {
 
 /**
  * Normalise one scenario's answers in place of what must differ between two servers and nothing
- * else: uids (numbered by first appearance), timestamps, object resourceVersions (replaced by their
+ * else: uids (numbered by first appearance, members of an object visited in key order), timestamps, object resourceVersions (replaced by their
  * rank among the scenario's object resourceVersions, so order and equality still count), a list's
  * resourceVersion (only whether it is at least its items'), continue tokens, generated names,
  * tokens and certificates, and the scenario's namespace name.
@@ -74,7 +74,9 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
     if (Array.isArray(v)) return v.map((x) => norm(x, undefined, undefined));
     if (!isObj(v)) return v;
     const out: Obj = {};
-    for (const [k, x] of Object.entries(v)) out[str(k)] = norm(x, k, v) as Json;
+    // Keys in sorted order: uids are numbered by first appearance, and the order of an object's
+    // members carries no meaning (kube and kars write them in different orders).
+    for (const [k, x] of Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) out[str(k)] = norm(x, k, v) as Json;
     const meta = out['metadata'];
     const rv = rvOf(v);
     if (isObj(meta) && rv !== undefined) {

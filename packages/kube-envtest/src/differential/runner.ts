@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { stringify as yamlStringify } from 'yaml';
+import { parse as yamlParse, stringify as yamlStringify } from 'yaml';
 import { send, WatchStream } from './client.js';
 import type { Credential, RawResponse } from './client.js';
 import { normaliseTranscript } from './normalise.js';
@@ -66,9 +66,22 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
+/**
+ * The body as a value: JSON parsed; a YAML answer (`Content-Type: application/yaml`) as the document
+ * it encodes, under `$yaml` (so its uids, times and resourceVersions are normalised like JSON's, and
+ * its content compared; its layout is not); anything else as text.
+ */
 function parseBody(res: RawResponse): unknown {
   const text = res.body.toString('utf8');
   if (text === '') return '';
+  const ct = headerText(res.headers['content-type']) ?? '';
+  if (ct.startsWith('application/yaml')) {
+    try {
+      return { $yaml: yamlParse(text) as unknown };
+    } catch {
+      return text;
+    }
+  }
   try {
     return JSON.parse(text);
   } catch {
