@@ -128,11 +128,13 @@ export function egressCommand(): Command {
       if (!want.ok) throw new CliError(want.message);
       const { host, port = 443 } = want.endpoint;
       const hosts = await learned(sandbox, { ...f, output: 'none' });
-      if (!hosts.some((h) => h.host.toLowerCase() === host.toLowerCase() && h.port === port))
+      const seen = hosts.find((h) => h.host.toLowerCase() === host.toLowerCase() && h.port === port);
+      if (seen === undefined)
         throw new CliError(
           `${formatHostPort(host, port)} was not refused for sandbox ${sandbox} in the records since ${f.since} (refused: ${hosts.map((h) => formatHostPort(h.host, h.port)).join(', ') || 'none'}); to allow another host, use kars egress allow-extra`,
         );
-      await allowExtra(sandbox, { ...f, host: [f.approve], timeout: 60 });
+      // The host as the records name it (the proxy's canonical spelling), with its port.
+      await allowExtra(sandbox, { ...f, host: [formatHostPort(seen.host, seen.port)], timeout: 60 });
     });
 
   addKubeOptions(

@@ -532,7 +532,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       }
       if (tryNext(status, last)) {
         // A 500, 502 or 504 passed over may have run and been billed: the settlement keeps at least the reservation.
-        if (passedOverMayHaveRun(status)) this.#meter.ranBefore = true;
+        if (passedOverMayHaveRun(status)) this.#meter.ranBefore = (this.#meter.ranBefore ?? 0) + 1;
         // The unused answer's body is read to its end (the connection stays pooled) while the next attempt goes out.
         this.next();
         return undefined;

@@ -385,10 +385,11 @@ export interface Meter {
   /** The candidate of the latest attempt (for the decision record); undefined before any. */
   candidate?: Candidate;
   /**
-   * Whether an earlier candidate's answer, passed over for the next one (step 6), was a 5xx that
-   * may come after the provider generated and billed it (`mayHaveRun`).
+   * How many earlier candidates' answers, passed over for the next one (step 6), were a 5xx that
+   * may come after the provider generated and billed it (`mayHaveRun`): each is charged its
+   * reservation on top of the last answer's charge.
    */
-  ranBefore?: boolean;
+  ranBefore?: number;
 }
 
 /** A meter before anything was sent. */
@@ -406,13 +407,14 @@ export function newMeter(): Meter {
  * - a 2xx answer read to its end without usage: the estimate `estimateUsage(prompt, answer bytes)`;
  * - otherwise (written, and no answer, or a 2xx answer cut short without usage): the larger of
  *   the reservation and that estimate. A forwarded request is never free.
- * - and whatever the last candidate answered, at least the reservation when an earlier candidate
- *   was passed over after a 5xx that may have run (`Meter.ranBefore`).
+ * - plus the reservation once for each earlier candidate passed over after a 5xx that may have
+ *   run (`Meter.ranBefore`): the fallback still gets the request (issue 20: fallback on a 5xx stays
+ *   deterministic), so the provider may bill it twice, and both are charged.
  */
 export function settleTokens(m: Meter, promptBytes: number, reserved: number): number {
   if (!m.written) return 0;
-  // A candidate passed over after a 5xx that may have run: at least the reservation, whatever the last answered.
-  if (m.ranBefore === true) return Math.max(reserved, settleLast(m, promptBytes, reserved));
+  // Each candidate passed over after a 5xx that may have run is charged its reservation, on top of the last.
+  if (m.ranBefore !== undefined && m.ranBefore > 0) return reserved * m.ranBefore + settleLast(m, promptBytes, reserved);
   return settleLast(m, promptBytes, reserved);
 }
 
