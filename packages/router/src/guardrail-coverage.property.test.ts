@@ -23,7 +23,13 @@ import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-d
 import { postChat as chat } from './testing/http.js';
 
 const MARK = 'kars-flag-me';
-const GUARD_CODES = ['inference_policy_guardrail_flagged', 'inference_policy_guardrail_unjudgeable'];
+// A marker written into a tool's `type` (or a tool_choice's) makes it a provider-run tool, refused
+// before moderation: also a refusal the upstream never sees.
+const GUARD_CODES = [
+  'inference_policy_guardrail_flagged',
+  'inference_policy_guardrail_unjudgeable',
+  'inference_policy_provider_tool_refused',
+];
 const stage = (applyTo: 'input' | 'output') => budgetPolicy({}, { guardrails: [{ provider: 'openai-moderation', applyTo }] });
 const completions = (s: OpenAIStub) => s.requests.filter((r) => r.path === '/v1/chat/completions');
 

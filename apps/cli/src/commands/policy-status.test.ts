@@ -198,7 +198,11 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
       /ip\/demo-budget\s+demo-agent\s+twin\s+SYNCED/.test((await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout),
     );
     // A second process, the same instance name, no took-over-from: the lease now holds what it loaded.
-    const put = await stack.ts.client.put(`${leases}/kars-router-demo-agent-twin`, write('twin/bbbb'));
+    // An update names the version it replaces, as kube-apiserver requires of a Lease.
+    const current = (await stack.ts.client.get(`${leases}/kars-router-demo-agent-twin`)).body as { metadata: { resourceVersion: string } };
+    const next = write('twin/bbbb') as { metadata: Record<string, unknown> };
+    next.metadata['resourceVersion'] = current.metadata.resourceVersion;
+    const put = await stack.ts.client.put(`${leases}/kars-router-demo-agent-twin`, next);
     assert.equal(put.status, 200, put.text);
     const out = await until('twin CONTESTED', async () => {
       const s = (await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout;
