@@ -18,27 +18,11 @@ import { canonicalDigest } from '@kars/policy-compiler';
 import { startMcpStub, type McpStub } from './stubs/mcp.js';
 import { startOpenAIStub, type OpenAIStub } from './stubs/openai.js';
 import { budgetPolicy, startDirRouter, type DirRouter } from './testing/policy-dir.js';
-import { chatBody, postChat, postJson, type JsonReply } from './testing/http.js';
+import { chatBody, connectStatus, postChat, postJson, type JsonReply } from './testing/http.js';
 import { logFiles, verifyChain, type ChainLine, type DecisionRecord } from './decisions/index.js';
 
 const TOKEN = 'audit-admin-token';
 const AGT = 'default: allow\nrules:\n  - deny: "*delete*"\n';
-
-function connect(proxy: string, target: string): Promise<number> {
-  const u = new URL(proxy);
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
-    let buf = '';
-    s.on('error', reject);
-    s.on('data', (d: Buffer) => {
-      buf += d.toString('latin1');
-      if (buf.includes('\r\n\r\n')) {
-        s.destroy();
-        resolve(Number(buf.slice(9, 12)));
-      }
-    });
-  });
-}
 
 function httpViaProxy(proxy: string, url: string): Promise<number> {
   const u = new URL(proxy);
@@ -160,9 +144,9 @@ describe('decision records (issue 21 items 1–2)', () => {
         (list.json?.result?.tools as Array<{ name: string }>).map((t) => t.name),
         ['safe_tool'],
       );
-      assert.equal(await connect(egressUrl, `127.0.0.1:${echo.port}`), 200);
+      assert.equal(await connectStatus(egressUrl, `127.0.0.1:${echo.port}`), 200);
       out.push({ id: undefined, kind: 'egress', decision: 'allow', reason: 'baseline' });
-      assert.equal(await connect(egressUrl, 'denied.example:443'), 403);
+      assert.equal(await connectStatus(egressUrl, 'denied.example:443'), 403);
       out.push({ id: undefined, kind: 'egress', decision: 'deny', reason: 'denied' });
       assert.equal(await httpViaProxy(egressUrl, 'http://denied.example/x'), 403);
       out.push({ id: undefined, kind: 'egress', decision: 'deny', reason: 'denied' });

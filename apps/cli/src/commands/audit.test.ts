@@ -9,33 +9,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import { join } from 'node:path';
 import { silentLogger } from '@kars/kube-core';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 import { startRouter, type RunningRouter } from '@kars/router';
-import { startOpenAIStub, type OpenAIStub } from '@kars/router/stubs';
+import { connectStatus, startOpenAIStub, type OpenAIStub } from '@kars/router/stubs';
 import { runKars } from '../testing/run-kars.js';
 import { sinceMs } from './audit.js';
 
 const TOKEN = 'cli-audit-token';
-
-/** The status of a CONNECT through the egress proxy. */
-function connectStatus(proxy: string, target: string): Promise<number> {
-  const u = new URL(proxy);
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
-    let buf = '';
-    s.on('error', reject);
-    s.on('data', (d: Buffer) => {
-      buf += d.toString('latin1');
-      if (buf.includes('\r\n\r\n')) {
-        s.destroy();
-        resolve(Number(buf.slice(9, 12)));
-      }
-    });
-  });
-}
 
 describe('kars audit', () => {
   let root: string;

@@ -8,32 +8,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningRouter } from '@kars/router';
+import { connectStatus } from '@kars/router/stubs';
 import { runKars, startTestStack, until } from '../testing/stack.js';
 import type { TestStack } from '../testing/stack.js';
 
 const TOKEN = 'cli-learned-token';
 const EA = '/apis/kars.azure.com/v1alpha1/namespaces/default/egressapprovals';
-
-/** The status of a CONNECT through the egress proxy. */
-function connectStatus(proxy: string, target: string): Promise<number> {
-  const u = new URL(proxy);
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
-    let buf = '';
-    s.on('error', reject);
-    s.on('data', (d: Buffer) => {
-      buf += d.toString('latin1');
-      if (buf.includes('\r\n\r\n')) {
-        s.destroy();
-        resolve(Number(buf.slice(9, 12)));
-      }
-    });
-  });
-}
 
 describe('kars egress learned --approve', () => {
   let stack: TestStack;

@@ -14,3 +14,5 @@ export type {
 } from './anthropic.js';
 export { startMcpStub } from './mcp.js';
 export type { McpStub, McpStubOptions, McpStubTool } from './mcp.js';
+// A test client beside the stubs: the status of a CONNECT through the router's egress proxy.
+export { connectStatus } from '../testing/http.js';
