@@ -3,6 +3,7 @@ export * from './errors.js';
 export * from './selectors.js';
 export * from './clock.js';
 export * from './time.js';
+export * from './x509.js';
 export * from './logger.js';
 export * from './codes.js';
 export * from './json.js';

@@ -1,8 +1,9 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import forge from 'node-forge';
+import { x509Serial } from '@kars/kube-core';
 
 /** The paths of the control plane's key material, all under one directory. */
 export interface ControlPlanePki {
@@ -32,18 +33,12 @@ function newKey(): { pub: string; priv: string } {
   };
 }
 
-function serial(): string {
-  const b = randomBytes(16);
-  b[0] = (b[0] ?? 0) & 0x7f;
-  return b.toString('hex');
-}
-
 type Use = { kind: 'ca' } | { kind: 'server'; hosts: string[] } | { kind: 'client'; organizations: string[] };
 
 function issue(cn: string, pub: string, use: Use, signer: { cert?: forge.pki.Certificate; key: string }): string {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(pub);
-  cert.serialNumber = serial();
+  cert.serialNumber = x509Serial();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + (use.kind === 'ca' ? 10 : 1) * 365 * 24 * 3600 * 1000);
   const subject: forge.pki.CertificateField[] = [{ name: 'commonName', value: cn }];

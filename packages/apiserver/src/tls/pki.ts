@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import forge from 'node-forge';
+import { x509Serial } from '@kars/kube-core';
 
 /** PEM material the server needs: its CA (for clients to trust) and its serving certificate. */
 export interface Pki {
@@ -19,12 +20,6 @@ function newKey(): { pub: string; priv: string } {
   };
 }
 
-function serial(): string {
-  const b = randomBytes(16);
-  b[0] = (b[0] ?? 0) & 0x7f;
-  return b.toString('hex');
-}
-
 function buildCert(opts: {
   subjectCN: string;
   pub: string;
@@ -36,7 +31,7 @@ function buildCert(opts: {
 }): string {
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(opts.pub);
-  cert.serialNumber = serial();
+  cert.serialNumber = x509Serial();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + opts.years * 365 * 24 * 3600 * 1000);
   const subject = [{ name: 'commonName', value: opts.subjectCN }];
