@@ -238,6 +238,16 @@ const modelRefSchema = {
   },
 } as const satisfies JSONSchemaProps;
 
+/** `spec.enforcement` (kars addition, ADR 0050), the same on both policy kinds. */
+function enforcementSchema(kind: 'InferencePolicy' | 'ToolPolicy') {
+  const ref = kind === 'InferencePolicy' ? 'spec.inferenceRef' : 'spec.governance.toolPolicyRef';
+  return {
+    type: 'string',
+    enum: ['Enforce', 'DryRun'],
+    description: `Enforce (absent means Enforce): routers enforce this policy for the sandboxes whose ${ref} names it. DryRun: routers of every sandbox that appliesTo selects decide each request as this policy would and record the would-be decision, while the request proceeds under the policy the sandbox enforces; a sandbox that references a DryRun policy keeps its last enforced one (ADR 0050).`,
+  } as const;
+}
+
 export const inferencePolicySpecSchema = {
   type: 'object',
   description: 'Inference policy for the sandboxes appliesTo selects.',
@@ -358,6 +368,7 @@ export const inferencePolicySpecSchema = {
       description:
         'Signed OCI bundle with the policy content; exclusive with every content field, appliesTo always comes from this object. Accepted by the schema, but this kars does not fetch or verify bundles: the controller marks the policy Degraded (InvalidRef).',
     },
+    enforcement: enforcementSchema('InferencePolicy'),
   },
   'x-kubernetes-validations': [
     {
@@ -564,6 +575,7 @@ export const toolPolicySpecSchema = {
       description:
         'Tools this policy governs but does not pin. Allow (absent means Allow): as without pins. Deny: hidden from tools/list and their calls refused (tool_not_pinned, -32006).',
     },
+    enforcement: enforcementSchema('ToolPolicy'),
   },
 } as const satisfies JSONSchemaProps;
 

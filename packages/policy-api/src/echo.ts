@@ -9,6 +9,7 @@
  * is not renewed within `leaseDurationSeconds` stops counting.
  */
 import { kubeMicroTime } from '@kars/kube-core';
+import { DRY_RUN_ANNOTATION, type DryRunEcho } from './dry-run.js';
 
 /** The kinds a router echoes, spelled as the kars wire contract spells them. */
 export type EchoKind = 'InferencePolicy' | 'ToolPolicy' | 'AgtProfile' | 'EgressApproval' | 'EgressAllowlist' | 'Memory';
@@ -73,6 +74,8 @@ export interface RouterEcho {
   rejected?: Partial<Record<EchoKind, string>>;
   /** Capability names the router advertises (informational; acceptance already accounts for them). */
   capabilities?: string[];
+  /** The dry-run policies the router records (ADR 0050), by slot `<Kind>/<name>`; absent: none. */
+  dryRun?: DryRunEcho;
   /** When the lease was last renewed (ms since epoch), and for how long it is valid. */
   renewedAtMs: number;
   leaseDurationSeconds: number;
@@ -114,6 +117,15 @@ export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
         [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortKeys(echo.errors)),
         [REJECTED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.rejected ?? {})),
         [CAPABILITIES_ANNOTATION]: JSON.stringify([...(echo.capabilities ?? [])].sort()),
+        ...(echo.dryRun !== undefined && hasSlots(echo.dryRun)
+          ? {
+              [DRY_RUN_ANNOTATION]: JSON.stringify({
+                digests: sortKeys(echo.dryRun.digests),
+                errors: sortKeys(echo.dryRun.errors),
+                rejected: sortKeys(echo.dryRun.rejected),
+              }),
+            }
+          : {}),
       },
     },
     spec: {
@@ -131,6 +143,28 @@ function sortKeys<T>(o: Partial<Record<string, T>>): Record<string, T> {
     if (v !== undefined) out[k] = v;
   }
   return out;
+}
+
+function hasSlots(d: DryRunEcho): boolean {
+  return Object.keys(d.digests).length + Object.keys(d.errors).length + Object.keys(d.rejected).length > 0;
+}
+
+/** The dry-run annotation read back: string (or null) digests, string errors and refusals; anything else dropped. */
+function readDryRun(text: string | undefined): DryRunEcho | undefined {
+  if (text === undefined) return undefined;
+  const all = parseMap(text);
+  const pick = <T>(v: unknown, ok: (x: unknown) => x is T): Record<string, T> => {
+    const out: Record<string, T> = {};
+    if (typeof v === 'object' && v !== null && !Array.isArray(v))
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (ok(x)) out[k] = x;
+    return out;
+  };
+  const isStr = (x: unknown): x is string => typeof x === 'string';
+  return {
+    digests: pick(all['digests'], (x): x is string | null => typeof x === 'string' || x === null),
+    errors: pick(all['errors'], isStr),
+    rejected: pick(all['rejected'], isStr),
+  };
 }
 
 function parseMap(text: string | undefined): Record<string, unknown> {
@@ -174,6 +208,7 @@ export function readEcho(lease: {
   } catch {
     capabilities = [];
   }
+  const dryRun = readDryRun(lease.metadata.annotations?.[DRY_RUN_ANNOTATION]);
   const renew = typeof spec['renewTime'] === 'string' ? Date.parse(spec['renewTime']) : NaN;
   const duration = typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : ROUTER_LEASE_SECONDS;
   const holder = typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '';
@@ -185,6 +220,7 @@ export function readEcho(lease: {
     errors,
     rejected,
     capabilities,
+    ...(dryRun !== undefined ? { dryRun } : {}),
     renewedAtMs: Number.isNaN(renew) ? 0 : renew,
     leaseDurationSeconds: duration,
   };

@@ -11,3 +11,4 @@ export * from './echo.js';
 export * from './heartbeat.js';
 export * from './egress-host.js';
 export * from './tool-pin.js';
+export * from './dry-run.js';

@@ -13,6 +13,7 @@
  * - Fields the contract says are written as JSON `null` (e.g. `status.loadedDigest`) are typed `T | null`.
  */
 import type { ObjectMeta } from '@kars/kube-core';
+import type { EnforcementMode } from './dry-run.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Group, version, kinds
@@ -257,6 +258,8 @@ export interface InferencePolicySpec {
   displayName?: string;
   /** Signed bundle. Exclusive with every content field above; `appliesTo` always comes from the CR. */
   bundleRef?: OciRef;
+  /** kars addition (ADR 0050): `DryRun` records what the policy would decide and enforces nothing; absent means `Enforce`. */
+  enforcement?: EnforcementMode;
 }
 
 /** The content fields `bundleRef` excludes, in contract order. */
@@ -381,6 +384,8 @@ export interface ToolPolicySpec {
   toolPins?: ToolPin[];
   /** `Allow` (default): tools without a pin pass as before. `Deny`: they are hidden and refused (`tool_not_pinned`). */
   unpinnedTools?: UnpinnedTools;
+  /** kars addition (ADR 0050): `DryRun` records what the policy would decide and enforces nothing; absent means `Enforce`. */
+  enforcement?: EnforcementMode;
 }
 
 export interface ToolPolicyStatus {

@@ -24,6 +24,7 @@ import { isIPv6 } from 'node:net';
 import { approvalHostProblem, canonicalHost } from './egress-host.js';
 import { MAX_TOOL_PINS, MCP_SERVER_NAME_PATTERN, TOOL_NAME_PATTERN } from './crds.js';
 import { isToolDigest } from './tool-pin.js';
+import { ENFORCEMENT_MODES } from './dry-run.js';
 
 /** One problem, naming the field as kube-apiserver would (`spec.hosts[3].port`). */
 export interface ValidationCause {
@@ -216,6 +217,14 @@ export function parseMoney(s: unknown): { currency: string; milli: bigint } | un
 // ---------------------------------------------------------------------------------------------------------------
 // Per kind
 
+/** Why `spec.enforcement` is invalid (ADR 0050), or undefined: absent, `Enforce` or `DryRun`, spelled exactly. */
+function enforcementProblem(v: unknown): string | undefined {
+  if (v === undefined || (ENFORCEMENT_MODES as readonly unknown[]).includes(v)) return undefined;
+  const near =
+    typeof v === 'string' ? ENFORCEMENT_MODES.find((m) => m.toLowerCase() === v.replace(/[-_\s]/g, '').toLowerCase()) : undefined;
+  return `must be Enforce or DryRun, got ${JSON.stringify(v)}${near !== undefined ? ` (did you mean ${near}?)` : ''}`;
+}
+
 /** InferencePolicy: bundleRef exclusivity, monthly ≥ daily tokens, non-negative integer budgets, severities. */
 export function validateInferencePolicySpec(spec: InferencePolicySpec): ValidationCause[] {
   const out: ValidationCause[] = [];
@@ -223,6 +232,8 @@ export function validateInferencePolicySpec(spec: InferencePolicySpec): Validati
     out.push({ field, message, reason: Reason.InvalidSpec });
   };
   if (typeof spec.appliesTo !== 'object' || spec.appliesTo === null) invalid('spec.appliesTo', 'is required');
+  const mode = enforcementProblem(spec.enforcement);
+  if (mode !== undefined) invalid('spec.enforcement', mode);
   if (spec.bundleRef !== undefined) {
     const set = INFERENCE_CONTENT_FIELDS.filter((f) => spec[f] !== undefined);
     if (set.length > 0) invalid('spec.bundleRef', `is mutually exclusive with ${set.join(', ')}: remove those fields or the bundleRef`);
@@ -319,6 +330,8 @@ export function validateToolPolicySpec(spec: ToolPolicySpec, opts: ValidateOptio
     out.push({ field, message, reason: Reason.InvalidSpec });
   };
   const at = spec.appliesTo;
+  const mode = enforcementProblem(spec.enforcement);
+  if (mode !== undefined) invalid('spec.enforcement', mode);
   if (typeof at !== 'object' || at === null) invalid('spec.appliesTo', 'is required');
   else if (opts.clientSide === true) {
     const labels = at.sandboxMatchLabels ?? {};

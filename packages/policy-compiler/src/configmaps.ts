@@ -26,6 +26,22 @@ export const TOOL_POLICY_ARTIFACT = 'compiled-profile';
 export const TOOL_POLICY_VERSION_HASH_ANNOTATION = 'kars.azure.com/toolpolicy-version-hash';
 export const AGT_PROFILE_DIGEST_ANNOTATION = 'kars.azure.com/agt-profile-digest';
 
+/**
+ * kars addition: the `metadata.generation` of the policy a compiled ConfigMap was written from, so a
+ * router's decision records can name it (issue 21). Not part of any digest.
+ */
+export const POLICY_GENERATION_ANNOTATION = 'kars.azure.com/policy-generation';
+
+/** The policy generation a compiled ConfigMap names ({@link POLICY_GENERATION_ANNOTATION}), or undefined. */
+export function policyGenerationOf(
+  cm: { metadata: { annotations?: Readonly<Record<string, string>> | undefined } } | undefined,
+): number | undefined {
+  const v = cm?.metadata.annotations?.[POLICY_GENERATION_ANNOTATION];
+  if (v === undefined || !/^[1-9][0-9]{0,15}$/.test(v)) return undefined;
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
 export const EGRESS_SANDBOX_LABEL = 'kars.azure.com/sandbox';
 export const EGRESS_APPROVALS_ARTIFACT = 'egress-approvals';
 
@@ -72,6 +88,10 @@ export interface CompiledConfigMap {
   data: Record<string, string>;
 }
 
+function generationAnnotation(generation: number | undefined): Record<string, string> {
+  return generation === undefined ? {} : { [POLICY_GENERATION_ANNOTATION]: String(generation) };
+}
+
 function configMap(
   name: string,
   namespace: string,
@@ -89,12 +109,18 @@ export function inferencePolicyConfigMap(args: {
   body: string;
   versionHash: string;
   compiledDigest: string;
+  /** The policy's `metadata.generation`, when known ({@link POLICY_GENERATION_ANNOTATION}). */
+  generation?: number | undefined;
 }): CompiledConfigMap {
   return configMap(
     inferencePolicyConfigMapName(args.name),
     args.namespace,
     { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [INFERENCE_POLICY_LABEL]: args.name, [ARTIFACT_LABEL]: INFERENCE_POLICY_ARTIFACT },
-    { [INFERENCE_POLICY_VERSION_HASH_ANNOTATION]: args.versionHash, [INFERENCE_POLICY_DIGEST_ANNOTATION]: args.compiledDigest },
+    {
+      [INFERENCE_POLICY_VERSION_HASH_ANNOTATION]: args.versionHash,
+      [INFERENCE_POLICY_DIGEST_ANNOTATION]: args.compiledDigest,
+      ...generationAnnotation(args.generation),
+    },
     { 'inference-policy.json': args.body },
   );
 }
@@ -107,8 +133,13 @@ export function toolPolicyConfigMap(args: {
   versionHash: string;
   agtProfileYaml?: string | undefined;
   agtProfileDigest?: string | undefined;
+  /** The policy's `metadata.generation`, when known ({@link POLICY_GENERATION_ANNOTATION}). */
+  generation?: number | undefined;
 }): CompiledConfigMap {
-  const annotations: Record<string, string> = { [TOOL_POLICY_VERSION_HASH_ANNOTATION]: args.versionHash };
+  const annotations: Record<string, string> = {
+    [TOOL_POLICY_VERSION_HASH_ANNOTATION]: args.versionHash,
+    ...generationAnnotation(args.generation),
+  };
   if (args.agtProfileDigest !== undefined) annotations[AGT_PROFILE_DIGEST_ANNOTATION] = args.agtProfileDigest;
   const data: Record<string, string> = { 'profile.json': args.profileJson };
   if (args.agtProfileYaml !== undefined) data['agt-profile.yaml'] = args.agtProfileYaml;

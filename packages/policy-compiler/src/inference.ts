@@ -12,6 +12,7 @@
  * provider | null
  * guardrails[{provider, applyTo}] | null
  * displayName | null
+ * enforcement: "DryRun"   (kars addition, ADR 0050: only on a dry-run policy)
  * ```
  *
  * `compiledDigest = canonicalDigest("inference-policy.json", body)` is what the router echoes under
@@ -27,7 +28,7 @@
 import type { InferencePolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { inferencePolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { checkUint, isObj, orNull, sortedLabels } from './json.js';
+import { checkEnforcement, checkUint, isObj, orNull, sortedLabels } from './json.js';
 import { fail, type CompileResult } from './result.js';
 import { policyHeader } from './header.js';
 
@@ -70,6 +71,8 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     );
   }
 
+  const mode = checkEnforcement(spec.enforcement);
+  if (mode) return mode;
   const tb = spec.tokenBudget;
   if (tb !== undefined) {
     for (const k of ['perRequestTokens', 'dailyTokens', 'monthlyTokens'] as const) {
@@ -120,6 +123,8 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     provider: orNull(spec.provider),
     guardrails: spec.guardrails === undefined ? null : spec.guardrails.map((g) => ({ provider: g.provider, applyTo: orNull(g.applyTo) })),
     displayName: orNull(spec.displayName),
+    // ADR 0050: written only for a dry-run policy, so an enforced policy's bytes (and digest) are as before.
+    ...(spec.enforcement === 'DryRun' ? { enforcement: 'DryRun' } : {}),
   };
 
   const body = JSON.stringify(compiled);
@@ -130,6 +135,13 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     body,
     compiledDigest,
     versionHash: vh,
-    configMap: inferencePolicyConfigMap({ name, namespace: policy.metadata.namespace ?? 'default', body, versionHash: vh, compiledDigest }),
+    configMap: inferencePolicyConfigMap({
+      name,
+      namespace: policy.metadata.namespace ?? 'default',
+      body,
+      versionHash: vh,
+      compiledDigest,
+      generation: policy.metadata.generation,
+    }),
   };
 }

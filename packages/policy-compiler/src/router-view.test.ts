@@ -22,9 +22,9 @@ import {
   parseApprovalFiles,
   parseInferenceBody,
   parseToolProfile,
-  routerView,
   toolOutcome,
 } from './router-view.js';
+import { routerView } from './view.js';
 import type { RouterCapabilities } from './router-view.js';
 
 const ALL: RouterCapabilities = { mcpServers: ['github'], guardrailProviders: ['openai-moderation'] };
@@ -69,6 +69,7 @@ describe('parseInferenceBody', () => {
       provider: 'azure-openai',
       guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }],
       displayName: 'chat',
+      enforcement: 'Enforce',
     });
   });
 

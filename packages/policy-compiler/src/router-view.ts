@@ -28,14 +28,12 @@
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import { kubeTime } from '@kars/kube-core';
-import type { EchoKind, KarsSandbox } from '@kars/policy-api';
-import { INFERENCE_CONTENT_FIELDS, isToolDigest, toolPolicyNameOf } from '@kars/policy-api';
+import type { DryRunEcho, EchoKind, EnforcementMode, KarsSandbox } from '@kars/policy-api';
+import { dryRunSlot, ENFORCEMENT_MODES, INFERENCE_CONTENT_FIELDS, isToolDigest } from '@kars/policy-api';
 import { parseAgtProfile, type AgtRules } from './agt-subset.js';
-import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
 import { canonicalDigest } from './digest.js';
 import { mergedAllowlist } from './egress.js';
-import { INFERENCE_POLICY_FILENAME } from './inference.js';
-import { AGT_PROFILE_FILENAME, TOOL_PROFILE_FILENAME } from './tool.js';
+import { TOOL_PROFILE_FILENAME } from './tool.js';
 
 export type Severity = 'Safe' | 'Low' | 'Medium' | 'High';
 const SEVERITIES: readonly Severity[] = ['Safe', 'Low', 'Medium', 'High'];
@@ -68,6 +66,8 @@ export interface InferenceRules {
   /** Ordered guardrail stages; every provider here has a backend on the router that accepted the body. */
   guardrails: GuardrailStage[] | null;
   displayName: string | null;
+  /** `enforcement` (ADR 0050): `DryRun` rules are only recorded; a router never enforces them. */
+  enforcement: EnforcementMode;
 }
 
 /** The compiled ToolPolicy (`profile.json` + `agt-profile.yaml`) as a router enforces it. */
@@ -82,6 +82,8 @@ export interface ToolRules {
   toolPins: ReadonlyArray<{ server: string | null; name: string; digest: string }>;
   /** What happens to a tool this policy governs and does not pin (`Allow` when the profile does not say). */
   unpinnedTools: 'Allow' | 'Deny';
+  /** `enforcement` (ADR 0050): `DryRun` rules are only recorded; a router never enforces them. */
+  enforcement: EnforcementMode;
 }
 
 /** One allowed egress endpoint, with the approval that granted it (if any) and its expiry. */
@@ -127,7 +129,7 @@ export function capabilityNames(c: RouterCapabilities): string[] {
  * the source knows it ({@link routerView}: the InferencePolicy the sandbox references).
  */
 export type LoadOutcome<T> =
-  | { kind: 'loaded'; value: T; digest: string | null; source: string; warning?: string; name?: string }
+  | { kind: 'loaded'; value: T; digest: string | null; source: string; warning?: string; name?: string; generation?: number }
   | { kind: 'none' } // nothing configured: clear (egress then fails closed)
   | { kind: 'error'; error: string; source: string; rejectedDigest: string | null }; // keep the last good value (NACK)
 
@@ -235,7 +237,7 @@ export function parseInferenceBody(
 ): { ok: true; rules: InferenceRules } | { ok: false; error: string } {
   const r = run((): InferenceRules => {
     // The compiled body is the spec's selector plus its content fields (a bundle is resolved before).
-    const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', ...INFERENCE_CONTENT_FIELDS]);
+    const p = strictObj(parseJson(body, 'inference-policy.json'), '', ['appliesTo', ...INFERENCE_CONTENT_FIELDS, 'enforcement']);
     // appliesTo's selector is the controller's; the router checks it is well formed, and enforces its action.
     const at = optObj(p['appliesTo'], 'appliesTo', ['sandboxName', 'sandboxMatchLabels', 'action']);
     let action: InferenceRules['action'] = null;
@@ -300,6 +302,7 @@ export function parseInferenceBody(
       provider: optStr(p['provider'], 'provider'),
       guardrails: guardrails ?? null,
       displayName: optStr(p['displayName'], 'displayName'),
+      enforcement: optEnum(p['enforcement'], 'enforcement', ENFORCEMENT_MODES) ?? 'Enforce',
     };
   });
   return r.ok ? { ok: true, rules: r.value } : r;
@@ -349,6 +352,7 @@ export function parseToolProfile(
       'displayName',
       'toolPins',
       'unpinnedTools',
+      'enforcement',
     ]);
     const at = optObj(p['appliesTo'], 'appliesTo', ['tool', 'mcpServer', 'sandboxMatchLabels']);
     const tool = optStr(at?.['tool'], 'appliesTo.tool');
@@ -375,6 +379,7 @@ export function parseToolProfile(
     optStr(p['displayName'], 'displayName');
     const toolPins = parsePins(p['toolPins']);
     const unpinnedTools = optEnum(p['unpinnedTools'], 'unpinnedTools', ['Allow', 'Deny'] as const) ?? 'Allow';
+    const enforcement = optEnum(p['enforcement'], 'enforcement', ENFORCEMENT_MODES) ?? 'Enforce';
     let agt: AgtRules | null = null;
     let warnings: string[] = [];
     if (agtYaml !== undefined) {
@@ -392,6 +397,7 @@ export function parseToolProfile(
         agt,
         toolPins,
         unpinnedTools,
+        enforcement,
       },
       warnings,
     };
@@ -510,61 +516,25 @@ export function egressOutcome(
   };
 }
 
-/** Reads a ConfigMap's data by name in the sandbox's namespace (from a watch cache, the API, or a fixture). */
-export type DataReader = (configMapName: string) => Readonly<Record<string, string>> | undefined;
-
-/** Everything one router enforces for its sandbox, per kind. */
-export interface RouterView {
+/**
+ * The outcomes of one view, per kind (what {@link EchoLedger.applyView} records): the enforced
+ * kinds, and the dry-run policies the router records beside them (ADR 0050).
+ */
+export interface ViewOutcomes {
   inference: LoadOutcome<InferenceRules>;
   tools: ToolOutcome;
   egress: LoadOutcome<EgressParts>;
-  /** When the next approval expires (epoch ms): recompute the view then. */
-  nextExpiryMs: number | undefined;
+  dryRun: DryRunOutcomes;
 }
 
-/**
- * The view a router enforces for `sandbox`, from its compiled ConfigMaps. With no sandbox every
- * kind is "none" (cleared). `sourcePrefix` prefixes the `source` of each outcome (for status pages).
- */
-export function routerView(
-  sandbox: KarsSandbox | undefined,
-  read: DataReader,
-  opts: { nowMs: number; capabilities: RouterCapabilities; sourcePrefix?: string },
-): RouterView {
-  if (!sandbox) return { inference: { kind: 'none' }, tools: { kind: 'none' }, egress: { kind: 'none' }, nextExpiryMs: undefined };
-  const prefix = opts.sourcePrefix ?? '';
-  const caps = opts.capabilities;
-  const ip = sandbox.spec?.inferenceRef?.name;
-  let inference: LoadOutcome<InferenceRules> = { kind: 'none' };
-  if (ip) {
-    const cm = inferencePolicyConfigMapName(ip);
-    inference = inferenceOutcome(
-      read(cm)?.[INFERENCE_POLICY_FILENAME],
-      INFERENCE_POLICY_FILENAME,
-      `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`,
-      caps,
-    );
-    if (inference.kind === 'loaded') inference = { ...inference, name: ip };
-  }
-  const tp = toolPolicyNameOf(sandbox);
-  let tools: RouterView['tools'] = { kind: 'none' };
-  if (tp) {
-    const cm = toolPolicyConfigMapName(tp);
-    const data = read(cm);
-    const agt = data?.[AGT_PROFILE_FILENAME];
-    tools = toolOutcome(
-      tp,
-      data?.[TOOL_PROFILE_FILENAME],
-      agt,
-      agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt),
-      `${prefix}${cm}`,
-      caps,
-    );
-  }
-  const cm = egressApprovalsConfigMapName(sandbox.metadata.name ?? '');
-  const egress = egressOutcome(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], read(cm) ?? {}, opts.nowMs, `${prefix}${cm}`);
-  return { inference, tools, egress: egress.outcome, nextExpiryMs: egress.nextExpiryMs };
+/** The dry-run policies of a view, each with its name and outcome (sorted by name). */
+export interface DryRunOutcomes {
+  inference: ReadonlyArray<{ name: string; outcome: LoadOutcome<InferenceRules> }>;
+  tools: ReadonlyArray<{ name: string; outcome: ToolOutcome }>;
 }
+
+/** No dry-run policy. */
+export const NO_DRY_RUN: DryRunOutcomes = Object.freeze({ inference: Object.freeze([]), tools: Object.freeze([]) });
 
 /**
  * The merged digest a sandbox's routers must echo under `EgressApproval`: the sandbox's baseline
@@ -586,10 +556,11 @@ export function expectedEgressDigest(
 // ---------------------------------------------------------------------------------------------------------------
 // Echo state
 
-/** What a router echoes: digest enforced, last error and last refused digest, per kind. */
+/** What a router echoes: digest enforced, last error and last refused digest, per kind; and its dry-run slots (ADR 0050). */
 export interface EchoState {
   digests: Partial<Record<EchoKind, string | null>>;
   errors: Partial<Record<EchoKind, string>>;
+  dryRun?: DryRunEcho;
   rejected: Partial<Record<EchoKind, string>>;
 }
 
@@ -612,6 +583,17 @@ interface KindState {
   rejected: string | undefined;
 }
 
+function echoOf(kinds: ReadonlyMap<string, KindState>): DryRunEcho {
+  const out: DryRunEcho = { digests: {}, errors: {}, rejected: {} };
+  for (const k of [...kinds.keys()].sort()) {
+    const s = kinds.get(k) as KindState;
+    out.digests[k] = s.digest;
+    if (s.error) out.errors[k] = s.error;
+    if (s.rejected) out.rejected[k] = s.rejected;
+  }
+  return out;
+}
+
 /** Longest error message kept per kind (the contract truncates to 512 bytes). */
 export const MAX_ERROR_LENGTH = 512;
 
@@ -622,6 +604,8 @@ export const MAX_ERROR_LENGTH = 512;
  */
 export class EchoLedger {
   private readonly kinds = new Map<EchoKind, KindState>();
+  /** The dry-run slots (`<Kind>/<name>`), kept apart from the enforced kinds. */
+  private dryRunSlots = new Map<string, KindState>();
 
   constructor(private readonly now: () => number) {}
 
@@ -659,11 +643,40 @@ export class EchoLedger {
   }
 
   /** Record a whole view; returns whether anything echoed changed. */
-  applyView(view: RouterView): boolean {
+  applyView(view: ViewOutcomes): boolean {
     let changed = this.apply('InferencePolicy', view.inference);
     changed = this.applyTools(view.tools) || changed;
     changed = this.apply('EgressApproval', view.egress) || changed;
+    changed = this.applyDryRun(view.dryRun) || changed;
     return changed;
+  }
+
+  /**
+   * Record the dry-run policies of a view, each in its slot (`<Kind>/<name>`, ADR 0050) with the same
+   * load semantics as an enforced kind; a slot whose policy no longer reaches the sandbox is dropped.
+   */
+  applyDryRun(dryRun: DryRunOutcomes): boolean {
+    const next = new EchoLedger(this.now);
+    for (const [slot, prev] of this.dryRunSlots) next.kinds.set(slot as EchoKind, prev);
+    const keep = new Set<string>();
+    for (const { name, outcome } of dryRun.inference) {
+      keep.add(dryRunSlot('InferencePolicy', name));
+      next.apply(dryRunSlot('InferencePolicy', name) as EchoKind, outcome);
+    }
+    for (const { name, outcome } of dryRun.tools) {
+      keep.add(dryRunSlot('ToolPolicy', name));
+      keep.add(dryRunSlot('AgtProfile', name));
+      next.apply(dryRunSlot('ToolPolicy', name) as EchoKind, outcome, (v) => (v as ToolLoad).digests.profile);
+      next.apply(
+        dryRunSlot('AgtProfile', name) as EchoKind,
+        outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome,
+        (v) => (v as ToolLoad).digests.agt,
+      );
+    }
+    for (const slot of [...next.kinds.keys()]) if (!keep.has(slot)) next.kinds.delete(slot);
+    const before = JSON.stringify(echoOf(this.dryRunSlots));
+    this.dryRunSlots = new Map(next.kinds);
+    return JSON.stringify(echoOf(this.dryRunSlots)) !== before;
   }
 
   /** Record a ToolPolicy outcome under `ToolPolicy` and `AgtProfile`. */
@@ -677,14 +690,10 @@ export class EchoLedger {
     return a || b;
   }
 
-  /** What to publish in the echo Lease. */
+  /** What to publish in the echo Lease (`dryRun` only when the router records a dry-run policy). */
   echo(): EchoState {
-    const out: EchoState = { digests: {}, errors: {}, rejected: {} };
-    for (const [k, s] of this.kinds) {
-      out.digests[k] = s.digest;
-      if (s.error) out.errors[k] = s.error;
-      if (s.rejected) out.rejected[k] = s.rejected;
-    }
+    const out: EchoState = echoOf(this.kinds);
+    if (this.dryRunSlots.size > 0) out.dryRun = echoOf(this.dryRunSlots);
     return out;
   }
 

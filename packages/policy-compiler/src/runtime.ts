@@ -14,3 +14,4 @@ export * from './egress.js';
 export * from './nearest.js';
 export * from './agt-subset.js';
 export * from './router-view.js';
+export * from './view.js';

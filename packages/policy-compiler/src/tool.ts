@@ -14,6 +14,7 @@
  * kars addition (ADR 0043): `toolPins: [{server, name, digest}]` (sorted) and `unpinnedTools:
  * "Allow"|"Deny"` follow `displayName`, each only when the spec sets it: a policy without them
  * compiles to the same bytes as before, and a router that does not know them refuses the profile.
+ * ADR 0050: `enforcement: "DryRun"` follows them, only for a dry-run policy (Enforce is not written).
  *
  * Decisions:
  * - When `commerce` is set and no approval mode is given, the compiled form makes the contract's
@@ -26,7 +27,7 @@
 import { isToolDigest, type ToolPolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { toolPolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { checkUint, orNull, sortedLabels } from './json.js';
+import { checkEnforcement, checkUint, orNull, sortedLabels } from './json.js';
 import { fail, type CompileFailure, type CompileResult } from './result.js';
 import { policyHeader } from './header.js';
 
@@ -147,6 +148,8 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     return fail('InvalidSpec', 'spec.commerce.counterpartyAllowlist', 'spec.commerce.counterpartyAllowlist must be a list of strings');
   }
 
+  const mode = checkEnforcement(spec.enforcement);
+  if (mode) return mode;
   const pinned = compilePins(spec.toolPins, spec.unpinnedTools);
   if (!pinned.ok) return pinned;
   const { pins } = pinned;
@@ -182,6 +185,8 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     // pins are unchanged, and a router that predates pins refuses (never echoes) one with them.
     ...(pins === undefined ? {} : { toolPins: pins }),
     ...(spec.unpinnedTools === undefined ? {} : { unpinnedTools: spec.unpinnedTools }),
+    // ADR 0050: only DryRun is written (Enforce is the default), for the same reasons.
+    ...(spec.enforcement === 'DryRun' ? { enforcement: 'DryRun' } : {}),
   };
 
   const profileCompact = JSON.stringify(profile);
@@ -203,6 +208,7 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
       versionHash: vh,
       agtProfileYaml: agt,
       agtProfileDigest,
+      generation: policy.metadata.generation,
     }),
   };
 }

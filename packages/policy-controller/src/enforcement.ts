@@ -13,7 +13,8 @@ export type EnforcementState =
   | { kind: 'Degraded'; reason: string; message: string }
   | { kind: 'NotApplicable' }
   | { kind: 'NoSandboxesReferencing' }
-  | { kind: 'Confirmed'; total: number }
+  /** `dryRun`: the routers record (never enforce) the digest: a DryRun policy (ADR 0050). */
+  | { kind: 'Confirmed'; total: number; dryRun?: boolean }
   /** A live router refused (NACKed) exactly the compiled digest: it cannot enforce some field. */
   | { kind: 'Rejected'; details: string[] }
   | { kind: 'Awaiting'; confirmed: number; total: number; details: string[] };
@@ -22,6 +23,23 @@ export type EnforcementState =
 export interface ExpectedEcho {
   kind: EchoKind;
   digest: string;
+  /** A DryRun policy's slot (`<Kind>/<name>`, ADR 0050): read from the echo's dry-run annotation, not its enforced kinds. */
+  dryRunSlot?: string;
+}
+
+/** What one router echoes for one expectation: the enforced kind's entries, or the dry-run slot's. */
+function echoed(
+  r: RouterEcho,
+  e: ExpectedEcho,
+): { got: string | null | undefined; err: string | undefined; rejected: string | undefined; what: string } {
+  if (e.dryRunSlot === undefined) return { got: r.digests[e.kind], err: r.errors[e.kind], rejected: r.rejected?.[e.kind], what: e.kind };
+  const d = r.dryRun;
+  return {
+    got: d?.digests[e.dryRunSlot],
+    err: d?.errors[e.dryRunSlot],
+    rejected: d?.rejected[e.dryRunSlot],
+    what: `DryRun ${e.dryRunSlot}`,
+  };
 }
 
 /**
@@ -62,15 +80,15 @@ export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: 
     for (const r of live) {
       total++;
       let ok = true;
-      for (const { kind, digest } of expect) {
-        const got = r.digests[kind];
-        const err = r.errors[kind];
+      for (const e of expect) {
+        const { digest } = e;
+        const { got, err, rejected, what } = echoed(r, e);
         if (got === digest) continue;
         ok = false;
-        if (r.rejected?.[kind] === digest)
-          rejections.push(`router ${r.instance} of sandbox ${sb.sandbox} refused ${kind} ${digest}: ${err ?? 'no reason given'}`);
+        if (rejected === digest)
+          rejections.push(`router ${r.instance} of sandbox ${sb.sandbox} refused ${what} ${digest}: ${err ?? 'no reason given'}`);
         else if (got === undefined || got === null)
-          details.push(`${sb.sandbox}: router has not yet loaded ${kind}${err ? ` (last_error: ${err})` : ''}`);
+          details.push(`${sb.sandbox}: router has not yet loaded ${what}${err ? ` (last_error: ${err})` : ''}`);
         else details.push(`${sb.sandbox}: router echoed digest mismatch (${got} != ${digest})${err ? ` (last_error: ${err})` : ''}`);
         break;
       }
@@ -78,7 +96,8 @@ export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: 
     }
   }
   if (rejections.length > 0) return { kind: 'Rejected', details: rejections };
-  return confirmed === total ? { kind: 'Confirmed', total } : { kind: 'Awaiting', confirmed, total, details };
+  if (confirmed !== total) return { kind: 'Awaiting', confirmed, total, details };
+  return expect.some((e) => e.dryRunSlot !== undefined) ? { kind: 'Confirmed', total, dryRun: true } : { kind: 'Confirmed', total };
 }
 
 /** The Awaiting message: `"m/n sandbox routers confirmed digest; <first 3 details>; (+k more)"`. */
@@ -112,12 +131,19 @@ export function conditionsFor(state: EnforcementState): CondSpec[] {
       ];
     case 'Confirmed':
       return [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'RouterEnforcing',
-          message: `all ${state.total} referencing sandbox router(s) confirmed the compiled digest`,
-        },
+        state.dryRun === true
+          ? {
+              type: 'Ready',
+              status: 'True',
+              reason: 'RouterRecording',
+              message: `all ${state.total} selected sandbox router(s) record the compiled digest (DryRun: recorded, not enforced)`,
+            }
+          : {
+              type: 'Ready',
+              status: 'True',
+              reason: 'RouterEnforcing',
+              message: `all ${state.total} referencing sandbox router(s) confirmed the compiled digest`,
+            },
         { type: 'Progressing', status: 'False', reason: 'Reconciled', message: 'reconciled' },
         { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
       ];

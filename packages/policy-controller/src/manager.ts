@@ -39,7 +39,7 @@ import {
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
 import { LeaseHolderTracker } from './lease-holders.js';
-import { BY_SANDBOX, notEnforcedGraceFromEnv } from './context.js';
+import { BY_SANDBOX, dryRunPoliciesOf, notEnforcedGraceFromEnv } from './context.js';
 import type { ControllerContext } from './context.js';
 import { EventRecorder } from './events.js';
 import { HeartbeatWriter } from './heartbeat.js';
@@ -290,10 +290,14 @@ export class PolicyController {
         reconcile: (k) => reconcileOwnWritesSeen(ctx, ref, primary, k, reconcile, log),
         ...common,
       });
-    const inferenceOf = (s: SB): string[] => (s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []);
+    // A sandbox (or its router's lease) reaches the policies it references and the DryRun ones that select it (ADR 0050).
+    const inferenceOf = (s: SB): string[] => [
+      ...(s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []),
+      ...dryRunPoliciesOf(ctx, s).inference,
+    ];
     const toolOf = (s: SB): string[] => {
       const n = toolPolicyNameOf(s);
-      return n ? [key(s, n)] : [];
+      return [...(n ? [key(s, n)] : []), ...dryRunPoliciesOf(ctx, s).tool];
     };
     const approvalsOf = (namespace: string, sandbox: string): string[] =>
       egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));

@@ -11,7 +11,10 @@ import {
   TOOL_POLICY_FINALIZER,
   validateInferencePolicySpec,
   validateToolPolicySpec,
+  dryRunSlot,
+  enforcementModeOf,
 } from '@kars/policy-api';
+import type { DryRunKind } from '@kars/policy-api';
 import type { InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import {
   compileInferencePolicy,
@@ -233,6 +236,11 @@ async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFie
     return { ok: false, reason: causes[0]?.reason ?? 'InvalidSpec', message: causes.map((c) => `${c.field}: ${c.message}`).join('; ') };
   const compiled = k.compile(obj);
   if (!compiled.ok) return { ok: false, reason: compiled.reason, message: `${compiled.field}: ${compiled.message}` };
+  // A DryRun policy is echoed in its own slot by the routers it selects, never as the enforced kind (ADR 0050).
+  const expect =
+    enforcementModeOf((obj as { spec?: { enforcement?: unknown } }).spec) === 'DryRun'
+      ? compiled.expect.map((e) => ({ ...e, dryRunSlot: dryRunSlot(e.kind as DryRunKind, name) }))
+      : compiled.expect;
   const configMap: OwnedConfigMap = {
     ...compiled.configMap,
     metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
@@ -249,7 +257,7 @@ async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFie
   const echoes = k
     .referrers(ctx, namespace, name)
     .map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
-  return { ok: true, digest: compiled.digest, expect: compiled.expect, extra: compiled.extra, echoes };
+  return { ok: true, digest: compiled.digest, expect, extra: compiled.extra, echoes };
 }
 
 async function writeStatus<T extends KubeObject & { status?: PolicyStatusFields }>(

@@ -181,6 +181,7 @@ export class EchoPublisher {
       digests: echo.digests,
       errors: echo.errors,
       rejected: echo.rejected,
+      ...(echo.dryRun !== undefined ? { dryRun: echo.dryRun } : {}),
       capabilities: this.opts.capabilities ?? [],
       renewedAtMs: this.clock.wallNow(),
       leaseDurationSeconds: this.opts.leaseSeconds ?? ROUTER_LEASE_SECONDS,

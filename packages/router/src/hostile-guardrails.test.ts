@@ -101,6 +101,7 @@ describe('guardrail stages (openai-moderation) on a real router', () => {
           provider: null,
           guardrails: [{ provider: 'openai-moderation', applyTo: 'both' }],
           displayName: null,
+          enforcement: 'Enforce',
         },
       }),
       upstream: stub.url,

@@ -254,7 +254,20 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           wallNow: () => clock.wallNow(),
           registry,
         });
-  const recorder = new DecisionRecorder({ sandbox: opts.sandbox, instance: opts.instance, clock, sink: decisionLog });
+  // ADR 0050: every would-be decision of a dry-run policy, with or without the log.
+  const dryRunDecisions = new Counter({
+    name: 'kars_router_dry_run_decisions_total',
+    help: 'What the dry-run policies (spec.enforcement: DryRun) would have decided, by kind, policy, decision and reason; nothing they decide is enforced.',
+    labelNames: ['kind', 'policy', 'decision', 'reason'],
+    registers: [registry],
+  });
+  const recorder = new DecisionRecorder({
+    sandbox: opts.sandbox,
+    instance: opts.instance,
+    clock,
+    sink: decisionLog,
+    onDryRun: (c) => dryRunDecisions.inc({ kind: c.kind, policy: c.policy, decision: c.decision, reason: c.reason }),
+  });
 
   const budget = new TokenBudgetTracker({ clock });
   new Gauge({

@@ -32,6 +32,17 @@ export interface PolicySnapshot {
    * surface then reads as having no policy bound.
    */
   policies?: SnapshotPolicies;
+  /**
+   * The dry-run policies this router records for its sandbox (ADR 0050): decided on every request
+   * as if enforced, their would-be decisions recorded, never enforced. Absent: none.
+   */
+  dryRun?: DryRunPolicies;
+}
+
+/** The dry-run policies of a snapshot, each with its rules and the refs its records name. */
+export interface DryRunPolicies {
+  inference: ReadonlyArray<{ rules: InferenceRules; refs: readonly PolicyRef[] }>;
+  tools: ReadonlyArray<{ rules: ToolRules; refs: readonly PolicyRef[] }>;
 }
 
 /** The policies of a snapshot per surface, and the `x-kars-policy-digest` value of each (built once per snapshot). */

@@ -7,10 +7,11 @@ import type {
   PolicyStatusEntry,
   RouterView,
   ToolLoad,
+  DryRunOutcomes,
   ToolOutcome,
   ToolRules,
 } from '@kars/policy-compiler/runtime';
-import type { PolicySnapshot, SnapshotPolicies } from './snapshot.js';
+import type { DryRunPolicies, PolicySnapshot, SnapshotPolicies } from './snapshot.js';
 import { digestHeaderValue, type PolicyRef } from './decisions/record.js';
 
 export type { EgressParts, PolicyStatusEntry } from '@kars/policy-compiler/runtime';
@@ -32,6 +33,12 @@ export class PolicyState {
   private toolsRefused: string | undefined;
   /** The bound InferencePolicy's name, when the source knows it (the API source does; a mounted directory does not). */
   private inferenceName: string | null = null;
+  /** The generations the bound policies' ConfigMaps were compiled from, when the source knows them. */
+  private inferenceGeneration: number | null = null;
+  private toolsGeneration: number | null = null;
+  /** The dry-run policies recorded (ADR 0050), by name: the last good rules of each, with its digests. */
+  private dryInference = new Map<string, { rules: InferenceRules; digest: string | null; generation: number | null }>();
+  private dryTools = new Map<string, { load: ToolLoad; generation: number | null }>();
   private readonly ledger: EchoLedger;
   private readonly listeners = new Set<() => void>();
 
@@ -59,12 +66,14 @@ export class PolicyState {
   setInference(o: LoadOutcome<InferenceRules>): void {
     if (o.kind !== 'error') this.inference = o.kind === 'loaded' ? o.value : undefined;
     if (o.kind !== 'error') this.inferenceName = o.kind === 'loaded' ? (o.name ?? null) : null;
+    if (o.kind !== 'error') this.inferenceGeneration = o.kind === 'loaded' ? (o.generation ?? null) : null;
     this.inferenceRefused = refusalWithoutFallback(o, this.inference);
     this.done(this.ledger.apply('InferencePolicy', o));
   }
 
   setTools(o: ToolOutcome): void {
     if (o.kind !== 'error') this.tools = o.kind === 'loaded' ? o.value.rules : undefined;
+    if (o.kind !== 'error') this.toolsGeneration = o.kind === 'loaded' ? (o.generation ?? null) : null;
     this.toolsRefused = refusalWithoutFallback(o, this.tools);
     this.done(this.ledger.applyTools(o));
   }
@@ -78,21 +87,78 @@ export class PolicyState {
   setView(view: RouterView): void {
     if (view.inference.kind !== 'error') this.inference = view.inference.kind === 'loaded' ? view.inference.value : undefined;
     if (view.inference.kind !== 'error') this.inferenceName = view.inference.kind === 'loaded' ? (view.inference.name ?? null) : null;
+    if (view.inference.kind !== 'error')
+      this.inferenceGeneration = view.inference.kind === 'loaded' ? (view.inference.generation ?? null) : null;
     if (view.tools.kind !== 'error') this.tools = view.tools.kind === 'loaded' ? (view.tools.value as ToolLoad).rules : undefined;
+    if (view.tools.kind !== 'error') this.toolsGeneration = view.tools.kind === 'loaded' ? (view.tools.generation ?? null) : null;
+    this.takeDryRun(view.dryRun);
     this.inferenceRefused = refusalWithoutFallback(view.inference, this.inference);
     this.toolsRefused = refusalWithoutFallback(view.tools, this.tools);
     if (view.egress.kind !== 'error') this.egress = view.egress.kind === 'loaded' ? view.egress.value : { baseline: [], approvals: [] };
     this.done(this.ledger.applyView(view));
   }
 
-  /** The policies in force per surface, from the ledger's digests (the ones echoed), with their names. */
+  /**
+   * Keep each dry-run policy's last good rules (a refused edit keeps the previous ones, as for an
+   * enforced kind); a policy no longer in the view, or cleared, is dropped.
+   */
+  private takeDryRun(dry: DryRunOutcomes): void {
+    const inference = new Map<string, { rules: InferenceRules; digest: string | null; generation: number | null }>();
+    for (const { name, outcome } of dry.inference) {
+      const prev = this.dryInference.get(name);
+      if (outcome.kind === 'loaded')
+        inference.set(name, { rules: outcome.value, digest: outcome.digest, generation: outcome.generation ?? null });
+      else if (outcome.kind === 'error' && prev !== undefined) inference.set(name, prev);
+    }
+    const tools = new Map<string, { load: ToolLoad; generation: number | null }>();
+    for (const { name, outcome } of dry.tools) {
+      const prev = this.dryTools.get(name);
+      if (outcome.kind === 'loaded') tools.set(name, { load: outcome.value, generation: outcome.generation ?? null });
+      else if (outcome.kind === 'error' && prev !== undefined) tools.set(name, prev);
+    }
+    this.dryInference = inference;
+    this.dryTools = tools;
+  }
+
+  /** The dry-run policies of the snapshot, each with the refs its records name. */
+  private dryRun(): DryRunPolicies | undefined {
+    if (this.dryInference.size === 0 && this.dryTools.size === 0) return undefined;
+    const ref = (kind: PolicyRef['kind'], name: string, generation: number | null, digest: string | null): PolicyRef =>
+      Object.freeze({ kind, name, generation, digest });
+    return Object.freeze({
+      inference: Object.freeze(
+        [...this.dryInference].map(([name, p]) =>
+          Object.freeze({ rules: p.rules, refs: Object.freeze([ref('InferencePolicy', name, p.generation, p.digest)]) }),
+        ),
+      ),
+      tools: Object.freeze(
+        [...this.dryTools].map(([name, p]) =>
+          Object.freeze({
+            rules: p.load.rules,
+            refs: Object.freeze([
+              ref('ToolPolicy', name, p.generation, p.load.digests.profile),
+              ref('AgtProfile', name, p.generation, p.load.digests.agt),
+            ]),
+          }),
+        ),
+      ),
+    });
+  }
+
+  /** The policies in force per surface, from the ledger's digests (the ones echoed), with their names and generations. */
   private policies(): SnapshotPolicies {
     const d = this.ledger.echo().digests;
-    const ref = (kind: PolicyRef['kind'], name: string | null): PolicyRef =>
-      Object.freeze({ kind, name: d[kind] == null ? null : name, generation: null, digest: d[kind] ?? null });
-    const inference = Object.freeze([ref('InferencePolicy', this.inferenceName)]);
-    const tools = Object.freeze([ref('ToolPolicy', this.tools?.name ?? null), ref('AgtProfile', this.tools?.name ?? null)]);
-    const egress = Object.freeze([ref('EgressApproval', null)]);
+    const ref = (kind: PolicyRef['kind'], name: string | null, generation: number | null): PolicyRef =>
+      Object.freeze({
+        kind,
+        name: d[kind] == null ? null : name,
+        generation: d[kind] == null ? null : generation,
+        digest: d[kind] ?? null,
+      });
+    const inference = Object.freeze([ref('InferencePolicy', this.inferenceName, this.inferenceGeneration)]);
+    const toolName = this.tools?.name ?? null;
+    const tools = Object.freeze([ref('ToolPolicy', toolName, this.toolsGeneration), ref('AgtProfile', toolName, this.toolsGeneration)]);
+    const egress = Object.freeze([ref('EgressApproval', null, null)]);
     return Object.freeze({
       inference,
       tools,
@@ -106,8 +172,10 @@ export class PolicyState {
   }
 
   private rebuild(): void {
+    const dryRun = this.dryRun();
     this.snap = Object.freeze({
       policies: this.policies(),
+      ...(dryRun !== undefined ? { dryRun } : {}),
       inference: this.inference,
       tools: this.tools ? [this.tools] : [],
       egress: [...this.egress.baseline, ...this.egress.approvals],

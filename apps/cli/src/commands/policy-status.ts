@@ -4,6 +4,8 @@
  * that router enforces the compiled digest: SYNCED, STALE (how long behind) or NACK (its last load error). Sources:
  * the policy status (compiled digest, generations, edit → enforced times) and the routers' echo Leases — the same
  * facts the controller decides Ready from, read directly, so the view does not depend on the controller being up.
+ * MODE says whether the policy is enforced or only recorded (`DryRun`, ADR 0050); a DryRun policy's routers are
+ * those of the sandboxes its `appliesTo` selects, and SYNCED means they record its digest.
  */
 import { Command } from 'commander';
 import { Resources } from '@kars/kube-client';
@@ -18,8 +20,11 @@ import {
   TOOL_POLICY,
   KARS_SANDBOX,
   toolPolicyNameOf,
+  dryRunSelects,
+  dryRunSlot,
+  enforcementModeOf,
 } from '@kars/policy-api';
-import type { EchoKind, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import type { EchoKind, EnforcementMode, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
 import { CliError, outputFormat, render, shortDigest, shortDuration, table } from '../lib/output.js';
@@ -52,6 +57,8 @@ export interface PolicyStatusRow {
   kind: 'InferencePolicy' | 'ToolPolicy';
   namespace: string;
   name: string;
+  /** `Enforce`, or `DryRun`: recorded by the routers of the sandboxes `appliesTo` selects, never enforced (ADR 0050). */
+  mode: EnforcementMode;
   generation: number;
   observedGeneration: number | null;
   phase: string | null;
@@ -141,9 +148,17 @@ export async function collectPolicyStatus(
     const compiled = status.compiledDigest ?? null;
     const readyMessage = status.conditions?.find((c) => c.type === 'Ready')?.message ?? '';
     const compiledAt = status.lastCompiledAt ? Date.parse(status.lastCompiledAt) : NaN;
+    const mode = enforcementModeOf(obj.spec);
+    // A DryRun policy reaches the sandboxes its appliesTo selects, and is echoed in its own slot (ADR 0050).
+    const appliesTo = obj.spec?.appliesTo as { sandboxName?: string; sandboxMatchLabels?: Record<string, string> } | undefined;
     const referrers = sbs.items.filter((s) =>
-      kind === 'InferencePolicy' ? s.spec?.inferenceRef?.name === pname : toolPolicyNameOf(s) === pname,
+      mode === 'DryRun'
+        ? dryRunSelects(kind === 'InferencePolicy' ? appliesTo : { sandboxMatchLabels: appliesTo?.sandboxMatchLabels }, s)
+        : kind === 'InferencePolicy'
+          ? s.spec?.inferenceRef?.name === pname
+          : toolPolicyNameOf(s) === pname,
     );
+    const slotOf = (e: RouterEcho): RouterEcho => (mode === 'DryRun' ? dryRunEchoOf(e, ECHO[kind], pname) : e);
     const routers: RouterRow[] = [];
     for (const sb of referrers) {
       const sbName = sb.metadata.name ?? '';
@@ -165,7 +180,7 @@ export async function collectPolicyStatus(
         // The controller saw two processes write this router's lease (ADR 0024): whatever the lease says,
         // it is not what one router enforces, so it is never SYNCED.
         const contested = contestedIn(readyMessage, sbName, e.instance);
-        const state = routerState(e, ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs);
+        const state = routerState(slotOf(e), ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs);
         routers.push({
           sandbox: sbName,
           instance: e.instance,
@@ -183,7 +198,7 @@ export async function collectPolicyStatus(
         instance: null,
         state: 'NO-SANDBOX',
         ageSeconds: null,
-        detail: 'no KarsSandbox references this policy',
+        detail: mode === 'DryRun' ? 'appliesTo selects no KarsSandbox' : 'no KarsSandbox references this policy',
         loadedDigest: null,
         leaseRenewedAt: null,
         live: null,
@@ -194,6 +209,7 @@ export async function collectPolicyStatus(
       kind,
       namespace,
       name: pname,
+      mode,
       generation: obj.metadata.generation ?? 1,
       observedGeneration: status.observedGeneration ?? null,
       phase: status.phase ?? null,
@@ -204,6 +220,14 @@ export async function collectPolicyStatus(
     });
   }
   return rows;
+}
+
+/** A router's echo as it concerns the DryRun policy `name`: its dry-run slot read as the kind's entries. */
+function dryRunEchoOf(e: RouterEcho, kind: EchoKind, name: string): RouterEcho {
+  const slot = dryRunSlot(kind as 'InferencePolicy' | 'AgtProfile', name);
+  const d = e.dryRun;
+  const error = d?.errors[slot];
+  return { ...e, digests: { [kind]: d?.digests[slot] ?? null }, errors: error === undefined ? {} : { [kind]: error } };
 }
 
 function ms(v: number | null): string {
@@ -218,6 +242,7 @@ export function statusTable(rows: PolicyStatusRow[]): string {
       const state = r.state === 'STALE' && r.ageSeconds !== null ? `STALE (${shortDuration(r.ageSeconds * 1000)})` : r.state;
       out.push([
         `${p.kind === 'InferencePolicy' ? 'ip' : 'tp'}/${p.name}`,
+        p.mode,
         r.sandbox ?? '-',
         r.instance ?? '-',
         state,
@@ -235,7 +260,7 @@ export function statusTable(rows: PolicyStatusRow[]): string {
     }
   }
   return table(
-    ['POLICY', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'],
+    ['POLICY', 'MODE', 'SANDBOX', 'ROUTER', 'STATUS', 'COMPILED', 'LOADED', 'GEN', 'OBSERVED', 'LAST', 'MAX', 'STALENESS', 'DETAIL'],
     out,
   );
 }

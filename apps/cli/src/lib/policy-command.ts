@@ -6,7 +6,8 @@
  */
 import { Command } from 'commander';
 import type { KubeObject } from '@kars/kube-core';
-import type { Condition, KarsObject, KarsResource } from '@kars/policy-api';
+import type { Condition, EnforcementMode, KarsObject, KarsResource } from '@kars/policy-api';
+import { ENFORCEMENT_MODES } from '@kars/policy-api';
 import { addFilenameOption, filenameOf } from './flags.js';
 import type { FilenameFlags } from './flags.js';
 import { addKubeOptions, withKube } from './kube.js';
@@ -28,6 +29,14 @@ import { age, CliError, outputFormat, render, table } from './output.js';
 export interface PolicyApplyFlags extends KubeFlags, FilenameFlags {
   wait?: boolean;
   timeout: number;
+  /** `spec.enforcement` (ADR 0050). */
+  enforcement?: EnforcementMode;
+}
+
+function enforcementFlag(v: string): EnforcementMode {
+  const m = ENFORCEMENT_MODES.find((x) => x === v);
+  if (m === undefined) throw new CliError(`--enforcement must be ${ENFORCEMENT_MODES.join(' or ')}, got "${v}"`);
+  return m;
 }
 
 /** What one policy kind adds to the shared command shape. */
@@ -79,6 +88,11 @@ export function policyCommand<T extends KarsObject, F extends PolicyApplyFlags>(
           k.fromFileHelp,
         ),
       )
+      .option(
+        '--enforcement <mode>',
+        'spec.enforcement: Enforce, or DryRun (routers of the sandboxes appliesTo selects record what it would decide, and enforce nothing; ADR 0050)',
+        enforcementFlag,
+      )
       .option('--wait', 'return once every router of every referencing sandbox enforces the edit (router echo), and print the time it took')
       .option('--timeout <seconds>', 'with --wait: give up after this long (exit code 2)', parseTimeout, 60),
   ).action(async (nameArg: string | undefined, f: F) => {
@@ -89,14 +103,16 @@ export function policyCommand<T extends KarsObject, F extends PolicyApplyFlags>(
     if (nameArg && file?.metadata?.name && file.metadata.name !== nameArg)
       throw new CliError(`the name "${nameArg}" does not match metadata.name "${file.metadata.name}" in ${path ?? ''}`);
     if (f.namespace === undefined && file?.metadata?.namespace) f.namespace = file.metadata.namespace;
-    const anyFlag = k.anyFieldFlag(f);
+    const anyFlag = k.anyFieldFlag(f) || f.enforcement !== undefined;
     await withKube(f, async (ctx) => {
       const r = await upsert<T>(ctx, res, name, (existing) => {
         if (!file && !existing) k.checkCreate?.(f, ctx, name);
         if (!file && existing && !anyFlag)
           throw new CliError(`nothing to change: pass -f FILE or at least one field flag (see kars ${k.alias} apply --help)`);
+        const spec = k.specFrom(file ? file.spec : existing?.spec, f);
+        if (f.enforcement !== undefined) (spec as { enforcement?: EnforcementMode }).enforcement = f.enforcement;
         return {
-          spec: k.specFrom(file ? file.spec : existing?.spec, f),
+          spec,
           ...(file?.metadata?.labels ? { labels: file.metadata.labels } : {}),
           ...(file?.metadata?.annotations ? { annotations: file.metadata.annotations } : {}),
         };

@@ -74,8 +74,13 @@ export interface DecisionRecord {
   reason: string;
   /** Inference only, when the API is charged. */
   tokens: DecisionTokens | null;
-  /** The policies of the snapshot that decided, for this kind. */
+  /** The policies of the snapshot that decided, for this kind; for a dry-run record, the dry-run policy. */
   policies: readonly PolicyRef[];
+  /**
+   * `DryRun` (ADR 0050): what a dry-run policy would have decided; the request was decided by the
+   * enforced policies, in their own record. Absent on an enforced decision.
+   */
+  mode?: 'DryRun';
 }
 
 /** A chain record that is not a decision: the log's start, and a gap of records dropped (ADR 0040). */

@@ -73,20 +73,38 @@ export function policiesFor(snap: PolicySnapshot, kind: DecisionKind): readonly 
   return snap.policies?.[s] ?? NONE[s];
 }
 
+/** A would-be decision of one dry-run policy (ADR 0050), as a metric counts it. */
+export interface DryRunCount {
+  kind: DecisionKind;
+  /** The dry-run policy's name. */
+  policy: string;
+  decision: DecisionVerdict;
+  reason: string;
+}
+
 /** Builds records and hands them to the sink. */
 export class DecisionRecorder {
   readonly #sandbox: string;
   readonly #instance: string;
   readonly #clock: Pick<Clock, 'wallNow'>;
   readonly #sink: DecisionSink | undefined;
+  readonly #onDryRun: ((c: DryRunCount) => void) | undefined;
   readonly #idPrefix: string;
   #n = 0;
 
-  constructor(opts: { sandbox: string; instance: string; clock: Pick<Clock, 'wallNow'>; sink?: DecisionSink | undefined }) {
+  constructor(opts: {
+    sandbox: string;
+    instance: string;
+    clock: Pick<Clock, 'wallNow'>;
+    sink?: DecisionSink | undefined;
+    /** Counts every would-be decision of a dry-run policy, with or without a sink (the router's metric). */
+    onDryRun?: (c: DryRunCount) => void;
+  }) {
     this.#sandbox = opts.sandbox;
     this.#instance = opts.instance;
     this.#clock = opts.clock;
     this.#sink = opts.sink;
+    this.#onDryRun = opts.onDryRun;
     // Unique across restarts of one instance: the start time (base 36 ms) and a counter.
     this.#idPrefix = `${opts.instance}-${opts.clock.wallNow().toString(36)}-`;
   }
@@ -103,6 +121,23 @@ export class DecisionRecorder {
 
   /** Record one decision (a no-op without a sink). */
   record(d: DecisionInput): void {
+    this.#write(d, policiesFor(d.snapshot, d.kind), false);
+  }
+
+  /**
+   * Record what the dry-run policy `refs` (its refs in {@link PolicySnapshot.dryRun}) would have
+   * decided: counted always, written with `mode: DryRun` when there is a sink.
+   */
+  recordDryRun(d: DecisionInput, refs: readonly PolicyRef[]): void {
+    try {
+      this.#onDryRun?.({ kind: d.kind, policy: refs[0]?.name ?? '', decision: d.decision, reason: d.reason });
+    } catch {
+      // a metric must not break the request
+    }
+    this.#write(d, refs, true);
+  }
+
+  #write(d: DecisionInput, policies: readonly PolicyRef[], dryRun: boolean): void {
     const sink = this.#sink;
     if (sink === undefined) return;
     const r: DecisionRecord = {
@@ -116,7 +151,8 @@ export class DecisionRecorder {
       decision: d.decision,
       reason: d.reason,
       tokens: d.kind === 'inference' ? d.tokens : null,
-      policies: policiesFor(d.snapshot, d.kind),
+      policies,
+      ...(dryRun ? { mode: 'DryRun' as const } : {}),
     };
     try {
       sink.write(r);

@@ -118,6 +118,7 @@ import { DrainRelay } from './drain.js';
 import { budgetHeadroomHeaders, budgetRetryHeaders } from './ratelimit.js';
 import { cut, type DecisionTokens, type InferenceTarget } from '../decisions/record.js';
 import { scopeOf, type DecisionRecorder, type RequestScope } from '../decisions/recorder.js';
+import { finishDryRun, judgeDryRun, type PendingDryRun } from './dry-run.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, routePlan } from './pipeline.js';
 
@@ -171,6 +172,8 @@ interface Facts {
   capped: boolean;
   tokens: DecisionTokens | null;
   meter: Meter | undefined;
+  /** The would-be decisions of the snapshot's dry-run policies (ADR 0050), once the body was read. */
+  dryRun: PendingDryRun[] | undefined;
 }
 
 /** The `model` of a refused body, for its record (read again only on this path; null when there is none to read). */
@@ -191,13 +194,7 @@ function modelOf(raw: Buffer): string | null {
  * `request_incomplete` when nothing was sent upstream, else `allow` `client_gone`.
  */
 function recordInference(rec: DecisionRecorder, route: ReturnType<typeof matchRoute>, f: Facts): void {
-  const c = f.meter?.candidate;
-  const target: InferenceTarget = {
-    api: route.kind === 'api' ? route.api.title : route.kind === 'models' ? 'models' : 'unrouted',
-    model: f.model,
-    provider: c?.provider ?? null,
-    deployment: c?.deployment ?? null,
-  };
+  const target = targetOf(route, f);
   const sent = f.meter?.written === true;
   const decision = f.decision ?? (sent ? 'allow' : 'deny');
   const verdict = decision === 'deny' ? 'deny' : f.capped ? 'cap' : 'allow';
@@ -216,6 +213,17 @@ function recordInference(rec: DecisionRecorder, route: ReturnType<typeof matchRo
     reason,
     tokens: f.tokens,
   });
+}
+
+/** What an inference request was about, for its records: the API, the model asked, where it went. */
+function targetOf(route: ReturnType<typeof matchRoute>, f: Facts): InferenceTarget {
+  const c = f.meter?.candidate;
+  return {
+    api: route.kind === 'api' ? route.api.title : route.kind === 'models' ? 'models' : 'unrouted',
+    model: f.model,
+    provider: c?.provider ?? null,
+    deployment: c?.deployment ?? null,
+  };
 }
 
 /** Where one upstream is: the origin, the `host` header and the base path prefixed to every path. */
@@ -305,6 +313,9 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       else res.destroy();
       return;
     }
+    // ADR 0050: each dry-run policy decides the same bytes; nothing it decides reaches this request.
+    const dry = facts.scope.snapshot.dryRun?.inference;
+    if (dry !== undefined && dry.length > 0) facts.dryRun = judgeDryRun(dry, read.body, route, ctx, budget, sandbox);
     const d = decideRequest(read.body, route, rules, ctx);
     if (d.kind === 'forward') {
       const model = d.body['model'];
@@ -610,6 +621,28 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
   }
 
+  const dryGuardrail = opts.guardrail === undefined ? undefined : { backend: opts.guardrail, client };
+  /** Settle and record the dry-run policies' would-be decisions, once the request is over (ADR 0050). */
+  function finishDryRunOf(route: ReturnType<typeof matchRoute>, facts: Facts): void {
+    // A dry-run policy is charged what the request used only where the enforced path sent it.
+    const charged = facts.tokens?.charged ?? 0;
+    const target = targetOf(route, facts);
+    finishDryRun(facts.dryRun ?? [], charged, dryGuardrail, (o) =>
+      opts.decisions?.recordDryRun(
+        {
+          kind: 'inference',
+          requestId: facts.scope.requestId,
+          snapshot: facts.scope.snapshot,
+          target,
+          decision: o.decision,
+          reason: o.reason,
+          tokens: o.tokens,
+        },
+        o.policy.refs,
+      ),
+    );
+  }
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const route = matchRoute(req.method, req.url ?? '/', req.headers['anthropic-version']);
     const wire = route.kind === 'api' ? route.api.wire : route.wire;
@@ -621,6 +654,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       capped: false,
       tokens: null,
       meter: undefined,
+      dryRun: undefined,
     };
     let reported = false;
     const decide: Decide = (decision, code) => {
@@ -658,6 +692,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
       }
     }
     if (opts.decisions?.enabled === true) recordInference(opts.decisions, route, facts);
+    if (facts.dryRun !== undefined) finishDryRunOf(route, facts);
     return true;
   };
   return Object.assign(handle, {

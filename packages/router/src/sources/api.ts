@@ -6,7 +6,7 @@ import { Reflector } from '@kars/kube-runtime';
 import type { RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
 import { HEARTBEAT_CONFIGMAP, KARS_SANDBOX, readHeartbeat } from '@kars/policy-api';
 import type { KarsSandbox } from '@kars/policy-api';
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '@kars/policy-compiler/runtime';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, policyGenerationOf } from '@kars/policy-compiler/runtime';
 import type { RouterCapabilities } from '@kars/policy-compiler/runtime';
 import type { PolicyState } from '../state.js';
 import { HeartbeatStaleness } from '../staleness.js';
@@ -91,6 +91,10 @@ export class ApiPolicySource {
       `configmap:${this.opts.namespace}/`,
       this.opts.capabilities,
       this.clock.wallNow(),
+      {
+        list: () => this.configmaps.store.list().map((c) => c.metadata.name ?? ''),
+        generationOf: (name) => policyGenerationOf(this.configmaps.store.get(`${this.opts.namespace}/${name}`)),
+      },
     );
     traceHop('router.loaded');
     this.expiryTimer?.cancel();

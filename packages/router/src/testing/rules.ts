@@ -1,5 +1,5 @@
-/** Policy fixtures for router tests: an InferencePolicy or content-safety floor with every field unset but `over`. */
-import type { InferenceRules } from '../snapshot.js';
+/** Policy fixtures for router tests: an InferencePolicy, a ToolPolicy or a content-safety floor with every field unset but `over`. */
+import type { InferenceRules, ToolRules } from '../snapshot.js';
 import type { ContentSafetyRules } from '../inference/safety.js';
 
 /** InferenceRules with every field null except those in `over`. */
@@ -12,6 +12,22 @@ export function inferenceRules(over: Partial<InferenceRules> = {}): InferenceRul
     provider: null,
     guardrails: null,
     displayName: null,
+    enforcement: 'Enforce',
+    ...over,
+  };
+}
+
+/** ToolRules named `name` for any tool on any server, with nothing set except what `over` sets. */
+export function toolRules(name: string, over: Partial<ToolRules> = {}): ToolRules {
+  return {
+    name,
+    appliesTo: { tool: null, mcpServer: null },
+    rateLimit: null,
+    approval: null,
+    agt: null,
+    toolPins: [],
+    unpinnedTools: 'Allow',
+    enforcement: 'Enforce',
     ...over,
   };
 }

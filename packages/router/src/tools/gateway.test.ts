@@ -8,6 +8,7 @@ import { startMcpStub, type McpStub } from '../stubs/mcp.js';
 import { parseAgtProfile } from './agt.js';
 import { createMcpGateway, rewriteSse, type McpGatewayOptions, type ToolDecision } from './gateway.js';
 import { postJson, type JsonReply } from '../testing/http.js';
+import { toolRules } from '../testing/rules.js';
 
 /** Socket tests fail instead of hanging when bytes never arrive. */
 const T = { timeout: 5000 };
@@ -20,18 +21,7 @@ function agt(yaml: string): NonNullable<ToolRules['agt']> {
   return r.agt;
 }
 
-function policy(name: string, over: Partial<ToolRules> = {}): ToolRules {
-  return {
-    name,
-    appliesTo: { tool: null, mcpServer: null },
-    rateLimit: null,
-    approval: null,
-    agt: null,
-    toolPins: [],
-    unpinnedTools: 'Allow',
-    ...over,
-  };
-}
+const policy = toolRules;
 
 function snap(tools: ToolRules[]): PolicySnapshot {
   return { inference: undefined, tools, egress: [], loadedAtMs: 0, refused: {} };

@@ -158,6 +158,8 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
   const maxRequest = opts.maxRequestBytes ?? 4 * 1024 * 1024;
   const maxResponse = opts.maxResponseBytes ?? 16 * 1024 * 1024;
   const limiter = new ToolRateLimiter(opts.clock === undefined ? {} : { clock: opts.clock });
+  /** The dry-run policies' own buckets (ADR 0050): a would-be call never takes an enforced token. */
+  const dryLimiter = new ToolRateLimiter(opts.clock === undefined ? {} : { clock: opts.clock });
   const { sandbox, server, upstream } = opts;
   const client = opts.client ?? new UpstreamClient();
   const sessions = new SessionVersions();
@@ -195,6 +197,36 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         // A hidden tool's record says why it was hidden (a deny, or a pin: tool_definition_changed, tool_not_pinned).
         reason: d.kind === 'list' ? (d.reason ?? d.decision) : d.decision,
       });
+  }
+
+  /**
+   * Record what each dry-run ToolPolicy of the current snapshot would decide (ADR 0050), where it
+   * applies: `decide` gets one policy alone, as if it were the sandbox's. Nothing it returns reaches
+   * the answer.
+   */
+  function dryRun(
+    tool: string,
+    action: 'call' | 'list',
+    decide: (rules: readonly ToolRules[]) => { decision: 'allow' | 'deny'; reason: string } | undefined,
+  ): void {
+    const scope = current;
+    const policies = scope?.snapshot.dryRun?.tools;
+    if (scope === undefined || policies === undefined || opts.decisions === undefined) return;
+    for (const p of policies) {
+      const d = decide([p.rules]);
+      if (d === undefined) continue;
+      opts.decisions.recordDryRun(
+        {
+          kind: 'tool',
+          requestId: scope.requestId,
+          snapshot: scope.snapshot,
+          target: { server: server ?? null, tool: cut(tool), action },
+          decision: d.decision,
+          reason: d.reason,
+        },
+        p.refs,
+      );
+    }
   }
 
   /** The scope of a request: the one the front door bound, or a new one on the current snapshot. */
@@ -268,7 +300,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         p.untouched = false;
         continue;
       }
-      const d = decideToolCall(tools, { sandbox, server, tool, seen: seen.get(session, named.key) }, limiter);
+      const seenEntry = seen.get(session, named.key);
+      dryRun(tool, 'call', (rules) => {
+        const w = decideToolCall(rules, { sandbox, server, tool, seen: seenEntry }, dryLimiter);
+        if (w.policy === undefined) return undefined;
+        return w.allowed ? { decision: 'allow', reason: 'allowed' } : { decision: 'deny', reason: w.code };
+      });
+      const d = decideToolCall(tools, { sandbox, server, tool, seen: seenEntry }, limiter);
       if (d.allowed) {
         emit({ sandbox, server, tool, kind: 'call', allowed: true, decision: 'allowed', policy: d.policy?.name ?? null });
         p.forward.push(item);
@@ -360,7 +398,13 @@ export function createMcpGateway(opts: McpGatewayOptions): McpGatewayHandler {
         return false;
       }
       const entry = page.get(t);
-      const v = isToolListed(tools, server, t['name'], entry === undefined ? undefined : { entry, conflicted: conflicts.has(entry.key) });
+      const listed = entry === undefined ? undefined : { entry, conflicted: conflicts.has(entry.key) };
+      const name = t['name'];
+      dryRun(name, 'list', (rules) => {
+        const w = isToolListed(rules, server, name, listed);
+        return w.listed ? undefined : { decision: 'deny', reason: w.code };
+      });
+      const v = isToolListed(tools, server, name, listed);
       if (!v.listed)
         emit({
           sandbox,

@@ -12,6 +12,7 @@ import type { PolicySnapshot, ToolRules } from '../snapshot.js';
 import { createMcpGateway, type ToolDecision } from './gateway.js';
 import { SeenDefinitions, listedTool } from './pins.js';
 import { postJson } from '../testing/http.js';
+import { toolRules } from '../testing/rules.js';
 
 const T = { timeout: 10_000 };
 const SCHEMA = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
@@ -20,16 +21,7 @@ const SEARCH = { name: 'search', description: 'Search', inputSchema: { type: 'ob
 const WRITE = { name: 'write_file', description: 'Write a file', inputSchema: { type: 'object' } };
 
 function policy(over: Partial<ToolRules>): ToolRules {
-  return {
-    name: 'pins',
-    appliesTo: { tool: null, mcpServer: null },
-    rateLimit: null,
-    approval: null,
-    agt: null,
-    toolPins: [],
-    unpinnedTools: 'Allow',
-    ...over,
-  };
+  return toolRules('pins', over);
 }
 
 const pin = (t: Record<string, unknown>, server: string | null = null) => ({

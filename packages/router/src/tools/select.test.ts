@@ -2,9 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ToolRules } from '../snapshot.js';
 import { selectToolPolicy } from './select.js';
+import { toolRules } from '../testing/rules.js';
 
 function p(name: string, tool: string | null, mcpServer: string | null): ToolRules {
-  return { name, appliesTo: { tool, mcpServer }, rateLimit: null, approval: null, agt: null, toolPins: [], unpinnedTools: 'Allow' };
+  return toolRules(name, { appliesTo: { tool, mcpServer } });
 }
 
 describe('selectToolPolicy', () => {
