@@ -206,3 +206,44 @@ describe('condition truth table', () => {
     assert.ok(third.every((c) => c.observedGeneration === 2));
   });
 });
+
+describe('enforcement decision: DryRun policies (ADR 0050)', () => {
+  const slot = 'InferencePolicy/trial';
+  const expect = [{ kind: 'InferencePolicy' as const, digest: D, dryRunSlot: slot }];
+  const withSlot = (digests: Record<string, string | null>, extra: Partial<NonNullable<RouterEcho['dryRun']>> = {}): RouterEcho => ({
+    ...router('a', OLD),
+    dryRun: { digests, errors: {}, rejected: {}, ...extra },
+  });
+
+  it('is Confirmed as recorded (RouterRecording) only from the dry-run slot, never from the enforced kind', () => {
+    // The router enforces the same bytes under the kind, but has not recorded the DryRun policy: not confirmed.
+    const enforcedOnly = decideEnforcementOf(expect, [{ sandbox: 'a', routers: [router('a', D)] }], NOW);
+    assert.equal(enforcedOnly.kind, 'Awaiting');
+    assert.match(
+      awaitingMessage(enforcedOnly as Extract<typeof enforcedOnly, { kind: 'Awaiting' }>),
+      /has not yet loaded DryRun InferencePolicy\/trial/,
+    );
+    const recorded = decideEnforcementOf(expect, [{ sandbox: 'a', routers: [withSlot({ [slot]: D })] }], NOW);
+    assert.deepEqual(recorded, { kind: 'Confirmed', total: 1, dryRun: true });
+    const ready = conditionsFor(recorded)[0];
+    assert.equal(ready?.reason, 'RouterRecording');
+    assert.match(ready?.message ?? '', /DryRun: recorded, not enforced/);
+    assert.equal(conditionsFor({ kind: 'Confirmed', total: 1 })[0]?.reason, 'RouterEnforcing');
+  });
+
+  it('is Rejected when the router refused exactly that digest in the slot, and says which slot', () => {
+    const s = decideEnforcementOf(
+      expect,
+      [{ sandbox: 'a', routers: [withSlot({ [slot]: null }, { errors: { [slot]: 'no backend' }, rejected: { [slot]: D } })] }],
+      NOW,
+    );
+    assert.equal(s.kind, 'Rejected');
+    assert.match(s.kind === 'Rejected' ? (s.details[0] ?? '') : '', /refused DryRun InferencePolicy\/trial .*no backend/);
+  });
+
+  it('names the selector, not a reference, when no sandbox is selected', () => {
+    const s = decideEnforcementOf(expect, [], NOW);
+    assert.deepEqual(s, { kind: 'NoSandboxesReferencing', dryRun: true });
+    assert.equal(conditionsFor(s)[0]?.message, 'appliesTo selects no sandbox (DryRun)');
+  });
+});

@@ -12,7 +12,8 @@ export interface SandboxEcho {
 export type EnforcementState =
   | { kind: 'Degraded'; reason: string; message: string }
   | { kind: 'NotApplicable' }
-  | { kind: 'NoSandboxesReferencing' }
+  /** `dryRun`: a DryRun policy whose `appliesTo` selects no sandbox (ADR 0050). */
+  | { kind: 'NoSandboxesReferencing'; dryRun?: boolean }
   /** `dryRun`: the routers record (never enforce) the digest: a DryRun policy (ADR 0050). */
   | { kind: 'Confirmed'; total: number; dryRun?: boolean }
   /** A live router refused (NACKed) exactly the compiled digest: it cannot enforce some field. */
@@ -57,7 +58,10 @@ export function decideEnforcement(digest: string, kind: EchoKind, sandboxes: San
  * compiled policy cannot become Ready on that router until the policy or the router changes. Pure.
  */
 export function decideEnforcementOf(expect: readonly ExpectedEcho[], sandboxes: SandboxEcho[], nowMs: number): EnforcementState {
-  if (sandboxes.length === 0) return { kind: 'NoSandboxesReferencing' };
+  if (sandboxes.length === 0)
+    return expect.some((e) => e.dryRunSlot !== undefined)
+      ? { kind: 'NoSandboxesReferencing', dryRun: true }
+      : { kind: 'NoSandboxesReferencing' };
   let confirmed = 0;
   let total = 0;
   const details: string[] = [];
@@ -161,12 +165,14 @@ export function conditionsFor(state: EnforcementState): CondSpec[] {
         { type: 'Degraded', status: 'True', reason: 'RouterRejected', message },
       ];
     }
-    case 'NoSandboxesReferencing':
+    case 'NoSandboxesReferencing': {
+      const message = state.dryRun === true ? 'appliesTo selects no sandbox (DryRun)' : 'no sandbox references this policy';
       return [
-        { type: 'Ready', status: 'False', reason: 'NoSandboxesReferencing', message: 'no sandbox references this policy' },
-        { type: 'Progressing', status: 'True', reason: 'NoSandboxesReferencing', message: 'no sandbox references this policy' },
+        { type: 'Ready', status: 'False', reason: 'NoSandboxesReferencing', message },
+        { type: 'Progressing', status: 'True', reason: 'NoSandboxesReferencing', message },
         { type: 'Degraded', status: 'False', reason: 'Reconciled', message: 'reconciled' },
       ];
+    }
     case 'Awaiting': {
       const message = awaitingMessage(state);
       return [

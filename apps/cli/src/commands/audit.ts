@@ -80,7 +80,9 @@ export function rowOf(l: ChainLine): string[] {
   const r = l as ChainLine & DecisionRecord;
   const digests = r.policies.map((p) => `${p.kind}=${shortDigest(p.digest)}`).join(',');
   const tokens = r.tokens === null ? '-' : `${r.tokens.reserved}/${r.tokens.charged}`;
-  return [r.time, r.kind, r.decision.toUpperCase(), r.reason, targetText(r), tokens, digests];
+  // A dry-run policy's would-be decision (ADR 0050) is marked: nothing it decided was enforced.
+  const decision = `${r.decision.toUpperCase()}${r.mode === 'DryRun' ? ' (DRY RUN)' : ''}`;
+  return [r.time, r.kind, decision, r.reason, targetText(r), tokens, digests];
 }
 
 const HEADERS = ['TIME', 'KIND', 'DECISION', 'REASON', 'TARGET', 'TOKENS', 'POLICY'] as const;

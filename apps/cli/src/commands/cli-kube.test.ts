@@ -287,18 +287,18 @@ for (const pin of readPins().kubernetes) {
       const r = await ok(['policy', 'status']);
       assert.match(
         r.stdout,
-        /^POLICY\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL\n/,
+        /^POLICY\s+MODE\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL\n/,
       );
       const short = (d: string): string => d.slice(0, 'sha256:'.length + 12);
       assert.match(
         r.stdout,
         new RegExp(
-          `\\nip/demo-budget\\s+demo-agent\\s+demo-agent-0\\s+SYNCED\\s+${short(ip.status.compiledDigest)}\\s+${short(ip.status.compiledDigest)}\\s+2\\s+2\\s`,
+          `\\nip/demo-budget\\s+Enforce\\s+demo-agent\\s+demo-agent-0\\s+SYNCED\\s+${short(ip.status.compiledDigest)}\\s+${short(ip.status.compiledDigest)}\\s+2\\s+2\\s`,
         ),
       );
       assert.match(
         r.stdout,
-        new RegExp(`\\ntp/demo-tools\\s+demo-agent\\s+demo-agent-0\\s+SYNCED\\s+${short(tp.status.compiledDigest)}\\s`),
+        new RegExp(`\\ntp/demo-tools\\s+Enforce\\s+demo-agent\\s+demo-agent-0\\s+SYNCED\\s+${short(tp.status.compiledDigest)}\\s`),
       );
       const json = JSON.parse((await ok(['policy', 'status', 'demo-budget', '-o', 'json'])).stdout);
       assert.equal(json.length, 1);

@@ -90,6 +90,10 @@ describe('dry-run policies', () => {
     );
     assert.equal(row('no-writes-trial')?.mode, 'DryRun');
     assert.equal(row('demo-budget')?.mode, 'Enforce');
+    // The README's commands: --wait returns once the router records it, and says it is not enforced.
+    const wait = await runKars(['ip', 'apply', '-f', 'examples/inference-policy-dry-run.yaml', '--wait', ...kc]);
+    assert.equal(wait.code, 0, wait.stderr);
+    assert.match(wait.stdout, /demo-budget-trial recorded \(DryRun, not enforced\): generation 1, digest sha256:/);
     const table = await runKars(['policy', 'status', 'demo-budget-trial', ...kc]);
     assert.match(table.stdout, /ip\/demo-budget-trial\s+DryRun\s+demo-agent\s+\S+\s+SYNCED/);
   });

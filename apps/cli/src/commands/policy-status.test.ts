@@ -86,13 +86,13 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     const lines = r.stdout.trimEnd().split('\n');
     assert.match(
       lines[0] ?? '',
-      /^POLICY\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL$/,
+      /^POLICY\s+MODE\s+SANDBOX\s+ROUTER\s+STATUS\s+COMPILED\s+LOADED\s+GEN\s+OBSERVED\s+LAST\s+MAX\s+STALENESS\s+DETAIL$/,
     );
     assert.match(
       r.stdout,
-      /\nip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s \(\d+s ago\)\n/,
+      /\nip\/demo-budget\s+Enforce\s+demo-agent\s+test-1\s+SYNCED\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s+\d+ms\s+\d+ms\s+\d+(\.\d)?s \(\d+s ago\)\n/,
     );
-    assert.match(r.stdout, /\ntp\/demo-tools\s+demo-agent\s+test-1\s+SYNCED\s/);
+    assert.match(r.stdout, /\ntp\/demo-tools\s+Enforce\s+demo-agent\s+test-1\s+SYNCED\s/);
     const json = JSON.parse((await runKars(['policy', 'status', 'demo-budget', '-o', 'json', ...kc])).stdout);
     assert.equal(json.length, 1);
     const ip = (await stack.ts.client.get('/apis/kars.azure.com/v1alpha1/namespaces/default/inferencepolicies/demo-budget')).body;
@@ -141,7 +141,10 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
       const s = await runKars(['policy', 'status', 'demo-tools', ...kc]);
       return /\bNACK\b/.test(s.stdout) ? s.stdout : undefined;
     });
-    assert.match(status, /tp\/demo-tools\s+demo-agent\s+test-1\s+NACK\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s.*when/);
+    assert.match(
+      status,
+      /tp\/demo-tools\s+Enforce\s+demo-agent\s+test-1\s+NACK\s+sha256:[0-9a-f]{12}\s+sha256:[0-9a-f]{12}\s+2\s+2\s.*when/,
+    );
     const sb = (await stack.ts.client.get('/apis/kars.azure.com/v1alpha1/namespaces/default/karssandboxes/demo-agent')).body;
     assert.match(sb.status.routers[0].lastErrors.AgtProfile, /when/);
   });
@@ -174,10 +177,10 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
     assert.equal(r.code, 0, r.stderr);
     assert.match(
       r.stdout,
-      /ip\/demo-budget\s+demo-agent\s+old-router\s+STALE \(\d+s\)\s+sha256:[0-9a-f]{12}\s+sha256:111111111111\s.*enforces an older digest/,
+      /ip\/demo-budget\s+Enforce\s+demo-agent\s+old-router\s+STALE \(\d+s\)\s+sha256:[0-9a-f]{12}\s+sha256:111111111111\s.*enforces an older digest/,
     );
-    assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+gone-router\s+STALE \((2m|1[2-9]\ds)\)\s.*lease not renewed/);
-    assert.match(r.stdout, /ip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED/);
+    assert.match(r.stdout, /ip\/demo-budget\s+Enforce\s+demo-agent\s+gone-router\s+STALE \((2m|1[2-9]\ds)\)\s.*lease not renewed/);
+    assert.match(r.stdout, /ip\/demo-budget\s+Enforce\s+demo-agent\s+test-1\s+SYNCED/);
   });
 
   it('never SYNCED for a router whose lease two processes write, even when the last write carries the compiled digest', async () => {
@@ -195,7 +198,7 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
       });
     assert.equal((await stack.ts.client.post(leases, write('twin/aaaa'))).status, 201);
     await until('twin SYNCED while one process writes it', async () =>
-      /ip\/demo-budget\s+demo-agent\s+twin\s+SYNCED/.test((await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout),
+      /ip\/demo-budget\s+Enforce\s+demo-agent\s+twin\s+SYNCED/.test((await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout),
     );
     // A second process, the same instance name, no took-over-from: the lease now holds what it loaded.
     // An update names the version it replaces, as kube-apiserver requires of a Lease.
@@ -208,7 +211,10 @@ describe('kars policy status and KarsSandbox status.routers, as processes agains
       const s = (await runKars(['policy', 'status', 'demo-budget', ...kc])).stdout;
       return /twin\s+CONTESTED/.test(s) ? s : undefined;
     });
-    assert.match(out, /ip\/demo-budget\s+demo-agent\s+twin\s+CONTESTED\s.*lease written by two processes: twin\/aaaa and twin\/bbbb/);
-    assert.match(out, /ip\/demo-budget\s+demo-agent\s+test-1\s+SYNCED/, 'the other router is unaffected');
+    assert.match(
+      out,
+      /ip\/demo-budget\s+Enforce\s+demo-agent\s+twin\s+CONTESTED\s.*lease written by two processes: twin\/aaaa and twin\/bbbb/,
+    );
+    assert.match(out, /ip\/demo-budget\s+Enforce\s+demo-agent\s+test-1\s+SYNCED/, 'the other router is unaffected');
   });
 });

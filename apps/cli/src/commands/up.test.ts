@@ -146,7 +146,7 @@ describe('kars up', { timeout: 600_000 }, () => {
         /demo-budget configured\n.*enforced: generation 2, digest sha256:[0-9a-f]{64}, edit → enforced \d+ ms/s,
       );
       assert.match(await run(pass), /perRequestTokens=100.*"code":"per_request_tokens_exceeded"/, 'request 1 is blocked after the edit');
-      assert.match(await run(status), /ip\/demo-budget\s+demo-agent\s+\S+\s+SYNCED/);
+      assert.match(await run(status), /ip\/demo-budget\s+Enforce\s+demo-agent\s+\S+\s+SYNCED/);
       // Every request above has its decision record, read from the demo router as printed, and the log's chain is whole.
       const tail = await run(auditTail);
       assert.match(tail, /inference\s+ALLOW\s+allowed\s+OpenAI chat completions gpt-4o/);

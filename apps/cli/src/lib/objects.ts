@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline/promises';
 import { parseAllDocuments } from 'yaml';
 import { ApiError } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
-import { API_VERSION, ConditionType, validateObject } from '@kars/policy-api';
+import { API_VERSION, ConditionType, enforcementModeOf, validateObject } from '@kars/policy-api';
 import type { Condition, KarsObject, KarsResource } from '@kars/policy-api';
 import type { KubeContext } from './kube.js';
 import { CliError } from './output.js';
@@ -286,7 +286,10 @@ export function printEnforced(res: KarsResource, obj: KubeObject, writtenAtMs: n
   const ms = Date.now() - writtenAtMs;
   const digest = status.compiledDigest ?? status.mergedDigest ?? null;
   const ctrl = status.propagation?.lastMs !== undefined ? `; controller: edit → every router ${status.propagation.lastMs} ms` : '';
+  // A DryRun policy is recorded by its routers, never enforced (ADR 0050): say so.
+  const dryRun = enforcementModeOf((obj['spec'] ?? {}) as { enforcement?: unknown }) === 'DryRun';
+  const verb = dryRun ? 'recorded (DryRun, not enforced)' : 'enforced';
   process.stdout.write(
-    `${refOf(res, obj.metadata.name ?? '')} enforced: generation ${obj.metadata.generation ?? 1}${digest ? `, digest ${digest}` : ''}, edit → enforced ${ms} ms${ctrl}\n`,
+    `${refOf(res, obj.metadata.name ?? '')} ${verb}: generation ${obj.metadata.generation ?? 1}${digest ? `, digest ${digest}` : ''}, edit → ${dryRun ? 'recorded' : 'enforced'} ${ms} ms${ctrl}\n`,
   );
 }
