@@ -1,7 +1,7 @@
 import type { KubeObject } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
 import type { OwnWrites, Reflector } from '@kars/kube-runtime';
-import type { EchoKind, EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import type { EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
 import { dryRunSelects, enforcementModeOf, readEcho, toolPolicyNameOf } from '@kars/policy-api';
 import type { Logger } from '@kars/kube-core';
 import type { EventRecorder } from './events.js';
@@ -113,10 +113,3 @@ function live(ctx: ControllerContext, namespace: string): KarsSandbox[] {
 function selectedBy(ctx: ControllerContext, namespace: string, appliesTo: Parameters<typeof dryRunSelects>[0]): KarsSandbox[] {
   return live(ctx, namespace).filter((s) => dryRunSelects(appliesTo, s));
 }
-
-/** Echo kind each policy kind is confirmed by. */
-export const ECHO_KIND: Record<'InferencePolicy' | 'ToolPolicy' | 'EgressApproval', EchoKind> = {
-  InferencePolicy: 'InferencePolicy',
-  ToolPolicy: 'AgtProfile',
-  EgressApproval: 'EgressApproval',
-};

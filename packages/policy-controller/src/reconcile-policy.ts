@@ -11,10 +11,7 @@ import {
   TOOL_POLICY_FINALIZER,
   validateInferencePolicySpec,
   validateToolPolicySpec,
-  dryRunSlot,
-  enforcementModeOf,
 } from '@kars/policy-api';
-import type { DryRunKind } from '@kars/policy-api';
 import type { InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
 import {
   compileInferencePolicy,
@@ -26,6 +23,7 @@ import {
 } from '@kars/policy-compiler';
 import type { CompiledConfigMap } from '@kars/policy-compiler';
 import { echoesFor, inferenceReferrers, toolReferrers } from './context.js';
+import { forMode, inferenceExpectation, toolExpectation } from './expectations.js';
 import type { ControllerContext } from './context.js';
 import { conditionsFor, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
 import type { EnforcementState, ExpectedEcho } from './enforcement.js';
@@ -75,7 +73,7 @@ const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
       ok: true,
       configMap: c.configMap,
       digest: c.compiledDigest,
-      expect: [{ kind: 'InferencePolicy', digest: c.compiledDigest }],
+      expect: inferenceExpectation(c),
       extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } },
     };
   },
@@ -95,14 +93,11 @@ const TOOL: PolicyKindSpec<ToolPolicy & KubeObject> = {
   compile: (obj) => {
     const c = compileToolPolicy(obj);
     if (!c.ok) return c;
-    // Routers enforce profile.json (scope, rate limit, approval) and the AGT profile: both must be echoed.
-    const expect: ExpectedEcho[] = [{ kind: 'ToolPolicy', digest: c.profileDigest }];
-    if (c.agtProfileDigest !== undefined) expect.push({ kind: 'AgtProfile', digest: c.agtProfileDigest });
     return {
       ok: true,
       configMap: c.configMap,
       digest: c.agtProfileDigest,
-      expect,
+      expect: toolExpectation(c),
       extra: { agtProfileDigest: c.agtProfileDigest ?? null },
     };
   },
@@ -237,10 +232,7 @@ async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFie
   const compiled = k.compile(obj);
   if (!compiled.ok) return { ok: false, reason: compiled.reason, message: `${compiled.field}: ${compiled.message}` };
   // A DryRun policy is echoed in its own slot by the routers it selects, never as the enforced kind (ADR 0050).
-  const expect =
-    enforcementModeOf((obj as { spec?: { enforcement?: unknown } }).spec) === 'DryRun'
-      ? compiled.expect.map((e) => ({ ...e, dryRunSlot: dryRunSlot(e.kind as DryRunKind, name) }))
-      : compiled.expect;
+  const expect = forMode(compiled.expect, name, (obj as { spec?: { enforcement?: unknown } }).spec);
   const configMap: OwnedConfigMap = {
     ...compiled.configMap,
     metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
