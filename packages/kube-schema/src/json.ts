@@ -1,9 +1,9 @@
 /** Small JSON helpers with no schema knowledge. */
 
-/** True when v is a plain JSON object (not an array, not null). */
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isObject } from '@kars/kube-core';
+
+/** True when v is a plain JSON object (not an array, not null): kube-core's, re-exported for this package's modules. */
+export { isObject };
 
 /** Own enumerable property check that ignores the prototype chain ("__proto__", "constructor"). */
 export function hasOwn(o: Record<string, unknown>, k: string): boolean {

@@ -14,7 +14,7 @@ import {
   type KarsObject,
 } from '@kars/policy-api';
 import { admit, compileSchema, type Admission, type CompiledSchema } from '@kars/kube-schema';
-import { isObj } from './json.js';
+import { isObject } from '@kars/kube-core';
 import { nearestName } from './nearest.js';
 
 /** A kars kind: InferencePolicy, ToolPolicy, EgressApproval, KarsSandbox. */
@@ -83,7 +83,7 @@ export function schemaFor(kind: KarsKind): CompiledSchema {
  */
 export function admitKarsObject(kind: KarsKind, obj: Record<string, unknown>): Admission {
   const meta = obj['metadata'];
-  const metaUnknown = isObj(meta) ? Object.keys(meta as Record<string, unknown>).filter((k) => !META.has(k)) : [];
+  const metaUnknown = isObject(meta) ? Object.keys(meta as Record<string, unknown>).filter((k) => !META.has(k)) : [];
   const a = admit(schemaFor(kind), obj);
   return { ...a, unknownFields: [...metaUnknown.map((k) => `metadata.${k}`), ...a.unknownFields] };
 }
@@ -111,16 +111,16 @@ export function suggestKnownField(kind: KarsKind, path: string): string | undefi
   else {
     let node: unknown = rawSchemaFor(kind);
     for (const s of parents) {
-      if (!isObj(node)) return undefined;
+      if (!isObject(node)) return undefined;
       const n = node as Record<string, unknown>;
       if (s.index !== undefined) node = n['items'];
       else {
         const props = n['properties'];
         const ap = n['additionalProperties'];
-        node = isObj(props) && Object.hasOwn(props as object, s.name ?? '') ? (props as Record<string, unknown>)[s.name ?? ''] : ap;
+        node = isObject(props) && Object.hasOwn(props as object, s.name ?? '') ? (props as Record<string, unknown>)[s.name ?? ''] : ap;
       }
     }
-    if (!isObj(node) || !isObj((node as Record<string, unknown>)['properties'])) return undefined;
+    if (!isObject(node) || !isObject((node as Record<string, unknown>)['properties'])) return undefined;
     candidates = Object.keys((node as Record<string, unknown>)['properties'] as object);
   }
   const near = nearestName(last.name, candidates);

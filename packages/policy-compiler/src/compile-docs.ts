@@ -36,7 +36,7 @@ import { egressApprovalsConfigMap, type CompiledConfigMap } from './configmaps.j
 import { approvalFile, rfc3339Seconds } from './egress.js';
 import { expectedEgressDigest } from './router-view.js';
 import { compileInferencePolicy } from './inference.js';
-import { isObj } from './json.js';
+import { isObject } from '@kars/kube-core';
 import { compileToolPolicy } from './tool.js';
 
 /** Options of {@link compileDocuments}. */
@@ -240,7 +240,7 @@ function admitDocument(
   warnings: CompileWarning[],
 ): Admitted | undefined {
   if (doc === null || doc === undefined) return undefined; // an empty document, e.g. a trailing `---`
-  if (!isObj(doc)) {
+  if (!isObject(doc)) {
     errors.push({
       index,
       kind: '',
@@ -255,7 +255,7 @@ function admitDocument(
   const d = doc as Record<string, unknown>;
   const kind = typeof d['kind'] === 'string' ? d['kind'] : '';
   const apiVersion = typeof d['apiVersion'] === 'string' ? d['apiVersion'] : '';
-  const meta = isObj(d['metadata']) ? (d['metadata'] as Record<string, unknown>) : {};
+  const meta = isObject(d['metadata']) ? (d['metadata'] as Record<string, unknown>) : {};
   const name = typeof meta['name'] === 'string' ? meta['name'] : '';
   const namespace = typeof meta['namespace'] === 'string' && meta['namespace'] !== '' ? meta['namespace'] : defaultNs;
   const at = { index, kind, namespace, name };

@@ -1,5 +1,5 @@
 /** The checks every policy compiler starts with, in one place (see {@link policyHeader}). */
-import { isObj } from './json.js';
+import { isObject } from '@kars/kube-core';
 import { fail, type CompileResult } from './result.js';
 
 /** The parts every policy kind needs before its content is compiled. */
@@ -20,8 +20,8 @@ export function policyHeader<S extends { appliesTo?: unknown }>(policy: {
   const name = policy.metadata.name;
   if (!name) return fail('InvalidSpec', 'metadata.name', 'metadata.name is required');
   const spec = policy.spec as S | undefined;
-  if (!isObj(spec)) return fail('InvalidSpec', 'spec', 'spec is required');
+  if (!isObject(spec)) return fail('InvalidSpec', 'spec', 'spec is required');
   const appliesTo = spec.appliesTo as S['appliesTo'] | undefined;
-  if (!isObj(appliesTo)) return fail('InvalidSpec', 'spec.appliesTo', 'spec.appliesTo is required');
+  if (!isObject(appliesTo)) return fail('InvalidSpec', 'spec.appliesTo', 'spec.appliesTo is required');
   return { ok: true, name, spec, appliesTo: appliesTo as NonNullable<S['appliesTo']> };
 }

@@ -28,7 +28,8 @@
 import type { InferencePolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { inferencePolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { checkEnforcement, checkUint, isObj, orNull, sortedLabels } from './json.js';
+import { isObject } from '@kars/kube-core';
+import { checkEnforcement, checkUint, orNull, sortedLabels } from './json.js';
 import { fail, type CompileResult } from './result.js';
 import { policyHeader } from './header.js';
 
@@ -84,13 +85,13 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
   const cs = spec.contentSafety;
   const mp = spec.modelPreference;
   if (mp !== undefined) {
-    if (!isObj(mp.primary))
+    if (!isObject(mp.primary))
       return fail('InvalidSpec', 'spec.modelPreference.primary', 'spec.modelPreference.primary {provider, deployment} is required');
-    if (mp.fallback !== undefined && (!Array.isArray(mp.fallback) || !mp.fallback.every(isObj))) {
+    if (mp.fallback !== undefined && (!Array.isArray(mp.fallback) || !mp.fallback.every(isObject))) {
       return fail('InvalidSpec', 'spec.modelPreference.fallback', 'spec.modelPreference.fallback must be a list of {provider, deployment}');
     }
   }
-  if (spec.guardrails !== undefined && (!Array.isArray(spec.guardrails) || !spec.guardrails.every(isObj))) {
+  if (spec.guardrails !== undefined && (!Array.isArray(spec.guardrails) || !spec.guardrails.every(isObject))) {
     return fail('InvalidSpec', 'spec.guardrails', 'spec.guardrails must be a list of {provider, applyTo}');
   }
   const compiled = {

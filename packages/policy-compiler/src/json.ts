@@ -29,11 +29,6 @@ export function orNull<T>(value: T | undefined): T | null {
   return value === undefined ? null : value;
 }
 
-/** A non-null, non-array object. */
-export function isObj(v: unknown): v is object {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** `spec.enforcement` must be absent, `Enforce` or `DryRun` (ADR 0050): anything else would silently compile as enforced. */
 export function checkEnforcement(value: unknown): CompileFailure | undefined {
   if (value === undefined || value === 'Enforce' || value === 'DryRun') return undefined;

@@ -18,9 +18,10 @@
  * request makes while it is decided (read buffer, string, parse, re-serialisation: about 4–5×).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { MAX_REQUEST_BODY_BYTES } from './inference/pipeline.js';
 
-/** Default per-request body limit (the inference route's 10 MiB). */
-export const DEFAULT_MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024;
+/** Default per-request body limit: the inference route's (10 MiB), so the gate never admits what the route refuses. */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = MAX_REQUEST_BODY_BYTES;
 /** Default bound on body bytes held by requests in flight (32 MiB). */
 export const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 32 * 1024 * 1024;
 /** Default bound on agent requests in flight. */
