@@ -11,7 +11,8 @@ import type { FieldOptions } from '@kars/kube-patch';
 import { typedFieldOptions } from './kinds/field-types.js';
 import { decodeBuiltin } from './kinds/decoding.js';
 import { BUILTIN_KINDS } from './kinds/generated.js';
-import { clone, deepEqual, nowRfc3339, shapeCauses } from './meta.js';
+import { clone, nowRfc3339, shapeCauses } from './meta.js';
+import { jsonEqual } from '@kars/kube-core';
 import { grKey, servedVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
 
@@ -71,7 +72,7 @@ export function sameIgnoringManagedTimes(a: KubeObject, b: KubeObject): boolean 
   if (!sameExcept(am, bm, 'resourceVersion', 'managedFields')) return false;
   const af = am['managedFields'];
   const bf = bm['managedFields'];
-  if (!Array.isArray(af) || !Array.isArray(bf)) return deepEqual(af, bf);
+  if (!Array.isArray(af) || !Array.isArray(bf)) return jsonEqual(af, bf);
   return af.length === bf.length && af.every((e, i) => isObject(e) && isObject(bf[i]) && sameExcept(e, bf[i], 'time'));
 }
 
@@ -81,7 +82,7 @@ function sameExcept(a: Record<string, unknown>, b: Record<string, unknown>, ...s
   for (const k of Object.keys(a)) {
     if (a[k] === undefined || skip.includes(k)) continue;
     n++;
-    if (!deepEqual(a[k], b[k])) return false;
+    if (!jsonEqual(a[k], b[k])) return false;
   }
   for (const k of Object.keys(b)) if (b[k] !== undefined && !skip.includes(k)) n--;
   return n === 0;
@@ -244,7 +245,7 @@ export function bumpGeneration(ri: ResourceInfo, old: KubeObject, obj: KubeObjec
     return;
   }
   const gen = old.metadata.generation ?? 1;
-  obj.metadata.generation = deepEqual(specPart(old, ri), specPart(obj, ri)) ? gen : gen + 1;
+  obj.metadata.generation = jsonEqual(specPart(old, ri), specPart(obj, ri)) ? gen : gen + 1;
 }
 
 /** The status kube-apiserver gives an accepted CRD: Established and NamesAccepted. */

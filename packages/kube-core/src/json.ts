@@ -28,3 +28,37 @@ function copy(v: unknown): unknown {
   }
   return out;
 }
+
+/**
+ * Structural equality of two JSON values: key order ignored, and a member whose value is
+ * `undefined` counts as absent (as `JSON.stringify` would write it). Iterative, so a deeply nested
+ * value from a hostile body cannot overflow the stack. The one equality the apiserver, the patch
+ * engines and the schema validator share.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  const stack: Array<[unknown, unknown]> = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop() as [unknown, unknown];
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+    if (Array.isArray(x)) {
+      if (!Array.isArray(y) || x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i], y[i]]);
+      continue;
+    }
+    if (Array.isArray(y)) return false;
+    const rx = x as Record<string, unknown>;
+    const ry = y as Record<string, unknown>;
+    let nx = 0;
+    for (const k of Object.keys(rx)) {
+      if (rx[k] === undefined) continue;
+      nx++;
+      if (!Object.hasOwn(ry, k) || ry[k] === undefined) return false;
+      stack.push([rx[k], ry[k]]);
+    }
+    let ny = 0;
+    for (const k of Object.keys(ry)) if (ry[k] !== undefined) ny++;
+    if (nx !== ny) return false;
+  }
+  return true;
+}

@@ -1,27 +1,12 @@
 /** Small JSON helpers shared by the patch modules. */
-import { cloneJson, isObject } from '@kars/kube-core';
+import { cloneJson, isObject, jsonEqual } from '@kars/kube-core';
 
-export { isObject };
+/** kube-core's, re-exported for the patch modules: `deepEqual` is JSON equality (an undefined member counts as absent). */
+export { isObject, jsonEqual as deepEqual };
 
 /** Deep copy of a JSON value (undefined stays undefined). */
 export function clone<T>(v: T): T {
   return cloneJson(v);
-}
-
-/** Structural equality of two JSON values; key order is ignored. */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((x, i) => deepEqual(x, b[i]));
-  }
-  if (isObject(a)) {
-    if (!isObject(b)) return false;
-    const ka = Object.keys(a);
-    if (ka.length !== Object.keys(b).length) return false;
-    return ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
-  }
-  return false;
 }
 
 /** Set an own property, safe for the key "__proto__". */

@@ -1,7 +1,7 @@
 /** OpenAPI schema validation with kube's extensions (int-or-string, nullable, list-type, embedded). */
 import { duplicate, invalid, notSupported, required, tooLong, tooMany, typeInvalid, typeName, type SchemaCause } from './causes.js';
 import { checkFormat } from './formats.js';
-import { canonical, deepEqual, hasOwn, isObject } from './json.js';
+import { canonical, hasOwn, isObject, jsonEqual } from './json.js';
 import { child, index, key } from './path.js';
 import { MAX_DEPTH, isNode, type Node, type SchemaType, type ValueValidation } from './structural.js';
 
@@ -137,7 +137,7 @@ export function checkKeywords(vv: ValueValidation, value: unknown, path: string,
     out.push(typeInvalid(path, typeName(value), `${at} must be of type ${vv.type}: "${typeName(value)}"`));
     return;
   }
-  if (vv.enum !== undefined && !vv.enum.some((e) => deepEqual(e, value))) out.push(notSupported(path, value, vv.enum));
+  if (vv.enum !== undefined && !vv.enum.some((e) => jsonEqual(e, value))) out.push(notSupported(path, value, vv.enum));
   if (typeof value === 'number') {
     if (vv.maximum !== undefined) {
       if (vv.exclusiveMaximum ? value >= vv.maximum : value > vv.maximum) {
