@@ -73,16 +73,19 @@ function sandboxFor(kind: 'InferencePolicy' | 'ToolPolicy', name: string, sandbo
   } as KarsSandbox;
 }
 
-/** Compile → router → Lease → controller, for one policy and one router. */
+/** Compile → router → Lease → controller, for one compiled policy and one router of a sandbox it should reach. */
 function throughTheContract(
   kind: 'InferencePolicy' | 'ToolPolicy',
-  data: Record<string, string>,
-  cmName: string,
-  expect: ExpectedEcho[],
-  sandbox: KarsSandbox,
+  name: string,
+  spec: { enforcement?: unknown; appliesTo: { sandboxMatchLabels?: Record<string, string> } },
+  compiled: { data: Record<string, string>; configMap: string; expect: ExpectedEcho[] },
+  sbLabels: Record<string, string>,
   capabilities: RouterCapabilities,
 ) {
-  const cms = new Map([[cmName, data]]);
+  const dryRun = spec.enforcement === 'DryRun';
+  // An enforced policy is referenced; a DryRun one reaches the sandbox through a selector that picks it.
+  const sandbox = sandboxFor(kind, dryRun ? 'enforced' : name, dryRun ? { ...sbLabels, ...spec.appliesTo.sandboxMatchLabels } : sbLabels);
+  const cms = new Map([[compiled.configMap, compiled.data]]);
   const view = routerView(sandbox, (n) => cms.get(n), { nowMs: NOW, capabilities, list: () => cms.keys() });
   const ledger = new EchoLedger(() => NOW);
   ledger.applyView(view);
@@ -100,7 +103,18 @@ function throughTheContract(
   // The Lease as the API returns it: JSON, read back by the controller.
   const echo = readEcho(JSON.parse(JSON.stringify(lease)) as typeof lease);
   assert.ok(echo, 'a router lease reads back');
-  return decideEnforcementOf(expect, [{ sandbox: 'sb', routers: [echo] }], NOW);
+  return decideEnforcementOf(forMode(compiled.expect, name, spec), [{ sandbox: 'sb', routers: [echo] }], NOW);
+}
+
+/** Ready (as recorded, for DryRun) exactly when the oracle says the router can enforce the spec; else Rejected, naming it. */
+function assertReadyIff(state: ReturnType<typeof decideEnforcementOf>, enforceable: boolean, dryRun: boolean, refused: RegExp): void {
+  if (enforceable) {
+    assert.deepEqual(state, dryRun ? { kind: 'Confirmed', total: 1, dryRun: true } : { kind: 'Confirmed', total: 1 });
+    assert.equal(conditionsFor(state)[0]?.reason, dryRun ? 'RouterRecording' : 'RouterEnforcing');
+  } else {
+    assert.equal(state.kind, 'Rejected', JSON.stringify(state));
+    assert.match(state.kind === 'Rejected' ? (state.details[0] ?? '') : '', refused);
+  }
 }
 
 describe('the policy contract, compile → router → Lease → controller (property)', () => {
@@ -109,30 +123,11 @@ describe('the policy contract, compile → router → Lease → controller (prop
       fc.property(inferenceSpec, caps, labels, (spec, capabilities, sbLabels) => {
         const c = compileInferencePolicy({ metadata: { name: 'p', namespace: NS, generation: 2 }, spec });
         assert.ok(c.ok, c.ok ? '' : c.message);
-        const dryRun = spec.enforcement === 'DryRun';
-        // A DryRun policy needs its selector to pick the sandbox; give it one that does.
-        const sb = sandboxFor(
-          'InferencePolicy',
-          dryRun ? 'enforced' : 'p',
-          dryRun ? { ...sbLabels, ...spec.appliesTo.sandboxMatchLabels } : sbLabels,
-        );
-        const state = throughTheContract(
-          'InferencePolicy',
-          c.configMap.data,
-          c.configMap.metadata.name,
-          forMode(inferenceExpectation(c), 'p', spec),
-          sb,
-          capabilities,
-        );
+        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: inferenceExpectation(c) };
+        const state = throughTheContract('InferencePolicy', 'p', spec, compiled, sbLabels, capabilities);
         // The oracle, from the spec alone: a guardrail stage needs its backend on the router.
         const enforceable = spec.guardrails === undefined || capabilities.guardrailProviders.includes('openai-moderation');
-        if (enforceable) {
-          assert.deepEqual(state, dryRun ? { kind: 'Confirmed', total: 1, dryRun: true } : { kind: 'Confirmed', total: 1 });
-          assert.equal(conditionsFor(state)[0]?.reason, dryRun ? 'RouterRecording' : 'RouterEnforcing');
-        } else {
-          assert.equal(state.kind, 'Rejected', JSON.stringify(state));
-          assert.match(state.kind === 'Rejected' ? (state.details[0] ?? '') : '', /router r1 of sandbox sb refused .*guardrail/);
-        }
+        assertReadyIff(state, enforceable, spec.enforcement === 'DryRun', /router r1 of sandbox sb refused .*guardrail/);
       }),
       { numRuns: 300 },
     );
@@ -143,29 +138,13 @@ describe('the policy contract, compile → router → Lease → controller (prop
       fc.property(toolSpec, caps, labels, (spec, capabilities, sbLabels) => {
         const c = compileToolPolicy({ metadata: { name: 'tp', namespace: NS, generation: 2 }, spec });
         assert.ok(c.ok, c.ok ? '' : c.message);
-        const dryRun = spec.enforcement === 'DryRun';
-        const sb = sandboxFor(
-          'ToolPolicy',
-          dryRun ? 'enforced' : 'tp',
-          dryRun ? { ...sbLabels, ...spec.appliesTo.sandboxMatchLabels } : sbLabels,
-        );
-        const state = throughTheContract(
-          'ToolPolicy',
-          c.configMap.data,
-          c.configMap.metadata.name,
-          forMode(toolExpectation(c), 'tp', spec),
-          sb,
-          capabilities,
-        );
+        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: toolExpectation(c) };
+        const state = throughTheContract('ToolPolicy', 'tp', spec, compiled, sbLabels, capabilities);
+        // The oracle: AP2 commerce is never enforceable here, and a named MCP server must be one the router fronts.
         const server = spec.appliesTo.mcpServer;
         const enforceable =
           spec.commerce === undefined && (server === undefined || server === '*' || capabilities.mcpServers.includes(server));
-        if (enforceable) {
-          assert.deepEqual(state, dryRun ? { kind: 'Confirmed', total: 1, dryRun: true } : { kind: 'Confirmed', total: 1 });
-        } else {
-          assert.equal(state.kind, 'Rejected', JSON.stringify(state));
-          assert.match(state.kind === 'Rejected' ? (state.details[0] ?? '') : '', /router r1 of sandbox sb refused /);
-        }
+        assertReadyIff(state, enforceable, spec.enforcement === 'DryRun', /router r1 of sandbox sb refused /);
       }),
       { numRuns: 300 },
     );
