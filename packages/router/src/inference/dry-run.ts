@@ -92,6 +92,34 @@ export interface DryRunOutcome {
 }
 
 /**
+ * Dry-run moderations in flight at most, per handler. They run after the request, outside the
+ * admission gate's bound, so without this an agent's stream of cheap requests could hold any number
+ * of calls to the moderation backend open (each up to its timeout).
+ */
+export const MAX_DRY_RUN_MODERATIONS = 8;
+
+/** The reason of a dry-run record whose input stage was not judged because {@link MAX_DRY_RUN_MODERATIONS} were in flight. */
+export const NOT_JUDGED = 'guardrail_not_judged';
+
+/** Counts the dry-run moderations in flight (one per inference handler). */
+export class DryRunModerations {
+  #inFlight = 0;
+  constructor(private readonly max = MAX_DRY_RUN_MODERATIONS) {}
+  /** Take a slot, or false when all are in use. */
+  take(): boolean {
+    if (this.#inFlight >= this.max) return false;
+    this.#inFlight++;
+    return true;
+  }
+  release(): void {
+    this.#inFlight--;
+  }
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+}
+
+/**
  * Settle each pending decision once the request is over: a reservation is settled on `charged`
  * (what the request used; 0 when the enforced path never sent it), and an input stage's texts are
  * moderated. `report` gets each outcome; it runs after the request, never before it.
@@ -99,7 +127,7 @@ export interface DryRunOutcome {
 export function finishDryRun(
   pending: readonly PendingDryRun[],
   charged: number,
-  guardrail: { backend: GuardrailBackend; client: UpstreamClient } | undefined,
+  guardrail: { backend: GuardrailBackend; client: UpstreamClient; slots: DryRunModerations } | undefined,
   report: (o: DryRunOutcome) => void,
 ): void {
   for (const p of pending) {
@@ -111,10 +139,14 @@ export function finishDryRun(
     const done = (decision: DecisionVerdict, reason: string): void => report({ policy: p.policy, decision, reason, tokens });
     if (p.decision === 'deny' || p.moderate === undefined) done(p.decision, p.reason);
     else if (guardrail === undefined) done('deny', MISCONFIGURED);
+    // Every slot taken: the record says the stage was not judged, never a verdict it did not reach.
+    else if (!guardrail.slots.take()) done(p.decision, NOT_JUDGED);
     else
-      void moderate(guardrail.backend, p.moderate, guardrail.client).then(
-        (m) => (m.kind === 'clean' ? done(p.decision, p.reason) : done('deny', m.kind === 'flagged' ? FLAGGED : UNAVAILABLE)),
-        () => done('deny', UNAVAILABLE),
-      );
+      void moderate(guardrail.backend, p.moderate, guardrail.client)
+        .then(
+          (m) => (m.kind === 'clean' ? done(p.decision, p.reason) : done('deny', m.kind === 'flagged' ? FLAGGED : UNAVAILABLE)),
+          () => done('deny', UNAVAILABLE),
+        )
+        .finally(() => guardrail.slots.release());
   }
 }

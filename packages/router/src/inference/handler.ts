@@ -118,7 +118,7 @@ import { DrainRelay } from './drain.js';
 import { budgetHeadroomHeaders, budgetRetryHeaders } from './ratelimit.js';
 import { cut, type DecisionTokens, type InferenceTarget } from '../decisions/record.js';
 import { scopeOf, type DecisionRecorder, type RequestScope } from '../decisions/recorder.js';
-import { finishDryRun, judgeDryRun, type PendingDryRun } from './dry-run.js';
+import { DryRunModerations, finishDryRun, judgeDryRun, type PendingDryRun } from './dry-run.js';
 
 export { MAX_REQUEST_BODY_BYTES, SANDBOX_HEADER, headerAgrees, isDnsLabel, routePlan } from './pipeline.js';
 
@@ -621,7 +621,7 @@ export function createInferenceHandler(opts: InferenceHandlerOptions): Inference
     }
   }
 
-  const dryGuardrail = opts.guardrail === undefined ? undefined : { backend: opts.guardrail, client };
+  const dryGuardrail = opts.guardrail === undefined ? undefined : { backend: opts.guardrail, client, slots: new DryRunModerations() };
   /** Settle and record the dry-run policies' would-be decisions, once the request is over (ADR 0050). */
   function finishDryRunOf(route: ReturnType<typeof matchRoute>, facts: Facts): void {
     // A dry-run policy is charged what the request used only where the enforced path sent it.
