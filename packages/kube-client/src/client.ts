@@ -317,7 +317,7 @@ export class KubeClient {
         // JSON.parse skips surrounding whitespace itself; only a blank line needs skipping.
         if (line.length === 0 || (line.length < 3 && line.trim() === '')) return;
         const ev = JSON.parse(line) as WatchEvent<T>;
-        if (hopTracing) {
+        if (hopTracing()) {
           const meta = (ev.object as Partial<KubeObject> | undefined)?.metadata;
           traceHop('cli.watch', { r: ref.resource, type: ev.type, name: meta?.name, rv: meta?.resourceVersion });
         }

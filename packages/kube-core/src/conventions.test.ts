@@ -124,4 +124,10 @@ describe('ADR 0016 conventions', () => {
       .map((f) => f.file);
     assert.deepEqual(bad, []);
   });
+
+  it('no environment variable is read when a module is imported: a top-level const or let never reads process.env', () => {
+    // An import-time read freezes the value before a caller (a test, a CLI flag) can set it, and hides the knob.
+    const bad = files.filter((f) => /^(?:export )?(?:const|let|var)\b[^\n]*process\.env/m.test(f.text)).map((f) => f.file);
+    assert.deepEqual(bad, []);
+  });
 });
