@@ -47,6 +47,19 @@ export function dryRunSelects(
   return true;
 }
 
+/**
+ * Whether a DryRun policy of `kind` with selector `appliesTo` reaches `sandbox`: the one rule the
+ * router, the controller and the CLI apply. A ToolPolicy selects by `sandboxMatchLabels` only (its
+ * `appliesTo` has no `sandboxName`; one written there anyway is ignored, as the router ignores it).
+ */
+export function dryRunReaches(
+  kind: 'InferencePolicy' | 'ToolPolicy',
+  appliesTo: DryRunSelector | null | undefined,
+  sandbox: Parameters<typeof dryRunSelects>[1],
+): boolean {
+  return dryRunSelects(kind === 'InferencePolicy' ? appliesTo : { sandboxMatchLabels: appliesTo?.sandboxMatchLabels }, sandbox);
+}
+
 /** The echo kinds a dry-run policy is recorded under. */
 export type DryRunKind = Extract<EchoKind, 'InferencePolicy' | 'ToolPolicy' | 'AgtProfile'>;
 

@@ -605,7 +605,7 @@ export const MAX_ERROR_LENGTH = 512;
 export class EchoLedger {
   private readonly kinds = new Map<EchoKind, KindState>();
   /** The dry-run slots (`<Kind>/<name>`), kept apart from the enforced kinds. */
-  private dryRunSlots = new Map<string, KindState>();
+  private readonly dryRunSlots = new Map<string, KindState>();
 
   constructor(private readonly now: () => number) {}
 
@@ -615,7 +615,17 @@ export class EchoLedger {
     outcome: LoadOutcome<unknown>,
     digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null),
   ): boolean {
-    const prev = this.kinds.get(kind);
+    return this.record(this.kinds, kind, outcome, digest);
+  }
+
+  /** {@link apply} into `map` under `key`: the enforced kinds, or the dry-run slots. */
+  private record<K extends string>(
+    map: Map<K, KindState>,
+    key: K,
+    outcome: LoadOutcome<unknown>,
+    digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null),
+  ): boolean {
+    const prev = map.get(key);
     let next: KindState;
     if (outcome.kind === 'loaded') {
       const d = digest(outcome.value);
@@ -638,7 +648,7 @@ export class EchoLedger {
       };
     }
     const changed = !prev || prev.digest !== next.digest || prev.error !== next.error || prev.rejected !== next.rejected;
-    this.kinds.set(kind, next);
+    map.set(key, next);
     return changed;
   }
 
@@ -656,34 +666,37 @@ export class EchoLedger {
    * load semantics as an enforced kind; a slot whose policy no longer reaches the sandbox is dropped.
    */
   applyDryRun(dryRun: DryRunOutcomes): boolean {
-    const next = new EchoLedger(this.now);
-    for (const [slot, prev] of this.dryRunSlots) next.kinds.set(slot as EchoKind, prev);
     const keep = new Set<string>();
+    let changed = false;
     for (const { name, outcome } of dryRun.inference) {
-      keep.add(dryRunSlot('InferencePolicy', name));
-      next.apply(dryRunSlot('InferencePolicy', name) as EchoKind, outcome);
+      const slot = dryRunSlot('InferencePolicy', name);
+      keep.add(slot);
+      changed = this.record(this.dryRunSlots, slot, outcome) || changed;
     }
     for (const { name, outcome } of dryRun.tools) {
-      keep.add(dryRunSlot('ToolPolicy', name));
-      keep.add(dryRunSlot('AgtProfile', name));
-      next.apply(dryRunSlot('ToolPolicy', name) as EchoKind, outcome, (v) => (v as ToolLoad).digests.profile);
-      next.apply(
-        dryRunSlot('AgtProfile', name) as EchoKind,
-        outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome,
-        (v) => (v as ToolLoad).digests.agt,
-      );
+      const [profile, agt] = [dryRunSlot('ToolPolicy', name), dryRunSlot('AgtProfile', name)];
+      keep.add(profile).add(agt);
+      changed = this.recordTools(this.dryRunSlots, profile, agt, outcome) || changed;
     }
-    for (const slot of [...next.kinds.keys()]) if (!keep.has(slot)) next.kinds.delete(slot);
-    const before = JSON.stringify(echoOf(this.dryRunSlots));
-    this.dryRunSlots = new Map(next.kinds);
-    return JSON.stringify(echoOf(this.dryRunSlots)) !== before;
+    for (const slot of [...this.dryRunSlots.keys()])
+      if (!keep.has(slot)) {
+        this.dryRunSlots.delete(slot);
+        changed = true;
+      }
+    return changed;
   }
 
   /** Record a ToolPolicy outcome under `ToolPolicy` and `AgtProfile`. */
   applyTools(outcome: ToolOutcome): boolean {
-    const a = this.apply('ToolPolicy', outcome, (v) => (v as ToolLoad).digests.profile);
-    const b = this.apply(
-      'AgtProfile',
+    return this.recordTools(this.kinds, 'ToolPolicy', 'AgtProfile', outcome);
+  }
+
+  /** A ToolPolicy outcome into `map`: profile.json's digest under `profile`, the AGT profile's under `agt`. */
+  private recordTools<K extends string>(map: Map<K, KindState>, profile: K, agt: K, outcome: ToolOutcome): boolean {
+    const a = this.record(map, profile, outcome, (v) => (v as ToolLoad).digests.profile);
+    const b = this.record(
+      map,
+      agt,
       outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome,
       (v) => (v as ToolLoad).digests.agt,
     );

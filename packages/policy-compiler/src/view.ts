@@ -12,7 +12,7 @@
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import type { KarsSandbox } from '@kars/policy-api';
-import { dryRunReferencedError, dryRunSelects, toolPolicyNameOf } from '@kars/policy-api';
+import { dryRunReaches, dryRunReferencedError, toolPolicyNameOf } from '@kars/policy-api';
 import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
 import { canonicalDigest } from './digest.js';
 import { INFERENCE_POLICY_FILENAME } from './inference.js';
@@ -146,7 +146,11 @@ function dryRunSelector(body: string | undefined): { sandboxName?: unknown; sand
   }
 }
 
-function selects(at: { sandboxName?: unknown; sandboxMatchLabels?: unknown }, sandbox: KarsSandbox): boolean {
+function selects(
+  kind: 'InferencePolicy' | 'ToolPolicy',
+  at: { sandboxName?: unknown; sandboxMatchLabels?: unknown },
+  sandbox: KarsSandbox,
+): boolean {
   const name = typeof at.sandboxName === 'string' ? at.sandboxName : undefined;
   const labels = at.sandboxMatchLabels;
   if (labels !== undefined && labels !== null && (typeof labels !== 'object' || Array.isArray(labels))) return false;
@@ -155,7 +159,7 @@ function selects(at: { sandboxName?: unknown; sandboxMatchLabels?: unknown }, sa
     if (typeof v !== 'string') return false; // a selector it cannot read selects nothing
     pairs[k] = v;
   }
-  return dryRunSelects({ sandboxName: name, sandboxMatchLabels: pairs }, sandbox);
+  return dryRunReaches(kind, { sandboxName: name, sandboxMatchLabels: pairs }, sandbox);
 }
 
 /** The DryRun policies of the namespace whose `appliesTo` selects `sandbox`, sorted by name. */
@@ -166,15 +170,14 @@ function dryRunOf(sandbox: KarsSandbox, read: DataReader, opts: ViewOptions, pre
     const ip = policyName(cm, INFERENCE_PREFIX);
     if (ip !== undefined) {
       const at = dryRunSelector(read(cm)?.[INFERENCE_POLICY_FILENAME]);
-      if (at !== undefined && selects(at, sandbox)) inference.push({ name: ip, outcome: inferenceOf(ip, read, opts, prefix) });
+      if (at !== undefined && selects('InferencePolicy', at, sandbox))
+        inference.push({ name: ip, outcome: inferenceOf(ip, read, opts, prefix) });
       continue;
     }
     const tp = policyName(cm, TOOL_PREFIX);
     if (tp === undefined) continue;
     const at = dryRunSelector(read(cm)?.[TOOL_PROFILE_FILENAME]);
-    // A ToolPolicy selects by labels only (its appliesTo has no sandboxName).
-    if (at !== undefined && selects({ sandboxMatchLabels: at.sandboxMatchLabels }, sandbox))
-      tools.push({ name: tp, outcome: toolOf(tp, read, opts, prefix) });
+    if (at !== undefined && selects('ToolPolicy', at, sandbox)) tools.push({ name: tp, outcome: toolOf(tp, read, opts, prefix) });
   }
   return { inference, tools };
 }

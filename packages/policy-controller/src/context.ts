@@ -2,7 +2,7 @@ import type { KubeObject } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
 import type { OwnWrites, Reflector } from '@kars/kube-runtime';
 import type { EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
-import { dryRunSelects, enforcementModeOf, readEcho, toolPolicyNameOf } from '@kars/policy-api';
+import { dryRunReaches, enforcementModeOf, readEcho, toolPolicyNameOf } from '@kars/policy-api';
 import type { Logger } from '@kars/kube-core';
 import type { EventRecorder } from './events.js';
 import type { PropagationTracker } from './propagation.js';
@@ -79,37 +79,37 @@ export function nextLeaseExpiryMs(echoes: RouterEcho[], nowMs: number): number |
  */
 export function inferenceReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
   const policy = ctx.inference.store.get(`${namespace}/${name}`);
-  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, policy?.spec?.appliesTo);
+  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, 'InferencePolicy', policy?.spec?.appliesTo);
   return live(ctx, namespace).filter((s) => s.spec?.inferenceRef?.name === name);
 }
 
 /** The ToolPolicy counterpart of {@link inferenceReferrers}: governance's reference, or a DryRun policy's label selector. */
 export function toolReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
   const policy = ctx.tool.store.get(`${namespace}/${name}`);
-  if (enforcementModeOf(policy?.spec) === 'DryRun')
-    return selectedBy(ctx, namespace, { sandboxMatchLabels: policy?.spec?.appliesTo?.sandboxMatchLabels });
+  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, 'ToolPolicy', policy?.spec?.appliesTo);
   return live(ctx, namespace).filter((s) => toolPolicyNameOf(s) === name);
 }
 
-/** The DryRun InferencePolicies and ToolPolicies whose `appliesTo` selects `sandbox` (keys), so its events reach them. */
-export function dryRunPoliciesOf(ctx: ControllerContext, sandbox: KarsSandbox): { inference: string[]; tool: string[] } {
+/** The keys of the DryRun policies of `kind` whose `appliesTo` selects `sandbox`, so its events reach them. */
+export function dryRunPoliciesOf(ctx: ControllerContext, kind: 'InferencePolicy' | 'ToolPolicy', sandbox: KarsSandbox): string[] {
   const ns = sandbox.metadata.namespace ?? '';
-  const keys = <T extends KubeObject>(list: T[], select: (p: T) => boolean): string[] =>
-    list.filter((p) => p.metadata.namespace === ns && select(p)).map((p) => `${ns}/${p.metadata.name ?? ''}`);
-  return {
-    inference: keys(ctx.inference.store.list(), (p) => enforcementModeOf(p.spec) === 'DryRun' && dryRunSelects(p.spec?.appliesTo, sandbox)),
-    tool: keys(
-      ctx.tool.store.list(),
-      (p) =>
-        enforcementModeOf(p.spec) === 'DryRun' && dryRunSelects({ sandboxMatchLabels: p.spec?.appliesTo?.sandboxMatchLabels }, sandbox),
-    ),
-  };
+  const store: { list(): Array<(InferencePolicy | ToolPolicy) & KubeObject> } =
+    kind === 'InferencePolicy' ? ctx.inference.store : ctx.tool.store;
+  return store
+    .list()
+    .filter((p) => p.metadata.namespace === ns && enforcementModeOf(p.spec) === 'DryRun' && dryRunReaches(kind, p.spec?.appliesTo, sandbox))
+    .map((p) => `${ns}/${p.metadata.name ?? ''}`);
 }
 
 function live(ctx: ControllerContext, namespace: string): KarsSandbox[] {
   return ctx.sandboxes.store.list().filter((s) => s.metadata.namespace === namespace && !s.metadata.deletionTimestamp);
 }
 
-function selectedBy(ctx: ControllerContext, namespace: string, appliesTo: Parameters<typeof dryRunSelects>[0]): KarsSandbox[] {
-  return live(ctx, namespace).filter((s) => dryRunSelects(appliesTo, s));
+function selectedBy(
+  ctx: ControllerContext,
+  namespace: string,
+  kind: 'InferencePolicy' | 'ToolPolicy',
+  appliesTo: Parameters<typeof dryRunReaches>[1],
+): KarsSandbox[] {
+  return live(ctx, namespace).filter((s) => dryRunReaches(kind, appliesTo, s));
 }

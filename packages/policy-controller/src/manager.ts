@@ -293,11 +293,11 @@ export class PolicyController {
     // A sandbox (or its router's lease) reaches the policies it references and the DryRun ones that select it (ADR 0050).
     const inferenceOf = (s: SB): string[] => [
       ...(s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []),
-      ...dryRunPoliciesOf(ctx, s).inference,
+      ...dryRunPoliciesOf(ctx, 'InferencePolicy', s),
     ];
     const toolOf = (s: SB): string[] => {
       const n = toolPolicyNameOf(s);
-      return [...(n ? [key(s, n)] : []), ...dryRunPoliciesOf(ctx, s).tool];
+      return [...(n ? [key(s, n)] : []), ...dryRunPoliciesOf(ctx, 'ToolPolicy', s)];
     };
     const approvalsOf = (namespace: string, sandbox: string): string[] =>
       egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));

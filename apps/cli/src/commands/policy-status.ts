@@ -20,7 +20,7 @@ import {
   TOOL_POLICY,
   KARS_SANDBOX,
   toolPolicyNameOf,
-  dryRunSelects,
+  dryRunReaches,
   dryRunSlot,
   enforcementModeOf,
 } from '@kars/policy-api';
@@ -153,7 +153,7 @@ export async function collectPolicyStatus(
     const appliesTo = obj.spec?.appliesTo as { sandboxName?: string; sandboxMatchLabels?: Record<string, string> } | undefined;
     const referrers = sbs.items.filter((s) =>
       mode === 'DryRun'
-        ? dryRunSelects(kind === 'InferencePolicy' ? appliesTo : { sandboxMatchLabels: appliesTo?.sandboxMatchLabels }, s)
+        ? dryRunReaches(kind, appliesTo, s)
         : kind === 'InferencePolicy'
           ? s.spec?.inferenceRef?.name === pname
           : toolPolicyNameOf(s) === pname,
