@@ -48,7 +48,9 @@ function startRouter(
   return { child, exited };
 }
 
-async function routerLeases(ts: TestServer): Promise<Array<{ metadata: { name: string }; spec: { renewTime: string } }>> {
+async function routerLeases(
+  ts: TestServer,
+): Promise<Array<{ metadata: { name: string }; spec: { renewTime: string; holderIdentity: string } }>> {
   return (await ts.client.get(`${LEASES}?labelSelector=kars.azure.com%2Fsandbox%3Dsb`)).body.items;
 }
 
@@ -191,18 +193,21 @@ describe('kars router echo lease lifecycle (process)', () => {
       await eventually(async () => (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0'), 15_000);
       first.child.kill('SIGKILL');
       await first.exited;
-      // The lease as the crash left it: read after the kill, so a renewal the first router made
-      // between its first write and its death cannot pass for the second router's.
       const left = await routerLeases(ts);
       assert.equal(left.length, 1, 'a crash leaves the lease (it cannot withdraw)');
-      const lease = left[0]!;
+      const crashed = left[0]!.spec.holderIdentity;
       second = startRouter(ts, [], { POD_NAME: 'router-0' });
+      // The second router's write is told apart by its holder identity (`<instance>/<random>`, one per
+      // process), not by a new renewTime: a renewal the first router sent just before SIGKILL can
+      // still land after the kill, and would pass for the second router's while it is still starting.
       const renewed = await eventually(
         async () =>
-          (await routerLeases(ts)).find((l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.renewTime !== lease.spec.renewTime),
+          (await routerLeases(ts)).find(
+            (l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.holderIdentity.startsWith('router-0/') && l.spec.holderIdentity !== crashed,
+          ),
         15_000,
       );
-      assert.ok(renewed, 'the restarted router renewed the same lease');
+      assert.ok(renewed, 'the restarted router took over the same lease');
       assert.deepEqual(
         (await routerLeases(ts)).map((l) => l.metadata.name),
         ['kars-router-sb-router-0'],
