@@ -95,3 +95,55 @@ export function dryRunReferencedError(kind: 'InferencePolicy' | 'ToolPolicy', na
     `Set enforcement: Enforce, or reference another policy`
   );
 }
+
+/** The content-safety block as a spec or a compiled body holds it (absent fields: undefined or null). */
+export interface ContentSafetyFloor {
+  hate?: string | null | undefined;
+  selfHarm?: string | null | undefined;
+  sexual?: string | null | undefined;
+  violence?: string | null | undefined;
+  requirePromptShields?: boolean | null | undefined;
+}
+
+/** Whether a content-safety floor does anything: a severity ceiling is set, or Prompt Shields are required. */
+export function contentSafetyFloorActive(cs: ContentSafetyFloor | null | undefined): boolean {
+  return (
+    cs != null && (cs.hate != null || cs.selfHarm != null || cs.sexual != null || cs.violence != null || cs.requirePromptShields === true)
+  );
+}
+
+/** A field a DryRun policy may not hold, and why. */
+export interface UnrecordedField {
+  field: string;
+  message: string;
+}
+
+/**
+ * The first answer-side field of an InferencePolicy (spec or compiled body) that a DryRun policy
+ * cannot hold, or undefined. A router judges a dry-run policy on the request only: the content-safety
+ * floor and an output guardrail stage judge the answer, which a dry-run never holds back, so their
+ * would-be verdicts are never reached. Accepting them would let `Ready` (RouterRecording) claim a
+ * record the router never writes; the compiler, client-side validation and the router refuse them.
+ */
+export function dryRunUnrecordedField(spec: {
+  contentSafety?: ContentSafetyFloor | null | undefined;
+  guardrails?: ReadonlyArray<{ applyTo?: string | null | undefined }> | null | undefined;
+}): UnrecordedField | undefined {
+  if (contentSafetyFloorActive(spec.contentSafety))
+    return {
+      field: 'spec.contentSafety',
+      message:
+        'a DryRun policy cannot hold a content-safety floor: the floor judges the answer, and a router records a dry-run policy ' +
+        'on the request only (ADR 0050); enforce the policy, or dry-run it without contentSafety',
+    };
+  const stages = Array.isArray(spec.guardrails) ? spec.guardrails : [];
+  const i = stages.findIndex((g) => g?.applyTo !== 'input');
+  if (i >= 0)
+    return {
+      field: `spec.guardrails[${i}].applyTo`,
+      message:
+        `a DryRun policy's guardrail stages must say applyTo: input (got ${JSON.stringify(stages[i]?.applyTo ?? null)}; absent means both): ` +
+        'an output stage judges the answer, and a router records a dry-run policy on the request only (ADR 0050)',
+    };
+  return undefined;
+}

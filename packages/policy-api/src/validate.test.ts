@@ -20,7 +20,7 @@ import {
 import { SAMPLE_DIGEST, samples } from './testing/samples.js';
 import { MAX_TOOL_PINS, toolPolicySpecSchema } from './crds.js';
 import { TOOL_DIGEST_PATTERN } from './tool-pin.js';
-import type { ToolPolicySpec } from './types.js';
+import type { InferencePolicySpec, ToolPolicySpec } from './types.js';
 
 const fields = (cs: ValidationCause[]): string[] => cs.map((c) => c.field);
 
@@ -247,6 +247,27 @@ describe('validateInferencePolicySpec', () => {
       'spec.tokenBudget.dailyTokens',
       'spec.contentSafety.hate',
     ]);
+  });
+
+  it('refuses a DryRun policy with an answer-side field (a content-safety floor, a stage not input-only), and accepts it enforced', () => {
+    const base = { appliesTo: {}, tokenBudget: { dailyTokens: 10 } };
+    const dry = (extra: Partial<InferencePolicySpec>): string[] =>
+      fields(validateInferencePolicySpec({ ...base, ...extra, enforcement: 'DryRun' } as InferencePolicySpec));
+    assert.deepEqual(dry({}), []);
+    assert.deepEqual(dry({ contentSafety: { violence: 'Low' } }), ['spec.contentSafety']);
+    assert.deepEqual(dry({ contentSafety: { requirePromptShields: true } }), ['spec.contentSafety']);
+    assert.deepEqual(dry({ contentSafety: { requirePromptShields: false } }), [], 'an inactive floor judges nothing');
+    assert.deepEqual(dry({ guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }] }), []);
+    assert.deepEqual(dry({ guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }, { provider: 'openai-moderation' }] }), [
+      'spec.guardrails[1].applyTo',
+    ]);
+    assert.deepEqual(dry({ guardrails: [{ provider: 'openai-moderation', applyTo: 'both' }] }), ['spec.guardrails[0].applyTo']);
+    const msg = validateInferencePolicySpec({ ...base, contentSafety: { hate: 'Safe' }, enforcement: 'DryRun' } as InferencePolicySpec)[0];
+    assert.match(msg?.message ?? '', /records a dry-run policy on the request only/);
+    assert.deepEqual(
+      fields(validateInferencePolicySpec({ ...base, contentSafety: { hate: 'Safe' }, guardrails: [{ provider: 'openai-moderation' }] })),
+      [],
+    );
   });
 });
 

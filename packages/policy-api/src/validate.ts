@@ -24,7 +24,7 @@ import { isIPv6 } from 'node:net';
 import { approvalHostProblem, canonicalHost } from './egress-host.js';
 import { MAX_TOOL_PINS, MCP_SERVER_NAME_PATTERN, TOOL_NAME_PATTERN } from './crds.js';
 import { isToolDigest } from './tool-pin.js';
-import { ENFORCEMENT_MODES } from './dry-run.js';
+import { dryRunUnrecordedField, ENFORCEMENT_MODES } from './dry-run.js';
 
 /** One problem, naming the field as kube-apiserver would (`spec.hosts[3].port`). */
 export interface ValidationCause {
@@ -234,6 +234,8 @@ export function validateInferencePolicySpec(spec: InferencePolicySpec): Validati
   if (typeof spec.appliesTo !== 'object' || spec.appliesTo === null) invalid('spec.appliesTo', 'is required');
   const mode = enforcementProblem(spec.enforcement);
   if (mode !== undefined) invalid('spec.enforcement', mode);
+  const unrecorded = spec.enforcement === 'DryRun' ? dryRunUnrecordedField(spec) : undefined;
+  if (unrecorded !== undefined) invalid(unrecorded.field, unrecorded.message);
   if (spec.bundleRef !== undefined) {
     const set = INFERENCE_CONTENT_FIELDS.filter((f) => spec[f] !== undefined);
     if (set.length > 0) invalid('spec.bundleRef', `is mutually exclusive with ${set.join(', ')}: remove those fields or the bundleRef`);

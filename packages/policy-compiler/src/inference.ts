@@ -25,7 +25,7 @@
  * Caveats: the bundle path needs OCI access and cosign, so a spec with `bundleRef` fails with
  * `InvalidRef` (or `InvalidSpec` when content fields are set beside it).
  */
-import type { InferencePolicy } from '@kars/policy-api';
+import { dryRunUnrecordedField, type InferencePolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from './digest.js';
 import { inferencePolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
 import { isObject } from '@kars/kube-core';
@@ -74,6 +74,8 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
 
   const mode = checkEnforcement(spec.enforcement);
   if (mode) return mode;
+  const unrecorded = spec.enforcement === 'DryRun' ? dryRunUnrecordedField(spec) : undefined;
+  if (unrecorded) return fail('InvalidSpec', unrecorded.field, unrecorded.message);
   const tb = spec.tokenBudget;
   if (tb !== undefined) {
     for (const k of ['perRequestTokens', 'dailyTokens', 'monthlyTokens'] as const) {

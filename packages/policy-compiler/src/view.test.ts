@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { InferencePolicySpec, KarsSandbox, ToolPolicySpec } from '@kars/policy-api';
-import { compileInferencePolicy } from './inference.js';
+import { compileInferencePolicy, INFERENCE_POLICY_FILENAME } from './inference.js';
 import { compileToolPolicy } from './tool.js';
 import { EchoLedger, type RouterCapabilities } from './router-view.js';
 import { routerView } from './view.js';
@@ -138,7 +138,7 @@ describe('dry-run policies: which reach a sandbox', () => {
   it('a DryRun body this router cannot enforce is refused in its own slot, not dropped', () => {
     const v = view([
       ENFORCED,
-      inferenceCm('guarded', { appliesTo: {}, guardrails: [{ provider: 'openai-moderation' }], enforcement: 'DryRun' }),
+      inferenceCm('guarded', { appliesTo: {}, guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }], enforcement: 'DryRun' }),
     ]);
     const g = v.dryRun.inference[0];
     assert.equal(g?.outcome.kind, 'error');
@@ -162,7 +162,11 @@ describe('dry-run policies: the echo', () => {
     assert.ok(first?.digests['ToolPolicy/tdry']?.startsWith('sha256:'));
     assert.equal(first?.digests['AgtProfile/tdry'], null);
     // An edit this router refuses: the slot keeps the last good digest, with the error.
-    const bad = inferenceCm('dry', { appliesTo: {}, guardrails: [{ provider: 'openai-moderation' }], enforcement: 'DryRun' });
+    const bad = inferenceCm('dry', {
+      appliesTo: {},
+      guardrails: [{ provider: 'openai-moderation', applyTo: 'input' }],
+      enforcement: 'DryRun',
+    });
     assert.equal(ledger.applyView(view([ENFORCED, bad, tool])), true);
     assert.equal(ledger.echo().dryRun?.digests['InferencePolicy/dry'], first?.digests['InferencePolicy/dry']);
     assert.ok(ledger.echo().dryRun?.errors['InferencePolicy/dry']);
@@ -174,13 +178,97 @@ describe('dry-run policies: the echo', () => {
   });
 });
 
+describe('dry-run policies: only what a router records', () => {
+  const severity = fc.constantFrom(undefined, 'Safe' as const, 'Low' as const, 'Medium' as const, 'High' as const);
+  const spec = fc.record(
+    {
+      contentSafety: fc.record(
+        {
+          hate: severity,
+          selfHarm: severity,
+          sexual: severity,
+          violence: severity,
+          requirePromptShields: fc.option(fc.boolean(), { nil: undefined }),
+        },
+        { requiredKeys: [] },
+      ),
+      guardrails: fc.array(
+        fc.record(
+          {
+            provider: fc.constant('openai-moderation' as const),
+            applyTo: fc.constantFrom(undefined, 'input' as const, 'output' as const, 'both' as const),
+          },
+          { requiredKeys: ['provider'] },
+        ),
+        { maxLength: 3 },
+      ),
+      tokenBudget: fc.record({ dailyTokens: fc.nat(10) }),
+    },
+    { requiredKeys: [] },
+  );
+
+  it('the compiler refuses a DryRun policy exactly when it holds an answer-side field, and compiles the same spec enforced (property)', () => {
+    fc.assert(
+      fc.property(spec, (s) => {
+        const cs = s.contentSafety;
+        // The oracle, written out: a ceiling or Prompt Shields, or a stage that is not input-only.
+        const floor = cs !== undefined && (['hate', 'selfHarm', 'sexual', 'violence'] as const).some((k) => cs[k] !== undefined);
+        const shields = cs?.requirePromptShields === true;
+        const outputStage = (s.guardrails ?? []).some((g) => g.applyTo !== 'input');
+        const dry = compileInferencePolicy({
+          metadata: { name: 'p' },
+          spec: { appliesTo: {}, ...s, enforcement: 'DryRun' } as InferencePolicySpec,
+        });
+        const enforced = compileInferencePolicy({ metadata: { name: 'p' }, spec: { appliesTo: {}, ...s } as InferencePolicySpec });
+        assert.ok(enforced.ok, enforced.ok ? '' : enforced.message);
+        assert.equal(dry.ok, !(floor || shields || outputStage));
+        if (!dry.ok) {
+          assert.equal(dry.reason, 'InvalidSpec');
+          if (floor || shields) assert.equal(dry.field, 'spec.contentSafety');
+          else assert.match(dry.field, /^spec\.guardrails\[\d\]\.applyTo$/);
+          assert.match(dry.message, /^a DryRun policy.* records a dry-run policy on the request only/);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a router refuses, in its slot, a DryRun body with an answer-side field that reached it another way', () => {
+    // The compiler refuses this spec; the body is written by hand, as an older compiler or a person could.
+    const [cm, data] = inferenceCm('floor', { appliesTo: {}, tokenBudget: { dailyTokens: 5 }, enforcement: 'DryRun' });
+    const body = JSON.parse(data[INFERENCE_POLICY_FILENAME] ?? '{}') as Record<string, unknown>;
+    body['contentSafety'] = { hate: 'Low', selfHarm: null, sexual: null, violence: null, requirePromptShields: null };
+    const v = view([ENFORCED, [cm, { [INFERENCE_POLICY_FILENAME]: JSON.stringify(body) }]]);
+    const slot = v.dryRun.inference[0];
+    assert.equal(slot?.name, 'floor');
+    assert.equal(slot?.outcome.kind, 'error');
+    const ledger = new EchoLedger(() => NOW);
+    ledger.applyView(v);
+    const e = ledger.echo();
+    assert.match(
+      e.dryRun?.errors['InferencePolicy/floor'] ?? '',
+      /^spec\.contentSafety: a DryRun policy cannot hold a content-safety floor/,
+    );
+    assert.ok(e.dryRun?.rejected['InferencePolicy/floor']?.startsWith('sha256:'));
+    assert.equal(e.dryRun?.digests['InferencePolicy/floor'] ?? null, null, 'nothing is echoed as recorded');
+  });
+});
+
 describe('dry-run policies never change what a router enforces (property)', () => {
   const labels = fc.dictionary(fc.constantFrom('team', 'env'), fc.constantFrom('a', 'b'), { maxKeys: 2 });
+  const appliesTo = fc.record({ sandboxName: fc.option(fc.constantFrom('sb', 'other'), { nil: undefined }), sandboxMatchLabels: labels });
+  const tokenBudget = fc.option(fc.record({ dailyTokens: fc.nat(10), perRequestTokens: fc.nat(10) }), { nil: undefined });
   const inferenceSpec = fc.record({
-    appliesTo: fc.record({ sandboxName: fc.option(fc.constantFrom('sb', 'other'), { nil: undefined }), sandboxMatchLabels: labels }),
-    tokenBudget: fc.option(fc.record({ dailyTokens: fc.nat(10), perRequestTokens: fc.nat(10) }), { nil: undefined }),
+    appliesTo,
+    tokenBudget,
     guardrails: fc.option(fc.constant([{ provider: 'openai-moderation' as const }]), { nil: undefined }),
     contentSafety: fc.option(fc.record({ hate: fc.constantFrom('Safe' as const, 'High' as const) }), { nil: undefined }),
+  });
+  // What a DryRun policy may hold: request-side fields only (the compiler refuses the answer side).
+  const dryInferenceSpec = fc.record({
+    appliesTo,
+    tokenBudget,
+    guardrails: fc.option(fc.constant([{ provider: 'openai-moderation' as const, applyTo: 'input' as const }]), { nil: undefined }),
   });
   const toolSpec = fc.record({
     appliesTo: fc.record({ tool: fc.constantFrom('*', 'rm', 'read'), sandboxMatchLabels: labels }),
@@ -196,7 +284,7 @@ describe('dry-run policies never change what a router enforces (property)', () =
         inferenceSpec,
         toolSpec,
         dryNames,
-        fc.array(inferenceSpec, { minLength: 4, maxLength: 4 }),
+        fc.array(dryInferenceSpec, { minLength: 4, maxLength: 4 }),
         fc.array(toolSpec, { minLength: 4, maxLength: 4 }),
         labels,
         (ip, tp, names, dryIps, dryTps, sbLabels) => {

@@ -7,12 +7,14 @@
  * Dry-run policies (ADR 0050): a sandbox's references name what it enforces; a referenced policy
  * whose body says `enforcement: DryRun` is refused (a NACK: the router keeps what it enforced). Every
  * compiled DryRun policy of the namespace whose `appliesTo` selects the sandbox is recorded beside
- * the enforced ones, in the view's `dryRun`; a router never enforces it.
+ * the enforced ones, in the view's `dryRun`; a router never enforces it. A DryRun body holding an
+ * answer-side field (policy-api `dryRunUnrecordedField`) is refused in its slot: the router records
+ * a dry-run policy on the request only.
  *
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import type { KarsSandbox } from '@kars/policy-api';
-import { dryRunReaches, dryRunReferencedError, toolPolicyNameOf } from '@kars/policy-api';
+import { dryRunReaches, dryRunReferencedError, dryRunUnrecordedField, toolPolicyNameOf } from '@kars/policy-api';
 import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
 import { canonicalDigest } from './digest.js';
 import { INFERENCE_POLICY_FILENAME } from './inference.js';
@@ -120,6 +122,17 @@ function enforcedOnly<T extends LoadOutcome<InferenceRules> | ToolOutcome>(o: T,
   return { kind: 'error', error, source: o.source, rejectedDigest: o.digest } as T;
 }
 
+/**
+ * A dry-run InferencePolicy must hold only what a router records: a body with an answer-side field
+ * (one the compiler would have refused, written some other way) is refused in its slot, so its
+ * echo never says "recording" for a verdict the router never reaches.
+ */
+function recordableOnly(o: LoadOutcome<InferenceRules>): LoadOutcome<InferenceRules> {
+  if (o.kind !== 'loaded') return o;
+  const u = dryRunUnrecordedField(o.value);
+  return u === undefined ? o : { kind: 'error', error: `${u.field}: ${u.message}`, source: o.source, rejectedDigest: o.digest };
+}
+
 /** The policy name of a compiled ConfigMap `<prefix><name>-profile`, or undefined. */
 function policyName(cm: string, prefix: string): string | undefined {
   if (!cm.startsWith(prefix) || !cm.endsWith(PROFILE_SUFFIX)) return undefined;
@@ -171,7 +184,7 @@ function dryRunOf(sandbox: KarsSandbox, read: DataReader, opts: ViewOptions, pre
     if (ip !== undefined) {
       const at = dryRunSelector(read(cm)?.[INFERENCE_POLICY_FILENAME]);
       if (at !== undefined && selects('InferencePolicy', at, sandbox))
-        inference.push({ name: ip, outcome: inferenceOf(ip, read, opts, prefix) });
+        inference.push({ name: ip, outcome: recordableOnly(inferenceOf(ip, read, opts, prefix)) });
       continue;
     }
     const tp = policyName(cm, TOOL_PREFIX);

@@ -40,7 +40,11 @@ const inferenceSpec: fc.Arbitrary<InferencePolicySpec> = fc.record(
         deployment: fc.constantFrom('gpt-4o', 'small'),
       }),
     }),
-    guardrails: fc.constant([{ provider: 'openai-moderation' as const }]),
+    guardrails: fc.constantFrom(
+      [{ provider: 'openai-moderation' as const, applyTo: 'input' as const }],
+      [{ provider: 'openai-moderation' as const }],
+      [{ provider: 'openai-moderation' as const, applyTo: 'output' as const }],
+    ),
     displayName: fc.string({ maxLength: 8 }),
     enforcement: mode,
   },
@@ -122,6 +126,17 @@ describe('the policy contract, compile → router → Lease → controller (prop
     fc.assert(
       fc.property(inferenceSpec, caps, labels, (spec, capabilities, sbLabels) => {
         const c = compileInferencePolicy({ metadata: { name: 'p', namespace: NS, generation: 2 }, spec });
+        // A DryRun policy is recorded on the request only: an answer-side field is refused at compile
+        // time, so no status can say RouterRecording for a verdict the router never reaches.
+        const cs = spec.contentSafety;
+        const answerSide =
+          (cs !== undefined && (cs.hate !== undefined || cs.requirePromptShields === true)) ||
+          (spec.guardrails ?? []).some((g) => g.applyTo !== 'input');
+        if (spec.enforcement === 'DryRun' && answerSide) {
+          assert.equal(c.ok, false, 'a DryRun policy with an answer-side field compiles');
+          assert.match(c.ok ? '' : c.message, /a DryRun policy/);
+          return;
+        }
         assert.ok(c.ok, c.ok ? '' : c.message);
         const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: inferenceExpectation(c) };
         const state = throughTheContract('InferencePolicy', 'p', spec, compiled, sbLabels, capabilities);

@@ -150,6 +150,43 @@ describe('dry-run policies', () => {
     assert.equal(line('delete_file', 'DryRun')?.decision, 'allow');
   });
 
+  it('refuses an answer-side field on a DryRun policy (kars ip apply before sending; the controller if written directly) and keeps recording the last good one', async () => {
+    const recorded = router.state.echo().dryRun?.digests['InferencePolicy/demo-budget-trial'];
+    assert.ok(recorded?.startsWith('sha256:'));
+    const floor = [
+      'apiVersion: kars.azure.com/v1alpha1',
+      'kind: InferencePolicy',
+      'metadata: {name: demo-budget-trial}',
+      'spec:',
+      '  enforcement: DryRun',
+      '  appliesTo: {sandboxName: demo-agent}',
+      '  tokenBudget: {perRequestTokens: 100}',
+      '  contentSafety: {hate: Low}',
+      '',
+    ].join('\n');
+    const r = await runKars(['ip', 'apply', '-f', '-', ...kc], { input: floor });
+    assert.notEqual(r.code, 0, r.stdout);
+    assert.match(r.stderr, /spec\.contentSafety: a DryRun policy cannot hold a content-safety floor/);
+    // Written past the CLI: the controller refuses it, says why, and keeps the compiled ConfigMap.
+    const patched = await stack.ts.client.patch(
+      `${IP}/demo-budget-trial`,
+      { spec: { guardrails: [{ provider: 'openai-moderation' }] } },
+      'merge',
+    );
+    assert.equal(patched.status, 200, patched.text);
+    const refused = await until('the controller refuses the edit', async () => {
+      const o = await policy(`${IP}/demo-budget-trial`);
+      const c = (o.status?.conditions ?? []).find((x: { type: string }) => x.type === 'Ready');
+      return o.status?.observedGeneration === o.metadata.generation && c?.status === 'False' ? c : undefined;
+    });
+    assert.match(refused.message, /spec\.guardrails\[0\]\.applyTo: a DryRun policy's guardrail stages must say applyTo: input/);
+    assert.equal(router.state.echo().dryRun?.digests['InferencePolicy/demo-budget-trial'], recorded, 'the last good one is still recorded');
+    // Back to a request-side-only policy: Ready as recorded again.
+    await stack.ts.client.patch(`${IP}/demo-budget-trial`, { spec: { guardrails: null } }, 'merge');
+    const again = await ready(`${IP}/demo-budget-trial`, 'RouterRecording');
+    assert.equal(again.status.compiledDigest, recorded);
+  });
+
   it('a sandbox that references a DryRun policy keeps enforcing its last enforced one', async () => {
     const before = router.state.echo().digests.InferencePolicy;
     await stack.ts.client.patch(`${SB}/demo-agent`, { spec: { inferenceRef: { name: 'demo-budget-trial' } } }, 'merge');

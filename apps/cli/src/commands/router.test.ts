@@ -203,7 +203,10 @@ describe('kars router echo lease lifecycle (process)', () => {
       const renewed = await eventually(
         async () =>
           (await routerLeases(ts)).find(
-            (l) => l.metadata.name === 'kars-router-sb-router-0' && l.spec.holderIdentity.startsWith('router-0/') && l.spec.holderIdentity !== crashed,
+            (l) =>
+              l.metadata.name === 'kars-router-sb-router-0' &&
+              l.spec.holderIdentity.startsWith('router-0/') &&
+              l.spec.holderIdentity !== crashed,
           ),
         15_000,
       );

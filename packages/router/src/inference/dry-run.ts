@@ -11,8 +11,9 @@
  * judge, provider tools) and, when it has an input guardrail stage, the moderation verdict: the
  * backend is asked off the request path, after the request is over.
  *
- * Caveats: the answer side is not judged for a dry-run policy (its content-safety floor and output
- * stage): judging an answer the enforced policy streams would mean holding it back. A request the
+ * Caveats: a dry-run policy holds no answer-side field (a content-safety floor, an output stage):
+ * the compiler and the router view refuse them (policy-api `dryRunUnrecordedField`), since judging
+ * an answer the enforced policy streams would mean holding it back. A request the
  * router refused before reading its body (method, sandbox header, size) is not judged: no policy
  * changes those refusals.
  */

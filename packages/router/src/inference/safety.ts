@@ -16,6 +16,7 @@
  * `error.innererror.content_filter_result` of a 400 body ({@link extractAnnotations}).
  */
 import { isObject } from '@kars/kube-core';
+import { contentSafetyFloorActive } from '@kars/policy-api';
 import type { InferenceRules, Severity } from '../snapshot.js';
 
 /** The `contentSafety` block of a compiled InferencePolicy. */
@@ -62,16 +63,9 @@ export function severityRank(s: unknown): number | undefined {
   }
 }
 
-/** Whether the floor does anything: a ceiling is set or Prompt Shields are required. */
+/** Whether the floor does anything: a ceiling is set or Prompt Shields are required (policy-api's one rule). */
 export function isFloorActive(rules: ContentSafetyRules | null | undefined): rules is ContentSafetyRules {
-  return (
-    rules != null &&
-    (rules.hate !== null ||
-      rules.selfHarm !== null ||
-      rules.sexual !== null ||
-      rules.violence !== null ||
-      rules.requirePromptShields === true)
-  );
+  return contentSafetyFloorActive(rules);
 }
 
 /**
