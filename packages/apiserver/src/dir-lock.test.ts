@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DataDirLock, DataDirLockedError } from './storage/dir-lock.js';
+import { ApiServer } from './server.js';
+import { connect } from 'node:net';
 import { startApiserverProcess, TestClient } from './testing/harness.js';
 
 const KARS_BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../apps/cli/bin/kars.js');
@@ -107,4 +109,36 @@ describe('a data directory belongs to one process', () => {
     a.release();
     DataDirLock.acquire(dir, { what: 'test B', flag: '--dir' }).release();
   });
+
+  it(
+    'a server started with an AbortSignal stops when it is aborted: done resolves, the port closes, the directory is free',
+    { timeout: 20_000 },
+    async () => {
+      const dir = tmp();
+      const ac = new AbortController();
+      const srv = await ApiServer.start({ listen: '127.0.0.1:0', dataDir: dir, signal: ac.signal });
+      const c = new TestClient(srv.url, srv.caCert, srv.token);
+      assert.equal(await putConfigMap(c, 'before'), 201);
+      assert.throws(() => DataDirLock.acquire(dir, { what: 'test', flag: '--dir' }), DataDirLockedError, 'held while it serves');
+      let stopped = false;
+      void srv.done.then(() => (stopped = true));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(stopped, false, 'done is pending while it serves');
+      ac.abort();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((res) => (timer = setTimeout(() => res('still serving 10 s after the abort'), 10_000)));
+      const after = await Promise.race([srv.done.then(() => 'stopped'), late]);
+      clearTimeout(timer);
+      if (after !== 'stopped') await srv.stop(); // so a broken signal fails this test, not hangs the file
+      assert.equal(after, 'stopped');
+      // A plain TCP connect: refused once the listener is closed (an HTTPS request would fail on the certificate either way).
+      const refused = await new Promise<string>((res) => {
+        const sock = connect(Number(new URL(srv.url).port), '127.0.0.1');
+        sock.once('connect', () => (sock.destroy(), res('connected')));
+        sock.once('error', (e: NodeJS.ErrnoException) => res(e.code ?? e.message));
+      });
+      assert.equal(refused, 'ECONNREFUSED', 'the port is closed');
+      DataDirLock.acquire(dir, { what: 'test', flag: '--dir' }).release();
+    },
+  );
 });

@@ -1,5 +1,5 @@
 export { ApiServer } from './server.js';
-export type { ApiServerOptions, FaultInjector, LogFn } from './server.js';
+export type { ApiServerOptions, FaultInjector } from './server.js';
 export type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
 export type { PolicyRule, RequestAttributes, UserInfo } from './auth/rbac.js';
 export { ruleAllows } from './auth/rbac.js';

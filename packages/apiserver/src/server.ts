@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
-import { badRequest, FaultRelay, formatHostPort, listenOn, parseListen } from '@kars/kube-core';
+import { badRequest, FaultRelay, formatHostPort, listenOn, parseListen, silentLogger, type Logger } from '@kars/kube-core';
 import { bootstrapPolicy } from './auth/api.js';
 import { Auth } from './auth/authorizer.js';
 import type { AuditRecord, AuthorizationMode } from './auth/authorizer.js';
@@ -21,7 +21,6 @@ import { ensurePki, ensureToken } from './tls/pki.js';
 import { WatchCache } from './watch/cache.js';
 
 /** Structured log sink; the CLI passes pino, tests pass nothing. */
-export type LogFn = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
 export interface ApiServerOptions {
   /** HOST:PORT to listen on; port 0 picks a free port. Default 127.0.0.1:6443. */
@@ -47,7 +46,10 @@ export interface ApiServerOptions {
   authorizationMode?: AuthorizationMode;
   /** Called with every authorization decision (user, attributes, allowed): an audit hook for tests. */
   audit?: (r: AuditRecord) => void;
-  log?: LogFn;
+  /** Where the server logs (kube-core's Logger; pino satisfies it). Default: silent. */
+  log?: Logger;
+  /** Stops the server when aborted (as {@link ApiServer.stop}); {@link ApiServer.done} resolves once it has. */
+  signal?: AbortSignal;
 }
 
 /** Faults a test can inject into a running server. */
@@ -92,8 +94,8 @@ export class ApiServer {
   private lock: DataDirLock | undefined;
 
   private constructor(
-    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit'>> & {
-      log: LogFn;
+    private readonly opts: Required<Omit<ApiServerOptions, 'log' | 'kubeconfigOut' | 'listen' | 'audit' | 'signal'>> & {
+      log: Logger;
       audit?: (r: AuditRecord) => void;
     },
     private readonly host: string,
@@ -134,7 +136,7 @@ export class ApiServer {
     const pki = ensurePki(join(dataDir, 'pki'), [host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host]);
     const token = ensureToken(join(dataDir, 'token'));
     const kubeconfigPath = resolve(options.kubeconfigOut ?? join(dataDir, 'kubeconfig'));
-    const log: LogFn = options.log ?? (() => undefined);
+    const log: Logger = options.log ?? silentLogger;
     const srv = new ApiServer(
       {
         dataDir,
@@ -158,6 +160,12 @@ export class ApiServer {
     const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
     (srv as { url: string }).url = `https://${urlHost}:${srv.port}`;
     writeKubeconfig(kubeconfigPath, srv.url, pki.caCert, token);
+    const signal = options.signal;
+    if (signal !== undefined) {
+      const onAbort = (): void => void srv.stop().catch((err: unknown) => log.error({ err }, 'stopping failed'));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
     return srv;
   }
 
@@ -165,13 +173,12 @@ export class ApiServer {
     const store = new Store(join(this.opts.dataDir, 'db'), { historyWindow: this.opts.historyWindow, maxBatch: this.opts.maxCommitBatch });
     // A failed WAL sync leaves a batch's fate unknown: exit, and recover from the log on restart.
     store.onFatal = (err) => {
-      this.opts.log('error', 'syncing the storage write-ahead log failed; exiting', { err: err.message });
+      this.opts.log.error({ err }, 'syncing the storage write-ahead log failed; exiting');
       process.exit(1);
     };
     const cache = new WatchCache(store.changesAfter(store.oldestResumableRv()), store.oldestResumableRv());
     const registry = new Registry(builtinResources());
-    const onError = (err: unknown, what: string): void =>
-      this.opts.log('error', what, { err: err instanceof Error ? err.stack : String(err) });
+    const onError = (err: unknown, what: string): void => this.opts.log.error({ err }, what);
     const service = new ObjectService(store, registry, cache, onError);
     await service.bootstrap();
     const lifecycle = new Lifecycle(service, store, registry, onError);
@@ -220,6 +227,10 @@ export class ApiServer {
     this.running = { store, service, lifecycle, cache, registry, server, relay, sockets, watches, auth };
   }
 
+  #stopped: (() => void) | undefined;
+  /** Resolves once the server has stopped (by {@link stop} or its `signal`). */
+  readonly done: Promise<void> = new Promise<void>((resolve) => (this.#stopped = resolve));
+
   /** Stop accepting requests, end watches and connections, close storage, let the data directory go. */
   async stop(): Promise<void> {
     try {
@@ -227,6 +238,7 @@ export class ApiServer {
     } finally {
       this.lock?.release();
       this.lock = undefined;
+      this.#stopped?.();
     }
   }
 
@@ -262,14 +274,14 @@ export class ApiServer {
           if (w.port !== undefined) ports.add(w.port);
         }
         r.relay?.freeze(ports);
-        this.opts.log('warn', 'fault: froze watch streams', { streams: n, connections: ports.size });
+        this.opts.log.warn({ streams: n, connections: ports.size }, 'fault: froze watch streams');
         return n;
       },
       resetConnections: () => {
         const r = this.requireRunning();
         const n = r.relay ? r.relay.resetAll() : 0;
         for (const s of r.sockets) s.destroy();
-        this.opts.log('warn', 'fault: reset connections', { connections: n });
+        this.opts.log.warn({ connections: n }, 'fault: reset connections');
         return n;
       },
       compact: () => {
@@ -277,15 +289,15 @@ export class ApiServer {
         const rv = r.store.currentRv();
         r.store.compact(rv);
         r.cache.compact(rv);
-        this.opts.log('warn', 'fault: compacted history', { rv });
+        this.opts.log.warn({ rv }, 'fault: compacted history');
         return rv;
       },
       restart: async () => {
-        this.opts.log('warn', 'fault: restarting');
+        this.opts.log.warn({}, 'fault: restarting');
         await this.halt();
         await this.boot();
         // Said once the server serves again: a fault suite measures detection from here, not the restart.
-        this.opts.log('warn', 'fault: restarted');
+        this.opts.log.warn({}, 'fault: restarted');
       },
     };
   }
@@ -301,7 +313,7 @@ export class ApiServer {
       case 'compact':
         return { compactedTo: f.compact() };
       case 'restart':
-        setImmediate(() => void f.restart().catch((err: unknown) => this.opts.log('error', 'restart failed', { err: String(err) })));
+        setImmediate(() => void f.restart().catch((err: unknown) => this.opts.log.error({ err }, 'restart failed')));
         return { restarting: true };
       default:
         throw badRequest(`unknown fault "${action}": use freeze, reset, compact or restart`);

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { pino } from 'pino';
 import { ApiServer, DataDirLockedError, DEFAULT_MAX_BATCH } from '@kars/apiserver';
 import { CliError } from '../lib/output.js';
+import { abortOnSignals } from '../shutdown.js';
 
 function positiveInt(name: string): (v: string) => number {
   return (v) => {
@@ -70,7 +71,8 @@ export function apiserverCommand(): Command {
         minRequestTimeoutSeconds: flags.minRequestTimeout,
         faultInjection: flags.enableFaultInjection === true,
         authorizationMode: flags.authorizationMode,
-        log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+        log: logger,
+        signal: abortOnSignals(logger).signal,
       }).catch((err: unknown) => {
         // Another live process holds the data directory: one line that says who and what to do.
         throw err instanceof DataDirLockedError ? new CliError(err.message) : err;
@@ -85,14 +87,6 @@ export function apiserverCommand(): Command {
         },
         'kars apiserver ready',
       );
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string): void => {
-          logger.info({ signal }, 'shutting down');
-          resolve();
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
-      await server.stop();
+      await server.done;
     });
 }

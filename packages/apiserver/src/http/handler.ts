@@ -8,7 +8,7 @@ import {
   parseLabelSelector,
   toApiError,
 } from '@kars/kube-core';
-import type { KubeObject, Status } from '@kars/kube-core';
+import type { KubeObject, Logger, Status } from '@kars/kube-core';
 import type { FieldValidation } from '../admission.js';
 import { authorizeCreateOnPatch, checkAccess } from '../auth/hook.js';
 import type { Access } from '../auth/hook.js';
@@ -46,7 +46,7 @@ export interface HandlerContext {
   onWatch: (w: WatchStream, req: Req) => void;
   /** Test-only fault endpoints; undefined when fault injection is off. */
   faults?: (action: string, query: URLSearchParams) => Promise<unknown>;
-  log: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+  log: Logger;
 }
 
 const PUBLIC = new Set(['health', 'version']);
@@ -130,7 +130,7 @@ export function createHandler(ctx: HandlerContext): (req: Req, res: Res) => void
     handle(ctx, openapi, req, res).catch((err: unknown) => {
       const e = toApiError(err);
       if (e.code >= 500)
-        ctx.log('error', 'request failed', { method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause.stack : e.message });
+        ctx.log.error({ method: req.method, url: req.url, err: e.cause instanceof Error ? e.cause : e.message }, 'request failed');
       try {
         sendJson(res, e.code, e.toStatus());
       } catch {
