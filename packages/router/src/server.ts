@@ -7,7 +7,8 @@ import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
 import { startEgressProxy } from './egress/proxy.js';
 import { createInferenceHandler } from './inference/handler.js';
-import { internalError, policyNotLoaded, policyRejected, policyStale, sendRefusal } from './inference/errors.js';
+import { internalError, sendRefusal, type InferenceRefusal } from './inference/errors.js';
+import { decideAtDoor } from './front-door.js';
 import { wireOf } from './inference/routes.js';
 import { UpstreamClient } from './http/upstream.js';
 import { TokenBudgetTracker } from './inference/budget.js';
@@ -408,39 +409,33 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       }
     };
     /** A refusal of the front door: sent, and recorded. */
-    const refuseAtDoor = (refusal: ReturnType<typeof policyNotLoaded>): void => {
+    const refuseAtDoor = (refusal: InferenceRefusal): void => {
       sendRefusal(res, refusal, undefined, wire);
       recordAtDoor(refusal.body.error.code ?? 'refused');
     };
-    // Until the first complete load there is no policy to enforce: fail closed.
-    if (!isLoaded()) {
-      refuseAtDoor(policyNotLoaded());
-      return;
-    }
-    // A bound policy the router refused, with nothing earlier to enforce: fail closed on that
-    // surface rather than let the agent run unpoliced (Ready is withheld by the NACK meanwhile).
-    const refusal = refusedFor(snap, isMcp);
-    if (refusal) {
-      refuseAtDoor(policyRejected(refusal.code, refusal.message));
-      return;
-    }
-    if (opts.maxStalenessMs !== undefined) {
-      const age = viewAgeMs();
-      if (age > opts.maxStalenessMs) {
-        const mode = opts.onStale ?? 'closed';
-        stale.inc({ mode });
-        if (clock.now() - lastStaleLog > 1000) {
-          lastStaleLog = clock.now();
-          log.warn(
-            { ageMs: Math.round(age), maxStalenessMs: opts.maxStalenessMs, mode },
-            mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
-          );
-        }
-        if (mode === 'closed') {
-          refuseAtDoor(policyStale(age, opts.maxStalenessMs));
-          return;
-        }
+    // Not loaded, refused with nothing earlier, or stale: front-door.ts decides, in that order.
+    const door = decideAtDoor({
+      loaded: isLoaded(),
+      snapshot: snap,
+      mcp: isMcp,
+      viewAgeMs: viewAgeMs(),
+      maxStalenessMs: opts.maxStalenessMs,
+      onStale: opts.onStale ?? 'closed',
+    });
+    const staleMode = door.stale;
+    if (staleMode !== undefined) {
+      stale.inc({ mode: staleMode });
+      if (clock.now() - lastStaleLog > 1000) {
+        lastStaleLog = clock.now();
+        log.warn(
+          { ageMs: Math.round(viewAgeMs()), maxStalenessMs: opts.maxStalenessMs, mode: staleMode },
+          staleMode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
+        );
       }
+    }
+    if (door.kind === 'refuse') {
+      refuseAtDoor(door.refusal);
+      return;
     }
     // Bounded resources (issue 9 item 6): decided from the headers, before any body byte is read.
     if (!admitRequest(gate, req, res)) {
@@ -585,19 +580,4 @@ export function mcpToolsView(
       }),
     })),
   };
-}
-
-/**
- * The 503 for a surface whose policy was refused with no earlier one to fall back on. A refused
- * guardrail stage answers the contract's `guardrail_misconfigured`; anything else `policy_rejected`.
- */
-export function refusedFor(
-  snap: PolicySnapshot,
-  mcp: boolean,
-): { code: 'policy_rejected' | 'guardrail_misconfigured'; message: string } | undefined {
-  const reason = mcp ? snap.refused.tools : snap.refused.inference;
-  if (reason === undefined) return undefined;
-  const kind = mcp ? 'ToolPolicy' : 'InferencePolicy';
-  const code = !mcp && reason.startsWith('guardrails[') ? 'guardrail_misconfigured' : 'policy_rejected';
-  return { code, message: `this router cannot enforce its ${kind} and has no earlier one to enforce, so it fails closed: ${reason}` };
 }
