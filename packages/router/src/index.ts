@@ -1,4 +1,5 @@
-export { MCP_SERVER_NAME, MCP_TOOLS_PATH, mcpToolsView, routerCapabilities, startRouter } from './server.js';
+export { MCP_SERVER_NAME, routerCapabilities, startRouter } from './server.js';
+export { MCP_TOOLS_PATH, mcpToolsView } from './admin.js';
 export type { PolicySourceOptions, RouterOptions, RunningRouter } from './server.js';
 export { PolicyState } from './state.js';
 export type { PolicyStatusEntry } from './state.js';

@@ -15,19 +15,17 @@ import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
-import type { PolicySnapshot } from './snapshot.js';
 import { capabilityNames } from '@kars/policy-compiler/runtime';
-import { authorizationValues, bearerToken, listenOn, secretEquals, systemClock } from '@kars/kube-core';
+import { listenOn, systemClock } from '@kars/kube-core';
 import type { Clock, Logger } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler/runtime';
 import { createMcpGateway } from './tools/gateway.js';
 import type { McpGatewayHandler } from './tools/gateway.js';
-import { listedTool, SeenDefinitions } from './tools/pins.js';
-import { isToolListed } from './tools/decide.js';
+import { SeenDefinitions } from './tools/pins.js';
+import { createAdminServer, type GatewayListing } from './admin.js';
 import { DecisionLog } from './decisions/log.js';
 import { DecisionRecorder, bindRequest } from './decisions/recorder.js';
 import { POLICY_DIGEST_HEADER, REQUEST_ID_HEADER } from './decisions/record.js';
-import { parseDecisionQuery, serveDecisions } from './decisions/stream.js';
 
 /** Where a router's policy comes from. */
 export type PolicySourceOptions =
@@ -143,12 +141,6 @@ function mcpServerOf(path: string | undefined): string | null {
 
 /** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
 export const MCP_SERVER_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
-
-function sendJson(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /**
  * Start a router for one sandbox: load its policy (from the API through the freshness runtime, or
@@ -306,7 +298,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
   const gateways = new Map<string, McpGatewayHandler>();
   // What each gateway saw listed, for pins and for GET /internal/mcp-tools (ADR 0043).
-  const listings: Array<{ server: string | null; path: string; seen: SeenDefinitions }> = [];
+  const listings: GatewayListing[] = [];
   if (opts.mcpUpstream) {
     const seen = new SeenDefinitions(undefined, clock);
     listings.push({ server: null, path: '/mcp', seen });
@@ -462,37 +454,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   let adminUrl: string | undefined;
   let admin: http.Server | undefined;
   if (opts.adminListen) {
-    const want = opts.adminToken;
-    admin = http.createServer((req, res) => {
-      const [adminPath, query] = (req.url ?? '').split('?', 2);
-      const known =
-        adminPath === '/internal/policy-status' ||
-        adminPath === MCP_TOOLS_PATH ||
-        adminPath === '/decisions' ||
-        adminPath === '/decisions/head';
-      if (!known || req.method !== 'GET') return sendJson(res, 404, { error: 'not found' });
-      // Exactly one `Authorization: Bearer <token>`, compared in constant time (ADR 0028).
-      const got = bearerToken(authorizationValues(req.rawHeaders));
-      if (!want || got === undefined || !secretEquals(got, want)) return sendJson(res, 401, { error: 'unauthorized' });
-      if (adminPath === MCP_TOOLS_PATH) return sendJson(res, 200, mcpToolsView(listings, state.current().tools));
-      if (adminPath !== '/internal/policy-status') {
-        if (decisionLog === undefined) return sendJson(res, 404, { error: 'the decision log is off (kars router --decision-log DIR)' });
-        if (adminPath === '/decisions/head') {
-          void decisionLog.flushed().then(() => sendJson(res, 200, { schema_version: 1, ...decisionLog.head() }));
-          return;
-        }
-        const q = parseDecisionQuery(new URLSearchParams(query ?? ''));
-        if (typeof q === 'string') return sendJson(res, 400, { error: q });
-        void serveDecisions(decisionLog, q, res, signal).catch(() => res.destroy());
-        return;
-      }
-      const entries = state.statusEntries();
-      sendJson(res, 200, {
-        schema_version: 1,
-        count: entries.length,
-        entries,
-        ...(api ? { staleness_seconds: api.staleness.stalenessSeconds(), heartbeat: api.staleness.status() } : {}),
-      });
+    admin = createAdminServer({
+      token: opts.adminToken,
+      state,
+      listings,
+      decisionLog,
+      staleness: api?.staleness,
+      signal,
     });
     adminUrl = (await listenOn(admin, opts.adminListen, '--admin-listen')).url;
   }
@@ -544,40 +512,5 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     viewAgeMs,
     stalenessSeconds: () => api?.staleness.stalenessSeconds(),
     done,
-  };
-}
-
-/** The admin listener's view of the MCP tool definitions each gateway last saw listed (ADR 0043). */
-export const MCP_TOOLS_PATH = '/internal/mcp-tools';
-
-/**
- * The body of `GET /internal/mcp-tools`: per MCP server (`server` null for the unnamed `/mcp`), the
- * last definition of each tool it saw listed, with its digest, and whether the policy in force
- * lets the agent see it (`visible`; `hiddenBecause` the code when not).
- */
-export function mcpToolsView(
-  listings: ReadonlyArray<{ server: string | null; path: string; seen: SeenDefinitions }>,
-  tools: PolicySnapshot['tools'],
-): { schema_version: 1; servers: unknown[] } {
-  return {
-    schema_version: 1,
-    servers: listings.map((l) => ({
-      server: l.server,
-      path: l.path,
-      tools: l.seen.catalog().map((e) => {
-        const def: Record<string, unknown> = { name: e.name };
-        if ('description' in e) def['description'] = e.description;
-        if ('inputSchema' in e) def['inputSchema'] = e.inputSchema;
-        const v = isToolListed(tools, l.server ?? undefined, e.name, { entry: listedTool(def, e.name), conflicted: e.conflict });
-        return {
-          ...def,
-          digest: e.digest,
-          conflict: e.conflict,
-          seenAt: new Date(e.seenAtMs).toISOString(),
-          visible: v.listed,
-          ...(v.listed ? {} : { hiddenBecause: v.code, reason: v.reason }),
-        };
-      }),
-    })),
   };
 }
