@@ -2,7 +2,6 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeClient } from '@kars/kube-client';
 import type { RuntimeMetrics, WatchConfig } from '@kars/kube-runtime';
-import { Counter, Gauge } from 'prom-client';
 import { AdmissionGate, admitRequest } from './admission.js';
 import { EchoPublisher } from './echo-publisher.js';
 import { startEgressProxy } from './egress/proxy.js';
@@ -15,6 +14,7 @@ import { TokenBudgetTracker } from './inference/budget.js';
 import { ApiPolicySource } from './sources/api.js';
 import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
+import { RouterMetrics } from './router-metrics.js';
 import { capabilityNames } from '@kars/policy-compiler/runtime';
 import { listenOn, systemClock } from '@kars/kube-core';
 import type { Clock, Logger } from '@kars/kube-core';
@@ -153,34 +153,6 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
-  // Counted in plain numbers per request and handed to prom-client at scrape time: a labelled
-  // `inc()` hashes its labels on every call, which the hot path need not pay.
-  const decisions = new Map<string, { labels: { surface: string; decision: string }; n: number; published: number }>();
-  const countDecision = (surface: string, decision: string): void => {
-    const key = `${surface}\0${decision}`;
-    const c = decisions.get(key);
-    if (c !== undefined) c.n++;
-    else decisions.set(key, { labels: { surface, decision }, n: 1, published: 0 });
-  };
-  new Counter({
-    name: 'kars_router_requests_total',
-    help: 'Agent requests by surface and decision.',
-    labelNames: ['surface', 'decision'],
-    registers: [registry],
-    collect() {
-      for (const c of decisions.values()) {
-        if (c.n > c.published) this.inc(c.labels, c.n - c.published);
-        c.published = c.n;
-      }
-    },
-  });
-  const stale = new Counter({
-    name: 'kars_router_stale_requests_total',
-    help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.',
-    labelNames: ['mode'],
-    registers: [registry],
-  });
-  for (const mode of ['closed', 'open']) stale.inc({ mode }, 0);
   const api =
     opts.source.kind === 'api'
       ? new ApiPolicySource({
@@ -197,23 +169,12 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       : undefined;
   const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities, undefined, clock) : undefined;
   const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
-  new Gauge({
-    name: 'kars_router_policy_view_age_seconds',
-    help: 'Seconds since the router last confirmed its policy view is current.',
-    registers: [registry],
-    collect() {
-      this.set(Math.min(viewAgeMs(), 1e9) / 1000);
-    },
+  const budget = new TokenBudgetTracker({ clock });
+  const routerMetrics = new RouterMetrics(registry, {
+    viewAgeMs,
+    ...(api ? { stalenessSeconds: () => api.staleness.stalenessSeconds() } : {}),
+    budget: () => budget.usage(opts.sandbox),
   });
-  if (api)
-    new Gauge({
-      name: 'kars_router_policy_staleness_seconds',
-      help: "Seconds since this router last saw the controller heartbeat change on its policy watch, plus that heartbeat's transit lag (ADR 0011). Alert when it exceeds a few heartbeat periods.",
-      registers: [registry],
-      collect() {
-        this.set(api.staleness.stalenessSeconds());
-      },
-    });
   const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
   // Created here so readiness can see it; run below. A router that another live process keeps out of
   // its echo lease is not ready (ADR 0024): its echo would merge with that process's.
@@ -247,34 +208,14 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
           wallNow: () => clock.wallNow(),
           registry,
         });
-  // ADR 0050: every would-be decision of a dry-run policy, with or without the log.
-  const dryRunDecisions = new Counter({
-    name: 'kars_router_dry_run_decisions_total',
-    help: 'What the dry-run policies (spec.enforcement: DryRun) would have decided, by kind, policy, decision and reason; nothing they decide is enforced.',
-    labelNames: ['kind', 'policy', 'decision', 'reason'],
-    registers: [registry],
-  });
   const recorder = new DecisionRecorder({
     sandbox: opts.sandbox,
     instance: opts.instance,
     clock,
     sink: decisionLog,
-    onDryRun: (c) => dryRunDecisions.inc({ kind: c.kind, policy: c.policy, decision: c.decision, reason: c.reason }),
+    onDryRun: (c) => routerMetrics.dryRunDecision(c),
   });
 
-  const budget = new TokenBudgetTracker({ clock });
-  new Gauge({
-    name: 'kars_router_budget_tokens',
-    help: "This sandbox's token ledger: tokens charged today (state=daily) and this month (state=monthly) in UTC, and tokens held by requests in flight (state=reserved). In memory: it restarts at 0 with the router.",
-    labelNames: ['state'],
-    registers: [registry],
-    collect() {
-      const u = budget.usage(opts.sandbox);
-      this.set({ state: 'daily' }, u.dailyUsed);
-      this.set({ state: 'monthly' }, u.monthlyUsed);
-      this.set({ state: 'reserved' }, u.reserved);
-    },
-  });
   // One upstream client (keep-alive pool, timeouts, stale-connection retry) for inference, every
   // MCP server and the guardrail backend.
   const client = new UpstreamClient();
@@ -288,12 +229,12 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     ...(opts.defaultDailyTokens ? { defaultDailyTokens: opts.defaultDailyTokens } : {}),
     ...(opts.fetchTimeoutMs !== undefined ? { fetchTimeoutMs: opts.fetchTimeoutMs } : {}),
     ...(opts.guardrail !== undefined ? { guardrail: opts.guardrail } : {}),
-    onDecision: (d) => countDecision('inference', d.decision),
+    onDecision: (d) => routerMetrics.decision('inference', d.decision),
     decisions: recorder,
     clock,
   });
   const onToolDecision = (d: { kind: string; decision: string }): void => {
-    if (d.kind === 'call') countDecision('tools', d.decision);
+    if (d.kind === 'call') routerMetrics.decision('tools', d.decision);
   };
   // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
   const gateways = new Map<string, McpGatewayHandler>();
@@ -344,13 +285,6 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}),
     ...(opts.maxConcurrentRequests !== undefined ? { maxConcurrent: opts.maxConcurrentRequests } : {}),
   });
-  const busy = new Counter({
-    name: 'kars_router_admission_refused_total',
-    help: 'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).',
-    labelNames: ['code'],
-    registers: [registry],
-  });
-  for (const code of ['request_too_large', 'router_busy']) busy.inc({ code }, 0);
 
   const main = http.createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -416,7 +350,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     });
     const staleMode = door.stale;
     if (staleMode !== undefined) {
-      stale.inc({ mode: staleMode });
+      routerMetrics.staleRequest(staleMode);
       if (clock.now() - lastStaleLog > 1000) {
         lastStaleLog = clock.now();
         log.warn(
@@ -432,7 +366,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
     // Bounded resources (issue 9 item 6): decided from the headers, before any body byte is read.
     if (!admitRequest(gate, req, res)) {
       const code = res.statusCode === 413 ? 'request_too_large' : 'router_busy';
-      busy.inc({ code });
+      routerMetrics.admissionRefused(code);
       recordAtDoor(code);
       return;
     }
@@ -473,7 +407,7 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       snapshot: () => state.current(),
       sandbox: opts.sandbox,
       clock,
-      onDecision: (d) => countDecision('egress', d.decision),
+      onDecision: (d) => routerMetrics.decision('egress', d.decision),
       decisions: recorder,
     });
     egressUrl = egress.url;
