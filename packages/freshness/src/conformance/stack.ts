@@ -264,6 +264,9 @@ export abstract class KarsProcesses {
       p.child.kill('SIGTERM');
       await Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))]);
       p.child.kill('SIGKILL');
+      // Gone before the next one starts, as a kubelet restarts a container: a process still alive
+      // (or not yet reaped) holds the echo lease, and the new router rightly waits out its expiry.
+      await p.exited;
     }
     await this.startRouter();
   }
