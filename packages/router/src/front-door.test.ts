@@ -21,7 +21,7 @@ const input: fc.Arbitrary<DoorInput> = fc.record({
   loaded: fc.boolean(),
   snapshot: refusedArb.map((refused): PolicySnapshot => ({ ...EMPTY_SNAPSHOT, refused })),
   mcp: fc.boolean(),
-  viewAgeMs: fc.oneof(fc.nat(20_000), fc.constant(Infinity)),
+  viewAgeMs: fc.oneof(fc.nat(20_000), fc.constant(Infinity)).map((ms) => () => ms),
   maxStalenessMs: fc.option(fc.nat(20_000), { nil: undefined }),
   onStale: fc.constantFrom('closed' as const, 'open' as const),
 });
@@ -35,7 +35,8 @@ describe('the front door (property)', () => {
       fc.property(input, (i) => {
         const d = decideAtDoor(i);
         const own = i.mcp ? i.snapshot.refused.tools : i.snapshot.refused.inference;
-        const overBound = i.maxStalenessMs !== undefined && i.viewAgeMs > i.maxStalenessMs;
+        const age = i.viewAgeMs();
+        const overBound = i.maxStalenessMs !== undefined && age > i.maxStalenessMs;
         if (!i.loaded) return assert.equal(codeOf(d), 'policy_not_loaded');
         if (own !== undefined) {
           const want = !i.mcp && own.startsWith('guardrails[') ? 'guardrail_misconfigured' : 'policy_rejected';
@@ -46,11 +47,11 @@ describe('the front door (property)', () => {
         }
         if (overBound && i.onStale === 'closed') {
           assert.equal(codeOf(d), 'policy_stale');
-          assert.equal(d.kind === 'refuse' && d.stale, 'closed');
+          assert.deepEqual(d.stale, { mode: 'closed', ageMs: age });
           return;
         }
         assert.equal(d.kind, 'pass', JSON.stringify(d));
-        assert.equal(d.kind === 'pass' ? d.stale : undefined, overBound ? 'open' : undefined);
+        assert.deepEqual(d.stale, overBound ? { mode: 'open', ageMs: age } : undefined);
       }),
       { numRuns: 1000 },
     );
@@ -61,18 +62,34 @@ describe('the front door (property)', () => {
       loaded: true,
       snapshot: EMPTY_SNAPSHOT,
       mcp: false,
-      viewAgeMs: 5000,
+      viewAgeMs: () => 5000,
       maxStalenessMs: 5000,
       onStale: 'closed',
     };
     assert.deepEqual(decideAtDoor(base), { kind: 'pass' });
-    assert.equal(codeOf(decideAtDoor({ ...base, viewAgeMs: 5001 })), 'policy_stale');
-    assert.equal(codeOf(decideAtDoor({ ...base, viewAgeMs: Infinity, maxStalenessMs: undefined })), undefined, 'no bound: never stale');
+    assert.equal(codeOf(decideAtDoor({ ...base, viewAgeMs: () => 5001 })), 'policy_stale');
+    assert.equal(
+      codeOf(decideAtDoor({ ...base, viewAgeMs: () => Infinity, maxStalenessMs: undefined })),
+      undefined,
+      'no bound: never stale',
+    );
+  });
+
+  it('without a bound the view age is never read', () => {
+    const d = decideAtDoor({
+      loaded: true,
+      snapshot: EMPTY_SNAPSHOT,
+      mcp: false,
+      viewAgeMs: () => assert.fail('read the view age with no --max-staleness'),
+      maxStalenessMs: undefined,
+      onStale: 'closed',
+    });
+    assert.deepEqual(d, { kind: 'pass' });
   });
 
   it('a refused ToolPolicy does not close the inference surface, nor the reverse', () => {
     const tools = { ...EMPTY_SNAPSHOT, refused: { tools: 'x' } };
-    const base: DoorInput = { loaded: true, snapshot: tools, mcp: false, viewAgeMs: 0, maxStalenessMs: undefined, onStale: 'closed' };
+    const base: DoorInput = { loaded: true, snapshot: tools, mcp: false, viewAgeMs: () => 0, maxStalenessMs: undefined, onStale: 'closed' };
     assert.equal(decideAtDoor(base).kind, 'pass');
     assert.equal(codeOf(decideAtDoor({ ...base, mcp: true })), 'policy_rejected');
     assert.equal(decideAtDoor({ ...base, snapshot: { ...EMPTY_SNAPSHOT, refused: { inference: 'y' } }, mcp: true }).kind, 'pass');

@@ -22,28 +22,36 @@ export interface DoorInput {
   snapshot: PolicySnapshot;
   /** The request is for an MCP gateway (the ToolPolicy surface), else inference. */
   mcp: boolean;
-  /** Milliseconds since the view was last confirmed current (Infinity: never). */
-  viewAgeMs: number;
+  /**
+   * Milliseconds since the view was last confirmed current (Infinity: never). Read only when a
+   * bound is set, so a router without `--max-staleness` pays nothing for it per request.
+   */
+  viewAgeMs: () => number;
   /** `--max-staleness` in ms; undefined: no bound. */
   maxStalenessMs: number | undefined;
   /** `--on-stale`. */
   onStale: 'closed' | 'open';
 }
 
-/** The door's decision. `stale` names the `--on-stale` mode when the view was over the bound. */
-export type DoorDecision =
-  { kind: 'refuse'; refusal: InferenceRefusal; stale?: 'closed' } | { kind: 'pass'; stale?: 'open'; ageMs?: number };
+/** Over `--max-staleness`: the `--on-stale` mode applied, and the view's age that was over. */
+export interface StaleView {
+  mode: 'closed' | 'open';
+  ageMs: number;
+}
+
+/** The door's decision; `stale` is set when the view was over the bound. */
+export type DoorDecision = { kind: 'refuse'; refusal: InferenceRefusal; stale?: StaleView } | { kind: 'pass'; stale?: StaleView };
 
 /** Decide one request at the door. Pure. */
 export function decideAtDoor(i: DoorInput): DoorDecision {
   if (!i.loaded) return { kind: 'refuse', refusal: policyNotLoaded() };
   const refused = refusedFor(i.snapshot, i.mcp);
   if (refused) return { kind: 'refuse', refusal: policyRejected(refused.code, refused.message) };
-  if (i.maxStalenessMs !== undefined && i.viewAgeMs > i.maxStalenessMs) {
-    if (i.onStale === 'closed') return { kind: 'refuse', refusal: policyStale(i.viewAgeMs, i.maxStalenessMs), stale: 'closed' };
-    return { kind: 'pass', stale: 'open', ageMs: i.viewAgeMs };
-  }
-  return { kind: 'pass' };
+  if (i.maxStalenessMs === undefined) return { kind: 'pass' };
+  const ageMs = i.viewAgeMs();
+  if (ageMs <= i.maxStalenessMs) return { kind: 'pass' };
+  const stale = { mode: i.onStale, ageMs };
+  return i.onStale === 'closed' ? { kind: 'refuse', refusal: policyStale(ageMs, i.maxStalenessMs), stale } : { kind: 'pass', stale };
 }
 
 /**

@@ -344,18 +344,18 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
       loaded: isLoaded(),
       snapshot: snap,
       mcp: isMcp,
-      viewAgeMs: viewAgeMs(),
+      viewAgeMs,
       maxStalenessMs: opts.maxStalenessMs,
       onStale: opts.onStale ?? 'closed',
     });
-    const staleMode = door.stale;
-    if (staleMode !== undefined) {
-      routerMetrics.staleRequest(staleMode);
+    const stale = door.stale;
+    if (stale !== undefined) {
+      routerMetrics.staleRequest(stale.mode);
       if (clock.now() - lastStaleLog > 1000) {
         lastStaleLog = clock.now();
         log.warn(
-          { ageMs: Math.round(viewAgeMs()), maxStalenessMs: opts.maxStalenessMs, mode: staleMode },
-          staleMode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
+          { ageMs: Math.round(stale.ageMs), maxStalenessMs: opts.maxStalenessMs, mode: stale.mode },
+          stale.mode === 'closed' ? 'policy view is stale: failing closed' : 'policy view is stale: failing open',
         );
       }
     }
