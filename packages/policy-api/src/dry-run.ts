@@ -119,16 +119,18 @@ export interface UnrecordedField {
 }
 
 /**
- * The first answer-side field of an InferencePolicy (spec or compiled body) that a DryRun policy
- * cannot hold, or undefined. A router judges a dry-run policy on the request only: the content-safety
+ * For a DryRun InferencePolicy (spec or compiled body), the first answer-side field it cannot hold;
+ * undefined for an enforced one or one without such a field. A router judges a dry-run policy on the request only: the content-safety
  * floor and an output guardrail stage judge the answer, which a dry-run never holds back, so their
  * would-be verdicts are never reached. Accepting them would let `Ready` (RouterRecording) claim a
  * record the router never writes; the compiler, client-side validation and the router refuse them.
  */
 export function dryRunUnrecordedField(spec: {
+  enforcement?: unknown;
   contentSafety?: ContentSafetyFloor | null | undefined;
   guardrails?: ReadonlyArray<{ applyTo?: string | null | undefined }> | null | undefined;
 }): UnrecordedField | undefined {
+  if (enforcementModeOf(spec) !== 'DryRun') return undefined;
   if (contentSafetyFloorActive(spec.contentSafety))
     return {
       field: 'spec.contentSafety',

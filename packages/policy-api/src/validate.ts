@@ -234,7 +234,7 @@ export function validateInferencePolicySpec(spec: InferencePolicySpec): Validati
   if (typeof spec.appliesTo !== 'object' || spec.appliesTo === null) invalid('spec.appliesTo', 'is required');
   const mode = enforcementProblem(spec.enforcement);
   if (mode !== undefined) invalid('spec.enforcement', mode);
-  const unrecorded = spec.enforcement === 'DryRun' ? dryRunUnrecordedField(spec) : undefined;
+  const unrecorded = dryRunUnrecordedField(spec);
   if (unrecorded !== undefined) invalid(unrecorded.field, unrecorded.message);
   if (spec.bundleRef !== undefined) {
     const set = INFERENCE_CONTENT_FIELDS.filter((f) => spec[f] !== undefined);

@@ -74,7 +74,7 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
 
   const mode = checkEnforcement(spec.enforcement);
   if (mode) return mode;
-  const unrecorded = spec.enforcement === 'DryRun' ? dryRunUnrecordedField(spec) : undefined;
+  const unrecorded = dryRunUnrecordedField(spec);
   if (unrecorded) return fail('InvalidSpec', unrecorded.field, unrecorded.message);
   const tb = spec.tokenBudget;
   if (tb !== undefined) {
