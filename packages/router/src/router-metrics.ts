@@ -39,13 +39,13 @@ export class RouterMetrics {
         }
       },
     });
-    this.#stale = new Counter({
-      name: 'kars_router_stale_requests_total',
-      help: 'Requests that arrived while the policy view was older than --max-staleness, by mode.',
-      labelNames: ['mode'],
-      registers: [registry],
-    });
-    for (const mode of ['closed', 'open']) this.#stale.inc({ mode }, 0);
+    this.#stale = labelledFromZero(
+      registry,
+      'kars_router_stale_requests_total',
+      'Requests that arrived while the policy view was older than --max-staleness, by mode.',
+      'mode',
+      ['closed', 'open'],
+    );
     new Gauge({
       name: 'kars_router_policy_view_age_seconds',
       help: 'Seconds since the router last confirmed its policy view is current.',
@@ -83,13 +83,13 @@ export class RouterMetrics {
         this.set({ state: 'reserved' }, u.reserved);
       },
     });
-    this.#admission = new Counter({
-      name: 'kars_router_admission_refused_total',
-      help: 'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).',
-      labelNames: ['code'],
-      registers: [registry],
-    });
-    for (const code of ['request_too_large', 'router_busy']) this.#admission.inc({ code }, 0);
+    this.#admission = labelledFromZero(
+      registry,
+      'kars_router_admission_refused_total',
+      'Agent requests refused before their body was read: request_too_large (413) or router_busy (503, in-flight requests or body bytes at their cap).',
+      'code',
+      ['request_too_large', 'router_busy'],
+    );
   }
 
   /** One agent request's decision on a surface (inference, tools, egress). */
@@ -114,4 +114,11 @@ export class RouterMetrics {
   dryRunDecision(c: DryRunCount): void {
     this.#dryRun.inc({ kind: c.kind, policy: c.policy, decision: c.decision, reason: c.reason });
   }
+}
+
+/** A counter with one label, each of whose known `values` is exported at 0 from the start (so a rate is defined before the first event). */
+function labelledFromZero(registry: Registry, name: string, help: string, label: string, values: readonly string[]): Counter {
+  const c = new Counter({ name, help, labelNames: [label], registers: [registry] });
+  for (const v of values) c.inc({ [label]: v }, 0);
+  return c;
 }
