@@ -48,7 +48,7 @@ import {
 } from './lib.mjs';
 const { Reflector, watchConfigFromEnv } = await import(dist('kube-runtime'));
 const { KubeClient, Resources } = await import(dist('kube-client'));
-const { canonicalDigest, inferencePolicyConfigMapName, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_LABEL } = await import(
+const { canonicalDigest, INFERENCE_POLICY_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_LABEL } = await import(
   dist('policy-compiler')
 );
 const { echoLease, ROUTER_LEASE_SECONDS, ROUTER_RENEW_SECONDS } = await import(dist('policy-api', 'echo.js'));
@@ -334,7 +334,7 @@ class RouterSim {
 
   /** A router for sandbox ns/name, which loads the InferencePolicy `policy`. Publishes at once. */
   add(ns, name, policy) {
-    const cmKey = `${ns}/${inferencePolicyConfigMapName(policy)}`;
+    const cmKey = `${ns}/${INFERENCE_POLICY_KIND.configMap.name(policy)}`;
     const s = { ns, name, instance: 'r0', cmKey, busy: false, dirty: false, target: undefined, published: undefined, lastPublishAt: 0 };
     this.sandboxes.set(`${ns}/${name}`, s);
     let set = this.byConfigMap.get(cmKey);
@@ -583,7 +583,7 @@ async function main() {
     const EDIT_NS = 'edit';
     const EDIT_POLICY = 'edited';
     const editKey = `${EDIT_NS}/${EDIT_POLICY}`;
-    const editCmKey = `${EDIT_NS}/${inferencePolicyConfigMapName(EDIT_POLICY)}`;
+    const editCmKey = `${EDIT_NS}/${INFERENCE_POLICY_KIND.configMap.name(EDIT_POLICY)}`;
     await api.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: EDIT_NS } });
     let editValue = 1_000_000;
     await api.create(INFERENCE_POLICY, inferencePolicy(EDIT_NS, EDIT_POLICY, '', editValue));
@@ -834,7 +834,7 @@ async function main() {
       if (st.phase === 'Degraded') degraded.add(k);
       if (st.phase !== 'Compiled' && st.phase !== 'Ready') return false;
       const { namespace, name } = o.metadata;
-      return cms.store.get(`${namespace}/${inferencePolicyConfigMapName(name)}`) !== undefined;
+      return cms.store.get(`${namespace}/${INFERENCE_POLICY_KIND.configMap.name(name)}`) !== undefined;
     };
     const recheck = (k) => {
       if (pending.has(k) && compiledOk(k)) pending.delete(k);

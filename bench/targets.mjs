@@ -47,7 +47,7 @@ const { Reflector, watchConfigFromEnv } = await import(dist('kube-runtime'));
 const { allCrds } = await import(dist('policy-api', 'crds.js'));
 const { INFERENCE_POLICY, KARS_SANDBOX } = await import(dist('policy-api', 'types.js'));
 const { readEcho, ROUTER_LABEL } = await import(dist('policy-api', 'echo.js'));
-const { inferencePolicyConfigMapName, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_DIGEST_ANNOTATION } = await import(
+const { INFERENCE_POLICY_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, INFERENCE_POLICY_DIGEST_ANNOTATION } = await import(
   dist('policy-compiler')
 );
 
@@ -411,7 +411,7 @@ async function editPhase(srv, cfg, dir, failures) {
     const childTail = () => children.map((c) => `--- kars ${c.name}:\n${c.output.join('').slice(-1500)}`).join('\n');
     const dead = () => children.find((c) => c.proc.exitCode !== null || c.proc.signalCode !== null);
 
-    const cmKey = `${EDIT_NS}/${inferencePolicyConfigMapName(POLICY)}`;
+    const cmKey = `${EDIT_NS}/${INFERENCE_POLICY_KIND.configMap.name(POLICY)}`;
     const ipKey = `${EDIT_NS}/${POLICY}`;
     // When each InferencePolicy digest first showed up in the router's echo Lease. The Lease and the
     // ConfigMap come on separate watches, so the echo may be seen before the ConfigMap that names

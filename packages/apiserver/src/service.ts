@@ -330,19 +330,16 @@ export class ObjectService {
     this.requireNamespace(tt);
     return this.write(tt, opts, (old) => {
       if (old) throw alreadyExists(target(tt));
-      const admitted = this.admitObject(tt, obj, undefined, opts.fieldValidation);
-      const fresh = finalizeForCreate(tt, admitted.obj);
-      const tracked = trackUpdate(
-        undefined,
-        fresh,
-        opts.manager,
-        apiVersionOf(tt.ri, tt.version),
-        nowRfc3339(),
-        undefined,
-        fieldOptions(tt),
-      );
-      return { obj: tracked, warnings: admitted.warnings, op: 'create' };
+      return this.created(tt, obj, opts);
     });
+  }
+
+  /** The object a create stores: admitted, finalized for create, its managed fields tracked. */
+  private created(t: Target, obj: KubeObject, opts: WriteOptions): { obj: KubeObject; warnings: string[]; op: 'create' } {
+    const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
+    const fresh = finalizeForCreate(t, admitted.obj);
+    const tracked = trackUpdate(undefined, fresh, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), undefined, fieldOptions(t));
+    return { obj: tracked, warnings: admitted.warnings, op: 'create' };
   }
 
   async update(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
@@ -354,18 +351,7 @@ export class ObjectService {
         if (!t.ri.allowCreateOnUpdate || t.subresource) throw notFound(target(t));
         if (obj.metadata.resourceVersion) throw notFound(target(t));
         this.requireNamespace(t);
-        const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
-        const fresh = finalizeForCreate(t, admitted.obj);
-        const tracked = trackUpdate(
-          undefined,
-          fresh,
-          opts.manager,
-          apiVersionOf(t.ri, t.version),
-          nowRfc3339(),
-          undefined,
-          fieldOptions(t),
-        );
-        return { obj: tracked, warnings: admitted.warnings, op: 'create' };
+        return this.created(t, obj, opts);
       }
       const rv = obj.metadata.resourceVersion;
       if (rv === undefined || rv === '') {

@@ -9,7 +9,7 @@ import { Reflector } from '@kars/kube-runtime';
 import type { WatchConfig } from '@kars/kube-runtime';
 import { INFERENCE_POLICY, isLive, KARS_SANDBOX, readEcho, ROUTER_LABEL, SANDBOX_LABEL } from '@kars/policy-api';
 import type { InferencePolicy, KarsSandbox } from '@kars/policy-api';
-import { INFERENCE_POLICY_DIGEST_ANNOTATION, inferencePolicyConfigMapName } from '@kars/policy-compiler';
+import { INFERENCE_POLICY_DIGEST_ANNOTATION, INFERENCE_POLICY_KIND } from '@kars/policy-compiler';
 import { summarize } from './stats.js';
 import type { Summary } from './stats.js';
 
@@ -125,7 +125,7 @@ export class ProbeSession {
       ...common,
       name: 'probe-configmap',
       resource: Resources.configmaps,
-      fieldSelector: `metadata.name=${inferencePolicyConfigMapName(this.policy)}`,
+      fieldSelector: `metadata.name=${INFERENCE_POLICY_KIND.configMap.name(this.policy)}`,
     });
     this.leases = new Reflector({
       ...common,
@@ -247,7 +247,7 @@ export class ProbeSession {
     this.runs = [this.policies.run(this.ac.signal), this.configmaps.run(this.ac.signal), this.leases.run(this.ac.signal)];
     const routerTimeout = this.opts.routerTimeoutMs ?? 30_000;
     const first = await this.until(() => {
-      const d = digestOf(this.configmaps.store.get(`${namespace}/${inferencePolicyConfigMapName(this.policy)}`));
+      const d = digestOf(this.configmaps.store.get(`${namespace}/${INFERENCE_POLICY_KIND.configMap.name(this.policy)}`));
       return d && this.echoState(d).all ? d : undefined;
     }, routerTimeout);
     if (!first) {
@@ -314,7 +314,7 @@ export class ProbeSession {
     const gen = written.metadata.generation ?? 0;
     result.generation = gen;
     const before = this.lastDigest;
-    const cmKey = `${namespace}/${inferencePolicyConfigMapName(this.policy)}`;
+    const cmKey = `${namespace}/${INFERENCE_POLICY_KIND.configMap.name(this.policy)}`;
     const left = (): number => Math.max(0, t0 + timeoutMs - performance.now());
     const cm = await this.until(() => {
       const o = this.configmaps.store.get(cmKey);

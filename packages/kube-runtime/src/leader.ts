@@ -390,32 +390,27 @@ export class LeaderElector {
     };
   }
 
+  /** `lease` renewed by this candidate at `stamp`: its acquire time and transitions kept. */
   private renewed(lease: Lease, stamp: string): Lease {
     const s = specOf(lease);
-    return {
-      ...lease,
-      spec: {
-        ...s,
-        holderIdentity: this.identity,
-        leaseDurationSeconds: this.leaseSeconds,
-        acquireTime: s.acquireTime ?? stamp,
-        renewTime: stamp,
-        leaseTransitions: s.leaseTransitions ?? 0,
-      },
-    };
+    return this.heldBy(lease, stamp, s.acquireTime ?? stamp, s.leaseTransitions ?? 0);
   }
 
+  /** `lease` taken over by this candidate at `stamp`: acquired now, one more transition. */
   private takenOver(lease: Lease, stamp: string): Lease {
-    const s = specOf(lease);
+    return this.heldBy(lease, stamp, stamp, (specOf(lease).leaseTransitions ?? 0) + 1);
+  }
+
+  private heldBy(lease: Lease, stamp: string, acquireTime: string, leaseTransitions: number): Lease {
     return {
       ...lease,
       spec: {
-        ...s,
+        ...specOf(lease),
         holderIdentity: this.identity,
         leaseDurationSeconds: this.leaseSeconds,
-        acquireTime: stamp,
+        acquireTime,
         renewTime: stamp,
-        leaseTransitions: (s.leaseTransitions ?? 0) + 1,
+        leaseTransitions,
       },
     };
   }

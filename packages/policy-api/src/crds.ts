@@ -391,7 +391,7 @@ export const inferencePolicyStatusSchema = {
       type: 'object',
       description: 'The compiled ConfigMap.',
       required: ['name'],
-      properties: { name: { type: 'string', description: 'inferencepolicy-<name>-profile, in this namespace.' } },
+      properties: { name: { type: 'string', description: 'The ConfigMap this policy compiled to, in this namespace.' } },
     },
     versionHash: { type: 'string', description: '32 hex chars (legacy change detection).' },
     lastCompiledAt: { ...timeStatus, description: 'RFC 3339 UTC time (whole seconds) of the last compile.' },

@@ -255,7 +255,7 @@ export function instanceOfHolder(holder: string): string {
  */
 export function isLive(echo: RouterEcho, nowMs: number): boolean {
   if (echo.contestedUntilMs !== undefined && echo.contestedUntilMs > nowMs) return false;
-  return echo.renewedAtMs + echo.leaseDurationSeconds * 1000 > nowMs;
+  return expiresAtMs(echo) > nowMs;
 }
 
 /** When a live router's lease runs out (ms since epoch), so the controller can re-check then. */

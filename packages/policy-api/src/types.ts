@@ -89,14 +89,6 @@ export const KARS_RESOURCES = [INFERENCE_POLICY, TOOL_POLICY, EGRESS_APPROVAL, K
 /** Category every kars CRD joins, so `kubectl get kars` lists them all. */
 export const KARS_CATEGORY = 'kars';
 
-// ---------------------------------------------------------------------------------------------------------------
-// Finalizers
-
-export const INFERENCE_POLICY_FINALIZER = 'kars.azure.com/inferencepolicy-cleanup';
-export const TOOL_POLICY_FINALIZER = 'kars.azure.com/toolpolicy-cleanup';
-/** `<group>/egress-approval-cleanup`; the old (azureclaw) version spelled the group differently. */
-export const EGRESS_APPROVAL_FINALIZER = 'kars.azure.com/egress-approval-cleanup';
-
 /** The ToolPolicy a sandbox uses when `governance.toolPolicyRef.name` is empty (the chart default). */
 export const DEFAULT_TOOL_POLICY_NAME = 'kars-default';
 
@@ -289,7 +281,7 @@ export interface InferencePolicyStatus {
   observedGeneration?: number;
   /** Always all three of Ready, Progressing, Degraded once reconciled. */
   conditions?: Condition[];
-  /** `inferencepolicy-<name>-profile`. */
+  /** The compiled ConfigMap (its name is the InferencePolicy descriptor's, in `@kars/policy-compiler`). */
   profileConfigMapRef?: LocalObjectRef;
   /** 32 hex chars, legacy change detection. */
   versionHash?: string;

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileDocuments, type EgressApprovalDigest, type InferencePolicyDigest } from './compile-docs.js';
-import { compileInferencePolicy } from './inference.js';
+import { compileInferencePolicy } from './kinds/inference-policy.js';
 import { mergedAllowlist } from './egress.js';
 
 const NOW = '2026-05-14T19:00:00Z';

@@ -8,7 +8,7 @@
  * only a defaulted object compiles to the digest the routers will echo.
  *
  * EgressApprovals are compiled per sandbox: every non-expired approval naming the same sandbox in
- * the same namespace shares one `kars-<sandbox>-egress-approvals` ConfigMap and one merged digest
+ * the same namespace shares one approvals ConfigMap (the EgressApproval descriptor's) and one merged digest
  * over `baseline ∪ all their hosts`, where the baseline is the KarsSandbox's
  * `spec.networkPolicy.allowedEndpoints` (when that sandbox is among the documents).
  *
@@ -32,12 +32,14 @@
 import { API_VERSION, parseTtl, validateObject, type EgressApproval, type KarsObject, type KarsSandbox } from '@kars/policy-api';
 import type { Admission } from '@kars/kube-schema';
 import { admitKarsObject, isKarsKind, suggestKnownField } from './admission.js';
-import { egressApprovalsConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { approvalFile, rfc3339Seconds } from './egress.js';
+import type { CompiledConfigMap } from './configmaps.js';
+import { rfc3339Seconds } from './egress.js';
 import { expectedEgressDigest } from './router-view.js';
-import { compileInferencePolicy } from './inference.js';
 import { isObject } from '@kars/kube-core';
-import { compileToolPolicy } from './tool.js';
+import { approvalFile, egressApprovalsConfigMap, EGRESS_APPROVAL_KIND } from './kinds/egress-approval.js';
+import { INFERENCE_POLICY_KIND } from './kinds/inference-policy.js';
+import { TOOL_POLICY_KIND } from './kinds/tool-policy.js';
+import type { EchoExpectation, ProfileKind } from './kinds/descriptor.js';
 
 /** Options of {@link compileDocuments}. */
 export interface CompileDocumentsOptions {
@@ -78,26 +80,28 @@ interface DigestBase {
   configMap: string | null;
 }
 
-/** What a router echoes for an InferencePolicy, and what `status.compiledDigest` will say. */
-export interface InferencePolicyDigest extends DigestBase {
-  kind: 'InferencePolicy';
-  echoKind: 'InferencePolicy';
-  compiledDigest: string;
-  versionHash: string;
-}
-
-/** A ToolPolicy's echoed digest is its AGT profile's; without an AGT profile nothing is echoed (null). */
-export interface ToolPolicyDigest extends DigestBase {
-  kind: 'ToolPolicy';
-  echoKind: 'AgtProfile' | null;
+/**
+ * What a sandbox's routers must echo for a compiled policy before it is Ready (its descriptor's
+ * expectation, the same list the controller waits for), and what its status will record.
+ */
+export interface PolicyDigest extends DigestBase {
+  kind: 'InferencePolicy' | 'ToolPolicy';
+  /** Every echo a referring router must report: kind and digest. */
+  echoes: EchoExpectation[];
+  /** `status.compiledDigest` (a ToolPolicy: its AGT profile's digest, `status.agtProfileDigest`); null: none. */
   compiledDigest: string | null;
   versionHash: string;
 }
 
-/** The merged digest the approval's sandbox router echoes; null once the approval has expired. */
+/** An InferencePolicy's digests: echoed under `InferencePolicy`. */
+export type InferencePolicyDigest = PolicyDigest & { kind: 'InferencePolicy' };
+/** A ToolPolicy's digests: echoed under `ToolPolicy` (profile.json) and, with an AGT profile, `AgtProfile`. */
+export type ToolPolicyDigest = PolicyDigest & { kind: 'ToolPolicy' };
+
+/** The merged digest the approval's sandbox router echoes; null (and no echo) once the approval has expired. */
 export interface EgressApprovalDigest extends DigestBase {
   kind: 'EgressApproval';
-  echoKind: 'EgressApproval';
+  echoes: EchoExpectation[];
   sandbox: string;
   mergedDigest: string | null;
   effectiveAt: string;
@@ -174,42 +178,12 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
       errors.push({ index, kind: obj.kind, namespace, name, field, message, reason });
     };
     switch (obj.kind) {
-      case 'InferencePolicy': {
-        const r = compileInferencePolicy(obj);
-        if (!r.ok) {
-          err(r.field, r.message, r.reason);
-          break;
-        }
-        configMaps.push(r.configMap);
-        digestsByIndex.set(index, {
-          kind: 'InferencePolicy',
-          namespace,
-          name,
-          configMap: r.configMap.metadata.name,
-          echoKind: 'InferencePolicy',
-          compiledDigest: r.compiledDigest,
-          versionHash: r.versionHash,
-        });
+      case 'InferencePolicy':
+        compileProfile(INFERENCE_POLICY_KIND, obj, a, err, configMaps, digestsByIndex);
         break;
-      }
-      case 'ToolPolicy': {
-        const r = compileToolPolicy(obj);
-        if (!r.ok) {
-          err(r.field, r.message, r.reason);
-          break;
-        }
-        configMaps.push(r.configMap);
-        digestsByIndex.set(index, {
-          kind: 'ToolPolicy',
-          namespace,
-          name,
-          configMap: r.configMap.metadata.name,
-          echoKind: r.agtProfileDigest === undefined ? null : 'AgtProfile',
-          compiledDigest: r.agtProfileDigest ?? null,
-          versionHash: r.versionHash,
-        });
+      case 'ToolPolicy':
+        compileProfile(TOOL_POLICY_KIND, obj, a, err, configMaps, digestsByIndex);
         break;
-      }
       case 'KarsSandbox':
         sandboxes.set(`${namespace}/${name}`, obj);
         break;
@@ -224,6 +198,33 @@ export function compileDocuments(docs: readonly unknown[], opts: CompileDocument
   configMaps.sort((x, y) => cmp(x.metadata.namespace, y.metadata.namespace) || cmp(x.metadata.name, y.metadata.name));
   const digests = [...digestsByIndex.entries()].sort(([i], [j]) => i - j).map(([, d]) => d);
   return { configMaps, digests, errors, warnings };
+}
+
+/** Compile one policy with its kind's descriptor, recording its ConfigMap and digests, or its error. */
+function compileProfile<P extends { metadata: { name?: string; namespace?: string } }, C extends { versionHash: string }, L>(
+  kind: ProfileKind<P, C, L>,
+  obj: P,
+  at: Admitted,
+  err: (field: string, message: string, reason: string) => void,
+  configMaps: CompiledConfigMap[],
+  digests: Map<number, DigestEntry>,
+): void {
+  const r = kind.compile(obj);
+  if (!r.ok) {
+    err(r.field, r.message, r.reason);
+    return;
+  }
+  const s = kind.status(r);
+  configMaps.push(s.configMap);
+  digests.set(at.index, {
+    kind: kind.kind,
+    namespace: at.namespace,
+    name: at.name,
+    configMap: s.configMap.metadata.name,
+    echoes: s.expect,
+    compiledDigest: s.digest ?? null,
+    versionHash: r.versionHash,
+  });
 }
 
 function cmp(a: string, b: string): number {
@@ -411,7 +412,7 @@ function compileApprovals(
         namespace,
         name: t.a.name,
         configMap: t.expired ? null : cmName,
-        echoKind: 'EgressApproval',
+        echoes: t.expired ? [] : [{ kind: EGRESS_APPROVAL_KIND.echoKinds[0], digest: merged.digest }],
         sandbox,
         mergedDigest: t.expired ? null : merged.digest,
         effectiveAt: t.effectiveAt,

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { approvalFile, baselineAllowlist, canonicalHosts, mergedAllowlist, rfc3339Seconds } from './egress.js';
+import { baselineAllowlist, canonicalHosts, mergedAllowlist, rfc3339Seconds } from './egress.js';
+import { approvalFile } from './kinds/egress-approval.js';
 import { canonicalDigest } from './digest.js';
 
 describe('mergedAllowlist', () => {

@@ -1,6 +1,7 @@
 /**
- * EgressApproval compilation (kars-wire-contract.md §2.4): host canonicalisation, the per-approval
- * file, and the merged-allowlist digest a router echoes under kind `EgressApproval`.
+ * Egress allowlists (kars-wire-contract.md §2.4): host canonicalisation, and the baseline and
+ * merged-allowlist digests a router echoes under kind `EgressApproval`. The approval file and its
+ * ConfigMap are the EgressApproval descriptor's (`kinds/egress-approval.ts`).
  *
  * Guarantees: pure and deterministic. The merged digest depends only on the *set* of endpoints,
  * never on the order of baseline or approvals.
@@ -90,44 +91,6 @@ export function mergedAllowlist(
   const canonical = canonicalHosts([...baseline, ...approvalHosts.flat()]);
   const body = allowlistBody(canonical);
   return { body, digest: canonicalDigest(EGRESS_MERGED_FILENAME, body), endpoints: canonical };
-}
-
-/** ConfigMap key of one approval's file: `approval-<approvalName>.json`. */
-export function approvalFileKey(approvalName: string): string {
-  return `approval-${approvalName}.json`;
-}
-
-/** What {@link approvalFile} needs from an EgressApproval. */
-export interface ApprovalFileInput {
-  metadata: { name: string };
-  spec: { sandbox: string; hosts: readonly EndpointInput[]; reason: string; ticket?: string | undefined };
-}
-
-/** One approval's ConfigMap entry. */
-export interface ApprovalFile {
-  key: string;
-  /** Compact JSON; `ticket` is omitted, not null, when unset. */
-  body: string;
-}
-
-/**
- * The per-approval file: `{schemaVersion, approvalName, sandbox, hosts, reason, ticket?, effectiveAt, expiresAt}`
- * in that key order, with hosts canonicalised. `effectiveAt`/`expiresAt` are written as given
- * (callers pass RFC 3339 UTC with whole seconds, see {@link rfc3339Seconds}).
- */
-export function approvalFile(approval: ApprovalFileInput, effectiveAt: string, expiresAt: string): ApprovalFile {
-  const { spec } = approval;
-  const doc: Record<string, unknown> = {
-    schemaVersion: EGRESS_SCHEMA_VERSION,
-    approvalName: approval.metadata.name,
-    sandbox: spec.sandbox,
-    hosts: canonicalHosts(spec.hosts),
-    reason: spec.reason,
-  };
-  if (spec.ticket !== undefined) doc['ticket'] = spec.ticket;
-  doc['effectiveAt'] = effectiveAt;
-  doc['expiresAt'] = expiresAt;
-  return { key: approvalFileKey(approval.metadata.name), body: JSON.stringify(doc) };
 }
 
 /** Format epoch milliseconds as RFC 3339 UTC with whole seconds and `Z` (20 characters), as the controller stamps times (kube-core's `kubeTime`). */

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileInferencePolicy } from './inference.js';
-import { compileToolPolicy } from './tool.js';
+import { compileInferencePolicy } from './kinds/inference-policy.js';
+import { compileToolPolicy } from './kinds/tool-policy.js';
 
 // Both compilers start with policyHeader(); malformed input (whatever its TS type says) must come
 // back as an InvalidSpec failure naming the first missing part, never throw.

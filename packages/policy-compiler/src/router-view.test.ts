@@ -1,7 +1,7 @@
 /**
  * Unit tests of the router wire contract (`router-view.ts`, issue 22 item 7): the strict parsers
  * of the compiled bodies (every refusal path, named by its field), the approval-file reader, the
- * per-kind outcomes and `routerView`'s ConfigMap names, and the echo ledger's load semantics.
+ * per-kind outcomes and `routerView`'s ConfigMap names (the echo ledger: `echo-ledger.test.ts`).
  * Properties: a random body in the compiled form is accepted and read back field for field; one
  * unknown field anywhere refuses it, naming the path; no input makes a parser throw.
  */
@@ -10,14 +10,12 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { KarsSandbox } from '@kars/policy-api';
 import { canonicalDigest } from './digest.js';
-import { compileInferencePolicy } from './inference.js';
+import { compileInferencePolicy } from './kinds/inference-policy.js';
 import {
   capabilityNames,
-  EchoLedger,
   egressOutcome,
   expectedEgressDigest,
   inferenceOutcome,
-  MAX_ERROR_LENGTH,
   NO_CAPABILITIES,
   parseApprovalFiles,
   parseInferenceBody,
@@ -448,8 +446,8 @@ describe('per-kind outcomes and routerView', () => {
 
   it('toolOutcome: both digests on a load and on a refusal; none without profile.json', () => {
     const p = JSON.stringify({ appliesTo: null, commerce: { dailyCap: 'USD 1.00' } });
-    assert.deepEqual(toolOutcome('t', undefined, undefined, null, 's', ALL), { kind: 'none' });
-    const bad = toolOutcome('t', p, 'rules: []\n', 'sha256:agt', 's', ALL);
+    assert.deepEqual(toolOutcome('t', undefined, undefined, { profile: '', agt: null }, 's', ALL), { kind: 'none' });
+    const bad = toolOutcome('t', p, 'rules: []\n', { profile: canonicalDigest('profile.json', p), agt: 'sha256:agt' }, 's', ALL);
     assert.equal(bad.kind, 'error');
     if (bad.kind === 'error') {
       assert.deepEqual(bad.digests, { profile: canonicalDigest('profile.json', p), agt: 'sha256:agt' });
@@ -506,78 +504,5 @@ describe('per-kind outcomes and routerView', () => {
       'mcp-server:a',
       'mcp-server:z',
     ]);
-  });
-});
-
-describe('EchoLedger', () => {
-  const loaded = (digest: string, warning?: string) =>
-    ({ kind: 'loaded', value: {}, digest, source: 'src', ...(warning === undefined ? {} : { warning }) }) as const;
-  const error = (message: string, rejectedDigest: string | null) =>
-    ({ kind: 'error', error: message, source: 'src', rejectedDigest }) as const;
-
-  it('a load replaces, an error keeps the last good digest and records the error and the refused digest, none clears', () => {
-    let t = 1_000;
-    const l = new EchoLedger(() => t);
-    assert.equal(l.apply('InferencePolicy', loaded('sha256:a')), true);
-    assert.deepEqual(l.echo(), { digests: { InferencePolicy: 'sha256:a' }, errors: {}, rejected: {} });
-    t = 2_000;
-    assert.equal(l.apply('InferencePolicy', error('tokenBudget.x: unknown field', 'sha256:b')), true);
-    assert.deepEqual(l.echo(), {
-      digests: { InferencePolicy: 'sha256:a' },
-      errors: { InferencePolicy: 'tokenBudget.x: unknown field' },
-      rejected: { InferencePolicy: 'sha256:b' },
-    });
-    assert.equal(l.apply('InferencePolicy', error('tokenBudget.x: unknown field', 'sha256:b')), false, 'the same refusal changes nothing');
-    assert.equal(l.statusEntries()[0]?.loaded_at, '1970-01-01T00:00:01Z', 'the refusal keeps the time of the good load');
-    assert.equal(l.apply('InferencePolicy', loaded('sha256:c')), true);
-    assert.deepEqual(l.echo(), { digests: { InferencePolicy: 'sha256:c' }, errors: {}, rejected: {} });
-    assert.equal(l.apply('InferencePolicy', { kind: 'none' }), true);
-    assert.deepEqual(l.echo(), { digests: { InferencePolicy: null }, errors: {}, rejected: {} });
-  });
-
-  it('a reload of the same digest keeps its load time and reports no change; a warning is echoed as the error', () => {
-    let t = 5_000;
-    const l = new EchoLedger(() => t);
-    l.apply('EgressApproval', loaded('sha256:e'));
-    t = 9_000;
-    assert.equal(l.apply('EgressApproval', loaded('sha256:e')), false);
-    assert.equal(l.statusEntries()[0]?.loaded_at, '1970-01-01T00:00:05Z');
-    assert.equal(l.apply('EgressApproval', loaded('sha256:e', 'approval-x.json: not JSON')), true);
-    assert.deepEqual(l.echo().errors, { EgressApproval: 'approval-x.json: not JSON' });
-  });
-
-  it('truncates an error to the contract length', () => {
-    const l = new EchoLedger(() => 0);
-    l.apply('InferencePolicy', error('x'.repeat(MAX_ERROR_LENGTH * 2), null));
-    assert.equal(l.echo().errors.InferencePolicy?.length, MAX_ERROR_LENGTH);
-    assert.deepEqual(l.echo().rejected, {}, 'no refused digest when none is known');
-  });
-
-  it('a ToolPolicy outcome sets ToolPolicy and AgtProfile; a refusal refuses both', () => {
-    const l = new EchoLedger(() => 0);
-    l.applyTools({
-      kind: 'loaded',
-      value: { rules: {} as never, digests: { profile: 'sha256:p', agt: null } },
-      digest: 'sha256:p',
-      source: 's',
-    });
-    assert.deepEqual(l.echo().digests, { ToolPolicy: 'sha256:p', AgtProfile: null });
-    l.applyTools({
-      kind: 'error',
-      error: 'commerce: no',
-      source: 's',
-      rejectedDigest: 'sha256:q',
-      digests: { profile: 'sha256:q', agt: 'sha256:g' },
-    });
-    assert.deepEqual(l.echo(), {
-      digests: { ToolPolicy: 'sha256:p', AgtProfile: null },
-      errors: { ToolPolicy: 'commerce: no', AgtProfile: 'commerce: no' },
-      rejected: { ToolPolicy: 'sha256:q', AgtProfile: 'sha256:g' },
-    });
-    assert.deepEqual(
-      l.statusEntries().map((e) => e.kind),
-      ['AgtProfile', 'ToolPolicy'],
-      'status entries are sorted by kind',
-    );
   });
 });

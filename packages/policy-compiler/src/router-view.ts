@@ -4,14 +4,10 @@
  * (`@kars/router`), the controller's test router (`@kars/policy-controller` testing) and any
  * offline tool use these functions, so "what a router will echo" cannot be computed two ways.
  *
- * The contract, per echo kind:
- *
- * | kind | ConfigMap (in the sandbox's namespace) | bytes hashed | digest |
- * |---|---|---|---|
- * | `InferencePolicy` | `inferencepolicy-<spec.inferenceRef.name>-profile` | key `inference-policy.json` | `canonicalDigest("inference-policy.json", body)` |
- * | `ToolPolicy` | `toolpolicy-<toolPolicyNameOf(sandbox)>-profile` | key `profile.json` | `canonicalDigest("profile.json", body)` |
- * | `AgtProfile` | same ConfigMap | key `agt-profile.yaml` (absent: echoed as `null`) | `canonicalDigest("agt-profile.yaml", body)` |
- * | `EgressApproval` | `kars-<sandbox>-egress-approvals` | baseline (`spec.networkPolicy.allowedEndpoints`) ∪ unexpired `approval-*.json` hosts | `mergedAllowlist(...).digest` |
+ * What each kind compiles to, and which echo kinds and digests a router reports for it, is in that
+ * kind's descriptor (`kinds/`). This module holds the strict readers those descriptors load with;
+ * `echo-ledger.ts` holds what a router echoes of their outcomes. The egress echo is the merged allowlist: the sandbox's baseline
+ * (`spec.networkPolicy.allowedEndpoints`) ∪ the hosts of its unexpired approval files.
  *
  * **Acceptance.** A compiled body is *accepted* only when the router can enforce every field in it
  * (see {@link parseInferenceBody}, {@link parseToolProfile}): an unknown field, a wrong type, a
@@ -27,13 +23,12 @@
  *
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
-import { kubeTime } from '@kars/kube-core';
-import type { DryRunEcho, EchoKind, EnforcementMode, KarsSandbox } from '@kars/policy-api';
-import { dryRunSlot, ENFORCEMENT_MODES, INFERENCE_CONTENT_FIELDS, isToolDigest } from '@kars/policy-api';
+import type { EnforcementMode, KarsSandbox } from '@kars/policy-api';
+import { ENFORCEMENT_MODES, INFERENCE_CONTENT_FIELDS, isToolDigest } from '@kars/policy-api';
 import { parseAgtProfile, type AgtRules } from './agt-subset.js';
 import { canonicalDigest } from './digest.js';
-import { mergedAllowlist } from './egress.js';
-import { TOOL_PROFILE_FILENAME } from './tool.js';
+import { DEFAULT_EGRESS_PORT, mergedAllowlist } from './egress.js';
+import { approvalOfFileKey } from './kinds/egress-approval.js';
 
 export type Severity = 'Safe' | 'Low' | 'Medium' | 'High';
 const SEVERITIES: readonly Severity[] = ['Safe', 'Low', 'Medium', 'High'];
@@ -406,24 +401,24 @@ export function parseToolProfile(
 }
 
 /**
- * Read the approval files (`approval-*.json`, sorted by key) into egress entries. A file that does
+ * Read the approval files (sorted by key) into egress entries. A file that does
  * not parse is skipped and reported, never fatal; expired approvals are kept with their expiry.
  */
 export function parseApprovalFiles(files: Readonly<Record<string, string>>): { entries: EgressEntry[]; errors: string[] } {
   const entries: EgressEntry[] = [];
   const errors: string[] = [];
   for (const key of Object.keys(files)
-    .filter((k) => k.startsWith('approval-') && k.endsWith('.json'))
+    .filter((k) => approvalOfFileKey(k) !== undefined)
     .sort()) {
     try {
       const a = obj(JSON.parse(files[key] ?? ''));
       const list = Array.isArray(a?.['hosts']) ? (a['hosts'] as unknown[]) : undefined;
       const expiresAtMs = Date.parse(typeof a?.['expiresAt'] === 'string' ? a['expiresAt'] : '');
       if (!a || !list || Number.isNaN(expiresAtMs)) throw new Error('missing hosts or expiresAt');
-      const name = typeof a['approvalName'] === 'string' ? a['approvalName'] : key.slice('approval-'.length, -'.json'.length);
+      const name = typeof a['approvalName'] === 'string' ? a['approvalName'] : (approvalOfFileKey(key) ?? key);
       for (const h of list.map(obj)) {
         if (h === undefined || typeof h['host'] !== 'string') continue;
-        const port = typeof h['port'] === 'number' && Number.isFinite(h['port']) ? h['port'] : 443;
+        const port = typeof h['port'] === 'number' && Number.isFinite(h['port']) ? h['port'] : DEFAULT_EGRESS_PORT;
         entries.push({ host: h['host'].toLowerCase(), port, approval: name, expiresAtMs });
       }
     } catch (err) {
@@ -468,19 +463,18 @@ export type ToolOutcome =
   Exclude<LoadOutcome<ToolLoad>, { kind: 'error' }> | (Extract<LoadOutcome<ToolLoad>, { kind: 'error' }> & { digests: ToolDigests });
 
 /**
- * The ToolPolicy outcome: `value.rules` with both digests. `agtDigest` is the AGT digest the caller
- * computed for its layout (one key for ConfigMaps, {@link directoryDigest} for a mounted directory).
+ * The ToolPolicy outcome: `value.rules` with both digests, which the caller computed for its layout
+ * (the ToolPolicy descriptor for ConfigMaps; {@link directoryDigest} for a mounted AGT directory).
  */
 export function toolOutcome(
   name: string,
   profileJson: string | undefined,
   agtYaml: string | undefined,
-  agtDigest: string | null,
+  digests: ToolDigests,
   source: string,
   caps: RouterCapabilities,
 ): ToolOutcome {
   if (profileJson === undefined) return { kind: 'none' };
-  const digests: ToolDigests = { profile: canonicalDigest(TOOL_PROFILE_FILENAME, profileJson), agt: agtDigest };
   const parsed = parseToolProfile(name, profileJson, agtYaml, caps);
   if (!parsed.ok) return { kind: 'error', error: parsed.error, source, rejectedDigest: digests.profile, digests };
   return {
@@ -500,7 +494,7 @@ export function egressOutcome(
   source: string,
 ): { outcome: LoadOutcome<EgressParts>; nextExpiryMs: number | undefined } {
   const parsed = parseApprovalFiles(approvalFiles);
-  const base: EgressEntry[] = baseline.map((e) => ({ host: e.host.toLowerCase(), port: e.port ?? 443 }));
+  const base: EgressEntry[] = baseline.map((e) => ({ host: e.host.toLowerCase(), port: e.port ?? DEFAULT_EGRESS_PORT }));
   const active = parsed.entries.filter((e) => (e.expiresAtMs ?? Infinity) > nowMs);
   const merged = mergedAllowlist(base, [active.map((e) => ({ host: e.host, port: e.port }))]);
   const future = parsed.entries.map((e) => e.expiresAtMs ?? Infinity).filter((t) => t > nowMs);
@@ -551,176 +545,4 @@ export function expectedEgressDigest(
     sandbox?.spec?.networkPolicy?.allowedEndpoints ?? [],
     approvals.filter((a) => a.expiresAtMs > nowMs).map((a) => a.hosts),
   ).digest;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Echo state
-
-/** What a router echoes: digest enforced, last error and last refused digest, per kind; and its dry-run slots (ADR 0050). */
-export interface EchoState {
-  digests: Partial<Record<EchoKind, string | null>>;
-  errors: Partial<Record<EchoKind, string>>;
-  dryRun?: DryRunEcho;
-  rejected: Partial<Record<EchoKind, string>>;
-}
-
-/** One entry of `/internal/policy-status` (schema_version 1, snake_case as the contract spells it). */
-export interface PolicyStatusEntry {
-  kind: EchoKind;
-  digest: string | null;
-  source_path: string;
-  loaded_at: string | null;
-  last_error: string | null;
-  /** kars addition: the digest of the bytes this router refused (null when it refused nothing). */
-  rejected_digest: string | null;
-}
-
-interface KindState {
-  digest: string | null;
-  source: string;
-  loadedAtMs: number | undefined;
-  error: string | undefined;
-  rejected: string | undefined;
-}
-
-function echoOf(kinds: ReadonlyMap<string, KindState>): DryRunEcho {
-  const out: DryRunEcho = { digests: {}, errors: {}, rejected: {} };
-  for (const k of [...kinds.keys()].sort()) {
-    const s = kinds.get(k) as KindState;
-    out.digests[k] = s.digest;
-    if (s.error) out.errors[k] = s.error;
-    if (s.rejected) out.rejected[k] = s.rejected;
-  }
-  return out;
-}
-
-/** Longest error message kept per kind (the contract truncates to 512 bytes). */
-export const MAX_ERROR_LENGTH = 512;
-
-/**
- * Per-kind echo state with the contract's load semantics: a load replaces (and clears the error);
- * "none" clears; an error keeps the last good digest, records the error and the refused digest.
- * A ToolPolicy outcome sets two kinds: `ToolPolicy` (profile.json) and `AgtProfile`.
- */
-export class EchoLedger {
-  private readonly kinds = new Map<EchoKind, KindState>();
-  /** The dry-run slots (`<Kind>/<name>`), kept apart from the enforced kinds. */
-  private readonly dryRunSlots = new Map<string, KindState>();
-
-  constructor(private readonly now: () => number) {}
-
-  /** Record an outcome for `kind`; returns whether anything echoed changed. */
-  apply(
-    kind: EchoKind,
-    outcome: LoadOutcome<unknown>,
-    digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null),
-  ): boolean {
-    return this.record(this.kinds, kind, outcome, digest);
-  }
-
-  /** {@link apply} into `map` under `key`: the enforced kinds, or the dry-run slots. */
-  private record<K extends string>(
-    map: Map<K, KindState>,
-    key: K,
-    outcome: LoadOutcome<unknown>,
-    digest: (value: unknown) => string | null = () => (outcome.kind === 'loaded' ? outcome.digest : null),
-  ): boolean {
-    const prev = map.get(key);
-    let next: KindState;
-    if (outcome.kind === 'loaded') {
-      const d = digest(outcome.value);
-      next = {
-        digest: d,
-        source: outcome.source,
-        loadedAtMs: prev?.digest === d && prev.loadedAtMs !== undefined ? prev.loadedAtMs : this.now(),
-        error: outcome.warning?.slice(0, MAX_ERROR_LENGTH),
-        rejected: undefined,
-      };
-    } else if (outcome.kind === 'none') {
-      next = { digest: null, source: prev?.source ?? '', loadedAtMs: undefined, error: undefined, rejected: undefined };
-    } else {
-      next = {
-        digest: prev?.digest ?? null,
-        source: outcome.source,
-        loadedAtMs: prev?.loadedAtMs,
-        error: outcome.error.slice(0, MAX_ERROR_LENGTH),
-        rejected: outcome.rejectedDigest ?? undefined,
-      };
-    }
-    const changed = !prev || prev.digest !== next.digest || prev.error !== next.error || prev.rejected !== next.rejected;
-    map.set(key, next);
-    return changed;
-  }
-
-  /** Record a whole view; returns whether anything echoed changed. */
-  applyView(view: ViewOutcomes): boolean {
-    let changed = this.apply('InferencePolicy', view.inference);
-    changed = this.applyTools(view.tools) || changed;
-    changed = this.apply('EgressApproval', view.egress) || changed;
-    changed = this.applyDryRun(view.dryRun) || changed;
-    return changed;
-  }
-
-  /**
-   * Record the dry-run policies of a view, each in its slot (`<Kind>/<name>`, ADR 0050) with the same
-   * load semantics as an enforced kind; a slot whose policy no longer reaches the sandbox is dropped.
-   */
-  applyDryRun(dryRun: DryRunOutcomes): boolean {
-    const keep = new Set<string>();
-    let changed = false;
-    for (const { name, outcome } of dryRun.inference) {
-      const slot = dryRunSlot('InferencePolicy', name);
-      keep.add(slot);
-      changed = this.record(this.dryRunSlots, slot, outcome) || changed;
-    }
-    for (const { name, outcome } of dryRun.tools) {
-      const [profile, agt] = [dryRunSlot('ToolPolicy', name), dryRunSlot('AgtProfile', name)];
-      keep.add(profile).add(agt);
-      changed = this.recordTools(this.dryRunSlots, profile, agt, outcome) || changed;
-    }
-    for (const slot of [...this.dryRunSlots.keys()])
-      if (!keep.has(slot)) {
-        this.dryRunSlots.delete(slot);
-        changed = true;
-      }
-    return changed;
-  }
-
-  /** Record a ToolPolicy outcome under `ToolPolicy` and `AgtProfile`. */
-  applyTools(outcome: ToolOutcome): boolean {
-    return this.recordTools(this.kinds, 'ToolPolicy', 'AgtProfile', outcome);
-  }
-
-  /** A ToolPolicy outcome into `map`: profile.json's digest under `profile`, the AGT profile's under `agt`. */
-  private recordTools<K extends string>(map: Map<K, KindState>, profile: K, agt: K, outcome: ToolOutcome): boolean {
-    const a = this.record(map, profile, outcome, (v) => (v as ToolLoad).digests.profile);
-    const b = this.record(
-      map,
-      agt,
-      outcome.kind === 'error' ? { ...outcome, rejectedDigest: outcome.digests.agt } : outcome,
-      (v) => (v as ToolLoad).digests.agt,
-    );
-    return a || b;
-  }
-
-  /** What to publish in the echo Lease (`dryRun` only when the router records a dry-run policy). */
-  echo(): EchoState {
-    const out: EchoState = echoOf(this.kinds);
-    if (this.dryRunSlots.size > 0) out.dryRun = echoOf(this.dryRunSlots);
-    return out;
-  }
-
-  /** The `/internal/policy-status` entries, sorted by kind. */
-  statusEntries(): PolicyStatusEntry[] {
-    return [...this.kinds.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([kind, s]) => ({
-        kind,
-        digest: s.digest,
-        source_path: s.source,
-        loaded_at: s.loadedAtMs === undefined ? null : kubeTime(s.loadedAtMs),
-        last_error: s.error ?? null,
-        rejected_digest: s.rejected ?? null,
-      }));
-  }
 }

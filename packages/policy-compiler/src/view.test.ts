@@ -7,9 +7,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { InferencePolicySpec, KarsSandbox, ToolPolicySpec } from '@kars/policy-api';
-import { compileInferencePolicy, INFERENCE_POLICY_FILENAME } from './inference.js';
-import { compileToolPolicy } from './tool.js';
-import { EchoLedger, type RouterCapabilities } from './router-view.js';
+import { compileInferencePolicy, INFERENCE_POLICY_FILENAME } from './kinds/inference-policy.js';
+import { compileToolPolicy } from './kinds/tool-policy.js';
+import type { RouterCapabilities } from './router-view.js';
+import { EchoLedger } from './echo-ledger.js';
 import { routerView } from './view.js';
 import { POLICY_GENERATION_ANNOTATION, policyGenerationOf } from './configmaps.js';
 

@@ -14,15 +14,13 @@
  * Guarantees: pure and synchronous (time comes in as an argument); never throws for any input.
  */
 import type { KarsSandbox } from '@kars/policy-api';
-import { dryRunReaches, dryRunReferencedError, dryRunUnrecordedField, toolPolicyNameOf } from '@kars/policy-api';
-import { egressApprovalsConfigMapName, inferencePolicyConfigMapName, toolPolicyConfigMapName } from './configmaps.js';
-import { canonicalDigest } from './digest.js';
-import { INFERENCE_POLICY_FILENAME } from './inference.js';
+import { dryRunReaches, dryRunReferencedError, dryRunUnrecordedField } from '@kars/policy-api';
+import { egressApprovalsConfigMapName } from './kinds/egress-approval.js';
+import { INFERENCE_POLICY_KIND } from './kinds/inference-policy.js';
+import { TOOL_POLICY_KIND } from './kinds/tool-policy.js';
 import {
   egressOutcome,
-  inferenceOutcome,
   NO_DRY_RUN,
-  toolOutcome,
   type DryRunOutcomes,
   type InferenceRules,
   type LoadOutcome,
@@ -30,7 +28,6 @@ import {
   type ToolOutcome,
   type ViewOutcomes,
 } from './router-view.js';
-import { AGT_PROFILE_FILENAME, TOOL_PROFILE_FILENAME } from './tool.js';
 
 /** Reads a ConfigMap's data by name in the sandbox's namespace (from a watch cache, the API, or a fixture). */
 export type DataReader = (configMapName: string) => Readonly<Record<string, string>> | undefined;
@@ -57,10 +54,6 @@ export interface ViewOptions {
   generationOf?: (configMapName: string) => number | undefined;
 }
 
-const INFERENCE_PREFIX = 'inferencepolicy-';
-const TOOL_PREFIX = 'toolpolicy-';
-const PROFILE_SUFFIX = '-profile';
-
 /**
  * The view a router enforces for `sandbox`, from its compiled ConfigMaps. With no sandbox every
  * kind is "none" (cleared).
@@ -69,9 +62,9 @@ export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, o
   if (!sandbox)
     return { inference: { kind: 'none' }, tools: { kind: 'none' }, egress: { kind: 'none' }, dryRun: NO_DRY_RUN, nextExpiryMs: undefined };
   const prefix = opts.sourcePrefix ?? '';
-  const ip = sandbox.spec?.inferenceRef?.name;
+  const ip = INFERENCE_POLICY_KIND.referencedBy(sandbox);
   const inference = ip ? enforcedOnly(inferenceOf(ip, read, opts, prefix), 'InferencePolicy', ip) : { kind: 'none' as const };
-  const tp = toolPolicyNameOf(sandbox);
+  const tp = TOOL_POLICY_KIND.referencedBy(sandbox);
   const tools = tp ? enforcedOnly(toolOf(tp, read, opts, prefix), 'ToolPolicy', tp) : { kind: 'none' as const };
   const cm = egressApprovalsConfigMapName(sandbox.metadata.name ?? '');
   const egress = egressOutcome(sandbox.spec?.networkPolicy?.allowedEndpoints ?? [], read(cm) ?? {}, opts.nowMs, `${prefix}${cm}`);
@@ -80,29 +73,15 @@ export function routerView(sandbox: KarsSandbox | undefined, read: DataReader, o
 }
 
 function inferenceOf(name: string, read: DataReader, opts: ViewOptions, prefix: string): LoadOutcome<InferenceRules> {
-  const cm = inferencePolicyConfigMapName(name);
-  const o = inferenceOutcome(
-    read(cm)?.[INFERENCE_POLICY_FILENAME],
-    INFERENCE_POLICY_FILENAME,
-    `${prefix}${cm}/${INFERENCE_POLICY_FILENAME}`,
-    opts.capabilities,
-  );
-  return o.kind === 'loaded' ? withGeneration({ ...o, name }, opts.generationOf?.(cm)) : o;
+  const cm = INFERENCE_POLICY_KIND.configMap.name(name);
+  const o = INFERENCE_POLICY_KIND.load(name, read(cm), `${prefix}${cm}`, opts.capabilities);
+  return o.kind === 'loaded' ? withGeneration(o, opts.generationOf?.(cm)) : o;
 }
 
 function toolOf(name: string, read: DataReader, opts: ViewOptions, prefix: string): ToolOutcome {
-  const cm = toolPolicyConfigMapName(name);
-  const data = read(cm);
-  const agt = data?.[AGT_PROFILE_FILENAME];
-  const o = toolOutcome(
-    name,
-    data?.[TOOL_PROFILE_FILENAME],
-    agt,
-    agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt),
-    `${prefix}${cm}`,
-    opts.capabilities,
-  );
-  return o.kind === 'loaded' ? withGeneration({ ...o, name }, opts.generationOf?.(cm)) : o;
+  const cm = TOOL_POLICY_KIND.configMap.name(name);
+  const o = TOOL_POLICY_KIND.load(name, read(cm), `${prefix}${cm}`, opts.capabilities);
+  return o.kind === 'loaded' ? withGeneration(o, opts.generationOf?.(cm)) : o;
 }
 
 function withGeneration<T extends { generation?: number }>(o: T, generation: number | undefined): T {
@@ -131,13 +110,6 @@ function recordableOnly(o: LoadOutcome<InferenceRules>): LoadOutcome<InferenceRu
   if (o.kind !== 'loaded') return o;
   const u = dryRunUnrecordedField(o.value);
   return u === undefined ? o : { kind: 'error', error: `${u.field}: ${u.message}`, source: o.source, rejectedDigest: o.digest };
-}
-
-/** The policy name of a compiled ConfigMap `<prefix><name>-profile`, or undefined. */
-function policyName(cm: string, prefix: string): string | undefined {
-  if (!cm.startsWith(prefix) || !cm.endsWith(PROFILE_SUFFIX)) return undefined;
-  const name = cm.slice(prefix.length, -PROFILE_SUFFIX.length);
-  return name === '' ? undefined : name;
 }
 
 /**
@@ -180,16 +152,16 @@ function dryRunOf(sandbox: KarsSandbox, read: DataReader, opts: ViewOptions, pre
   const inference: Array<DryRunOutcomes['inference'][number]> = [];
   const tools: Array<DryRunOutcomes['tools'][number]> = [];
   for (const cm of [...(opts.list?.() ?? [])].sort()) {
-    const ip = policyName(cm, INFERENCE_PREFIX);
+    const ip = INFERENCE_POLICY_KIND.configMap.policyOf(cm);
     if (ip !== undefined) {
-      const at = dryRunSelector(read(cm)?.[INFERENCE_POLICY_FILENAME]);
+      const at = dryRunSelector(read(cm)?.[INFERENCE_POLICY_KIND.configMap.bodyKey]);
       if (at !== undefined && selects('InferencePolicy', at, sandbox))
         inference.push({ name: ip, outcome: recordableOnly(inferenceOf(ip, read, opts, prefix)) });
       continue;
     }
-    const tp = policyName(cm, TOOL_PREFIX);
+    const tp = TOOL_POLICY_KIND.configMap.policyOf(cm);
     if (tp === undefined) continue;
-    const at = dryRunSelector(read(cm)?.[TOOL_PROFILE_FILENAME]);
+    const at = dryRunSelector(read(cm)?.[TOOL_POLICY_KIND.configMap.bodyKey]);
     if (at !== undefined && selects('ToolPolicy', at, sandbox)) tools.push({ name: tp, outcome: toolOf(tp, read, opts, prefix) });
   }
   return { inference, tools };

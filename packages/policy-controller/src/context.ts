@@ -2,7 +2,8 @@ import type { KubeObject } from '@kars/kube-core';
 import type { KubeClient } from '@kars/kube-client';
 import type { OwnWrites, Reflector } from '@kars/kube-runtime';
 import type { EgressApproval, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
-import { dryRunReaches, enforcementModeOf, readEcho, toolPolicyNameOf } from '@kars/policy-api';
+import { dryRunReaches, enforcementModeOf, expiresAtMs, readEcho } from '@kars/policy-api';
+import type { ProfileKindIdentity } from '@kars/policy-compiler';
 import type { Logger } from '@kars/kube-core';
 import type { EventRecorder } from './events.js';
 import type { PropagationTracker } from './propagation.js';
@@ -67,38 +68,37 @@ export function echoesFor(ctx: ControllerContext, namespace: string, sandbox: st
 export function nextLeaseExpiryMs(echoes: RouterEcho[], nowMs: number): number | undefined {
   let soonest: number | undefined;
   for (const e of echoes) {
-    for (const at of [e.renewedAtMs + e.leaseDurationSeconds * 1000, e.contestedUntilMs ?? 0])
-      if (at > nowMs && (soonest === undefined || at < soonest)) soonest = at;
+    for (const at of [expiresAtMs(e), e.contestedUntilMs ?? 0]) if (at > nowMs && (soonest === undefined || at < soonest)) soonest = at;
   }
   return soonest;
 }
 
 /**
- * The sandboxes whose routers must echo the InferencePolicy `name`: those whose spec references it
- * or, for a DryRun policy (ADR 0050), those of the namespace its `appliesTo` selects.
+ * The sandboxes whose routers must echo the policy `name` of `kind`: those whose spec refers to it
+ * (the kind's descriptor says how) or, for a DryRun policy (ADR 0050), those of the namespace its
+ * `appliesTo` selects.
  */
-export function inferenceReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
-  const policy = ctx.inference.store.get(`${namespace}/${name}`);
-  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, 'InferencePolicy', policy?.spec?.appliesTo);
-  return live(ctx, namespace).filter((s) => s.spec?.inferenceRef?.name === name);
-}
-
-/** The ToolPolicy counterpart of {@link inferenceReferrers}: governance's reference, or a DryRun policy's label selector. */
-export function toolReferrers(ctx: ControllerContext, namespace: string, name: string): KarsSandbox[] {
-  const policy = ctx.tool.store.get(`${namespace}/${name}`);
-  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, 'ToolPolicy', policy?.spec?.appliesTo);
-  return live(ctx, namespace).filter((s) => toolPolicyNameOf(s) === name);
+export function referrersOf(ctx: ControllerContext, kind: ProfileKindIdentity, namespace: string, name: string): KarsSandbox[] {
+  const policy = policyStore(ctx, kind.kind).get(`${namespace}/${name}`);
+  if (enforcementModeOf(policy?.spec) === 'DryRun') return selectedBy(ctx, namespace, kind.kind, policy?.spec?.appliesTo);
+  return live(ctx, namespace).filter((s) => kind.referencedBy(s) === name);
 }
 
 /** The keys of the DryRun policies of `kind` whose `appliesTo` selects `sandbox`, so its events reach them. */
 export function dryRunPoliciesOf(ctx: ControllerContext, kind: 'InferencePolicy' | 'ToolPolicy', sandbox: KarsSandbox): string[] {
   const ns = sandbox.metadata.namespace ?? '';
-  const store: { list(): Array<(InferencePolicy | ToolPolicy) & KubeObject> } =
-    kind === 'InferencePolicy' ? ctx.inference.store : ctx.tool.store;
-  return store
+  return policyStore(ctx, kind)
     .list()
     .filter((p) => p.metadata.namespace === ns && enforcementModeOf(p.spec) === 'DryRun' && dryRunReaches(kind, p.spec?.appliesTo, sandbox))
     .map((p) => `${ns}/${p.metadata.name ?? ''}`);
+}
+
+/** The cache of one profile kind's policies. */
+function policyStore(
+  ctx: ControllerContext,
+  kind: 'InferencePolicy' | 'ToolPolicy',
+): { get(key: string): (InferencePolicy | ToolPolicy) | undefined; list(): Array<(InferencePolicy | ToolPolicy) & KubeObject> } {
+  return kind === 'InferencePolicy' ? ctx.inference.store : ctx.tool.store;
 }
 
 function live(ctx: ControllerContext, namespace: string): KarsSandbox[] {

@@ -1,7 +1,7 @@
 /**
  * The whole policy contract per kind, without an API server (issue 22 item 2): a random valid spec
  * → the compiler's ConfigMap bytes → the router's view (`routerView`) → its echo ledger → the echo
- * Lease, written and read back → the controller's expectation (`expectations.ts`) → the enforcement
+ * Lease, written and read back → the kind descriptor's expectation (as the controller awaits it, `expectations.ts`) → the enforcement
  * state. A spec the router can enforce always reaches Ready (RouterRecording for a DryRun policy);
  * one it cannot enforce (a guardrail with no backend, an MCP server it does not front, AP2 commerce)
  * never does: it is Rejected, naming the router.
@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { echoLease, readEcho } from '@kars/policy-api';
 import type { InferencePolicySpec, KarsSandbox, ToolPolicySpec } from '@kars/policy-api';
-import { compileInferencePolicy, compileToolPolicy, EchoLedger, routerView } from '@kars/policy-compiler';
+import { EchoLedger, INFERENCE_POLICY_KIND, routerView, TOOL_POLICY_KIND } from '@kars/policy-compiler';
 import type { RouterCapabilities } from '@kars/policy-compiler';
 import { conditionsFor, decideEnforcementOf, type ExpectedEcho } from './enforcement.js';
-import { forMode, inferenceExpectation, toolExpectation } from './expectations.js';
+import { forMode } from './expectations.js';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const NS = 'team';
@@ -125,7 +125,7 @@ describe('the policy contract, compile → router → Lease → controller (prop
   it('InferencePolicy: Ready exactly when the router can enforce it; DryRun ones as recorded', () => {
     fc.assert(
       fc.property(inferenceSpec, caps, labels, (spec, capabilities, sbLabels) => {
-        const c = compileInferencePolicy({ metadata: { name: 'p', namespace: NS, generation: 2 }, spec });
+        const c = INFERENCE_POLICY_KIND.compile({ metadata: { name: 'p', namespace: NS, generation: 2 }, spec });
         // A DryRun policy is recorded on the request only: an answer-side field is refused at compile
         // time, so no status can say RouterRecording for a verdict the router never reaches.
         const cs = spec.contentSafety;
@@ -138,7 +138,7 @@ describe('the policy contract, compile → router → Lease → controller (prop
           return;
         }
         assert.ok(c.ok, c.ok ? '' : c.message);
-        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: inferenceExpectation(c) };
+        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: INFERENCE_POLICY_KIND.status(c).expect };
         const state = throughTheContract('InferencePolicy', 'p', spec, compiled, sbLabels, capabilities);
         // The oracle, from the spec alone: a guardrail stage needs its backend on the router.
         const enforceable = spec.guardrails === undefined || capabilities.guardrailProviders.includes('openai-moderation');
@@ -151,9 +151,9 @@ describe('the policy contract, compile → router → Lease → controller (prop
   it('ToolPolicy: Ready exactly when the router can enforce it; DryRun ones as recorded', () => {
     fc.assert(
       fc.property(toolSpec, caps, labels, (spec, capabilities, sbLabels) => {
-        const c = compileToolPolicy({ metadata: { name: 'tp', namespace: NS, generation: 2 }, spec });
+        const c = TOOL_POLICY_KIND.compile({ metadata: { name: 'tp', namespace: NS, generation: 2 }, spec });
         assert.ok(c.ok, c.ok ? '' : c.message);
-        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: toolExpectation(c) };
+        const compiled = { data: c.configMap.data, configMap: c.configMap.metadata.name, expect: TOOL_POLICY_KIND.status(c).expect };
         const state = throughTheContract('ToolPolicy', 'tp', spec, compiled, sbLabels, capabilities);
         // The oracle: AP2 commerce is never enforceable here, and a named MCP server must be one the router fronts.
         const server = spec.appliesTo.mcpServer;

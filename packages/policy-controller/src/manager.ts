@@ -17,6 +17,7 @@ import {
 import type {
   Change,
   ControllerHandle,
+  LeaderElectionOptions,
   LivenessCheck,
   ReadinessCheck,
   ReconcileResult,
@@ -34,10 +35,10 @@ import {
   ROUTER_LABEL,
   SANDBOX_LABEL,
   TOOL_POLICY,
-  toolPolicyNameOf,
 } from '@kars/policy-api';
 import type { EgressApproval, InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
-import { INFERENCE_POLICY_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_LABEL, EGRESS_SANDBOX_LABEL } from '@kars/policy-compiler';
+import { EGRESS_APPROVAL_KIND, INFERENCE_POLICY_KIND, MANAGED_BY_LABEL, MANAGED_BY_VALUE, TOOL_POLICY_KIND } from '@kars/policy-compiler';
+import type { ProfileKindIdentity } from '@kars/policy-compiler';
 import { LeaseHolderTracker } from './lease-holders.js';
 import { BY_SANDBOX, dryRunPoliciesOf, notEnforcedGraceFromEnv } from './context.js';
 import type { ControllerContext } from './context.js';
@@ -49,15 +50,11 @@ import { reconcileInferencePolicy, reconcileToolPolicy } from './reconcile-polic
 import { reconcileSandbox } from './reconcile-sandbox.js';
 import { CachedCopyOutdated, cacheBehindOwnWrites, ownWriteKey } from './status.js';
 
-export interface LeaderElectionSettings {
-  enabled: boolean;
-  namespace: string;
-  name: string;
-  identity: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
-}
+/** Whether to elect a leader, and the lease settings kube-runtime's election takes when it does. */
+export type LeaderElectionSettings = { enabled: boolean } & Pick<
+  LeaderElectionOptions,
+  'namespace' | 'name' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'
+>;
 
 export interface PolicyControllerOptions {
   client: KubeClient;
@@ -290,54 +287,34 @@ export class PolicyController {
         reconcile: (k) => reconcileOwnWritesSeen(ctx, ref, primary, k, reconcile, log),
         ...common,
       });
-    // A sandbox (or its router's lease) reaches the policies it references and the DryRun ones that select it (ADR 0050).
-    const inferenceOf = (s: SB): string[] => [
-      ...(s.spec?.inferenceRef?.name ? [key(s, s.spec.inferenceRef.name)] : []),
-      ...dryRunPoliciesOf(ctx, 'InferencePolicy', s),
-    ];
-    const toolOf = (s: SB): string[] => {
-      const n = toolPolicyNameOf(s);
-      return [...(n ? [key(s, n)] : []), ...dryRunPoliciesOf(ctx, 'ToolPolicy', s)];
+    // A sandbox (or its router's lease) reaches the policies of a kind it references and the
+    // DryRun ones that select it (ADR 0050); a compiled ConfigMap reaches the policy its label names.
+    const profileTriggers = (d: ProfileKindIdentity): Trigger[] => {
+      const of = (s: SB): string[] => {
+        const n = d.referencedBy(s);
+        return [...(n ? [key(s, n)] : []), ...dryRunPoliciesOf(ctx, d.kind, s)];
+      };
+      return [
+        trigger(sandboxes, (c) => both(c, of)),
+        trigger(leases, (c) =>
+          both(c, (l) => {
+            const s = sandboxOf(l);
+            return s ? of(s) : [];
+          }),
+        ),
+        trigger(configmaps, (c) =>
+          both(c, (cm) => {
+            const p = cm.metadata.labels?.[d.configMap.policyLabel];
+            return p ? [key(cm, p)] : [];
+          }),
+        ),
+      ];
     };
     const approvalsOf = (namespace: string, sandbox: string): string[] =>
       egress.store.byIndex(BY_SANDBOX, `${namespace}/${sandbox}`).map((a) => key(a));
     this.controllers = [
-      mk(
-        'inferencepolicy',
-        INFERENCE_POLICY,
-        inference,
-        [
-          trigger(sandboxes, (c) => both(c, inferenceOf)),
-          trigger(leases, (c) =>
-            both(c, (l) => {
-              const s = sandboxOf(l);
-              return s ? inferenceOf(s) : [];
-            }),
-          ),
-          trigger(configmaps, (c) =>
-            both(c, (cm) => (cm.metadata.labels?.[INFERENCE_POLICY_LABEL] ? [key(cm, cm.metadata.labels[INFERENCE_POLICY_LABEL])] : [])),
-          ),
-        ],
-        reconcileInferencePolicy,
-      ),
-      mk(
-        'toolpolicy',
-        TOOL_POLICY,
-        tool,
-        [
-          trigger(sandboxes, (c) => both(c, toolOf)),
-          trigger(leases, (c) =>
-            both(c, (l) => {
-              const s = sandboxOf(l);
-              return s ? toolOf(s) : [];
-            }),
-          ),
-          trigger(configmaps, (c) =>
-            both(c, (cm) => (cm.metadata.labels?.[TOOL_POLICY_LABEL] ? [key(cm, cm.metadata.labels[TOOL_POLICY_LABEL])] : [])),
-          ),
-        ],
-        reconcileToolPolicy,
-      ),
+      mk('inferencepolicy', INFERENCE_POLICY, inference, profileTriggers(INFERENCE_POLICY_KIND), reconcileInferencePolicy),
+      mk('toolpolicy', TOOL_POLICY, tool, profileTriggers(TOOL_POLICY_KIND), reconcileToolPolicy),
       mk(
         'egressapproval',
         EGRESS_APPROVAL,
@@ -346,13 +323,12 @@ export class PolicyController {
           trigger(sandboxes, (c) => both(c, (s) => approvalsOf(s.metadata.namespace ?? '', s.metadata.name ?? ''))),
           trigger(leases, (c) => both(c, (l) => approvalsOf(l.metadata.namespace ?? '', l.metadata.labels?.[SANDBOX_LABEL] ?? ''))),
           trigger(configmaps, (c) =>
-            both(c, (cm) =>
-              cm.metadata.labels?.[EGRESS_SANDBOX_LABEL]
-                ? approvalsOf(cm.metadata.namespace ?? '', cm.metadata.labels[EGRESS_SANDBOX_LABEL])
-                : [],
-            ),
+            both(c, (cm) => {
+              const sandbox = cm.metadata.labels?.[EGRESS_APPROVAL_KIND.configMap.sandboxLabel];
+              return sandbox ? approvalsOf(cm.metadata.namespace ?? '', sandbox) : [];
+            }),
           ),
-          trigger(egress, (c) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', a.spec?.sandbox ?? ''))),
+          trigger(egress, (c) => both(c, (a) => approvalsOf(a.metadata.namespace ?? '', EGRESS_APPROVAL_KIND.referencedBy(a) ?? ''))),
         ],
         reconcileEgressApproval,
       ),

@@ -5,8 +5,7 @@ import type { KubeObject, WatchEvent } from '@kars/kube-core';
 import type { KubeClient, ResourceRef, WatchParams } from '@kars/kube-client';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 import { fastWatchConfig, until } from '@kars/kube-runtime/testing';
-import { INFERENCE_POLICY_FINALIZER } from '@kars/policy-api';
-import { inferencePolicyConfigMapName } from '@kars/policy-compiler';
+import { INFERENCE_POLICY_KIND } from '@kars/policy-compiler';
 import type { TestServer } from '@kars/apiserver/testing';
 import { startControllerStack } from './testing/controller-stack.js';
 import type { ControllerStack } from './testing/controller-stack.js';
@@ -195,10 +194,10 @@ describe('controller whose policy watch lags behind its own writes', () => {
           list.length === POLICIES &&
           list.every(
             (p) =>
-              p.metadata.finalizers?.includes(INFERENCE_POLICY_FINALIZER) &&
+              p.metadata.finalizers?.includes(INFERENCE_POLICY_KIND.finalizer) &&
               p.status?.['observedGeneration'] === p.metadata.generation &&
               typeof p.status?.['compiledDigest'] === 'string' &&
-              cms.has(inferencePolicyConfigMapName(p.metadata.name ?? '')),
+              cms.has(INFERENCE_POLICY_KIND.configMap.name(p.metadata.name ?? '')),
           )
         );
       },
@@ -256,7 +255,7 @@ describe('controller whose policy watch lags behind its own writes', () => {
       `${name} compiled`,
       async () => {
         const p = (await ts.client.get(`${IP}/${name}`)).body;
-        return p.metadata.finalizers?.includes(INFERENCE_POLICY_FINALIZER) && p.status?.observedGeneration === p.metadata.generation;
+        return p.metadata.finalizers?.includes(INFERENCE_POLICY_KIND.finalizer) && p.status?.observedGeneration === p.metadata.generation;
       },
       30_000,
     );
@@ -277,7 +276,9 @@ describe('controller whose policy watch lags behind its own writes', () => {
       async () => {
         const left = new Set(((await ts.client.get(IP)).body.items as KubeObject[]).map((p) => p.metadata.name));
         const cms = new Set(((await ts.client.get(CM)).body.items as KubeObject[]).map((c) => c.metadata.name));
-        return names.every((n) => !left.has(n) && !cms.has(inferencePolicyConfigMapName(n))) && left.size === POLICIES + 1 - names.length;
+        return (
+          names.every((n) => !left.has(n) && !cms.has(INFERENCE_POLICY_KIND.configMap.name(n))) && left.size === POLICIES + 1 - names.length
+        );
       },
       30_000,
     );

@@ -2,9 +2,9 @@ import type { KubeObject } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
 import type { ReconcileResult } from '@kars/kube-runtime';
 import { splitKey } from '@kars/kube-runtime';
-import { EGRESS_APPROVAL, EGRESS_APPROVAL_FINALIZER, isLive, parseTtl, validateEgressApprovalSpec } from '@kars/policy-api';
+import { isLive, parseTtl, validateEgressApprovalSpec } from '@kars/policy-api';
 import type { EgressApproval } from '@kars/policy-api';
-import { approvalFile, egressApprovalFieldManager, egressApprovalsConfigMap, expectedEgressDigest } from '@kars/policy-compiler';
+import { approvalFile, EGRESS_APPROVAL_KIND, egressApprovalsConfigMap, expectedEgressDigest } from '@kars/policy-compiler';
 import { echoesFor, nextLeaseExpiryMs } from './context.js';
 import type { ControllerContext } from './context.js';
 import { withTransitions } from './enforcement.js';
@@ -12,7 +12,7 @@ import { ownerReferencesOf } from './owner.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339 } from './status.js';
 
 type Approval = EgressApproval & KubeObject;
-const STATUS_MANAGER = 'kars-controller/egressapproval-status';
+const K = EGRESS_APPROVAL_KIND;
 
 interface Outcome {
   phase: 'Pending' | 'Active' | 'Expired';
@@ -37,9 +37,9 @@ async function writeKey(ctx: ControllerContext, a: Approval, file: { key: string
   const cm = egressApprovalsConfigMap({ sandbox: a.spec.sandbox, namespace: a.metadata.namespace ?? '', files: file ? [file] : [] });
   // The approval owns the shared ConfigMap while its key is there (one reference per approval, under
   // its own field manager; ADR 0032): with every owner gone, the garbage collector removes it.
-  const owners = file ? ownerReferencesOf(EGRESS_APPROVAL, 'EgressApproval', a, { controller: false }) : [];
+  const owners = file ? ownerReferencesOf(K.resource, K.kind, a, { controller: false }) : [];
   const applied = owners.length > 0 ? { ...cm, metadata: { ...cm.metadata, ownerReferences: owners } } : { ...cm };
-  await ctx.client.apply(Resources.configmaps, applied, egressApprovalFieldManager(a.metadata.name ?? ''), { force: true });
+  await ctx.client.apply(Resources.configmaps, applied, K.fieldManager(a.metadata.name ?? ''), { force: true });
 }
 
 /** Approvals of one sandbox whose key is written (effective, not expired, not deleting), with their expiry. */
@@ -74,9 +74,9 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
   const { namespace = '' } = splitKey(key);
   if (!a) return;
   if (a.metadata.deletionTimestamp) {
-    if (a.metadata.finalizers?.includes(EGRESS_APPROVAL_FINALIZER)) {
+    if (a.metadata.finalizers?.includes(K.finalizer)) {
       await writeKey(ctx, a, undefined);
-      await removeFinalizer(ctx, EGRESS_APPROVAL, a, EGRESS_APPROVAL_FINALIZER);
+      await removeFinalizer(ctx, K.resource, a, K.finalizer);
     }
     return;
   }
@@ -92,7 +92,7 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
       hostCount: Array.isArray(a.spec?.hosts) ? a.spec.hosts.length : 0,
     };
     status['conditions'] = withTransitions(conditions(o), prev.conditions, generation, rfc3339(nowMs));
-    await applyStatus(ctx, EGRESS_APPROVAL, a, status, STATUS_MANAGER);
+    await applyStatus(ctx, K.resource, a, status, K.statusManager);
     return requeueMs === undefined ? undefined : { requeueAfterMs: requeueMs };
   };
 
@@ -100,8 +100,8 @@ export async function reconcileEgressApproval(ctx: ControllerContext, key: strin
     await writeKey(ctx, a, undefined);
     return;
   }
-  if (!a.metadata.finalizers?.includes(EGRESS_APPROVAL_FINALIZER)) {
-    await addFinalizer(ctx, EGRESS_APPROVAL, a, EGRESS_APPROVAL_FINALIZER);
+  if (!a.metadata.finalizers?.includes(K.finalizer)) {
+    await addFinalizer(ctx, K.resource, a, K.finalizer);
     return;
   }
   // The sandbox's baseline decides which special addresses an approval may open; a sandbox without

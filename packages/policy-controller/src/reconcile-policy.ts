@@ -1,107 +1,54 @@
 import { ApiError } from '@kars/kube-core';
 import type { KubeObject, OwnerReference } from '@kars/kube-core';
 import { Resources } from '@kars/kube-client';
-import type { ResourceRef } from '@kars/kube-client';
 import type { ReconcileResult } from '@kars/kube-runtime';
 import { splitKey } from '@kars/kube-runtime';
-import {
-  INFERENCE_POLICY,
-  INFERENCE_POLICY_FINALIZER,
-  TOOL_POLICY,
-  TOOL_POLICY_FINALIZER,
-  validateInferencePolicySpec,
-  validateToolPolicySpec,
-} from '@kars/policy-api';
-import type { InferencePolicy, KarsSandbox, ToolPolicy } from '@kars/policy-api';
-import {
-  compileInferencePolicy,
-  compileToolPolicy,
-  INFERENCE_POLICY_FIELD_MANAGER,
-  inferencePolicyConfigMapName,
-  TOOL_POLICY_FIELD_MANAGER,
-  toolPolicyConfigMapName,
-} from '@kars/policy-compiler';
-import type { CompiledConfigMap } from '@kars/policy-compiler';
-import { echoesFor, inferenceReferrers, toolReferrers } from './context.js';
-import { forMode, inferenceExpectation, toolExpectation } from './expectations.js';
+import { INFERENCE_POLICY_KIND, TOOL_POLICY_KIND } from '@kars/policy-compiler';
+import type { CompiledConfigMap, CompiledStatus, CompileFailure, ProfileKind, ProfileKindIdentity } from '@kars/policy-compiler';
+import { echoesFor, referrersOf } from './context.js';
+import { forMode } from './expectations.js';
 import type { ControllerContext } from './context.js';
 import { conditionsFor, phaseFor, shouldWarn, withTransitions } from './enforcement.js';
-import type { EnforcementState, ExpectedEcho } from './enforcement.js';
+import type { EnforcementState } from './enforcement.js';
 import { decidePolicyStatus, enforcementOf, isReadyState } from './policy-status.js';
 import type { CompileOutcome, PolicyStatusFields, WrittenStatus } from './policy-status.js';
 import { holdsOwnerReferences, ownerReferencesOf } from './owner.js';
 import { addFinalizer, applyStatus, removeFinalizer, rfc3339, sameJson } from './status.js';
 
-/** What differs between the InferencePolicy and ToolPolicy reconcilers. */
-interface PolicyKindSpec<T extends KubeObject> {
-  kind: 'InferencePolicy' | 'ToolPolicy';
-  ref: ResourceRef;
-  finalizer: string;
-  fieldManager: string;
-  statusManager: string;
-  configMapName: (name: string) => string;
-  store: (ctx: ControllerContext) => { get(key: string): T | undefined };
-  referrers: (ctx: ControllerContext, namespace: string, name: string) => KarsSandbox[];
-  noReferrersRequeueMs: number;
+/**
+ * A profile kind as its reconciler sees it: the kind's descriptor (resource, finalizer, field
+ * managers, ConfigMap, referrers), its validate and compile over the cached object, and the two
+ * things that are the controller's own: which cache holds it, and how soon to look again at a
+ * policy no sandbox refers to.
+ */
+interface ReconciledKind<T extends KubeObject> {
+  descriptor: ProfileKindIdentity;
   validate: (obj: T) => Array<{ field: string; message: string; reason: string }>;
-  /**
-   * Compile: the ConfigMap, `status.compiledDigest` (undefined: none), every digest routers must echo
-   * before the policy is Ready, and extra status fields.
-   */
-  compile: (
-    obj: T,
-  ) =>
-    | { ok: true; configMap: CompiledConfigMap; digest: string | undefined; expect: ExpectedEcho[]; extra: Record<string, unknown> }
-    | { ok: false; reason: string; field: string; message: string };
+  compile: (obj: T) => ({ ok: true } & CompiledStatus) | CompileFailure;
+  store: (ctx: ControllerContext) => { get(key: string): T | undefined };
+  noReferrersRequeueMs: number;
 }
 
-const INFERENCE: PolicyKindSpec<InferencePolicy & KubeObject> = {
-  kind: 'InferencePolicy',
-  ref: INFERENCE_POLICY,
-  finalizer: INFERENCE_POLICY_FINALIZER,
-  fieldManager: INFERENCE_POLICY_FIELD_MANAGER,
-  statusManager: 'kars-controller/inferencepolicy-status',
-  configMapName: inferencePolicyConfigMapName,
-  store: (ctx) => ctx.inference.store,
-  referrers: inferenceReferrers,
-  noReferrersRequeueMs: 300_000,
-  validate: (obj) => validateInferencePolicySpec(obj.spec),
-  compile: (obj) => {
-    const c = compileInferencePolicy(obj);
-    if (!c.ok) return c;
-    return {
-      ok: true,
-      configMap: c.configMap,
-      digest: c.compiledDigest,
-      expect: inferenceExpectation(c),
-      extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } },
-    };
-  },
-};
+/** The reconciled form of a profile kind's descriptor. */
+function reconciled<P extends { metadata: { name?: string; namespace?: string }; spec?: unknown }, C, L, T extends KubeObject & P>(
+  d: ProfileKind<P, C, L>,
+  store: (ctx: ControllerContext) => { get(key: string): T | undefined },
+  noReferrersRequeueMs: number,
+): ReconciledKind<T> {
+  return {
+    descriptor: d,
+    validate: (obj) => d.validate(obj.spec as NonNullable<P['spec']>),
+    compile: (obj) => {
+      const c = d.compile(obj);
+      return c.ok ? { ok: true, ...d.status(c) } : c;
+    },
+    store,
+    noReferrersRequeueMs,
+  };
+}
 
-const TOOL: PolicyKindSpec<ToolPolicy & KubeObject> = {
-  kind: 'ToolPolicy',
-  ref: TOOL_POLICY,
-  finalizer: TOOL_POLICY_FINALIZER,
-  fieldManager: TOOL_POLICY_FIELD_MANAGER,
-  statusManager: 'kars-controller/toolpolicy-status',
-  configMapName: toolPolicyConfigMapName,
-  store: (ctx) => ctx.tool.store,
-  referrers: toolReferrers,
-  noReferrersRequeueMs: 15_000,
-  validate: (obj) => validateToolPolicySpec(obj.spec),
-  compile: (obj) => {
-    const c = compileToolPolicy(obj);
-    if (!c.ok) return c;
-    return {
-      ok: true,
-      configMap: c.configMap,
-      digest: c.agtProfileDigest,
-      expect: toolExpectation(c),
-      extra: { agtProfileDigest: c.agtProfileDigest ?? null },
-    };
-  },
-};
+const INFERENCE = reconciled(INFERENCE_POLICY_KIND, (ctx) => ctx.inference.store, 300_000);
+const TOOL = reconciled(TOOL_POLICY_KIND, (ctx) => ctx.tool.store, 15_000);
 
 /** Reconcile one InferencePolicy by key. */
 export function reconcileInferencePolicy(ctx: ControllerContext, key: string): Promise<ReconcileResult> {
@@ -146,34 +93,35 @@ async function deleteConfigMap(ctx: ControllerContext, namespace: string, name: 
  */
 async function reconcilePolicy<T extends KubeObject & { status?: PolicyStatusFields }>(
   ctx: ControllerContext,
-  k: PolicyKindSpec<T>,
+  k: ReconciledKind<T>,
   key: string,
 ): Promise<ReconcileResult> {
   const obj = k.store(ctx).get(key);
   const { namespace = '', name } = splitKey(key);
   if (!obj) {
-    ctx.propagation.forget(k.kind, key);
+    ctx.propagation.forget(k.descriptor.kind, key);
     return;
   }
   if (obj.metadata.deletionTimestamp) {
-    if (obj.metadata.finalizers?.includes(k.finalizer)) {
-      await deleteConfigMap(ctx, namespace, k.configMapName(name));
-      await removeFinalizer(ctx, k.ref, obj, k.finalizer);
-      ctx.log.info({ kind: k.kind, key }, 'policy deleted; compiled ConfigMap removed');
+    if (obj.metadata.finalizers?.includes(k.descriptor.finalizer)) {
+      await deleteConfigMap(ctx, namespace, k.descriptor.configMap.name(name));
+      await removeFinalizer(ctx, k.descriptor.resource, obj, k.descriptor.finalizer);
+      ctx.log.info({ kind: k.descriptor.kind, key }, 'policy deleted; compiled ConfigMap removed');
     }
-    ctx.propagation.forget(k.kind, key, obj);
+    ctx.propagation.forget(k.descriptor.kind, key, obj);
     ctx.events.forget(obj.metadata.uid);
     return;
   }
   // Add the finalizer and carry on in the same pass (the ConfigMap must never exist without it).
-  if (!obj.metadata.finalizers?.includes(k.finalizer)) await addFinalizer(ctx, k.ref, obj, k.finalizer);
+  if (!obj.metadata.finalizers?.includes(k.descriptor.finalizer))
+    await addFinalizer(ctx, k.descriptor.resource, obj, k.descriptor.finalizer);
   const generation = obj.metadata.generation ?? 1;
   const nowMs = ctx.now();
   const prev = obj.status;
 
   const outcome = await compileAndApply(ctx, k, obj, namespace, name, generation, nowMs);
   const state = enforcementOf(outcome, nowMs);
-  const compileMs = outcome.ok ? ctx.propagation.compiled(k.kind, obj) : undefined;
+  const compileMs = outcome.ok ? ctx.propagation.compiled(k.descriptor.kind, obj) : undefined;
   const decided = decidePolicyStatus({
     prev,
     generation,
@@ -181,17 +129,23 @@ async function reconcilePolicy<T extends KubeObject & { status?: PolicyStatusFie
     outcome,
     state,
     compileMs,
-    enforcedMs: outcome.ok && isReadyState(state) ? ctx.propagation.enforced(k.kind, obj) : undefined,
+    enforcedMs: outcome.ok && isReadyState(state) ? ctx.propagation.enforced(k.descriptor.kind, obj) : undefined,
     noReferrersRequeueMs: k.noReferrersRequeueMs,
   });
   let requeueMs = decided.requeueMs;
   if (!outcome.ok) {
-    ctx.log.warn({ kind: k.kind, key, reason: outcome.reason, message: outcome.message }, 'invalid spec; keeping the last good ConfigMap');
+    ctx.log.warn(
+      { kind: k.descriptor.kind, key, reason: outcome.reason, message: outcome.message },
+      'invalid spec; keeping the last good ConfigMap',
+    );
   } else {
     const digest = outcome.digest;
-    ctx.log.debug({ kind: k.kind, key, generation, digest: digest ?? null, configMap: k.configMapName(name), compileMs }, 'compiled');
+    ctx.log.debug(
+      { kind: k.descriptor.kind, key, generation, digest: digest ?? null, configMap: k.descriptor.configMap.name(name), compileMs },
+      'compiled',
+    );
     if (state.kind === 'Rejected') {
-      ctx.log.warn({ kind: k.kind, key, details: state.details }, 'a router refused the compiled policy');
+      ctx.log.warn({ kind: k.descriptor.kind, key, details: state.details }, 'a router refused the compiled policy');
       void ctx.events.warn(obj, 'RouterRejected', conditionsFor(state)[0]?.message ?? '', `${generation}/${digest ?? ''}`);
     }
     if (shouldWarn(state)) {
@@ -219,7 +173,7 @@ async function reconcilePolicy<T extends KubeObject & { status?: PolicyStatusFie
  */
 async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFields }>(
   ctx: ControllerContext,
-  k: PolicyKindSpec<T>,
+  k: ReconciledKind<T>,
   obj: T,
   namespace: string,
   name: string,
@@ -235,26 +189,31 @@ async function compileAndApply<T extends KubeObject & { status?: PolicyStatusFie
   const expect = forMode(compiled.expect, name, (obj as { spec?: { enforcement?: unknown } }).spec);
   const configMap: OwnedConfigMap = {
     ...compiled.configMap,
-    metadata: { ...compiled.configMap.metadata, ownerReferences: ownerReferencesOf(k.ref, k.kind, obj, { controller: true }) },
+    metadata: {
+      ...compiled.configMap.metadata,
+      ownerReferences: ownerReferencesOf(k.descriptor.resource, k.descriptor.kind, obj, { controller: true }),
+    },
   };
   try {
     // Skip the write when the cached ConfigMap already matches (our own apply echoing back).
-    if (!configMapMatches(ctx, configMap)) await ctx.client.apply(Resources.configmaps, { ...configMap }, k.fieldManager, { force: true });
+    if (!configMapMatches(ctx, configMap))
+      await ctx.client.apply(Resources.configmaps, { ...configMap }, k.descriptor.fieldManager, { force: true });
   } catch (err) {
     const message = `writing ConfigMap ${compiled.configMap.metadata.name}: ${err instanceof Error ? err.message : String(err)}`;
     const status: WrittenStatus = { ...(obj.status ?? {}), observedGeneration: generation };
     await writeStatus(ctx, k, obj, status, { kind: 'Degraded', reason: 'ProfileWriteFailed', message }, generation, nowMs);
     throw err;
   }
-  const echoes = k
-    .referrers(ctx, namespace, name)
-    .map((s) => ({ sandbox: s.metadata.name ?? '', routers: echoesFor(ctx, namespace, s.metadata.name ?? '') }));
+  const echoes = referrersOf(ctx, k.descriptor, namespace, name).map((s) => ({
+    sandbox: s.metadata.name ?? '',
+    routers: echoesFor(ctx, namespace, s.metadata.name ?? ''),
+  }));
   return { ok: true, digest: compiled.digest, expect, extra: compiled.extra, echoes };
 }
 
 async function writeStatus<T extends KubeObject & { status?: PolicyStatusFields }>(
   ctx: ControllerContext,
-  k: PolicyKindSpec<T>,
+  k: ReconciledKind<T>,
   obj: T,
   status: WrittenStatus,
   state: EnforcementState,
@@ -263,9 +222,9 @@ async function writeStatus<T extends KubeObject & { status?: PolicyStatusFields 
 ): Promise<void> {
   status['phase'] = phaseFor(state);
   status['conditions'] = withTransitions(conditionsFor(state), obj.status?.conditions, generation, rfc3339(nowMs));
-  const wrote = await applyStatus(ctx, k.ref, obj, status, k.statusManager);
+  const wrote = await applyStatus(ctx, k.descriptor.resource, obj, status, k.descriptor.statusManager);
   ctx.propagation.setReady(
-    k.kind,
+    k.descriptor.kind,
     `${obj.metadata.namespace ?? ''}/${obj.metadata.name ?? ''}`,
     state.kind === 'Confirmed' || state.kind === 'NotApplicable',
   );
@@ -273,7 +232,14 @@ async function writeStatus<T extends KubeObject & { status?: PolicyStatusFields 
   // share of the controller's CPU (ADR 0017). Phase changes that need attention come as Events.
   if (wrote)
     ctx.log.debug(
-      { kind: k.kind, name: obj.metadata.name, namespace: obj.metadata.namespace, phase: status['phase'], state: state.kind, generation },
+      {
+        kind: k.descriptor.kind,
+        name: obj.metadata.name,
+        namespace: obj.metadata.namespace,
+        phase: status['phase'],
+        state: state.kind,
+        generation,
+      },
       'status updated',
     );
 }

@@ -24,8 +24,8 @@ import type { McpGatewayHandler } from './tools/gateway.js';
 import { SeenDefinitions } from './tools/pins.js';
 import { createAdminServer, type GatewayListing } from './admin.js';
 import { DecisionLog } from './decisions/log.js';
-import { DecisionRecorder, bindRequest } from './decisions/recorder.js';
-import { POLICY_DIGEST_HEADER, REQUEST_ID_HEADER } from './decisions/record.js';
+import { DecisionRecorder, bindRequest, UNBOUND } from './decisions/recorder.js';
+import { digestHeaderValue, POLICY_DIGEST_HEADER, REQUEST_ID_HEADER } from './decisions/record.js';
 
 /** Where a router's policy comes from. */
 export type PolicySourceOptions =
@@ -131,8 +131,8 @@ export function routerCapabilities(opts: Pick<RouterOptions, 'guardrailProviders
 }
 
 /** The digest header of a snapshot without policies (hand-made, in tests): nothing bound. */
-const NO_INFERENCE = 'InferencePolicy=none';
-const NO_TOOLS = 'ToolPolicy=none, AgtProfile=none';
+const NO_INFERENCE = digestHeaderValue(UNBOUND.inference);
+const NO_TOOLS = digestHeaderValue(UNBOUND.tools);
 
 /** The MCP server named by a gateway path (`/mcp/<name>`), null for the unnamed `/mcp`. */
 function mcpServerOf(path: string | undefined): string | null {

@@ -1,4 +1,11 @@
-import { EchoLedger } from '@kars/policy-compiler/runtime';
+import {
+  EchoLedger,
+  EGRESS_APPROVAL_KIND,
+  INFERENCE_POLICY_KIND,
+  TOOL_ECHO_KINDS,
+  TOOL_POLICY_KIND,
+  toolDigestOf,
+} from '@kars/policy-compiler/runtime';
 import type {
   EchoState,
   EgressParts,
@@ -68,19 +75,19 @@ export class PolicyState {
     if (o.kind !== 'error') this.inferenceName = o.kind === 'loaded' ? (o.name ?? null) : null;
     if (o.kind !== 'error') this.inferenceGeneration = o.kind === 'loaded' ? (o.generation ?? null) : null;
     this.inferenceRefused = refusalWithoutFallback(o, this.inference);
-    this.done(this.ledger.apply('InferencePolicy', o));
+    this.done(this.ledger.applyProfile(INFERENCE_POLICY_KIND, o));
   }
 
   setTools(o: ToolOutcome): void {
     if (o.kind !== 'error') this.tools = o.kind === 'loaded' ? o.value.rules : undefined;
     if (o.kind !== 'error') this.toolsGeneration = o.kind === 'loaded' ? (o.generation ?? null) : null;
     this.toolsRefused = refusalWithoutFallback(o, this.tools);
-    this.done(this.ledger.applyTools(o));
+    this.done(this.ledger.applyProfile(TOOL_POLICY_KIND, o));
   }
 
   setEgress(o: LoadOutcome<EgressParts>): void {
     if (o.kind !== 'error') this.egress = o.kind === 'loaded' ? o.value : { baseline: [], approvals: [] };
-    this.done(this.ledger.apply('EgressApproval', o));
+    this.done(this.ledger.apply(EGRESS_APPROVAL_KIND.echoKinds[0], o));
   }
 
   /** Load a whole view (all kinds) and swap the snapshot once. */
@@ -128,17 +135,17 @@ export class PolicyState {
     return Object.freeze({
       inference: Object.freeze(
         [...this.dryInference].map(([name, p]) =>
-          Object.freeze({ rules: p.rules, refs: Object.freeze([ref('InferencePolicy', name, p.generation, p.digest)]) }),
+          Object.freeze({
+            rules: p.rules,
+            refs: Object.freeze(INFERENCE_POLICY_KIND.echoKinds.map((k) => ref(k, name, p.generation, p.digest))),
+          }),
         ),
       ),
       tools: Object.freeze(
         [...this.dryTools].map(([name, p]) =>
           Object.freeze({
             rules: p.load.rules,
-            refs: Object.freeze([
-              ref('ToolPolicy', name, p.generation, p.load.digests.profile),
-              ref('AgtProfile', name, p.generation, p.load.digests.agt),
-            ]),
+            refs: Object.freeze(TOOL_ECHO_KINDS.map((k) => ref(k, name, p.generation, toolDigestOf(k, p.load.digests)))),
           }),
         ),
       ),
@@ -155,10 +162,10 @@ export class PolicyState {
         generation: d[kind] == null ? null : generation,
         digest: d[kind] ?? null,
       });
-    const inference = Object.freeze([ref('InferencePolicy', this.inferenceName, this.inferenceGeneration)]);
+    const inference = Object.freeze(INFERENCE_POLICY_KIND.echoKinds.map((k) => ref(k, this.inferenceName, this.inferenceGeneration)));
     const toolName = this.tools?.name ?? null;
-    const tools = Object.freeze([ref('ToolPolicy', toolName, this.toolsGeneration), ref('AgtProfile', toolName, this.toolsGeneration)]);
-    const egress = Object.freeze([ref('EgressApproval', null, null)]);
+    const tools = Object.freeze(TOOL_POLICY_KIND.echoKinds.map((k) => ref(k, toolName, this.toolsGeneration)));
+    const egress = Object.freeze(EGRESS_APPROVAL_KIND.echoKinds.map((k) => ref(k, null, null)));
     return Object.freeze({
       inference,
       tools,

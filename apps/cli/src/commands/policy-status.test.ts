@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { echoLease, ROUTER_LEASE_SECONDS } from '@kars/policy-api';
 import type { RouterEcho } from '@kars/policy-api';
-import { routerState } from './policy-status.js';
+import { INFERENCE_POLICY_KIND, TOOL_POLICY_KIND } from '@kars/policy-compiler';
+import { expectedEchoes, routerState } from './policy-status.js';
 import { runKars, startTestStack, until } from '../testing/stack.js';
 import type { TestStack } from '../testing/stack.js';
 
@@ -25,37 +26,84 @@ const echo = (over: Partial<RouterEcho> = {}): RouterEcho => ({
 
 describe('routerState: one router against one compiled digest', () => {
   it('SYNCED only when live, loaded == compiled and no error', () => {
-    assert.equal(routerState(echo(), 'InferencePolicy', D1, 90_000, 101_000).state, 'SYNCED');
+    assert.equal(routerState(echo(), [{ kind: 'InferencePolicy', digest: D1 }], 90_000, 101_000).state, 'SYNCED');
   });
   it('STALE with the age since the compile when it enforces another digest or none', () => {
-    assert.deepEqual(routerState(echo(), 'InferencePolicy', D2, 90_000, 101_000), {
+    assert.deepEqual(routerState(echo(), [{ kind: 'InferencePolicy', digest: D2 }], 90_000, 101_000), {
       state: 'STALE',
       ageSeconds: 11,
       detail: 'enforces an older digest',
       loadedDigest: D1,
     });
     assert.equal(
-      routerState(echo({ digests: { InferencePolicy: null } }), 'InferencePolicy', D2, 90_000, 101_000).detail,
+      routerState(echo({ digests: { InferencePolicy: null } }), [{ kind: 'InferencePolicy', digest: D2 }], 90_000, 101_000).detail,
       'has not loaded the policy',
     );
   });
   it('STALE with the age since the last renewal once the lease expired, even if the digest matched', () => {
-    const s = routerState(echo(), 'InferencePolicy', D1, 90_000, 100_000 + 15_000 + 30_000);
+    const s = routerState(echo(), [{ kind: 'InferencePolicy', digest: D1 }], 90_000, 100_000 + 15_000 + 30_000);
     assert.equal(s.state, 'STALE');
     assert.equal(s.ageSeconds, 45);
     assert.match(s.detail ?? '', /lease not renewed for 45s/);
   });
   it('NACK with the router error, whatever it loaded', () => {
-    assert.deepEqual(routerState(echo({ errors: { InferencePolicy: 'bad json' } }), 'InferencePolicy', D2, 90_000, 101_000), {
-      state: 'NACK',
-      ageSeconds: null,
-      detail: 'bad json',
+    assert.deepEqual(
+      routerState(echo({ errors: { InferencePolicy: 'bad json' } }), [{ kind: 'InferencePolicy', digest: D2 }], 90_000, 101_000),
+      {
+        state: 'NACK',
+        ageSeconds: null,
+        detail: 'bad json',
+        loadedDigest: D1,
+      },
+    );
+  });
+  it('a ToolPolicy router is SYNCED only when every expected kind is loaded; STALE names the kind behind', () => {
+    const tools = [
+      { kind: 'AgtProfile' as const, digest: D1 },
+      { kind: 'ToolPolicy' as const, digest: D2 },
+    ];
+    assert.equal(routerState(echo({ digests: { AgtProfile: D1, ToolPolicy: D2 } }), tools, 90_000, 101_000).state, 'SYNCED');
+    // The AGT profile is current but profile.json (scope, rate limit, pins) is not: not enforced.
+    assert.deepEqual(routerState(echo({ digests: { AgtProfile: D1, ToolPolicy: D1 } }), tools, 90_000, 101_000), {
+      state: 'STALE',
+      ageSeconds: 11,
+      detail: 'enforces an older digest (ToolPolicy)',
       loadedDigest: D1,
     });
+    assert.equal(
+      routerState(echo({ digests: { AgtProfile: D1 }, errors: { ToolPolicy: 'pins: unknown' } }), tools, 90_000, 101_000).state,
+      'NACK',
+    );
+    assert.equal(routerState(echo(), [], 90_000, 101_000).state, 'NOT-APPLICABLE');
   });
   it('looks only at its own kind', () => {
-    assert.equal(routerState(echo({ errors: { AgtProfile: 'x' } }), 'InferencePolicy', D1, 90_000, 101_000).state, 'SYNCED');
-    assert.equal(routerState(echo(), 'AgtProfile', D1, 90_000, 101_000).state, 'STALE');
+    assert.equal(
+      routerState(echo({ errors: { AgtProfile: 'x' } }), [{ kind: 'InferencePolicy', digest: D1 }], 90_000, 101_000).state,
+      'SYNCED',
+    );
+    assert.equal(routerState(echo(), [{ kind: 'AgtProfile', digest: D1 }], 90_000, 101_000).state, 'STALE');
+  });
+});
+
+describe('expectedEchoes: what the routers must echo, as the controller awaits it', () => {
+  const meta = { name: 'p', namespace: 'ns', generation: 1 };
+  it('a ToolPolicy without an AGT profile is still echoed (profile.json under ToolPolicy), not "nothing to echo"', () => {
+    const tp = { metadata: meta, spec: { appliesTo: { tool: '*', sandboxMatchLabels: {} }, rateLimit: { rps: 1, burst: 1 } } };
+    const c = TOOL_POLICY_KIND.compile(tp);
+    assert.ok(c.ok);
+    assert.deepEqual(expectedEchoes(TOOL_POLICY_KIND, tp, null), [{ kind: 'ToolPolicy', digest: c.profileDigest }]);
+  });
+  it('with an AGT profile: AgtProfile (the digest the status records) first, then ToolPolicy', () => {
+    const tp = { metadata: meta, spec: { appliesTo: { tool: '*', sandboxMatchLabels: {} }, agtProfile: { inline: 'rules: []\n' } } };
+    assert.deepEqual(
+      expectedEchoes(TOOL_POLICY_KIND, tp, null).map((e) => e.kind),
+      ['AgtProfile', 'ToolPolicy'],
+    );
+  });
+  it('a stored spec that does not compile: the last good digest its status records, under the kind the status names', () => {
+    const ip = { metadata: meta, spec: { appliesTo: { action: '*' }, tokenBudget: { perRequestTokens: -1 } } } as never;
+    assert.deepEqual(expectedEchoes(INFERENCE_POLICY_KIND, ip, D1), [{ kind: 'InferencePolicy', digest: D1 }]);
+    assert.deepEqual(expectedEchoes(INFERENCE_POLICY_KIND, ip, null), []);
   });
 });
 

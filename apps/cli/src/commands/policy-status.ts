@@ -12,19 +12,18 @@ import { Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
 import {
   contestedIn,
-  INFERENCE_POLICY,
   isLive,
   readEcho,
   readHeartbeatSeen,
   ROUTER_LABEL,
-  TOOL_POLICY,
   KARS_SANDBOX,
-  toolPolicyNameOf,
   dryRunReaches,
   dryRunSlot,
   enforcementModeOf,
 } from '@kars/policy-api';
-import type { EchoKind, EnforcementMode, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import type { DryRunKind, EchoKind, EnforcementMode, InferencePolicy, KarsSandbox, RouterEcho, ToolPolicy } from '@kars/policy-api';
+import { INFERENCE_POLICY_KIND, TOOL_POLICY_KIND } from '@kars/policy-compiler';
+import type { EchoExpectation, ProfileKind } from '@kars/policy-compiler';
 import { addKubeOptions, withKube } from '../lib/kube.js';
 import type { KubeFlags } from '../lib/kube.js';
 import { CliError, outputFormat, render, shortDigest, shortDuration, table } from '../lib/output.js';
@@ -70,22 +69,40 @@ export interface PolicyStatusRow {
 
 type Policy = (InferencePolicy | ToolPolicy) & KubeObject;
 
-const ECHO: Record<PolicyStatusRow['kind'], EchoKind> = { InferencePolicy: 'InferencePolicy', ToolPolicy: 'AgtProfile' };
+/**
+ * What every router of a referring sandbox must echo for `obj`: its kind descriptor's expectation of a
+ * compile of the stored object, the very computation the controller awaits (for a ToolPolicy:
+ * profile.json under `ToolPolicy` and the AGT profile under `AgtProfile`). When the stored spec does
+ * not compile, routers keep the last good policy, whose digest the status records. The kind the
+ * status's digest names comes first, so LOADED beside COMPILED compares like with like.
+ */
+export function expectedEchoes<P extends { metadata: { name?: string; namespace?: string }; spec?: unknown }, C, L>(
+  d: ProfileKind<P, C, L>,
+  obj: P,
+  compiledDigest: string | null,
+): EchoExpectation[] {
+  const c = d.compile(obj);
+  const expect = c.ok ? d.status(c).expect : compiledDigest === null ? [] : [{ kind: d.statusDigestKind, digest: compiledDigest }];
+  const first = (e: EchoExpectation): number => (e.kind === d.statusDigestKind ? 0 : 1);
+  return [...expect].sort((a, b) => first(a) - first(b));
+}
 
 /**
- * Decide one router's state for a policy. Pure: `nowMs` and the compile time come in, so tests can pin every branch.
- * - SYNCED: the lease is live, it has loaded the compiled digest, and it reports no load error for the kind.
- * - NACK: it reports a load error for the kind (it keeps enforcing the previous digest).
- * - STALE: its lease expired (age since the last renewal), or it has loaded another digest (age since the compile).
+ * Decide one router's state for a policy from what it must echo (`expect`, see {@link expectedEchoes}).
+ * Pure: `nowMs` and the compile time come in, so tests can pin every branch.
+ * - SYNCED: the lease is live, it has loaded every expected digest, and it reports no load error for their kinds.
+ * - NACK: it reports a load error for one of the kinds (it keeps enforcing the previous digest).
+ * - STALE: its lease expired (age since the last renewal), or it has loaded another digest for a kind (age since the compile).
  */
 export function routerState(
   echo: RouterEcho,
-  kind: EchoKind,
-  compiledDigest: string | null,
+  expect: readonly EchoExpectation[],
   compiledAtMs: number | null,
   nowMs: number,
 ): Pick<RouterRow, 'state' | 'ageSeconds' | 'detail' | 'loadedDigest'> {
-  const loaded = echo.digests[kind] ?? null;
+  const loadedOf = (kind: EchoKind): string | null => echo.digests[kind] ?? null;
+  const first = expect[0];
+  const loaded = first === undefined ? null : loadedOf(first.kind);
   if (!isLive(echo, nowMs))
     return {
       state: 'STALE',
@@ -93,17 +110,20 @@ export function routerState(
       detail: `lease not renewed for ${shortDuration(nowMs - echo.renewedAtMs)} (router gone, or its API path stalled)`,
       loadedDigest: loaded,
     };
-  if (compiledDigest === null)
-    return { state: 'NOT-APPLICABLE', ageSeconds: null, detail: 'nothing to echo (no AGT profile)', loadedDigest: loaded };
-  const error = echo.errors[kind];
-  if (error !== undefined) return { state: 'NACK', ageSeconds: null, detail: error, loadedDigest: loaded };
-  if (loaded === compiledDigest) return { state: 'SYNCED', ageSeconds: null, detail: null, loadedDigest: loaded };
+  if (first === undefined) return { state: 'NOT-APPLICABLE', ageSeconds: null, detail: 'nothing compiled to echo', loadedDigest: loaded };
+  for (const e of expect) {
+    const error = echo.errors[e.kind];
+    if (error !== undefined) return { state: 'NACK', ageSeconds: null, detail: error, loadedDigest: loadedOf(e.kind) };
+  }
+  const behind = expect.find((e) => loadedOf(e.kind) !== e.digest);
+  if (behind === undefined) return { state: 'SYNCED', ageSeconds: null, detail: null, loadedDigest: loaded };
   const age = compiledAtMs === null ? null : Math.max(0, Math.floor((nowMs - compiledAtMs) / 1000));
+  const which = expect.length > 1 ? ` (${behind.kind})` : '';
   return {
     state: 'STALE',
     ageSeconds: age,
-    detail: loaded === null ? 'has not loaded the policy' : 'enforces an older digest',
-    loadedDigest: loaded,
+    detail: loadedOf(behind.kind) === null ? `has not loaded the policy${which}` : `enforces an older digest${which}`,
+    loadedDigest: loadedOf(behind.kind),
   };
 }
 
@@ -115,8 +135,8 @@ export async function collectPolicyStatus(
   nowMs = Date.now(),
 ): Promise<PolicyStatusRow[]> {
   const [ips, tps, sbs, leases] = await Promise.all([
-    client.list<Policy>(INFERENCE_POLICY, { namespace }),
-    client.list<Policy>(TOOL_POLICY, { namespace }),
+    client.list<Policy>(INFERENCE_POLICY_KIND.resource, { namespace }),
+    client.list<Policy>(TOOL_POLICY_KIND.resource, { namespace }),
     client.list<KarsSandbox & KubeObject>(KARS_SANDBOX, { namespace }),
     client.list(Resources.leases, { namespace, labelSelector: `${ROUTER_LABEL}=true` }),
   ]);
@@ -151,14 +171,15 @@ export async function collectPolicyStatus(
     const mode = enforcementModeOf(obj.spec);
     // A DryRun policy reaches the sandboxes its appliesTo selects, and is echoed in its own slot (ADR 0050).
     const appliesTo = obj.spec?.appliesTo as { sandboxName?: string; sandboxMatchLabels?: Record<string, string> } | undefined;
+    const descriptor = kind === 'InferencePolicy' ? INFERENCE_POLICY_KIND : TOOL_POLICY_KIND;
     const referrers = sbs.items.filter((s) =>
-      mode === 'DryRun'
-        ? dryRunReaches(kind, appliesTo, s)
-        : kind === 'InferencePolicy'
-          ? s.spec?.inferenceRef?.name === pname
-          : toolPolicyNameOf(s) === pname,
+      mode === 'DryRun' ? dryRunReaches(kind, appliesTo, s) : descriptor.referencedBy(s) === pname,
     );
-    const slotOf = (e: RouterEcho): RouterEcho => (mode === 'DryRun' ? dryRunEchoOf(e, ECHO[kind], pname) : e);
+    const expect =
+      kind === 'InferencePolicy'
+        ? expectedEchoes(INFERENCE_POLICY_KIND, obj as InferencePolicy, compiled)
+        : expectedEchoes(TOOL_POLICY_KIND, obj as ToolPolicy, compiled);
+    const slotOf = (e: RouterEcho): RouterEcho => (mode === 'DryRun' ? dryRunEchoOf(e, expect, pname) : e);
     const routers: RouterRow[] = [];
     for (const sb of referrers) {
       const sbName = sb.metadata.name ?? '';
@@ -180,7 +201,7 @@ export async function collectPolicyStatus(
         // The controller saw two processes write this router's lease (ADR 0024): whatever the lease says,
         // it is not what one router enforces, so it is never SYNCED.
         const contested = contestedIn(readyMessage, sbName, e.instance);
-        const state = routerState(slotOf(e), ECHO[kind], compiled, Number.isNaN(compiledAt) ? null : compiledAt, nowMs);
+        const state = routerState(slotOf(e), expect, Number.isNaN(compiledAt) ? null : compiledAt, nowMs);
         routers.push({
           sandbox: sbName,
           instance: e.instance,
@@ -222,12 +243,17 @@ export async function collectPolicyStatus(
   return rows;
 }
 
-/** A router's echo as it concerns the DryRun policy `name`: its dry-run slot read as the kind's entries. */
-function dryRunEchoOf(e: RouterEcho, kind: EchoKind, name: string): RouterEcho {
-  const slot = dryRunSlot(kind as 'InferencePolicy' | 'AgtProfile', name);
-  const d = e.dryRun;
-  const error = d?.errors[slot];
-  return { ...e, digests: { [kind]: d?.digests[slot] ?? null }, errors: error === undefined ? {} : { [kind]: error } };
+/** A router's echo as it concerns the DryRun policy `name`: its dry-run slots read as the expected kinds' entries. */
+function dryRunEchoOf(e: RouterEcho, expect: readonly EchoExpectation[], name: string): RouterEcho {
+  const digests: Partial<Record<EchoKind, string | null>> = {};
+  const errors: Partial<Record<EchoKind, string>> = {};
+  for (const { kind } of expect) {
+    const slot = dryRunSlot(kind as DryRunKind, name);
+    digests[kind] = e.dryRun?.digests[slot] ?? null;
+    const error = e.dryRun?.errors[slot];
+    if (error !== undefined) errors[kind] = error;
+  }
+  return { ...e, digests, errors };
 }
 
 function ms(v: number | null): string {

@@ -28,6 +28,7 @@ import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics } from '@kars/kube-runtime';
 import { PolicyController } from '@kars/policy-controller';
 import { startRouter } from '@kars/router';
+import { INFERENCE_POLICY_KIND } from '@kars/policy-compiler';
 import type { RunningRouter } from '@kars/router';
 import { coverage, describeCall, describeElement, elementAllows, grantedElements } from './rbac-coverage.js';
 import type { Call, Element, Manifest } from './rbac-coverage.js';
@@ -95,6 +96,8 @@ const ROUTER: ServiceAccountRef = { namespace: NS, name: 'kars-router' };
 const CRDS = ['inferencepolicies', 'toolpolicies', 'egressapprovals', 'karssandboxes'].map((n) => `crd/${n}.kars.azure.com`);
 const user = (sa: ServiceAccountRef): string => `system:serviceaccount:${sa.namespace}:${sa.name}`;
 const KARS = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
+/** The ConfigMap the research-budget InferencePolicy compiles to (its descriptor names it). */
+const BUDGET_CM = INFERENCE_POLICY_KIND.configMap.name('research-budget');
 const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 /** Bounds for the polls: a real apiserver on a loaded 2-core machine. */
 const WAIT = { timeoutMs: 60_000, everyMs: 100 };
@@ -471,7 +474,10 @@ export function leastPrivilegeSuite(
       assert.equal(
         (
           await api.post('/api/v1/namespaces/sandbox-other/configmaps', {
-            metadata: { name: 'inferencepolicy-secret-profile', labels: { 'app.kubernetes.io/managed-by': 'kars-controller' } },
+            metadata: {
+              name: INFERENCE_POLICY_KIND.configMap.name('secret'),
+              labels: { 'app.kubernetes.io/managed-by': 'kars-controller' },
+            },
             data: { x: 'y' },
           })
         ).status,
@@ -493,14 +499,13 @@ export function leastPrivilegeSuite(
         ).status,
         403,
       );
-      assert.equal((await router.get('/api/v1/namespaces/sandbox-other/configmaps/inferencepolicy-secret-profile')).status, 403);
+      assert.equal(
+        (await router.get(`/api/v1/namespaces/sandbox-other/configmaps/${INFERENCE_POLICY_KIND.configMap.name('secret')}`)).status,
+        403,
+      );
       assert.equal((await router.get('/api/v1/configmaps')).status, 403, 'no list across namespaces');
       assert.equal((await router.get('/api/v1/namespaces/kars-system/configmaps')).status, 403);
-      assert.equal(
-        (await router.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-research-budget-profile`)).status,
-        403,
-        'list/watch only, no get',
-      );
+      assert.equal((await router.get(`/api/v1/namespaces/${NS}/configmaps/${BUDGET_CM}`)).status, 403, 'list/watch only, no get');
       const patch = await router.patch(
         `${KARS}/inferencepolicies/research-budget`,
         { spec: { tokenBudget: { perRequestTokens: 999999 } } },
@@ -556,7 +561,7 @@ export function leastPrivilegeSuite(
     const routerToken = await t().token(ROUTER);
     const controllerToken = await t().token(CONTROLLER);
     const leaseCreate = { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: NS };
-    const cmDelete = { verb: 'delete', resource: 'configmaps', namespace: NS, name: 'inferencepolicy-research-budget-profile' };
+    const cmDelete = { verb: 'delete', resource: 'configmaps', namespace: NS, name: BUDGET_CM };
 
     // Router: drop "create leases" from its Role (as admin, with kubectl), and start a router with a new instance name.
     await apply(edit(sandboxText, 'Role', 'kars-router', withoutVerb('leases', 'create')));
@@ -606,12 +611,8 @@ export function leastPrivilegeSuite(
     mark = (await t().records({ settle: true })).length;
     assert.equal((await api.delete(`${KARS}/inferencepolicies/research-budget`)).status, 200);
     const refused = await until('the controller refused deleting the ConfigMap', () => refusedSince(mark, user(CONTROLLER)), WAIT);
-    assert.equal(describeCall(refused.call), `delete core/configmaps ns=${NS} name=inferencepolicy-research-budget-profile`);
-    assert.equal(
-      (await api.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-research-budget-profile`)).status,
-      200,
-      'the compiled ConfigMap is left behind',
-    );
+    assert.equal(describeCall(refused.call), `delete core/configmaps ns=${NS} name=${BUDGET_CM}`);
+    assert.equal((await api.get(`/api/v1/namespaces/${NS}/configmaps/${BUDGET_CM}`)).status, 200, 'the compiled ConfigMap is left behind');
     const held = await policy();
     assert.ok(held?.metadata?.deletionTimestamp, 'the policy is being deleted');
     assert.ok(held.metadata.finalizers?.length > 0, 'and its finalizer holds it until the ConfigMap is gone');
@@ -620,7 +621,7 @@ export function leastPrivilegeSuite(
     await until(
       'ConfigMap and policy gone once the rule is back',
       async () =>
-        (await api.get(`/api/v1/namespaces/${NS}/configmaps/inferencepolicy-research-budget-profile`)).status === 404 &&
+        (await api.get(`/api/v1/namespaces/${NS}/configmaps/${BUDGET_CM}`)).status === 404 &&
         (await api.get(`${KARS}/inferencepolicies/research-budget`)).status === 404,
       WAIT,
     );

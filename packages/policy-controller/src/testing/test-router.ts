@@ -9,12 +9,10 @@ import {
   EchoLedger,
   egressApprovalsConfigMapName,
   GUARDRAIL_PROVIDERS,
-  inferencePolicyConfigMapName,
+  PROFILE_KINDS,
   routerView,
-  toolPolicyConfigMapName,
 } from '@kars/policy-compiler';
 import type { EchoState, RouterCapabilities } from '@kars/policy-compiler';
-import { toolPolicyNameOf } from '@kars/policy-api';
 
 /**
  * A stand-in for one router instance in controller tests. It reads what the real router reads
@@ -60,8 +58,10 @@ export class TestRouter {
     }
     const names = sb
       ? [
-          sb.spec?.inferenceRef?.name ? inferencePolicyConfigMapName(sb.spec.inferenceRef.name) : undefined,
-          toolPolicyNameOf(sb) ? toolPolicyConfigMapName(toolPolicyNameOf(sb) ?? '') : undefined,
+          ...PROFILE_KINDS.map((k) => {
+            const p = k.referencedBy(sb);
+            return p === undefined ? undefined : k.configMap.name(p);
+          }),
           egressApprovalsConfigMapName(this.sandbox),
         ]
       : [];

@@ -9,6 +9,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Clock } from '@kars/kube-core';
+import type { EchoKind } from '@kars/policy-api';
+import { EGRESS_APPROVAL_KIND, INFERENCE_POLICY_KIND, TOOL_POLICY_KIND } from '@kars/policy-compiler/runtime';
 import type { PolicySnapshot } from '../snapshot.js';
 import type { DecisionSink } from './log.js';
 import type {
@@ -53,14 +55,17 @@ export function scopeOf(req: IncomingMessage): RequestScope | undefined {
   return scopes.get(req);
 }
 
-const NONE: Record<'inference' | 'tools' | 'egress', readonly PolicyRef[]> = {
-  inference: Object.freeze([{ kind: 'InferencePolicy', name: null, generation: null, digest: null }]),
-  tools: Object.freeze([
-    { kind: 'ToolPolicy', name: null, generation: null, digest: null },
-    { kind: 'AgtProfile', name: null, generation: null, digest: null },
-  ]),
-  egress: Object.freeze([{ kind: 'EgressApproval', name: null, generation: null, digest: null }]),
-};
+/** Each echo kind of `kinds` with no policy bound. */
+function unbound(kinds: readonly EchoKind[]): readonly PolicyRef[] {
+  return Object.freeze(kinds.map((kind) => Object.freeze({ kind, name: null, generation: null, digest: null })));
+}
+
+/** The policy refs of each surface when nothing is bound: one per echo kind of the surface's policy kind (its descriptor's). */
+export const UNBOUND: Readonly<Record<'inference' | 'tools' | 'egress', readonly PolicyRef[]>> = Object.freeze({
+  inference: unbound(INFERENCE_POLICY_KIND.echoKinds),
+  tools: unbound(TOOL_POLICY_KIND.echoKinds),
+  egress: unbound(EGRESS_APPROVAL_KIND.echoKinds),
+});
 
 /** The surface of a decision kind in {@link PolicySnapshot.policies}. */
 export function surfaceOf(kind: DecisionKind): 'inference' | 'tools' | 'egress' {
@@ -70,7 +75,7 @@ export function surfaceOf(kind: DecisionKind): 'inference' | 'tools' | 'egress' 
 /** The policies of `snap` that decide `kind`. */
 export function policiesFor(snap: PolicySnapshot, kind: DecisionKind): readonly PolicyRef[] {
   const s = surfaceOf(kind);
-  return snap.policies?.[s] ?? NONE[s];
+  return snap.policies?.[s] ?? UNBOUND[s];
 }
 
 /** A would-be decision of one dry-run policy (ADR 0050), as a metric counts it. */

@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { directoryDigest, egressOutcome, inferenceOutcome, toolOutcome } from '@kars/policy-compiler/runtime';
+import {
+  DEFAULT_EGRESS_PORT,
+  directoryDigest,
+  egressOutcome,
+  inferenceOutcome,
+  toolOutcome,
+  toolProfileDigest,
+} from '@kars/policy-compiler/runtime';
 import type { RouterCapabilities } from '@kars/policy-compiler/runtime';
 import { sleep, systemClock } from '@kars/kube-core';
 import type { Clock } from '@kars/kube-core';
@@ -99,12 +106,13 @@ export class DirPolicySource {
     if (profile === undefined && agtFiles.length === 0) this.state.setTools({ kind: 'none' });
     else {
       const agt = agtFiles.length > 0 ? agtFiles.map((f) => f.body).join('\n') : undefined;
+      const profileJson = profile ?? '{"appliesTo":{}}';
       this.state.setTools(
         toolOutcome(
           'mounted',
-          profile ?? '{"appliesTo":{}}',
+          profileJson,
           agt,
-          agtFiles.length > 0 ? directoryDigest(agtFiles) : null,
+          { profile: toolProfileDigest(profileJson), agt: agtFiles.length > 0 ? directoryDigest(agtFiles) : null },
           join(this.dir, 'policies'),
           this.capabilities,
         ),
@@ -117,7 +125,7 @@ export class DirPolicySource {
         baselineText === undefined ? undefined : (JSON.parse(baselineText) as { endpoints?: Array<{ host?: unknown; port?: unknown }> });
       baseline = (b?.endpoints ?? [])
         .filter((e) => typeof e.host === 'string')
-        .map((e) => ({ host: String(e.host), port: typeof e.port === 'number' ? e.port : 443 }));
+        .map((e) => ({ host: String(e.host), port: typeof e.port === 'number' ? e.port : DEFAULT_EGRESS_PORT }));
     } catch {
       baseline = [];
     }

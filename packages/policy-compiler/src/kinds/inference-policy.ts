@@ -1,5 +1,10 @@
 /**
- * InferencePolicy compilation (kars-wire-contract.md §2.2).
+ * The InferencePolicy kind (ADR 0051): its descriptor, the ConfigMap it compiles to, and its
+ * compilation (kars-wire-contract.md §2.2).
+ *
+ * It compiles to the ConfigMap `inferencepolicy-<name>-profile`, key `inference-policy.json`, and a
+ * router echoes that body's digest under kind `InferencePolicy`. A sandbox refers to it by
+ * `spec.inferenceRef.name`.
  *
  * The compiled body is compact JSON with this exact key order; every optional block is `null`
  * (never omitted), inner optional scalars are `null`, and `sandboxMatchLabels` has sorted keys:
@@ -25,16 +30,22 @@
  * Caveats: the bundle path needs OCI access and cosign, so a spec with `bundleRef` fails with
  * `InvalidRef` (or `InvalidSpec` when content fields are set beside it).
  */
-import { dryRunUnrecordedField, type InferencePolicy } from '@kars/policy-api';
-import { canonicalDigest, versionHash } from './digest.js';
-import { inferencePolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
+import { dryRunUnrecordedField, INFERENCE_POLICY, validateInferencePolicySpec, type InferencePolicy } from '@kars/policy-api';
+import { canonicalDigest, versionHash } from '../digest.js';
+import { compiledConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
 import { isObject } from '@kars/kube-core';
-import { checkEnforcement, checkUint, orNull, sortedLabels } from './json.js';
-import { fail, type CompileResult } from './result.js';
-import { policyHeader } from './header.js';
+import { checkEnforcement, checkUint, orNull, sortedLabels } from '../json.js';
+import { fail, type CompileResult } from '../result.js';
+import { policyHeader } from '../header.js';
+import { inferenceOutcome, type InferenceRules, type LoadOutcome } from '../router-view.js';
+import { profileNaming, type ProfileKind } from './descriptor.js';
 
 /** Filename and ConfigMap key of the compiled InferencePolicy; the digest's domain separator. */
 export const INFERENCE_POLICY_FILENAME = 'inference-policy.json';
+/** The label naming the policy a compiled ConfigMap came from. */
+export const INFERENCE_POLICY_LABEL = 'kars.azure.com/inferencepolicy';
+export const INFERENCE_POLICY_VERSION_HASH_ANNOTATION = 'kars.azure.com/inferencepolicy-version-hash';
+export const INFERENCE_POLICY_DIGEST_ANNOTATION = 'kars.azure.com/inference-policy-digest';
 
 /** Content fields `bundleRef` excludes (contract §1.1), in contract order. */
 const CONTENT_FIELDS = ['tokenBudget', 'contentSafety', 'modelPreference', 'provider', 'guardrails', 'displayName'] as const;
@@ -138,13 +149,53 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     body,
     compiledDigest,
     versionHash: vh,
-    configMap: inferencePolicyConfigMap({
-      name,
+    configMap: compiledConfigMap({
+      name: INFERENCE_POLICY_KIND.configMap.name(name),
       namespace: policy.metadata.namespace ?? 'default',
-      body,
-      versionHash: vh,
-      compiledDigest,
-      generation: policy.metadata.generation,
+      artifact: INFERENCE_POLICY_KIND.configMap.artifact,
+      labels: { [INFERENCE_POLICY_LABEL]: name },
+      annotations: {
+        [INFERENCE_POLICY_VERSION_HASH_ANNOTATION]: vh,
+        [INFERENCE_POLICY_DIGEST_ANNOTATION]: compiledDigest,
+        ...generationAnnotation(policy.metadata.generation),
+      },
+      data: { [INFERENCE_POLICY_FILENAME]: body },
     }),
   };
 }
+
+/** The InferencePolicy descriptor. */
+export const INFERENCE_POLICY_KIND: ProfileKind<InferencePolicyInput, CompiledInferencePolicy, LoadOutcome<InferenceRules>> = {
+  kind: 'InferencePolicy',
+  resource: INFERENCE_POLICY,
+  finalizer: 'kars.azure.com/inferencepolicy-cleanup',
+  fieldManager: 'kars-controller/inferencepolicy',
+  statusManager: 'kars-controller/inferencepolicy-status',
+  configMap: {
+    ...profileNaming('inferencepolicy-'),
+    policyLabel: INFERENCE_POLICY_LABEL,
+    artifact: 'inference-policy-profile',
+    bodyKey: INFERENCE_POLICY_FILENAME,
+  },
+  echoKinds: ['InferencePolicy'],
+  statusDigestKind: 'InferencePolicy',
+  referencedBy: (sandbox) => sandbox.spec?.inferenceRef?.name || undefined,
+  validate: validateInferencePolicySpec,
+  compile: compileInferencePolicy,
+  status: (c) => ({
+    configMap: c.configMap,
+    digest: c.compiledDigest,
+    expect: [{ kind: 'InferencePolicy', digest: c.compiledDigest }],
+    extra: { versionHash: c.versionHash, profileConfigMapRef: { name: c.configMap.metadata.name } },
+  }),
+  load: (name, data, source, caps) => {
+    const o = inferenceOutcome(
+      data?.[INFERENCE_POLICY_FILENAME],
+      INFERENCE_POLICY_FILENAME,
+      `${source}/${INFERENCE_POLICY_FILENAME}`,
+      caps,
+    );
+    return o.kind === 'loaded' ? { ...o, name } : o;
+  },
+  echoesOf: (outcome) => [{ kind: 'InferencePolicy', outcome }],
+};

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ToolPolicySpec } from '@kars/policy-api';
-import { compileToolPolicy, type CompiledToolPolicy } from './tool.js';
-import { canonicalDigest, versionHash } from './digest.js';
-import { parseToolProfile } from './router-view.js';
+import { compileToolPolicy, type CompiledToolPolicy } from './tool-policy.js';
+import { canonicalDigest, versionHash } from '../digest.js';
+import { parseToolProfile } from '../router-view.js';
 
 function ok(spec: ToolPolicySpec, name = 'pay'): CompiledToolPolicy {
   const r = compileToolPolicy({ metadata: { name, namespace: 'team-a' }, spec });

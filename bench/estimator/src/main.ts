@@ -1,12 +1,15 @@
-// The router's prompt reservation (packages/router inference/limits.ts) against real token counts
-// (issue 25 item 7, ADR 0027). Prints one row per kind of text: bytes of the chat request body the
-// router forwards, the text's real tokens in o200k_base and cl100k_base (gpt-tokenizer), the old
-// estimate (body bytes / 4), the new one (body bytes), and each as a ratio of the larger real count
-// (below 1 = the budget is under-reserved). Run after `npm run build`: node bench/estimator.mjs
+/**
+ * The router's prompt reservation (`@kars/router/inference` estimatePromptTokens) against real
+ * token counts (issue 25 item 7, ADR 0027). Prints one row per kind of text: bytes of the chat
+ * request body the router forwards, the text's real tokens in o200k_base and cl100k_base
+ * (gpt-tokenizer), the old estimate (body bytes / 4), the new one (body bytes), and each as a ratio
+ * of the larger real count (below 1 = the budget is under-reserved).
+ * Run: `npm run bench:estimator` (builds first), or `node bench/estimator/dist/main.js` after a build.
+ */
 import { performance } from 'node:perf_hooks';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { estimatePromptTokens } from '../packages/router/dist/inference/limits.js';
+import { estimatePromptTokens } from '@kars/router/inference';
 
 const prose =
   'The committee met on Tuesday to review the budget for the coming year. After a long discussion about staffing, ' +
@@ -22,13 +25,13 @@ const emoji = '😀🎉👍🏽👨‍👩‍👧‍👦🏳️‍🌈🚀🔥�
 const mixed = `${prose.slice(0, 80)} ${chinese.slice(0, 20)} ${emoji.slice(0, 8)} if (x) { return 1; } `;
 // Printable ASCII drawn by a fixed LCG: an agent is free to send text that tokenizes badly.
 let seed = 42;
-const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 const asciiNoise = Array.from({ length: 4000 }, () => String.fromCharCode(33 + Math.floor(rnd() * 94))).join('');
 const digits = Array.from({ length: 4000 }, () => String.fromCharCode(48 + Math.floor(rnd() * 10))).join(' ');
 
 const TARGET = 16_000; // bytes of text per row
-const fill = (s) => s.repeat(Math.max(1, Math.ceil(TARGET / Buffer.byteLength(s))));
-const rows = [
+const fill = (s: string): string => s.repeat(Math.max(1, Math.ceil(TARGET / Buffer.byteLength(s))));
+const rows: Array<[string, string]> = [
   ['English prose', fill(prose)],
   ['code (JS)', fill(code)],
   ['Chinese', fill(chinese)],
@@ -40,7 +43,7 @@ const rows = [
   ['digits', digits],
 ];
 
-const pad = (v, n) => String(v).padStart(n);
+const pad = (v: number, n: number): string => String(v).padStart(n);
 console.log(`| text | body bytes | o200k | cl100k | old (bytes/4) | new (bytes) | old ÷ real | new ÷ real |`);
 console.log(`|---|---:|---:|---:|---:|---:|---:|---:|`);
 for (const [kind, text] of rows) {

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InferencePolicySpec } from '@kars/policy-api';
-import { compileInferencePolicy, type CompiledInferencePolicy } from './inference.js';
-import { canonicalDigest } from './digest.js';
+import { compileInferencePolicy, type CompiledInferencePolicy } from './inference-policy.js';
+import { canonicalDigest } from '../digest.js';
 
 function policy(spec: InferencePolicySpec, name = 'prod-chat', namespace = 'kars-system') {
   return { metadata: { name, namespace }, spec };

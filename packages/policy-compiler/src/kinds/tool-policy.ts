@@ -1,5 +1,10 @@
 /**
- * ToolPolicy compilation (kars-wire-contract.md §2.3).
+ * The ToolPolicy kind (ADR 0051): its descriptor, the ConfigMap it compiles to, and its compilation
+ * (kars-wire-contract.md §2.3).
+ *
+ * It compiles to the ConfigMap `toolpolicy-<name>-profile`, keys `profile.json` and (with an AGT
+ * profile) `agt-profile.yaml`. A router echoes them under kinds `ToolPolicy` and `AgtProfile`. A
+ * sandbox refers to it by `spec.governance.toolPolicyRef.name` (policy-api `toolPolicyNameOf`).
  *
  * `profile.json` is `{appliesTo{tool, mcpServer, sandboxMatchLabels}, commerce{dailyCap, monthlyCap,
  * perTransferCap, counterpartyAllowlist}|null, rateLimit{rps, burst, window}|null,
@@ -24,17 +29,23 @@
  *
  * Caveats: `agtProfile.bundleRef` needs OCI access, so it fails with `InvalidRef`.
  */
-import { isToolDigest, type ToolPolicy } from '@kars/policy-api';
-import { canonicalDigest, versionHash } from './digest.js';
-import { toolPolicyConfigMap, type CompiledConfigMap } from './configmaps.js';
-import { checkEnforcement, checkUint, orNull, sortedLabels } from './json.js';
-import { fail, type CompileFailure, type CompileResult } from './result.js';
-import { policyHeader } from './header.js';
+import { isToolDigest, TOOL_POLICY, toolPolicyNameOf, validateToolPolicySpec, type ToolPolicy } from '@kars/policy-api';
+import { canonicalDigest, versionHash } from '../digest.js';
+import { compiledConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
+import { checkEnforcement, checkUint, orNull, sortedLabels } from '../json.js';
+import { fail, type CompileFailure, type CompileResult } from '../result.js';
+import { policyHeader } from '../header.js';
+import { toolOutcome, type LoadOutcome, type ToolDigests, type ToolOutcome } from '../router-view.js';
+import { profileNaming, type EchoExpectation, type ProfileKind } from './descriptor.js';
 
 /** ConfigMap key of the compiled (pretty) profile. */
 export const TOOL_PROFILE_FILENAME = 'profile.json';
 /** ConfigMap key of the AGT profile and the domain separator of its digest. */
 export const AGT_PROFILE_FILENAME = 'agt-profile.yaml';
+/** The label naming the policy a compiled ConfigMap came from. */
+export const TOOL_POLICY_LABEL = 'kars.azure.com/toolpolicy';
+export const TOOL_POLICY_VERSION_HASH_ANNOTATION = 'kars.azure.com/toolpolicy-version-hash';
+export const AGT_PROFILE_DIGEST_ANNOTATION = 'kars.azure.com/agt-profile-digest';
 /** Approval mode the compiled profile carries when `commerce` is set without one. */
 export const DEFAULT_COMMERCE_APPROVAL_MODE = 'aboveThreshold';
 
@@ -199,16 +210,85 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     profileCompact,
     ...(agt === undefined ? {} : { agtProfileYaml: agt }),
     ...(agtProfileDigest === undefined ? {} : { agtProfileDigest }),
-    profileDigest: canonicalDigest(TOOL_PROFILE_FILENAME, profileJson),
+    profileDigest: toolProfileDigest(profileJson),
     versionHash: vh,
-    configMap: toolPolicyConfigMap({
-      name,
+    configMap: compiledConfigMap({
+      name: TOOL_POLICY_KIND.configMap.name(name),
       namespace: policy.metadata.namespace ?? 'default',
-      profileJson,
-      versionHash: vh,
-      agtProfileYaml: agt,
-      agtProfileDigest,
-      generation: policy.metadata.generation,
+      artifact: TOOL_POLICY_KIND.configMap.artifact,
+      labels: { [TOOL_POLICY_LABEL]: name },
+      annotations: {
+        [TOOL_POLICY_VERSION_HASH_ANNOTATION]: vh,
+        ...generationAnnotation(policy.metadata.generation),
+        ...(agtProfileDigest === undefined ? {} : { [AGT_PROFILE_DIGEST_ANNOTATION]: agtProfileDigest }),
+      },
+      data: { [TOOL_PROFILE_FILENAME]: profileJson, ...(agt === undefined ? {} : { [AGT_PROFILE_FILENAME]: agt }) },
     }),
   };
+}
+
+/** The echo kinds of a ToolPolicy: `ToolPolicy` over profile.json, `AgtProfile` over the AGT profile. */
+export const TOOL_ECHO_KINDS = ['ToolPolicy', 'AgtProfile'] as const;
+/** One of {@link TOOL_ECHO_KINDS}. */
+export type ToolEchoKind = (typeof TOOL_ECHO_KINDS)[number];
+
+/** The digest a ToolPolicy load is echoed with under `kind` (null: no AGT profile). */
+export function toolDigestOf(kind: ToolEchoKind, digests: ToolDigests): string | null {
+  return kind === 'ToolPolicy' ? digests.profile : digests.agt;
+}
+
+/** The digests of a compiled ToolPolicy a router must echo: profile.json always, the AGT profile when there is one. */
+export function toolEchoes(c: Pick<CompiledToolPolicy, 'profileDigest' | 'agtProfileDigest'>): EchoExpectation[] {
+  const expect: EchoExpectation[] = [{ kind: 'ToolPolicy', digest: c.profileDigest }];
+  if (c.agtProfileDigest !== undefined) expect.push({ kind: 'AgtProfile', digest: c.agtProfileDigest });
+  return expect;
+}
+
+/** The digest a router echoes under `ToolPolicy` for these profile.json bytes. */
+export function toolProfileDigest(profileJson: string): string {
+  return canonicalDigest(TOOL_PROFILE_FILENAME, profileJson);
+}
+
+/** The ToolPolicy descriptor. */
+export const TOOL_POLICY_KIND: ProfileKind<ToolPolicyInput, CompiledToolPolicy, ToolOutcome> = {
+  kind: 'ToolPolicy',
+  resource: TOOL_POLICY,
+  finalizer: 'kars.azure.com/toolpolicy-cleanup',
+  fieldManager: 'kars-controller/toolpolicy',
+  statusManager: 'kars-controller/toolpolicy-status',
+  configMap: {
+    ...profileNaming('toolpolicy-'),
+    policyLabel: TOOL_POLICY_LABEL,
+    artifact: 'compiled-profile',
+    bodyKey: TOOL_PROFILE_FILENAME,
+  },
+  echoKinds: TOOL_ECHO_KINDS,
+  statusDigestKind: 'AgtProfile',
+  referencedBy: toolPolicyNameOf,
+  validate: (spec) => validateToolPolicySpec(spec),
+  compile: compileToolPolicy,
+  status: (c) => ({
+    configMap: c.configMap,
+    digest: c.agtProfileDigest,
+    expect: toolEchoes(c),
+    extra: { agtProfileDigest: c.agtProfileDigest ?? null },
+  }),
+  load: (name, data, source, caps) => {
+    const profile = data?.[TOOL_PROFILE_FILENAME];
+    const agt = data?.[AGT_PROFILE_FILENAME];
+    const digests = {
+      profile: profile === undefined ? '' : toolProfileDigest(profile),
+      agt: agt === undefined ? null : canonicalDigest(AGT_PROFILE_FILENAME, agt),
+    };
+    const o = toolOutcome(name, profile, agt, digests, source, caps);
+    return o.kind === 'loaded' ? { ...o, name } : o;
+  },
+  echoesOf: (outcome) => TOOL_ECHO_KINDS.map((kind) => ({ kind, outcome: underEchoKind(kind, outcome) })),
+};
+
+/** A ToolPolicy outcome as recorded under one of its echo kinds: that kind's digest, loaded or refused. */
+function underEchoKind(kind: ToolEchoKind, outcome: ToolOutcome): LoadOutcome<unknown> {
+  if (outcome.kind === 'none') return outcome;
+  if (outcome.kind === 'error') return { ...outcome, rejectedDigest: toolDigestOf(kind, outcome.digests) };
+  return { ...outcome, digest: toolDigestOf(kind, outcome.value.digests) };
 }

@@ -1,17 +1,23 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  approvalFileKey,
+  approvalOfFileKey,
+  EGRESS_APPROVAL_KIND,
   egressApprovalFieldManager,
   egressApprovalsConfigMap,
-  INFERENCE_POLICY_FIELD_MANAGER,
-  TOOL_POLICY_FIELD_MANAGER,
-} from './configmaps.js';
+} from './egress-approval.js';
+import { INFERENCE_POLICY_KIND } from './inference-policy.js';
+import { TOOL_POLICY_KIND } from './tool-policy.js';
 
-describe('field managers', () => {
+describe('field managers and finalizers (the wire names)', () => {
   it('are one per reconciler, and one per approval for egress', () => {
-    assert.equal(INFERENCE_POLICY_FIELD_MANAGER, 'kars-controller/inferencepolicy');
-    assert.equal(TOOL_POLICY_FIELD_MANAGER, 'kars-controller/toolpolicy');
+    assert.equal(INFERENCE_POLICY_KIND.fieldManager, 'kars-controller/inferencepolicy');
+    assert.equal(INFERENCE_POLICY_KIND.finalizer, 'kars.azure.com/inferencepolicy-cleanup');
+    assert.equal(TOOL_POLICY_KIND.fieldManager, 'kars-controller/toolpolicy');
+    assert.equal(TOOL_POLICY_KIND.finalizer, 'kars.azure.com/toolpolicy-cleanup');
     assert.equal(egressApprovalFieldManager('inc-1'), 'kars-controller/egressapproval/inc-1');
+    assert.equal(EGRESS_APPROVAL_KIND.finalizer, 'kars.azure.com/egress-approval-cleanup');
   });
 });
 
@@ -41,5 +47,13 @@ describe('egressApprovalsConfigMap', () => {
       data: { 'approval-a.json': 'A', 'approval-b.json': 'B' },
     });
     assert.deepEqual(Object.keys(cm.data), ['approval-a.json', 'approval-b.json']);
+  });
+});
+
+describe('approval file keys', () => {
+  it('name the approval they hold, and nothing else reads as one', () => {
+    for (const name of ['a', 'inc-1', 'x.y']) assert.equal(approvalOfFileKey(approvalFileKey(name)), name);
+    for (const key of ['approval-.json', 'approval-a.yaml', 'allowlist.json', 'xapproval-a.json', ''])
+      assert.equal(approvalOfFileKey(key), undefined);
   });
 });
