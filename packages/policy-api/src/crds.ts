@@ -883,14 +883,15 @@ function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, co
   };
 }
 
+/** Phase, Ready and Reason: the columns every policy kind shows of its status. */
+const CONDITION_COLUMNS = [PHASE, READY, REASON];
+
 /** InferencePolicy CRD. Columns: Sandbox, DailyTokens, Phase, Ready, Reason, Age. */
 export function inferencePolicyCrd(): CustomResourceDefinition {
   return crd(INFERENCE_POLICY, inferencePolicySpecSchema, inferencePolicyStatusSchema, [
     { name: 'Sandbox', type: 'string', jsonPath: '.spec.appliesTo.sandboxName' },
     { name: 'DailyTokens', type: 'integer', jsonPath: '.spec.tokenBudget.dailyTokens' },
-    PHASE,
-    READY,
-    REASON,
+    ...CONDITION_COLUMNS,
     AGE,
   ]);
 }
@@ -900,9 +901,7 @@ export function toolPolicyCrd(): CustomResourceDefinition {
   return crd(TOOL_POLICY, toolPolicySpecSchema, toolPolicyStatusSchema, [
     { name: 'Tool', type: 'string', jsonPath: '.spec.appliesTo.tool' },
     { name: 'DailyCap', type: 'string', jsonPath: '.spec.commerce.dailyCap' },
-    PHASE,
-    READY,
-    REASON,
+    ...CONDITION_COLUMNS,
     AGE,
   ]);
 }
@@ -915,9 +914,7 @@ export function toolPolicyCrd(): CustomResourceDefinition {
 export function egressApprovalCrd(): CustomResourceDefinition {
   return crd(EGRESS_APPROVAL, egressApprovalSpecSchema, egressApprovalStatusSchema, [
     { name: 'Sandbox', type: 'string', jsonPath: '.spec.sandbox' },
-    PHASE,
-    READY,
-    REASON,
+    ...CONDITION_COLUMNS,
     { name: 'Expires', type: 'string', jsonPath: '.status.expiresAt' },
     { name: 'Hosts', type: 'integer', jsonPath: '.status.hostCount' },
     AGE,

@@ -232,14 +232,14 @@ async function handleObject(
   const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
   const dryRun = q.getAll('dryRun').includes('All');
 
-  if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, ri, route.version, ns, route.name, q);
+  if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, { ri, version: route.version, ns, q }, route.name);
   if (method === 'GET' && route.name !== undefined) {
     const obj = ctx.service.get(t);
     if (wantsTable(req.headers['accept']))
       return sendJson(res, 200, toTable(ri, route.version, [obj], { resourceVersion: obj.metadata.resourceVersion }, includeObject(q)));
     return sendJson(res, 200, obj);
   }
-  if (method === 'GET') return serveList(ctx, req, res, ri, route.version, ns, q);
+  if (method === 'GET') return serveList(ctx, req, res, { ri, version: route.version, ns, q });
 
   const writeOpts = (): WriteOptions => ({ dryRun, manager: manager(q, req), fieldValidation: fieldValidation(q) });
   if (method === 'POST' && route.name === undefined) {
@@ -345,15 +345,15 @@ function listOptions(q: URLSearchParams): ListOptions {
   return o;
 }
 
-function serveList(
-  ctx: HandlerContext,
-  req: Req,
-  res: Res,
-  ri: ResourceInfo,
-  version: string,
-  ns: string | undefined,
-  q: URLSearchParams,
-): void {
+/** A list or watch of one resource: which resource, at which version, in which namespace (all: undefined), with which query. */
+interface Collection {
+  ri: ResourceInfo;
+  version: string;
+  ns: string | undefined;
+  q: URLSearchParams;
+}
+
+function serveList(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, q }: Collection): void {
   const opts = listOptions(q);
   const r = ctx.service.list(ri, version, ns, opts);
   const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
@@ -380,16 +380,7 @@ function serveList(
   sendJson(res, 200, text);
 }
 
-function serveWatch(
-  ctx: HandlerContext,
-  req: Req,
-  res: Res,
-  ri: ResourceInfo,
-  version: string,
-  ns: string | undefined,
-  name: string | undefined,
-  q: URLSearchParams,
-): void {
+function serveWatch(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, q }: Collection, name: string | undefined): void {
   const filter: WatchFilter = { gr: grKey(ri.group, ri.resource) };
   if (ns !== undefined) filter.ns = ns;
   const opts = listOptions(q);

@@ -33,16 +33,23 @@ export type AnthropicStreamEnd = 'complete' | 'error' | 'cut' | 'eof';
 /** The stream ends {@link AnthropicStreamEnd} names, for header parsing. */
 export const ANTHROPIC_STREAM_ENDS: readonly AnthropicStreamEnd[] = ['complete', 'error', 'cut', 'eof'];
 
-/** What a Messages answer is made of (a slice of the stub's behaviour). */
+/** What a Messages answer is made of (the part of the stub's behaviour a generated answer reads). */
 export interface MessagesBehaviour {
+  /** The assistant's text. */
   content: string;
+  /** Answer with these `tool_use` blocks instead of `content` (`stop_reason: "tool_use"`). */
   toolUse: AnthropicStubToolUse[] | undefined;
+  /** The thinking block's text, answered first when the request sets `thinking` (enabled or adaptive). */
   thinking: string;
+  /** `usage.input_tokens` (also what count_tokens answers). */
   inputTokens: number;
+  /** `usage.output_tokens` (never above the request's `max_tokens`). */
   outputTokens: number;
+  /** Leave `usage` out of answers (the SDK cannot accumulate such a stream: it is for raw-HTTP tests). */
   omitUsage: boolean;
-  /** `message_delta`'s usage: `output` (`{output_tokens}`) or `full` (also the input and cache counts, cumulative, as newer API versions send). */
+  /** `message_delta`'s usage: `output` (default, `{output_tokens}`) or `full` (input and cache counts too, cumulative: they must not be counted twice). */
   deltaUsage: 'output' | 'full';
+  /** How a stream ends (default `complete`; see {@link AnthropicStreamEnd}). */
   streamEnd: AnthropicStreamEnd;
 }
 

@@ -41,43 +41,21 @@
  * Caveats: no auth unless `apiKey` is set; tools only as canned `toolUse` (the request's `tools`
  * are not read); token counts are whatever it is told; no batches, files or other APIs.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn, readBody } from '@kars/kube-core';
-import {
-  ANTHROPIC_STREAM_ENDS,
-  messageJson,
-  messageStream,
-  readMessagesRequest,
-  type AnthropicStreamEnd,
-  type AnthropicStubToolUse,
-} from './anthropic-messages.js';
-import { boolHeader, header, intHeader, sendJson, sleep, writeEvents, writePaced } from './wire.js';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { listenOn } from '@kars/kube-core';
+import { ANTHROPIC_STREAM_ENDS, messageJson, messageStream, readMessagesRequest, type MessagesBehaviour } from './anthropic-messages.js';
+import { Behaviours, bodyServer, boolHeader, closeServer, sendRaw, header, intHeader, sendJson, sleep, writeEvents } from './wire.js';
+import type { RunningStub } from './wire.js';
 import { anthropicErrorType } from '../inference/errors.js';
 
 export type { AnthropicStreamEnd, AnthropicStubToolUse } from './anthropic-messages.js';
 
 /** What the Anthropic stub answers. */
-export interface AnthropicStubBehaviour {
+export interface AnthropicStubBehaviour extends MessagesBehaviour {
   /** HTTP status (default 200); ≥ 400 answers an Anthropic error of the type for that status. */
   status: number;
   /** The error type of an injected status (default: the one Anthropic uses for it, e.g. 429 `rate_limit_error`). */
   errorType: string | undefined;
-  /** The assistant's text. */
-  content: string;
-  /** Answer with these `tool_use` blocks instead of `content` (`stop_reason: "tool_use"`). */
-  toolUse: AnthropicStubToolUse[] | undefined;
-  /** The thinking block's text, answered first when the request sets `thinking` (enabled or adaptive). */
-  thinking: string;
-  /** `usage.input_tokens` (also what count_tokens answers). */
-  inputTokens: number;
-  /** `usage.output_tokens` (never above the request's `max_tokens`). */
-  outputTokens: number;
-  /** Leave `usage` out of answers (the SDK cannot accumulate such a stream: it is for raw-HTTP tests). */
-  omitUsage: boolean;
-  /** `message_delta`'s usage: `output` (default, `{output_tokens}`) or `full` (input and cache counts too, cumulative: they must not be counted twice). */
-  deltaUsage: 'output' | 'full';
-  /** How a stream ends (default `complete`; see {@link AnthropicStreamEnd}). */
-  streamEnd: AnthropicStreamEnd;
   /** Delay before response headers, ms. */
   delayMs: number;
   /** Delay between stream writes, ms. */
@@ -150,18 +128,9 @@ export interface AnthropicStubOptions {
 }
 
 /** A running Anthropic stub. */
-export interface AnthropicStub {
-  /** Base URL, e.g. `http://127.0.0.1:41234` (the SDK's `baseURL`; paths start with `/v1`). */
-  readonly url: URL;
-  /** Every request received, oldest first (at most {@link MAX_RECORDED}). */
-  readonly requests: AnthropicStubRequest[];
-  /** Merge into the stub-wide behaviour. */
-  setBehaviour(b: Partial<AnthropicStubBehaviour>): void;
+export interface AnthropicStub extends RunningStub<AnthropicStubRequest, AnthropicStubBehaviour> {
   /** Override the behaviour for one model (undefined removes the override). */
   setModelBehaviour(model: string, b: Partial<AnthropicStubBehaviour> | undefined): void;
-  /** Back to the defaults: no overrides, no recorded requests. */
-  reset(): void;
-  close(): Promise<void>;
 }
 
 /** Most recorded requests kept; older ones are dropped. */
@@ -234,8 +203,7 @@ const modelEntry = (id: string): Record<string, unknown> => ({
 /** Start the Anthropic stub. See the module comment. */
 export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promise<AnthropicStub> {
   const requests: AnthropicStubRequest[] = [];
-  let behaviour: AnthropicStubBehaviour = { ...DEFAULT_ANTHROPIC_BEHAVIOUR };
-  const perModel = new Map<string, Partial<AnthropicStubBehaviour>>();
+  const behaviours = new Behaviours<AnthropicStubBehaviour>(() => ({ ...DEFAULT_ANTHROPIC_BEHAVIOUR }));
   let seq = 0;
 
   const fail = (res: ServerResponse, status: number, type: string, message: string): void => {
@@ -282,8 +250,7 @@ export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promi
     });
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
 
-    const override = model === undefined ? undefined : perModel.get(model);
-    const b: AnthropicStubBehaviour = { ...behaviour, ...override, ...headerBehaviour(h) };
+    const b: AnthropicStubBehaviour = { ...behaviours.for(model), ...headerBehaviour(h) };
 
     if (route === undefined) return fail(res, 404, 'not_found_error', `Not found: ${method} ${path}`);
     if (method !== route.method)
@@ -309,15 +276,7 @@ export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promi
     if (b.delayMs > 0) await sleep(b.delayMs);
     if (res.destroyed) return;
     if (route.route === 'messages' && b.rawBody !== undefined) {
-      const ct = b.contentType ?? 'application/json';
-      if (ct.startsWith('text/event-stream')) {
-        res.writeHead(b.status, { 'content-type': ct, 'cache-control': 'no-cache' });
-        await writePaced(res, b, b.rawBody);
-        res.end();
-        return;
-      }
-      res.writeHead(b.status, { 'content-type': ct, 'content-length': Buffer.byteLength(b.rawBody) });
-      res.end(b.rawBody);
+      await sendRaw(res, b, b.rawBody);
       return;
     }
     if (doc === undefined) return fail(res, 400, 'invalid_request_error', 'The request body is not a valid JSON object');
@@ -335,44 +294,25 @@ export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promi
     await writeEvents(res, b, s.frames, s.finish);
   }
 
-  const server = createServer((req, res) => {
-    void readBody(req, MAX_BODY, req.headers['content-length']).then((r) => {
-      if (r.ok) answer(req, res, r.body.toString('utf8')).catch(() => res.destroy());
-      else if (r.reason === 'too_large')
-        sendJson(
-          res,
-          413,
-          {
-            type: 'error',
-            error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed size (kars Anthropic stub)' },
-          },
-          { connection: 'close' },
-        );
-      else res.destroy();
-    });
-  });
+  const server = bodyServer(MAX_BODY, answer, (res) =>
+    sendJson(
+      res,
+      413,
+      { type: 'error', error: { type: 'request_too_large', message: 'Request exceeds the maximum allowed size (kars Anthropic stub)' } },
+      { connection: 'close' },
+    ),
+  );
   const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'Anthropic stub listen address')).boundUrl);
 
   return {
     url,
     requests,
-    setBehaviour(b) {
-      behaviour = { ...behaviour, ...b };
-    },
-    setModelBehaviour(model, b) {
-      if (b === undefined) perModel.delete(model);
-      else perModel.set(model, { ...perModel.get(model), ...b });
-    },
+    setBehaviour: (b) => behaviours.set(b),
+    setModelBehaviour: (model, b) => behaviours.setFor(model, b),
     reset() {
-      behaviour = { ...DEFAULT_ANTHROPIC_BEHAVIOUR };
-      perModel.clear();
+      behaviours.reset();
       requests.length = 0;
     },
-    close() {
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
+    close: () => closeServer(server),
   };
 }

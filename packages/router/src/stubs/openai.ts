@@ -57,8 +57,8 @@
  *
  * Caveats: no auth, tools only as canned `toolCalls` (the request's `tools` are not read), no `n > 1`; token counts are whatever it is told.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import { listenOn, readBody, systemClock } from '@kars/kube-core';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { listenOn, systemClock } from '@kars/kube-core';
 import { embeddingsAnswer } from './openai-embeddings.js';
 import {
   readResponsesRequest,
@@ -68,7 +68,19 @@ import {
   responsesIds,
   type ResponsesStreamEnd,
 } from './openai-responses.js';
-import { boolHeader, header, intHeader, sendJson as sendJsonTo, sleep, writeEvents, writePaced } from './wire.js';
+import {
+  Behaviours,
+  bodyServer,
+  boolHeader,
+  closeServer,
+  header,
+  intHeader,
+  sendJson as sendJsonTo,
+  sleep,
+  writeEvents,
+  sendRaw,
+} from './wire.js';
+import type { RunningStub } from './wire.js';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -160,19 +172,10 @@ export interface OpenAIStubOptions {
   listen?: string;
 }
 
-/** A running stub. */
-export interface OpenAIStub {
-  /** Base URL, e.g. `http://127.0.0.1:41234`. */
-  readonly url: URL;
-  /** Every request received, oldest first. Clear it with `requests.length = 0` or `reset()`. */
-  readonly requests: StubRequest[];
-  /** Merge into the stub-wide behaviour. */
-  setBehaviour(b: Partial<StubBehaviour>): void;
+/** A running stub. Clear `requests` with `requests.length = 0` or `reset()`. */
+export interface OpenAIStub extends RunningStub<StubRequest, StubBehaviour> {
   /** Override the behaviour for one deployment (undefined removes the override). */
   setDeploymentBehaviour(deployment: string, b: Partial<StubBehaviour> | undefined): void;
-  /** Back to the defaults: no overrides, no recorded requests. */
-  reset(): void;
-  close(): Promise<void>;
 }
 
 const CATEGORIES: readonly StubCategory[] = ['hate', 'self_harm', 'sexual', 'violence'];
@@ -301,8 +304,7 @@ export const MAX_STORED_RESPONSES = 1000;
 /** Start the stub. See the module comment. */
 export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<OpenAIStub> {
   const requests: StubRequest[] = [];
-  let behaviour: StubBehaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
-  const perDeployment = new Map<string, Partial<StubBehaviour>>();
+  const behaviours = new Behaviours<StubBehaviour>(() => ({ ...DEFAULT_STUB_BEHAVIOUR, filter: {} }));
   /** Responses kept for `GET /v1/responses/{id}`, oldest first. */
   const stored = new Map<string, Record<string, unknown>>();
   let seq = 0;
@@ -345,7 +347,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
             code: 'invalid_input',
           },
         });
-      const terms = behaviour.moderationFlag.map((t) => t.toLowerCase());
+      const terms = behaviours.for(undefined).moderationFlag.map((t) => t.toLowerCase());
       const results = texts.map((t) => {
         const flagged = terms.some((term) => term !== '' && t.toLowerCase().includes(term));
         return {
@@ -364,21 +366,12 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     if (req.method !== 'POST')
       return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
 
-    const override = target === undefined ? undefined : perDeployment.get(target);
-    const b: StubBehaviour = { ...behaviour, ...override, ...headerBehaviour(req.headers) };
+    const b: StubBehaviour = { ...behaviours.for(target), ...headerBehaviour(req.headers) };
     if (b.delayMs > 0) await sleep(b.delayMs);
     if (res.destroyed) return;
 
     if (b.rawBody !== undefined) {
-      const ct = b.contentType ?? 'application/json';
-      if (ct.startsWith('text/event-stream')) {
-        res.writeHead(b.status, { 'content-type': ct, 'cache-control': 'no-cache' });
-        await writePaced(res, b, b.rawBody);
-        res.end();
-        return;
-      }
-      res.writeHead(b.status, { 'content-type': ct, 'content-length': Buffer.byteLength(b.rawBody) });
-      res.end(b.rawBody);
+      await sendRaw(res, b, b.rawBody);
       return;
     }
     if (doc === undefined)
@@ -513,36 +506,19 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     return send(200, { id, object: 'response', deleted: true });
   }
 
-  const server = createServer((req, res) => {
-    void readBody(req, MAX_BODY, req.headers['content-length']).then((r) => {
-      if (r.ok) answer(req, res, r.body.toString('utf8')).catch(() => res.destroy());
-      else if (r.reason === 'too_large') res.writeHead(413, { connection: 'close' }).end();
-      else res.destroy();
-    });
-  });
+  const server = bodyServer(MAX_BODY, answer, (res) => res.writeHead(413, { connection: 'close' }).end());
   const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'OpenAI stub listen address')).boundUrl);
 
   return {
     url,
     requests,
-    setBehaviour(b) {
-      behaviour = { ...behaviour, ...b };
-    },
-    setDeploymentBehaviour(deployment, b) {
-      if (b === undefined) perDeployment.delete(deployment);
-      else perDeployment.set(deployment, { ...perDeployment.get(deployment), ...b });
-    },
+    setBehaviour: (b) => behaviours.set(b),
+    setDeploymentBehaviour: (deployment, b) => behaviours.setFor(deployment, b),
     reset() {
-      behaviour = { ...DEFAULT_STUB_BEHAVIOUR, filter: {} };
-      perDeployment.clear();
+      behaviours.reset();
       stored.clear();
       requests.length = 0;
     },
-    close() {
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
+    close: () => closeServer(server),
   };
 }

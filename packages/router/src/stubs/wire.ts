@@ -1,8 +1,10 @@
 /**
- * Wire helpers shared by the upstream stubs: reading `x-stub-*` headers, answering JSON, and writing
- * a stream in timed or byte-sized pieces. No state; nothing happens at import.
+ * Helpers shared by the upstream stubs: reading `x-stub-*` headers, answering JSON, writing a stream
+ * in timed or byte-sized pieces, the behaviour a test sets (stub-wide and per model), and what every
+ * running stub offers. Nothing happens at import.
  */
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { readBody } from '@kars/kube-core';
 import { sleep as sleepOn, systemClock } from '@kars/kube-core';
 
 /** The header's value when it arrived once, as a string. */
@@ -34,6 +36,26 @@ export function sendJson(res: ServerResponse, status: number, obj: unknown, extr
   const text = JSON.stringify(obj);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
   res.end(text);
+}
+
+/**
+ * Answer exactly `body` with `b.status` and `b.contentType` (default JSON); an event-stream body is
+ * written paced, as a stream would be.
+ */
+export async function sendRaw(
+  res: ServerResponse,
+  b: Pacing & { status: number; contentType: string | undefined },
+  body: string,
+): Promise<void> {
+  const ct = b.contentType ?? 'application/json';
+  if (ct.startsWith('text/event-stream')) {
+    res.writeHead(b.status, { 'content-type': ct, 'cache-control': 'no-cache' });
+    await writePaced(res, b, body);
+    res.end();
+    return;
+  }
+  res.writeHead(b.status, { 'content-type': ct, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
 }
 
 /** How a stream is paced. */
@@ -85,4 +107,77 @@ export function piecesOf(s: string, n: number): string[] {
   const out: string[] = [];
   for (let at = 0; at < s.length; at += n) out.push(s.slice(at, at + n));
   return out;
+}
+
+/** What every running stub offers: where it listens, what it received, and the behaviour a test sets. */
+export interface RunningStub<Req, B> {
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: URL;
+  /** Every request received, oldest first (bounded: the oldest are dropped). */
+  readonly requests: Req[];
+  /** Merge into the stub-wide behaviour. */
+  setBehaviour(b: Partial<B>): void;
+  /** Back to the defaults: no overrides, no recorded requests. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** A stub's behaviour: stub-wide, with overrides per model (or deployment) merged over it. */
+export class Behaviours<B extends object> {
+  private base: B;
+  private readonly overrides = new Map<string, Partial<B>>();
+
+  constructor(private readonly defaults: () => B) {
+    this.base = defaults();
+  }
+
+  /** The behaviour for a request naming `key` (the stub-wide one when undefined or without an override). */
+  for(key: string | undefined): B {
+    const o = key === undefined ? undefined : this.overrides.get(key);
+    return o === undefined ? this.base : { ...this.base, ...o };
+  }
+
+  /** Merge into the stub-wide behaviour. */
+  set(b: Partial<B>): void {
+    this.base = { ...this.base, ...b };
+  }
+
+  /** Merge into the override for `key`; undefined removes it. */
+  setFor(key: string, b: Partial<B> | undefined): void {
+    if (b === undefined) this.overrides.delete(key);
+    else this.overrides.set(key, { ...this.overrides.get(key), ...b });
+  }
+
+  /** Back to the defaults, without overrides. */
+  reset(): void {
+    this.base = this.defaults();
+    this.overrides.clear();
+  }
+}
+
+/** Close `server` and every connection it holds; resolves once it is closed. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/**
+ * An HTTP server that reads each request's body (at most `maxBytes`) and hands it to `answer` as
+ * text. A body over the limit gets `tooLarge(res)`; a client gone before its body ended, or an
+ * answer that throws, has its connection dropped.
+ */
+export function bodyServer(
+  maxBytes: number,
+  answer: (req: IncomingMessage, res: ServerResponse, raw: string) => Promise<void>,
+  tooLarge: (res: ServerResponse) => void,
+): Server {
+  return createServer((req, res) => {
+    void readBody(req, maxBytes, req.headers['content-length']).then((r) => {
+      if (r.ok) answer(req, res, r.body.toString('utf8')).catch(() => res.destroy());
+      else if (r.reason === 'too_large') tooLarge(res);
+      else res.destroy();
+    });
+  });
 }
