@@ -3,18 +3,8 @@
 
 import type { KubeObject } from '@kars/kube-core';
 import { INFERENCE_POLICY } from '@kars/policy-api';
-import type { InferencePolicyStatus } from '@kars/policy-api';
-
-/** A ConfigMap as the bench's watch holds it. */
-export interface ConfigMapObject extends KubeObject {
-  data?: Record<string, string>;
-}
-
-/** An InferencePolicy as the bench's watch holds it (the fields it reads). */
-export interface PolicyObject extends KubeObject {
-  spec?: { tokenBudget?: { dailyTokens?: number } };
-  status?: InferencePolicyStatus;
-}
+export { dailyOf, isReadyFor } from '../../lib/dist/policy.js';
+export type { ConfigMapObject, PolicyObject } from '../../lib/dist/policy.js';
 
 const API_VERSION = `${INFERENCE_POLICY.group}/${INFERENCE_POLICY.version}`;
 /** Room for every dailyTokens value the edits write (the CRD's CEL rule wants monthly ≥ daily). */
@@ -48,26 +38,3 @@ export function sandbox(ns: string, name: string, policy: string): KubeObject {
     spec: { inferenceRef: { name: policy }, networkPolicy: { allowedEndpoints: [{ host: 'api.example.com' }] } },
   };
 }
-
-/** The dailyTokens of a compiled InferencePolicy ConfigMap; undefined when absent or unreadable. */
-export function dailyOf(cm: ConfigMapObject | undefined): number | undefined {
-  const body = cm?.data?.['inference-policy.json'];
-  if (body === undefined) return undefined;
-  try {
-    return (JSON.parse(body) as { tokenBudget?: { dailyTokens?: number } } | null)?.tokenBudget?.dailyTokens;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Ready at its generation, with every router's echo confirming the compiled digest. */
-export const isReadyFor = (o: PolicyObject | undefined): boolean => {
-  const st = o?.status;
-  return (
-    !!st &&
-    st.phase === 'Ready' &&
-    st.observedGeneration === o.metadata.generation &&
-    typeof st.loadedDigest === 'string' &&
-    st.loadedDigest === st.compiledDigest
-  );
-};

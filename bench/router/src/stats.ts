@@ -40,16 +40,8 @@ export function stats(values: readonly number[]): Stats {
 /** The median of the finite values. */
 export const median = (a: readonly number[]): number => stats(a).p50;
 
-/** A latency summary (ms), as the load generators report it. */
-export interface Summary {
-  n: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  p999: number;
-  max: number;
-  mean: number;
-}
+/** A latency summary (ms), as the load generators report it: {@link Stats} without the minimum. */
+export type Summary = Omit<Stats, 'min'>;
 
 /** {@link Summary} of latencies. */
 export function summarize(lat: readonly number[]): Summary {

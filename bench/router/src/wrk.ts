@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { ClosedResult, Mark } from './jobs.js';
+import type { Summary } from './stats.js';
 import { procCpuSec } from './procs.js';
 
 /** wrk 4.x on PATH (`wrk --version` exits 1 but prints its banner). */
@@ -15,7 +16,7 @@ export function findWrk(): { version: string } | undefined {
 }
 
 /** The summary the Lua `done` hook prints (`WRKJSON {...}`); latencies in µs. */
-interface WrkJson {
+interface WrkJson extends Omit<Summary, 'n'> {
   requests: number;
   duration_us: number;
   connect: number;
@@ -23,12 +24,6 @@ interface WrkJson {
   write: number;
   status: number;
   timeout: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  p999: number;
-  max: number;
-  mean: number;
 }
 
 /**

@@ -2,7 +2,8 @@
 
 import type { KubeObject, Logger } from '@kars/kube-core';
 import { INFERENCE_POLICY } from '@kars/policy-api';
-import type { InferencePolicyStatus } from '@kars/policy-api';
+export { dailyOf, isReadyFor } from '../../lib/dist/policy.js';
+export type { ConfigMapObject, PolicyObject } from '../../lib/dist/policy.js';
 import { errMsg, sleep } from '../../lib/dist/index.js';
 import { nowMs } from './util.js';
 
@@ -12,17 +13,6 @@ export const EDIT_NS = 'bench-edit';
 export const POLICY = 'edited';
 export const SANDBOX = 'sb';
 export const INSTANCE = 'sb-0';
-
-/** A ConfigMap as the bench's watch holds it. */
-export interface ConfigMapObject extends KubeObject {
-  data?: Record<string, string>;
-}
-
-/** An InferencePolicy as the bench's watch holds it (the fields it reads). */
-export interface PolicyObject extends KubeObject {
-  spec?: { tokenBudget?: { dailyTokens?: number } };
-  status?: InferencePolicyStatus;
-}
 
 /** The edited InferencePolicy, with `daily` tokens a day. */
 export const inferencePolicy = (daily: number): KubeObject => ({
@@ -36,28 +26,6 @@ export const inferencePolicy = (daily: number): KubeObject => ({
     displayName: 'bench policy',
   },
 });
-
-/** The dailyTokens of a compiled InferencePolicy ConfigMap; undefined when absent or unreadable. */
-export function dailyOf(cm: ConfigMapObject | undefined): number | undefined {
-  try {
-    return (JSON.parse(cm?.data?.['inference-policy.json'] ?? 'null') as { tokenBudget?: { dailyTokens?: number } } | null)?.tokenBudget
-      ?.dailyTokens;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Ready at its generation, with the router's echo confirming the compiled digest. */
-export const isReadyFor = (o: PolicyObject | undefined): boolean => {
-  const st = o?.status;
-  return (
-    !!st &&
-    st.phase === 'Ready' &&
-    st.observedGeneration === o.metadata.generation &&
-    typeof st.loadedDigest === 'string' &&
-    st.loadedDigest === st.compiledDigest
-  );
-};
 
 /** One of the watched ConfigMaps of the drop phase. */
 export const configMap = (ns: string, name: string, i: number): KubeObject => ({
