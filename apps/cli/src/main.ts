@@ -16,104 +16,66 @@ export interface CommandEntry {
 }
 
 /**
+ * An entry from the term the root help shows for its command (`name` or `name|alias`, with ` [options]` when it has
+ * options), its description and how to load it.
+ */
+function lazy(term: string, description: string, load: () => Promise<Command>): CommandEntry {
+  const m = /^([a-z-]+)(?:\|([a-z]+))?( \[options\])?$/.exec(term);
+  if (!m?.[1]) throw new Error(`command term "${term}" is not name[|alias][ [options]]`);
+  return { name: m[1], ...(m[2] ? { alias: m[2] } : {}), options: m[3] !== undefined, description, load };
+}
+
+/**
  * The command registry. A command's module (and everything it imports: the API server, the router,
  * the controller, @kubernetes/client-node behind kube-client) is imported only when that command runs,
  * so every invocation pays only for its own command (ADR 0018).
  */
 export const COMMANDS: readonly CommandEntry[] = [
-  {
-    name: 'up',
-    options: true,
-    description: 'run the whole local stack (apiserver, CRDs, controller, stubs, a demo sandbox with its router and policies) until Ctrl-C',
-    load: async () => (await import('./commands/up.js')).upCommand(),
-  },
-  {
-    name: 'apiserver',
-    options: true,
-    description: 'run the embedded Kubernetes-compatible API server (HTTPS, HTTP/2, durable SQLite storage)',
-    load: async () => (await import('./commands/apiserver.js')).apiserverCommand(),
-  },
-  {
-    name: 'controller',
-    options: true,
-    description: 'run the kars policy controller (InferencePolicy, ToolPolicy, EgressApproval, KarsSandbox)',
-    load: async () => (await import('./commands/controller.js')).controllerCommand(),
-  },
-  {
-    name: 'compile',
-    options: true,
-    description: 'compile kars policies offline into the ConfigMaps and digests the controller would write (JSON on stdout)',
-    load: async () => (await import('./commands/compile.js')).compileCommand(),
-  },
-  {
-    name: 'crds',
-    options: false,
-    description: 'print the kars CustomResourceDefinitions as multi-document YAML (pipe to kubectl apply -f -)',
-    load: async () => (await import('./commands/crds.js')).crdsCommand(),
-  },
-  {
-    name: 'router',
-    options: true,
-    description: 'run the policy-enforcing router for one sandbox',
-    load: async () => (await import('./commands/router.js')).routerCommand(),
-  },
-  {
-    name: 'audit',
-    options: false,
-    description: "read routers' decision records and check their tamper-evident logs",
-    load: async () => (await import('./commands/audit.js')).auditCommand(),
-  },
-  {
-    name: 'stub',
-    options: false,
-    description: 'run a local upstream stub for demos and tests',
-    load: async () => (await import('./commands/stub.js')).stubCommand(),
-  },
-  {
-    name: 'inferencepolicy',
-    alias: 'ip',
-    options: false,
-    description: 'manage InferencePolicies (token budgets, content safety, model routing)',
-    load: async () => (await import('./commands/inferencepolicy.js')).inferencePolicyCommand(),
-  },
-  {
-    name: 'toolpolicy',
-    alias: 'tp',
-    options: false,
-    description: 'manage ToolPolicies (which tools an agent may call, rate limits, approvals, AGT profile)',
-    load: async () => (await import('./commands/toolpolicy.js')).toolPolicyCommand(),
-  },
-  {
-    name: 'egress',
-    options: false,
-    description: "temporarily widen a sandbox's egress allowlist (EgressApproval)",
-    load: async () => (await import('./commands/egress.js')).egressCommand(),
-  },
-  {
-    name: 'sandbox',
-    alias: 'ksb',
-    options: false,
-    description: "manage KarsSandboxes (which policies a sandbox's router enforces, baseline egress)",
-    load: async () => (await import('./commands/sandbox.js')).sandboxCommand(),
-  },
-  {
-    name: 'policy',
-    options: false,
-    description: 'inspect how policies are enforced',
-    load: async () => (await import('./commands/policy-status.js')).policyCommand(),
-  },
-  {
-    name: 'freshness',
-    options: false,
-    description: 'freshness conformance: measure how fast policy edits are enforced',
-    load: async () => (await import('./commands/freshness.js')).freshnessCommand(),
-  },
-  {
-    name: 'kube',
-    options: false,
-    description: 'run a real Kubernetes control plane (built by npm run kube:build) to point kars at',
-    load: async () => (await import('./commands/kube.js')).kubeCommand(),
-  },
+  lazy(
+    'up [options]',
+    'run the whole local stack (apiserver, CRDs, controller, stubs, a demo sandbox with its router and policies) until Ctrl-C',
+    async () => (await import('./commands/up.js')).upCommand(),
+  ),
+  lazy('apiserver [options]', 'run the embedded Kubernetes-compatible API server (HTTPS, HTTP/2, durable SQLite storage)', async () =>
+    (await import('./commands/apiserver.js')).apiserverCommand(),
+  ),
+  lazy('controller [options]', 'run the kars policy controller (InferencePolicy, ToolPolicy, EgressApproval, KarsSandbox)', async () =>
+    (await import('./commands/controller.js')).controllerCommand(),
+  ),
+  lazy(
+    'compile [options]',
+    'compile kars policies offline into the ConfigMaps and digests the controller would write (JSON on stdout)',
+    async () => (await import('./commands/compile.js')).compileCommand(),
+  ),
+  lazy('crds', 'print the kars CustomResourceDefinitions as multi-document YAML (pipe to kubectl apply -f -)', async () =>
+    (await import('./commands/crds.js')).crdsCommand(),
+  ),
+  lazy('router [options]', 'run the policy-enforcing router for one sandbox', async () =>
+    (await import('./commands/router.js')).routerCommand(),
+  ),
+  lazy('audit', "read routers' decision records and check their tamper-evident logs", async () =>
+    (await import('./commands/audit.js')).auditCommand(),
+  ),
+  lazy('stub', 'run a local upstream stub for demos and tests', async () => (await import('./commands/stub.js')).stubCommand()),
+  lazy('inferencepolicy|ip', 'manage InferencePolicies (token budgets, content safety, model routing)', async () =>
+    (await import('./commands/inferencepolicy.js')).inferencePolicyCommand(),
+  ),
+  lazy('toolpolicy|tp', 'manage ToolPolicies (which tools an agent may call, rate limits, approvals, AGT profile)', async () =>
+    (await import('./commands/toolpolicy.js')).toolPolicyCommand(),
+  ),
+  lazy('egress', "temporarily widen a sandbox's egress allowlist (EgressApproval)", async () =>
+    (await import('./commands/egress.js')).egressCommand(),
+  ),
+  lazy('sandbox|ksb', "manage KarsSandboxes (which policies a sandbox's router enforces, baseline egress)", async () =>
+    (await import('./commands/sandbox.js')).sandboxCommand(),
+  ),
+  lazy('policy', 'inspect how policies are enforced', async () => (await import('./commands/policy-status.js')).policyCommand()),
+  lazy('freshness', 'freshness conformance: measure how fast policy edits are enforced', async () =>
+    (await import('./commands/freshness.js')).freshnessCommand(),
+  ),
+  lazy('kube', 'run a real Kubernetes control plane (built by npm run kube:build) to point kars at', async () =>
+    (await import('./commands/kube.js')).kubeCommand(),
+  ),
 ];
 
 /** The root help's term for an entry, as commander writes it for the loaded command (`name|alias [options]`). */

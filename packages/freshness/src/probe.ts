@@ -210,18 +210,24 @@ export class ProbeSession {
       this.originalRef = existing.spec?.inferenceRef ? { name: existing.spec.inferenceRef.name } : null;
     }
     const labels = { [PROBE_LABEL]: 'true' };
-    await retrying(
-      'create policy',
-      () =>
-        client.create<IP>(INFERENCE_POLICY, {
-          apiVersion: 'kars.azure.com/v1alpha1',
-          kind: 'InferencePolicy',
-          metadata: { name: this.policy, namespace, labels },
-          spec: { appliesTo: { sandboxName: this.sandbox }, tokenBudget: { dailyTokens: this.base } },
-        } as IP),
-      deadline,
-      this.opts.signal,
-    );
+    /** Create one of the probe's objects (labelled {@link PROBE_LABEL}) in the namespace, retrying until the setup deadline. */
+    const create = (what: string, res: typeof INFERENCE_POLICY | typeof KARS_SANDBOX, name: string, spec: (IP | SB)['spec']) =>
+      retrying(
+        what,
+        () =>
+          client.create<IP | SB>(res, {
+            apiVersion: `${res.group}/${res.version}`,
+            kind: res.kind,
+            metadata: { name, namespace, labels },
+            spec,
+          } as IP | SB),
+        deadline,
+        this.opts.signal,
+      );
+    await create('create policy', INFERENCE_POLICY, this.policy, {
+      appliesTo: { sandboxName: this.sandbox },
+      tokenBudget: { dailyTokens: this.base },
+    });
     if (existing) {
       await retrying(
         'bind sandbox',
@@ -230,18 +236,7 @@ export class ProbeSession {
         this.opts.signal,
       );
     } else {
-      await retrying(
-        'create sandbox',
-        () =>
-          client.create<SB>(KARS_SANDBOX, {
-            apiVersion: 'kars.azure.com/v1alpha1',
-            kind: 'KarsSandbox',
-            metadata: { name: this.sandbox, namespace, labels },
-            spec: { inferenceRef: { name: this.policy } },
-          } as SB),
-        deadline,
-        this.opts.signal,
-      );
+      await create('create sandbox', KARS_SANDBOX, this.sandbox, { inferenceRef: { name: this.policy } });
       this.createdSandbox = true;
     }
     this.runs = [this.policies.run(this.ac.signal), this.configmaps.run(this.ac.signal), this.leases.run(this.ac.signal)];

@@ -126,3 +126,21 @@ export function formatApiVersion(group: string, version: string): string {
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/** The metadata of an object a kars component writes whole: name, namespace, labels and annotations, all present. */
+export type WrittenObjectMeta = {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+};
+
+/** A copy of `o` with its keys in sorted order and its `undefined` members dropped: a stable JSON form. */
+export function sortedRecord<V>(o: Partial<Record<string, V>>): Record<string, V> {
+  const out: Record<string, V> = {};
+  for (const k of Object.keys(o).sort()) {
+    const v = o[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}

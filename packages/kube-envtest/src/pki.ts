@@ -1,9 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import forge from 'node-forge';
-import { x509Serial } from '@kars/kube-core';
+import { issueCertificate, newKeyPair } from '@kars/apiserver/pki';
+import type { CertificateUse } from '@kars/apiserver/pki';
 
 /** The paths of the control plane's key material, all under one directory. */
 export interface ControlPlanePki {
@@ -25,39 +24,12 @@ export interface ControlPlanePki {
   serviceAccountPub: string;
 }
 
-function newKey(): { pub: string; priv: string } {
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return {
-    pub: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-    priv: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
-  };
-}
+/** Keys as kubeadm writes them (PKCS #1), for the Go binaries' key files. */
+const newKey = (): { pub: string; priv: string } => newKeyPair('pkcs1');
 
-type Use = { kind: 'ca' } | { kind: 'server'; hosts: string[] } | { kind: 'client'; organizations: string[] };
-
-function issue(cn: string, pub: string, use: Use, signer: { cert?: forge.pki.Certificate; key: string }): string {
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(pub);
-  cert.serialNumber = x509Serial();
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + (use.kind === 'ca' ? 10 : 1) * 365 * 24 * 3600 * 1000);
-  const subject: forge.pki.CertificateField[] = [{ name: 'commonName', value: cn }];
-  if (use.kind === 'client') for (const o of use.organizations) subject.push({ name: 'organizationName', value: o });
-  cert.setSubject(subject);
-  cert.setIssuer(signer.cert ? signer.cert.subject.attributes : subject);
-  const ext: object[] = [{ name: 'basicConstraints', cA: use.kind === 'ca', critical: true }];
-  if (use.kind === 'ca') ext.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true });
-  else ext.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true });
-  if (use.kind === 'server') {
-    ext.push({ name: 'extKeyUsage', serverAuth: true });
-    ext.push({ name: 'subjectAltName', altNames: use.hosts.map((h) => (isIP(h) ? { type: 7, ip: h } : { type: 2, value: h })) });
-  }
-  if (use.kind === 'client') ext.push({ name: 'extKeyUsage', clientAuth: true });
-  ext.push({ name: 'subjectKeyIdentifier' });
-  cert.setExtensions(ext);
-  cert.sign(forge.pki.privateKeyFromPem(signer.key), forge.md.sha256.create());
-  return forge.pki.certificateToPem(cert);
-}
+/** A certificate of the control plane: a CA for ten years, anything else for one. */
+const issue = (cn: string, pub: string, use: CertificateUse, signer: { cert?: forge.pki.Certificate; key: string }): string =>
+  issueCertificate(cn, pub, use, signer, use.kind === 'ca' ? 10 : 1);
 
 /** The names kube-apiserver's serving certificate covers (in-cluster clients use the `kubernetes` Service). */
 export const SERVING_HOSTS = [
@@ -122,7 +94,7 @@ export function ensureControlPlanePki(dir: string, { fresh: forceFresh = false }
     fresh = true;
   }
   const ca = { cert: forge.pki.certificateFromPem(readFileSync(pki.caCert, 'utf8')), key: readFileSync(pki.caKey, 'utf8') };
-  const leaf = (cert: string, key: string, cn: string, use: Use): void => {
+  const leaf = (cert: string, key: string, cn: string, use: CertificateUse): void => {
     if (!fresh && have(cert, key)) return;
     const k = newKey();
     write(cert, key, k, issue(cn, k.pub, use, ca));

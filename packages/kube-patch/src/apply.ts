@@ -11,6 +11,7 @@ import {
   childDotted,
   compareObjects,
   isAtomic,
+  keyedLists,
   listElements,
   listKindOf,
   type FieldOptions,
@@ -65,23 +66,18 @@ function mergeValue(live: unknown, cfg: unknown, dotted: string, opts: FieldOpti
     }
     return out;
   }
-  if (Array.isArray(cfg) && Array.isArray(live)) {
-    const kind = listKindOf(dotted, opts);
-    const el = listElements(live, kind);
-    const ec = listElements(cfg, kind);
-    if (el !== undefined && ec !== undefined) {
-      const cfgBy = new Map(ec);
-      const liveBy = new Map(el);
-      const item = (k: string): unknown => {
-        const m = mergeValue(liveBy.get(k), cfgBy.get(k), `${dotted}[]`, opts);
-        return m === undefined ? liveBy.get(k) : m;
-      };
-      // The applied order wins when it covers every live item; otherwise live order, new items appended.
-      const order = el.every(([k]) => cfgBy.has(k))
-        ? ec.map(([k]) => k)
-        : [...el.map(([k]) => k), ...ec.filter(([k]) => !liveBy.has(k)).map(([k]) => k)];
-      return order.map((k) => (cfgBy.has(k) ? item(k) : liveBy.get(k)));
-    }
+  const lists = keyedLists(live, cfg, dotted, opts);
+  if (lists !== undefined) {
+    const [liveBy, cfgBy] = lists;
+    const item = (k: string): unknown => {
+      const m = mergeValue(liveBy.get(k), cfgBy.get(k), `${dotted}[]`, opts);
+      return m === undefined ? liveBy.get(k) : m;
+    };
+    // The applied order wins when it covers every live item; otherwise live order, new items appended.
+    const liveKeys = [...liveBy.keys()];
+    const cfgKeys = [...cfgBy.keys()];
+    const order = liveKeys.every((k) => cfgBy.has(k)) ? cfgKeys : [...liveKeys, ...cfgKeys.filter((k) => !liveBy.has(k))];
+    return order.map((k) => (cfgBy.has(k) ? item(k) : liveBy.get(k)));
   }
   return Array.isArray(cfg) ? cfg.map((x) => (isObject(x) ? mergeValue(undefined, x, `${dotted}[]`, opts) : clone(x))) : cfg;
 }

@@ -84,6 +84,23 @@ export function listElements(list: unknown[], kind: ListKind): [string, unknown]
   return out;
 }
 
+/**
+ * Two values at one path as keyed lists: each list's items by element, in list order (elements are
+ * unique). Undefined unless both are lists and the path's list kind keys both (neither is atomic).
+ */
+export function keyedLists(
+  a: unknown,
+  b: unknown,
+  dotted: string,
+  opts: FieldOptions,
+): [Map<string, unknown>, Map<string, unknown>] | undefined {
+  if (!Array.isArray(a) || !Array.isArray(b)) return undefined;
+  const kind = listKindOf(dotted, opts);
+  const ea = listElements(a, kind);
+  const eb = listElements(b, kind);
+  return ea === undefined || eb === undefined ? undefined : [new Map(ea), new Map(eb)];
+}
+
 /** Keys of an object node that field tracking looks at. */
 export function trackedKeys(obj: Record<string, unknown>, dotted: string, opts: FieldOptions, root: boolean): string[] {
   const keys = Object.keys(obj);
@@ -176,17 +193,11 @@ export function compareObjects(a: Record<string, unknown>, b: Record<string, unk
     if (x === undefined) return addSubtree(y, path, key, dotted, opts, cmp.added);
     if (y === undefined) return addSubtree(x, path, key, dotted, opts, cmp.removed);
     if (isObject(x) && isObject(y)) return maps(x, y, path, key, dotted, false);
-    if (Array.isArray(x) && Array.isArray(y)) {
-      const kind = listKindOf(dotted, opts);
-      const ex = listElements(x, kind);
-      const ey = listElements(y, kind);
-      if (ex !== undefined && ey !== undefined) {
-        const mx = new Map(ex);
-        const my = new Map(ey);
-        for (const el of new Set([...mx.keys(), ...my.keys()]))
-          values(mx.get(el), my.get(el), ext(path, el), extKey(key, el), `${dotted}[]`);
-        return;
-      }
+    const lists = keyedLists(x, y, dotted, opts);
+    if (lists !== undefined) {
+      const [mx, my] = lists;
+      for (const el of new Set([...mx.keys(), ...my.keys()])) values(mx.get(el), my.get(el), ext(path, el), extKey(key, el), `${dotted}[]`);
+      return;
     }
     if (deepEqual(x, y)) return;
     const sameShape = Array.isArray(x) === Array.isArray(y) && isObject(x) === isObject(y);

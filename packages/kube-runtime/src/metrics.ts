@@ -98,36 +98,16 @@ export class RuntimeMetrics {
         for (const [name, w] of watches) age.set({ watch: name }, w.lastEventAgeSeconds());
       },
     });
-    this.watchEvents = new Counter({
-      name: 'kars_watch_events_total',
-      help: 'Watch events received, by type.',
-      labelNames: ['watch', 'type'],
-      registers,
-    });
-    this.watchRestarts = new Counter({
-      name: 'kars_watch_restarts_total',
-      help: 'Watch stream restarts, by reason.',
-      labelNames: ['watch', 'reason'],
-      registers,
-    });
-    this.watchRelists = new Counter({
-      name: 'kars_watch_relists_total',
-      help: 'Full relists of the watched collection.',
-      labelNames: ['watch'],
-      registers,
-    });
-    this.watchDrift = new Counter({
-      name: 'kars_watch_drift_repairs_total',
-      help: 'Objects a relist found out of date in the cache.',
-      labelNames: ['watch'],
-      registers,
-    });
-    this.queueDepth = new Gauge({
-      name: 'kars_controller_queue_depth',
-      help: 'Keys waiting in the work queue.',
-      labelNames: ['controller'],
-      registers,
-    });
+    /** A counter or gauge in this registry, with these label names. */
+    const counter = <L extends string>(name: string, help: string, ...labelNames: L[]): Counter<L> =>
+      new Counter({ name, help, labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, ...labelNames: L[]): Gauge<L> =>
+      new Gauge({ name, help, labelNames, registers });
+    this.watchEvents = counter('kars_watch_events_total', 'Watch events received, by type.', 'watch', 'type');
+    this.watchRestarts = counter('kars_watch_restarts_total', 'Watch stream restarts, by reason.', 'watch', 'reason');
+    this.watchRelists = counter('kars_watch_relists_total', 'Full relists of the watched collection.', 'watch');
+    this.watchDrift = counter('kars_watch_drift_repairs_total', 'Objects a relist found out of date in the cache.', 'watch');
+    this.queueDepth = gauge('kars_controller_queue_depth', 'Keys waiting in the work queue.', 'controller');
     this.reconcileDuration = new Histogram({
       name: 'kars_controller_reconcile_duration_seconds',
       help: 'Time spent in reconcile.',
@@ -135,24 +115,9 @@ export class RuntimeMetrics {
       buckets: RECONCILE_BUCKETS,
       registers,
     });
-    this.reconcileTotal = new Counter({
-      name: 'kars_controller_reconcile_total',
-      help: 'Finished reconciles, by result.',
-      labelNames: ['controller', 'result'],
-      registers,
-    });
-    this.reconcileErrors = new Counter({
-      name: 'kars_controller_reconcile_errors_total',
-      help: 'Reconciles that failed (retried or terminal).',
-      labelNames: ['controller'],
-      registers,
-    });
-    this.isLeader = new Gauge({
-      name: 'kars_leader_is_leader',
-      help: '1 while this process holds the lease, else 0.',
-      labelNames: ['lease'],
-      registers,
-    });
+    this.reconcileTotal = counter('kars_controller_reconcile_total', 'Finished reconciles, by result.', 'controller', 'result');
+    this.reconcileErrors = counter('kars_controller_reconcile_errors_total', 'Reconciles that failed (retried or terminal).', 'controller');
+    this.isLeader = gauge('kars_leader_is_leader', '1 while this process holds the lease, else 0.', 'lease');
   }
 
   /** The metrics of the watch called `name`, created at zero on first use. */

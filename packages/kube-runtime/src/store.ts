@@ -148,26 +148,27 @@ export class Store<T extends KubeObject = KubeObject> implements StoreReader<T> 
   }
 
   private index(key: string, obj: T): void {
-    for (const [name, fn] of this.indexFns) {
-      const idx = this.indexes.get(name);
-      if (!idx) continue;
-      for (const v of safeIndex(fn, obj)) {
-        let set = idx.get(v);
-        if (!set) idx.set(v, (set = new Set()));
-        set.add(key);
-      }
+    for (const [idx, v] of this.indexValues(obj)) {
+      let set = idx.get(v);
+      if (!set) idx.set(v, (set = new Set()));
+      set.add(key);
     }
   }
 
   private unindex(key: string, obj: T): void {
+    for (const [idx, v] of this.indexValues(obj)) {
+      const set = idx.get(v);
+      set?.delete(key);
+      if (set && set.size === 0) idx.delete(v);
+    }
+  }
+
+  /** Each index paired with each value its function files `obj` under (none when the function throws). */
+  private *indexValues(obj: T): Generator<[Map<string, Set<string>>, string]> {
     for (const [name, fn] of this.indexFns) {
       const idx = this.indexes.get(name);
       if (!idx) continue;
-      for (const v of safeIndex(fn, obj)) {
-        const set = idx.get(v);
-        set?.delete(key);
-        if (set && set.size === 0) idx.delete(v);
-      }
+      for (const v of safeIndex(fn, obj)) yield [idx, v];
     }
   }
 }

@@ -380,13 +380,18 @@ export const inferencePolicySpecSchema = {
   ],
 } as const satisfies JSONSchemaProps;
 
+/** The status fields InferencePolicy and ToolPolicy share: phase, observedGeneration and conditions. */
+const POLICY_STATUS_PROPERTIES = {
+  phase: policyPhaseStatus,
+  observedGeneration: observedGenerationSchema,
+  conditions: conditionsSchema,
+} as const;
+
 export const inferencePolicyStatusSchema = {
   type: 'object',
   description: 'Written by the controller.',
   properties: {
-    phase: policyPhaseStatus,
-    observedGeneration: observedGenerationSchema,
-    conditions: conditionsSchema,
+    ...POLICY_STATUS_PROPERTIES,
     profileConfigMapRef: {
       type: 'object',
       description: 'The compiled ConfigMap.',
@@ -583,9 +588,7 @@ export const toolPolicyStatusSchema = {
   type: 'object',
   description: 'Written by the controller.',
   properties: {
-    phase: policyPhaseStatus,
-    observedGeneration: observedGenerationSchema,
-    conditions: conditionsSchema,
+    ...POLICY_STATUS_PROPERTIES,
     lastCompiledAt: { ...timeStatus, description: 'RFC 3339 UTC time (whole seconds) of the last compile.' },
     agtProfileDigest: { type: 'string', nullable: true, description: 'sha256 canonical digest over agt-profile.yaml.' },
     agtProfileBundleDigest: { type: 'string', description: 'OCI manifest digest of agtProfile.bundleRef; only on the bundle path.' },
@@ -852,6 +855,7 @@ function rootSchema(kind: string, spec: JSONSchemaProps, status: JSONSchemaProps
   };
 }
 
+/** A kars CRD: its names from the resource, the status subresource, and `columns` followed by Age. */
 function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, columns: PrinterColumn[]): CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -874,7 +878,7 @@ function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, co
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: columns.map((c) => ({ ...c })),
+          additionalPrinterColumns: [...columns, AGE].map((c) => ({ ...c })),
           // A JSON round trip: no shared subtrees, so callers may mutate one CRD without touching another.
           schema: { openAPIV3Schema: JSON.parse(JSON.stringify(rootSchema(r.kind, spec, status))) as JSONSchemaProps },
         },
@@ -886,24 +890,29 @@ function crd(r: KarsResource, spec: JSONSchemaProps, status: JSONSchemaProps, co
 /** Phase, Ready and Reason: the columns every policy kind shows of its status. */
 const CONDITION_COLUMNS = [PHASE, READY, REASON];
 
+/** A policy kind's columns: its own, then the condition columns, then any that follow them (and Age, from {@link crd}). */
+const policyColumns = (own: PrinterColumn[], following: PrinterColumn[] = []): PrinterColumn[] => [
+  ...own,
+  ...CONDITION_COLUMNS,
+  ...following,
+];
+
 /** InferencePolicy CRD. Columns: Sandbox, DailyTokens, Phase, Ready, Reason, Age. */
 export function inferencePolicyCrd(): CustomResourceDefinition {
-  return crd(INFERENCE_POLICY, inferencePolicySpecSchema, inferencePolicyStatusSchema, [
+  const own: PrinterColumn[] = [
     { name: 'Sandbox', type: 'string', jsonPath: '.spec.appliesTo.sandboxName' },
     { name: 'DailyTokens', type: 'integer', jsonPath: '.spec.tokenBudget.dailyTokens' },
-    ...CONDITION_COLUMNS,
-    AGE,
-  ]);
+  ];
+  return crd(INFERENCE_POLICY, inferencePolicySpecSchema, inferencePolicyStatusSchema, policyColumns(own));
 }
 
 /** ToolPolicy CRD. Columns: Tool, DailyCap, Phase, Ready, Reason, Age. */
 export function toolPolicyCrd(): CustomResourceDefinition {
-  return crd(TOOL_POLICY, toolPolicySpecSchema, toolPolicyStatusSchema, [
+  const own: PrinterColumn[] = [
     { name: 'Tool', type: 'string', jsonPath: '.spec.appliesTo.tool' },
     { name: 'DailyCap', type: 'string', jsonPath: '.spec.commerce.dailyCap' },
-    ...CONDITION_COLUMNS,
-    AGE,
-  ]);
+  ];
+  return crd(TOOL_POLICY, toolPolicySpecSchema, toolPolicyStatusSchema, policyColumns(own));
 }
 
 /**
@@ -912,13 +921,12 @@ export function toolPolicyCrd(): CustomResourceDefinition {
  * time in the future.
  */
 export function egressApprovalCrd(): CustomResourceDefinition {
-  return crd(EGRESS_APPROVAL, egressApprovalSpecSchema, egressApprovalStatusSchema, [
-    { name: 'Sandbox', type: 'string', jsonPath: '.spec.sandbox' },
-    ...CONDITION_COLUMNS,
+  const expiresAndHosts: PrinterColumn[] = [
     { name: 'Expires', type: 'string', jsonPath: '.status.expiresAt' },
     { name: 'Hosts', type: 'integer', jsonPath: '.status.hostCount' },
-    AGE,
-  ]);
+  ];
+  const sandbox: PrinterColumn = { name: 'Sandbox', type: 'string', jsonPath: '.spec.sandbox' };
+  return crd(EGRESS_APPROVAL, egressApprovalSpecSchema, egressApprovalStatusSchema, policyColumns([sandbox], expiresAndHosts));
 }
 
 /** KarsSandbox CRD. Columns: Phase, Inference, Age. */
@@ -926,7 +934,6 @@ export function karsSandboxCrd(): CustomResourceDefinition {
   return crd(KARS_SANDBOX, karsSandboxSpecSchema, karsSandboxStatusSchema, [
     PHASE,
     { name: 'Inference', type: 'string', jsonPath: '.spec.inferenceRef.name' },
-    AGE,
   ]);
 }
 

@@ -8,7 +8,8 @@
  * router has loaded reaches the controller as a watch event (no polling), and a router whose lease
  * is not renewed within `leaseDurationSeconds` stops counting.
  */
-import { kubeMicroTime } from '@kars/kube-core';
+import { kubeMicroTime, sortedRecord } from '@kars/kube-core';
+import type { WrittenObjectMeta } from '@kars/kube-core';
 import { DRY_RUN_ANNOTATION, type DryRunEcho } from './dry-run.js';
 
 /** The kinds a router echoes, spelled as the kars wire contract spells them. */
@@ -90,13 +91,7 @@ export function routerLeaseName(sandbox: string, instance: string): string {
 export interface EchoLease {
   apiVersion: 'coordination.k8s.io/v1';
   kind: 'Lease';
-  metadata: {
-    name: string;
-    namespace: string;
-    labels: Record<string, string>;
-    annotations: Record<string, string>;
-    resourceVersion?: string;
-  };
+  metadata: WrittenObjectMeta & { resourceVersion?: string };
   spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string; acquireTime?: string };
 }
 
@@ -113,16 +108,16 @@ export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
       namespace,
       labels: { [ROUTER_LABEL]: 'true', [SANDBOX_LABEL]: echo.sandbox },
       annotations: {
-        [LOADED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.digests)),
-        [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortKeys(echo.errors)),
-        [REJECTED_DIGESTS_ANNOTATION]: JSON.stringify(sortKeys(echo.rejected ?? {})),
+        [LOADED_DIGESTS_ANNOTATION]: JSON.stringify(sortedRecord(echo.digests)),
+        [LAST_ERRORS_ANNOTATION]: JSON.stringify(sortedRecord(echo.errors)),
+        [REJECTED_DIGESTS_ANNOTATION]: JSON.stringify(sortedRecord(echo.rejected ?? {})),
         [CAPABILITIES_ANNOTATION]: JSON.stringify([...(echo.capabilities ?? [])].sort()),
         ...(echo.dryRun !== undefined && hasSlots(echo.dryRun)
           ? {
               [DRY_RUN_ANNOTATION]: JSON.stringify({
-                digests: sortKeys(echo.dryRun.digests),
-                errors: sortKeys(echo.dryRun.errors),
-                rejected: sortKeys(echo.dryRun.rejected),
+                digests: sortedRecord(echo.dryRun.digests),
+                errors: sortedRecord(echo.dryRun.errors),
+                rejected: sortedRecord(echo.dryRun.rejected),
               }),
             }
           : {}),
@@ -134,15 +129,6 @@ export function echoLease(namespace: string, echo: RouterEcho): EchoLease {
       renewTime: microTime(echo.renewedAtMs),
     },
   };
-}
-
-function sortKeys<T>(o: Partial<Record<string, T>>): Record<string, T> {
-  const out: Record<string, T> = {};
-  for (const k of Object.keys(o).sort()) {
-    const v = o[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
 }
 
 function hasSlots(d: DryRunEcho): boolean {

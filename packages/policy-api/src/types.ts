@@ -39,49 +39,24 @@ export interface KarsResource<K extends string = string> {
   namespaced: true;
 }
 
-export const INFERENCE_POLICY = {
-  group: GROUP,
-  version: VERSION,
-  resource: 'inferencepolicies',
-  singular: 'inferencepolicy',
-  kind: 'InferencePolicy',
-  listKind: 'InferencePolicyList',
-  shortNames: ['ip'],
-  namespaced: true,
-} as const satisfies KarsResource<'InferencePolicy'>;
+/** A kars kind's resource: group, version, singular and list kind follow from the kind's name. */
+function karsResource<K extends string, R extends string, S extends string>(kind: K, resource: R, shortName: S) {
+  return {
+    group: GROUP,
+    version: VERSION,
+    resource,
+    singular: kind.toLowerCase() as Lowercase<K>,
+    kind,
+    listKind: `${kind}List` as const,
+    shortNames: [shortName] as const,
+    namespaced: true,
+  } as const satisfies KarsResource<K>;
+}
 
-export const TOOL_POLICY = {
-  group: GROUP,
-  version: VERSION,
-  resource: 'toolpolicies',
-  singular: 'toolpolicy',
-  kind: 'ToolPolicy',
-  listKind: 'ToolPolicyList',
-  shortNames: ['tp'],
-  namespaced: true,
-} as const satisfies KarsResource<'ToolPolicy'>;
-
-export const EGRESS_APPROVAL = {
-  group: GROUP,
-  version: VERSION,
-  resource: 'egressapprovals',
-  singular: 'egressapproval',
-  kind: 'EgressApproval',
-  listKind: 'EgressApprovalList',
-  shortNames: ['eappr'],
-  namespaced: true,
-} as const satisfies KarsResource<'EgressApproval'>;
-
-export const KARS_SANDBOX = {
-  group: GROUP,
-  version: VERSION,
-  resource: 'karssandboxes',
-  singular: 'karssandbox',
-  kind: 'KarsSandbox',
-  listKind: 'KarsSandboxList',
-  shortNames: ['ksb'],
-  namespaced: true,
-} as const satisfies KarsResource<'KarsSandbox'>;
+export const INFERENCE_POLICY = karsResource('InferencePolicy', 'inferencepolicies', 'ip');
+export const TOOL_POLICY = karsResource('ToolPolicy', 'toolpolicies', 'tp');
+export const EGRESS_APPROVAL = karsResource('EgressApproval', 'egressapprovals', 'eappr');
+export const KARS_SANDBOX = karsResource('KarsSandbox', 'karssandboxes', 'ksb');
 
 /** All four kinds, in a fixed order (the order of `deploy/crds/all.yaml`). */
 export const KARS_RESOURCES = [INFERENCE_POLICY, TOOL_POLICY, EGRESS_APPROVAL, KARS_SANDBOX] as const;

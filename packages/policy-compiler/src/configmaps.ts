@@ -6,6 +6,8 @@
  * What differs per kind (names, keys, labels, annotations, field managers) is in that kind's
  * descriptor under `kinds/`, and nowhere else.
  */
+import type { WrittenObjectMeta } from '@kars/kube-core';
+import type { ProfileConfigMap } from './kinds/descriptor.js';
 
 /** `app.kubernetes.io/managed-by` value on every compiled ConfigMap. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -32,12 +34,7 @@ export function policyGenerationOf(
 export interface CompiledConfigMap {
   apiVersion: 'v1';
   kind: 'ConfigMap';
-  metadata: {
-    name: string;
-    namespace: string;
-    labels: Record<string, string>;
-    annotations: Record<string, string>;
-  };
+  metadata: WrittenObjectMeta;
   data: Record<string, string>;
 }
 
@@ -65,4 +62,25 @@ export function compiledConfigMap(args: {
     metadata: { name: args.name, namespace: args.namespace, labels, annotations: args.annotations },
     data: args.data,
   };
+}
+
+/**
+ * The ConfigMap compiled from the policy `policy` (in `namespace`, default `default`) of a profile
+ * kind: named, and labelled with the policy and the artifact, as the kind's descriptor says.
+ */
+export function profileConfigMap(
+  cm: Pick<ProfileConfigMap, 'name' | 'policyLabel' | 'artifact'>,
+  policy: { name: string; namespace: string | undefined },
+  annotations: Record<string, string>,
+  data: Record<string, string>,
+): CompiledConfigMap {
+  const { name } = policy;
+  return compiledConfigMap({
+    name: cm.name(name),
+    namespace: policy.namespace ?? 'default',
+    artifact: cm.artifact,
+    labels: { [cm.policyLabel]: name },
+    annotations,
+    data,
+  });
 }

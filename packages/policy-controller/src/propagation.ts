@@ -6,6 +6,16 @@ import type { Registry } from 'prom-client';
 export type PolicyKind = 'InferencePolicy' | 'ToolPolicy' | 'EgressApproval';
 const KINDS: PolicyKind[] = ['InferencePolicy', 'ToolPolicy', 'EgressApproval'];
 
+/** What the tracker knows of one policy's newest generation. */
+interface Generation {
+  generation: number;
+  firstSeenMs: number;
+  /** Its compiled ConfigMap was written. */
+  written: boolean;
+  /** Every referencing router echoes it. */
+  confirmed: boolean;
+}
+
 /**
  * Measures propagation: from the controller first seeing a new generation of a policy, to its
  * compiled ConfigMap being written, and to every referencing router echoing its digest.
@@ -13,7 +23,7 @@ const KINDS: PolicyKind[] = ['InferencePolicy', 'ToolPolicy', 'EgressApproval'];
  */
 export class PropagationTracker {
   /** Per object uid, only the newest generation seen: memory stays one entry per live policy. */
-  private readonly gens = new Map<string, { generation: number; firstSeenMs: number; written: boolean; confirmed: boolean }>();
+  private readonly gens = new Map<string, Generation>();
   private readonly notReady = new Map<PolicyKind, Set<string>>(KINDS.map((k) => [k, new Set()]));
   private readonly compileHist: Histogram<'kind'>;
   private readonly echoHist: Histogram<'kind'>;
@@ -54,7 +64,7 @@ export class PropagationTracker {
     }
   }
 
-  private entry(obj: KubeObject): { generation: number; firstSeenMs: number; written: boolean; confirmed: boolean } {
+  private entry(obj: KubeObject): Generation {
     const uid = obj.metadata.uid ?? '';
     const generation = obj.metadata.generation ?? 0;
     let e = this.gens.get(uid);
@@ -72,21 +82,24 @@ export class PropagationTracker {
 
   /** The compiled ConfigMap for this generation was written: the milliseconds it took, once per generation (undefined after). */
   compiled(kind: PolicyKind, obj: KubeObject): number | undefined {
-    const e = this.entry(obj);
-    if (e.written || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
-    e.written = true;
-    const ms = Math.round(this.clock.now() - e.firstSeenMs); // whole ms: status fields are integers
-    this.compileHist.observe({ kind }, ms / 1000);
-    return ms;
+    return this.reached('written', this.compileHist, kind, obj);
   }
 
   /** Every router echoes this generation: the milliseconds, once per generation (undefined after). */
   enforced(kind: PolicyKind, obj: KubeObject): number | undefined {
+    return this.reached('confirmed', this.echoHist, kind, obj);
+  }
+
+  /**
+   * Mark `step` reached by `obj`'s generation: the whole milliseconds since it was first seen, also
+   * observed in `hist`; undefined when the step was already reached or `obj` is an older generation.
+   */
+  private reached(step: 'written' | 'confirmed', hist: Histogram<'kind'>, kind: PolicyKind, obj: KubeObject): number | undefined {
     const e = this.entry(obj);
-    if (e.confirmed || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
-    e.confirmed = true;
+    if (e[step] || e.generation !== (obj.metadata.generation ?? 0)) return undefined;
+    e[step] = true;
     const ms = Math.round(this.clock.now() - e.firstSeenMs); // whole ms: status fields are integers
-    this.echoHist.observe({ kind }, ms / 1000);
+    hist.observe({ kind }, ms / 1000);
     return ms;
   }
 

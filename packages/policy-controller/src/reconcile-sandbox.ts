@@ -1,3 +1,4 @@
+import { sortedRecord } from '@kars/kube-core';
 import type { ReconcileResult } from '@kars/kube-runtime';
 import { splitKey } from '@kars/kube-runtime';
 import { isLive, KARS_SANDBOX } from '@kars/policy-api';
@@ -38,15 +39,6 @@ export async function reconcileSandbox(ctx: ControllerContext, key: string): Pro
   await applyStatus(ctx, KARS_SANDBOX, sb, status, 'kars-controller/karssandbox-status');
   const expiry = nextLeaseExpiryMs(echoes, nowMs);
   return expiry === undefined ? undefined : { requeueAfterMs: Math.max(50, expiry - nowMs + 50) };
-}
-
-function sortedRecord<V>(o: Partial<Record<string, V>>): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const k of Object.keys(o).sort()) {
-    const v = o[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
 }
 
 /**

@@ -2,10 +2,11 @@ import { Option } from 'commander';
 import type { Command } from 'commander';
 import { INFERENCE_POLICY } from '@kars/policy-api';
 import type { InferencePolicy, InferencePolicySpec, ModelRef } from '@kars/policy-api';
-import { collect, labels, wholeNumber } from '../lib/flags.js';
+import { collect, wholeNumber } from '../lib/flags.js';
 import { CliError } from '../lib/output.js';
 import { policyCommand, policyStatusOf } from '../lib/policy-command.js';
 import type { PolicyApplyFlags } from '../lib/policy-command.js';
+import { appliesToWith, overlaySection } from './spec-overlay.js';
 
 interface ApplyFlags extends PolicyApplyFlags {
   sandbox?: string;
@@ -42,19 +43,8 @@ function parseModelRef(v: string, flag: string): ModelRef {
 /** The spec `apply` writes: the file's spec (or the existing one, or empty), with every given flag laid over it. */
 export function inferenceSpecFrom(base: InferencePolicySpec | undefined, f: ApplyFlags): InferencePolicySpec {
   const spec: InferencePolicySpec = structuredClone(base ?? { appliesTo: {} });
-  const at = { ...(spec.appliesTo ?? {}) };
-  if (f.sandbox !== undefined) at.sandboxName = f.sandbox;
-  if (f.action !== undefined) at.action = f.action as NonNullable<typeof at.action>;
-  const lbl = labels(f.sandboxLabel, '--sandbox-label');
-  if (lbl) at.sandboxMatchLabels = { ...(at.sandboxMatchLabels ?? {}), ...lbl };
-  spec.appliesTo = at;
-  if (f.tokenBudget !== undefined || f.monthlyTokens !== undefined || f.perRequestTokens !== undefined) {
-    const tb = { ...(spec.tokenBudget ?? {}) } as Record<string, unknown>;
-    if (f.tokenBudget !== undefined) tb['dailyTokens'] = f.tokenBudget;
-    if (f.monthlyTokens !== undefined) tb['monthlyTokens'] = f.monthlyTokens;
-    if (f.perRequestTokens !== undefined) tb['perRequestTokens'] = f.perRequestTokens;
-    spec.tokenBudget = tb as NonNullable<InferencePolicySpec['tokenBudget']>;
-  }
+  spec.appliesTo = appliesToWith(spec.appliesTo, { sandboxName: f.sandbox, action: f.action }, f.sandboxLabel);
+  overlaySection(spec, 'tokenBudget', { dailyTokens: f.tokenBudget, monthlyTokens: f.monthlyTokens, perRequestTokens: f.perRequestTokens });
   if (f.model !== undefined) {
     const provider = f.provider ?? spec.modelPreference?.primary.provider ?? 'azure-openai';
     spec.modelPreference = { ...(spec.modelPreference ?? {}), primary: { provider, deployment: f.model } };
@@ -64,15 +54,14 @@ export function inferenceSpecFrom(base: InferencePolicySpec | undefined, f: Appl
     spec.modelPreference = { ...spec.modelPreference, fallback: f.fallback.map((v) => parseModelRef(v, '--fallback')) };
   }
   if (f.provider !== undefined) spec.provider = f.provider as NonNullable<InferencePolicySpec['provider']>;
-  if (f.contentSafetySeverity !== undefined || f.requirePromptShields !== undefined) {
-    const cs = { ...(spec.contentSafety ?? {}) };
-    if (f.contentSafetySeverity !== undefined) {
-      const s = f.contentSafetySeverity as NonNullable<typeof cs.hate>;
-      Object.assign(cs, { hate: s, selfHarm: s, sexual: s, violence: s });
-    }
-    if (f.requirePromptShields !== undefined) cs.requirePromptShields = f.requirePromptShields;
-    spec.contentSafety = cs;
-  }
+  const severity = f.contentSafetySeverity; // one level for all four categories
+  overlaySection(spec, 'contentSafety', {
+    hate: severity,
+    selfHarm: severity,
+    sexual: severity,
+    violence: severity,
+    requirePromptShields: f.requirePromptShields,
+  });
   if (f.displayName !== undefined) spec.displayName = f.displayName;
   return spec;
 }

@@ -75,93 +75,82 @@ export function routerUsesApi(
   return (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' && tokenMounted(SERVICE_ACCOUNT_TOKEN);
 }
 
-/** One `--mcp-upstream` value: `URL` (the unnamed server at /mcp) or `NAME=URL` (server NAME at /mcp/NAME). */
-export interface McpUpstreamFlag {
+/** One `[NAME=]URL` flag value: `name` is undefined for a bare URL. */
+export interface NamedUrlFlag {
   name: string | undefined;
   url: URL;
 }
 
+/** One `--mcp-upstream` value: `URL` (the unnamed server at /mcp) or `NAME=URL` (server NAME at /mcp/NAME). */
+export type McpUpstreamFlag = NamedUrlFlag;
+
+/** One `--upstream` value: `URL` (the default upstream) or `NAME=URL` (provider NAME's). */
+export type InferenceUpstreamFlag = NamedUrlFlag;
+
 /**
- * Parse one `--mcp-upstream` value. `NAME=URL` names the server (NAME a lower-case DNS label);
- * anything else must be a URL. A URL's own `=` (in a query) is never taken for a name, because
+ * Parse one value of the `[NAME=]URL` flag `flag`. `NAME=URL` names it, a NAME `valid` refuses being an error that
+ * says it `must be` so; anything else must be a URL. A URL's own `=` (in a query) is never taken for a name, because
  * the text before it contains the scheme's `:`.
  */
-export function parseMcpUpstream(v: string): McpUpstreamFlag {
+function parseNamedUrl(flag: string, v: string, names: { valid: (name: string) => boolean; must: string }): NamedUrlFlag {
   const eq = v.indexOf('=');
   const head = eq > 0 ? v.slice(0, eq) : '';
   if (eq > 0 && !head.includes(':') && !head.includes('/')) {
-    if (!MCP_SERVER_NAME.test(head))
-      throw new InvalidArgumentError(
-        `--mcp-upstream NAME=URL: NAME must be a lower-case DNS label (letters, digits, '.', '_', '-'), got "${head}"`,
-      );
+    if (!names.valid(head)) throw new InvalidArgumentError(`${flag} NAME=URL: NAME must be ${names.must}, got "${head}"`);
     try {
       return { name: head, url: new URL(v.slice(eq + 1)) };
     } catch {
-      throw new InvalidArgumentError(`--mcp-upstream ${head}=URL: "${v.slice(eq + 1)}" is not a URL`);
+      throw new InvalidArgumentError(`${flag} ${head}=URL: "${v.slice(eq + 1)}" is not a URL`);
     }
   }
   try {
     return { name: undefined, url: new URL(v) };
   } catch {
-    throw new InvalidArgumentError(`--mcp-upstream must be a URL or NAME=URL, got "${v}"`);
+    throw new InvalidArgumentError(`${flag} must be a URL or NAME=URL, got "${v}"`);
   }
 }
 
-/** Collect repeated `--mcp-upstream` values, refusing a name given twice or two unnamed servers. */
-function collectMcpUpstream(v: string, prev: McpUpstreamFlag[]): McpUpstreamFlag[] {
-  const next = parseMcpUpstream(v);
-  if (prev.some((p) => p.name === next.name))
-    throw new InvalidArgumentError(
-      next.name === undefined
-        ? '--mcp-upstream URL (the unnamed server) is given twice; name them with NAME=URL'
-        : `--mcp-upstream ${next.name}= is given twice`,
-    );
-  return [...prev, next];
+/**
+ * A commander collector for the repeatable `[NAME=]URL` flag `flag`: parses each value with `parse`, refusing a
+ * NAME given twice, or a second bare URL (the error `bareTwice`).
+ */
+function collectNamedUrls(
+  flag: string,
+  parse: (v: string) => NamedUrlFlag,
+  bareTwice: string,
+): (v: string, prev: NamedUrlFlag[]) => NamedUrlFlag[] {
+  return (v, prev) => {
+    const next = parse(v);
+    if (prev.some((p) => p.name === next.name))
+      throw new InvalidArgumentError(next.name === undefined ? bareTwice : `${flag} ${next.name}= is given twice`);
+    return [...prev, next];
+  };
+}
+
+/** Parse one `--mcp-upstream` value: `NAME=URL` names the server (NAME a lower-case DNS label); anything else must be a URL. */
+export function parseMcpUpstream(v: string): McpUpstreamFlag {
+  return parseNamedUrl('--mcp-upstream', v, {
+    valid: (name) => MCP_SERVER_NAME.test(name),
+    must: "a lower-case DNS label (letters, digits, '.', '_', '-')",
+  });
 }
 
 /** Providers `--upstream NAME=URL` may name (bedrock is not implemented by the router). */
 export const UPSTREAM_PROVIDERS: readonly string[] = ['azure-openai', 'anthropic', 'ollama'];
 
-/** One `--upstream` value: `URL` (the default upstream) or `NAME=URL` (provider NAME's). */
-export interface InferenceUpstreamFlag {
-  provider: string | undefined;
-  url: URL;
-}
-
-/** Parse one `--upstream` value (a URL's own `=` is never taken for a name: the text before it holds the scheme's `:`). */
+/** Parse one `--upstream` value: `NAME=URL` names the provider (one of {@link UPSTREAM_PROVIDERS}); anything else must be a URL. */
 export function parseInferenceUpstream(v: string): InferenceUpstreamFlag {
-  const eq = v.indexOf('=');
-  const head = eq > 0 ? v.slice(0, eq) : '';
-  if (eq > 0 && !head.includes(':') && !head.includes('/')) {
-    if (!UPSTREAM_PROVIDERS.includes(head))
-      throw new InvalidArgumentError(`--upstream NAME=URL: NAME must be one of ${UPSTREAM_PROVIDERS.join(', ')}, got "${head}"`);
-    try {
-      return { provider: head, url: new URL(v.slice(eq + 1)) };
-    } catch {
-      throw new InvalidArgumentError(`--upstream ${head}=URL: "${v.slice(eq + 1)}" is not a URL`);
-    }
-  }
-  try {
-    return { provider: undefined, url: new URL(v) };
-  } catch {
-    throw new InvalidArgumentError(`--upstream must be a URL or NAME=URL, got "${v}"`);
-  }
-}
-
-function collectInferenceUpstream(v: string, prev: InferenceUpstreamFlag[]): InferenceUpstreamFlag[] {
-  const next = parseInferenceUpstream(v);
-  if (prev.some((p) => p.provider === next.provider))
-    throw new InvalidArgumentError(
-      next.provider === undefined ? '--upstream URL (the default) is given twice' : `--upstream ${next.provider}= is given twice`,
-    );
-  return [...prev, next];
+  return parseNamedUrl('--upstream', v, {
+    valid: (name) => UPSTREAM_PROVIDERS.includes(name),
+    must: `one of ${UPSTREAM_PROVIDERS.join(', ')}`,
+  });
 }
 
 /** The default upstream (the bare URL, else the first NAME=URL) and the named ones. */
 export function inferenceUpstreams(flags: InferenceUpstreamFlag[]): { upstream: URL; upstreams?: Map<string, URL> } {
-  const first = flags.find((f) => f.provider === undefined) ?? flags[0];
+  const first = flags.find((f) => f.name === undefined) ?? flags[0];
   if (first === undefined) throw new InvalidArgumentError('--upstream is required');
-  const named = new Map(flags.flatMap((f) => (f.provider === undefined ? [] : [[f.provider, f.url] as const])));
+  const named = new Map(flags.flatMap((f) => (f.name === undefined ? [] : [[f.name, f.url] as const])));
   return { upstream: first.url, ...(named.size > 0 ? { upstreams: named } : {}) };
 }
 
@@ -191,13 +180,17 @@ export function routerCommand(): Command {
     .requiredOption(
       '--upstream <[provider=]url>',
       `inference upstream, repeatable: PROVIDER=URL (${UPSTREAM_PROVIDERS.join(', ')}) serves the requests a policy routes to that provider; a bare URL is the default for every provider without its own (when none is given, the first PROVIDER=URL is)`,
-      collectInferenceUpstream,
+      collectNamedUrls('--upstream', parseInferenceUpstream, '--upstream URL (the default) is given twice'),
       [] as InferenceUpstreamFlag[],
     )
     .option(
       '--mcp-upstream <[name=]url>',
       'MCP-over-HTTP server behind the tool gateway, repeatable: NAME=URL serves it at /mcp/NAME and lets ToolPolicies scoped to appliesTo.mcpServer: NAME be enforced there; a bare URL is the unnamed server at /mcp',
-      collectMcpUpstream,
+      collectNamedUrls(
+        '--mcp-upstream',
+        parseMcpUpstream,
+        '--mcp-upstream URL (the unnamed server) is given twice; name them with NAME=URL',
+      ),
       [] as McpUpstreamFlag[],
     )
     .option('--egress-listen <host:port>', 'HTTP forward proxy (CONNECT and absolute-URI HTTP) for egress')

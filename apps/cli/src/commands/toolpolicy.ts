@@ -3,10 +3,11 @@ import { Option } from 'commander';
 import type { Command } from 'commander';
 import { TOOL_POLICY } from '@kars/policy-api';
 import type { ToolPolicy, ToolPolicySpec } from '@kars/policy-api';
-import { collect, labels, wholeNumber } from '../lib/flags.js';
+import { collect, wholeNumber } from '../lib/flags.js';
 import { CliError } from '../lib/output.js';
 import { policyCommand, policyStatusOf } from '../lib/policy-command.js';
 import type { PolicyApplyFlags } from '../lib/policy-command.js';
+import { appliesToWith, overlaySection } from './spec-overlay.js';
 import { addPinCommand } from './toolpolicy-pin.js';
 
 interface ApplyFlags extends PolicyApplyFlags {
@@ -48,34 +49,15 @@ const FIELD_FLAGS = [
 /** The spec `apply` writes: the file's spec (or the existing one, or empty), with every given flag laid over it. */
 export function toolSpecFrom(base: ToolPolicySpec | undefined, f: ApplyFlags): ToolPolicySpec {
   const spec: ToolPolicySpec = structuredClone(base ?? { appliesTo: {} });
-  const at = { ...(spec.appliesTo ?? {}) };
-  if (f.tool !== undefined) at.tool = f.tool;
-  if (f.mcpServer !== undefined) at.mcpServer = f.mcpServer;
-  const lbl = labels(f.sandboxLabel, '--sandbox-label');
-  if (lbl) at.sandboxMatchLabels = { ...(at.sandboxMatchLabels ?? {}), ...lbl };
-  spec.appliesTo = at;
-  if (f.rps !== undefined || f.burst !== undefined || f.window !== undefined) {
-    const rl = { ...(spec.rateLimit ?? {}) } as Record<string, unknown>;
-    if (f.rps !== undefined) rl['rps'] = f.rps;
-    if (f.burst !== undefined) rl['burst'] = f.burst;
-    if (f.window !== undefined) rl['window'] = f.window;
-    spec.rateLimit = rl as NonNullable<ToolPolicySpec['rateLimit']>;
-  }
-  if (f.dailyCap !== undefined || f.monthlyCap !== undefined || f.perTransferCap !== undefined || f.counterparty !== undefined) {
-    const c = { ...(spec.commerce ?? {}) };
-    if (f.dailyCap !== undefined) c.dailyCap = f.dailyCap;
-    if (f.monthlyCap !== undefined) c.monthlyCap = f.monthlyCap;
-    if (f.perTransferCap !== undefined) c.perTransferCap = f.perTransferCap;
-    if (f.counterparty !== undefined) c.counterpartyAllowlist = f.counterparty;
-    spec.commerce = c;
-  }
-  if (f.approvalMode !== undefined || f.approvalThreshold !== undefined || f.approvalChannel !== undefined) {
-    const a = { ...(spec.approval ?? {}) };
-    if (f.approvalMode !== undefined) a.mode = f.approvalMode as NonNullable<typeof a.mode>;
-    if (f.approvalThreshold !== undefined) a.threshold = f.approvalThreshold;
-    if (f.approvalChannel !== undefined) a.channel = f.approvalChannel;
-    spec.approval = a;
-  }
+  spec.appliesTo = appliesToWith(spec.appliesTo, { tool: f.tool, mcpServer: f.mcpServer }, f.sandboxLabel);
+  overlaySection(spec, 'rateLimit', { rps: f.rps, burst: f.burst, window: f.window });
+  overlaySection(spec, 'commerce', {
+    dailyCap: f.dailyCap,
+    monthlyCap: f.monthlyCap,
+    perTransferCap: f.perTransferCap,
+    counterpartyAllowlist: f.counterparty,
+  });
+  overlaySection(spec, 'approval', { mode: f.approvalMode, threshold: f.approvalThreshold, channel: f.approvalChannel });
   if (f.displayName !== undefined) spec.displayName = f.displayName;
   if (f.agtFile !== undefined) {
     let inline: string;

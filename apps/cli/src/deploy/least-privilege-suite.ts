@@ -98,6 +98,13 @@ const user = (sa: ServiceAccountRef): string => `system:serviceaccount:${sa.name
 const KARS = `/apis/kars.azure.com/v1alpha1/namespaces/${NS}`;
 /** The ConfigMap the research-budget InferencePolicy compiles to (its descriptor names it). */
 const BUDGET_CM = INFERENCE_POLICY_KIND.configMap.name('research-budget');
+/** A kars.azure.com/v1alpha1 object of `kind`, as a request body. */
+const karsObject = (kind: string, name: string, spec: Record<string, unknown>): Record<string, unknown> => ({
+  apiVersion: 'kars.azure.com/v1alpha1',
+  kind,
+  metadata: { name },
+  spec,
+});
 const cfg = fastWatchConfig({ pingMs: 1000, idleMs: 5000 });
 /** Bounds for the polls: a real apiserver on a loaded 2-core machine. */
 const WAIT = { timeoutMs: 60_000, everyMs: 100 };
@@ -138,6 +145,9 @@ export function leastPrivilegeSuite(
     if (!target) throw new Error('the target did not start');
     return target;
   };
+  /** Create a kars object in the sandbox namespace as the admin (`plural` is its resource), and check it was created. */
+  const createKars = async (plural: string, kind: string, name: string, spec: Record<string, unknown>): Promise<void> =>
+    assert.equal((await t().api.post(`${KARS}/${plural}`, karsObject(kind, name, spec))).status, 201);
   const kubectl = (args: string[], input?: string): Promise<KubectlRun> =>
     runKubectl(t().kubectl, t().kubeconfig, args, input === undefined ? { timeoutMs: 120_000 } : { input, timeoutMs: 120_000 });
   const apply = async (text: string): Promise<void> => {
@@ -262,31 +272,11 @@ export function leastPrivilegeSuite(
       ).status,
       200,
     );
-    assert.equal(
-      (
-        await api.post(`${KARS}/inferencepolicies`, {
-          apiVersion: 'kars.azure.com/v1alpha1',
-          kind: 'InferencePolicy',
-          metadata: { name: 'research-budget' },
-          spec: {
-            appliesTo: { sandboxName: 'research-agent' },
-            tokenBudget: { perRequestTokens: 4000, dailyTokens: 200000, monthlyTokens: 5000000 },
-          },
-        })
-      ).status,
-      201,
-    );
-    assert.equal(
-      (
-        await api.post(`${KARS}/toolpolicies`, {
-          apiVersion: 'kars.azure.com/v1alpha1',
-          kind: 'ToolPolicy',
-          metadata: { name: 'research-tools' },
-          spec: { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } },
-        })
-      ).status,
-      201,
-    );
+    await createKars('inferencepolicies', 'InferencePolicy', 'research-budget', {
+      appliesTo: { sandboxName: 'research-agent' },
+      tokenBudget: { perRequestTokens: 4000, dailyTokens: 200000, monthlyTokens: 5000000 },
+    });
+    await createKars('toolpolicies', 'ToolPolicy', 'research-tools', { appliesTo: { tool: '*' }, rateLimit: { rps: 5, burst: 10 } });
     await until(
       'the PolicyNotEnforced event',
       async () =>
@@ -296,17 +286,12 @@ export function leastPrivilegeSuite(
       throw new Error(`${String(err)}; refused so far: ${await refusedSoFar()}`);
     });
     const r1 = await startOneRouter('r1');
-    assert.equal(
-      (
-        await api.post(`${KARS}/egressapprovals`, {
-          apiVersion: 'kars.azure.com/v1alpha1',
-          kind: 'EgressApproval',
-          metadata: { name: 'pypi' },
-          spec: { sandbox: 'research-agent', hosts: [{ host: 'pypi.org' }], reason: 'install deps', ttl: 'PT1H' },
-        })
-      ).status,
-      201,
-    );
+    await createKars('egressapprovals', 'EgressApproval', 'pypi', {
+      sandbox: 'research-agent',
+      hosts: [{ host: 'pypi.org' }],
+      reason: 'install deps',
+      ttl: 'PT1H',
+    });
     const phase = (kind: string, name: string) => async () =>
       (await api.get(`${KARS}/${kind}/${name}`)).body?.status?.phase as string | undefined;
     const untilPhase = (what: string, kind: string, name: string, want: string): Promise<unknown> =>
@@ -469,6 +454,12 @@ export function leastPrivilegeSuite(
   it('a router cannot read another sandbox namespace, its controller namespace, or write policies', async () => {
     const api = t().api;
     const router = new TestClient(t().url, t().caPem, await t().token(ROUTER));
+    /** Check the router's request is refused (403; `why` says what that shows), with RBAC's own `message` when given. */
+    const refused = async (request: Promise<ApiAnswer>, opts: { message?: string; why?: string } = {}): Promise<void> => {
+      const r = await request;
+      assert.equal(r.status, 403, opts.why);
+      if (opts.message !== undefined) assert.equal(r.body.message, opts.message);
+    };
     try {
       assert.equal((await api.post('/api/v1/namespaces', { metadata: { name: 'sandbox-other' } })).status, 201);
       assert.equal(
@@ -483,54 +474,34 @@ export function leastPrivilegeSuite(
         ).status,
         201,
       );
-      const other = await router.get(
-        '/api/v1/namespaces/sandbox-other/configmaps?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkars-controller',
+      await refused(
+        router.get('/api/v1/namespaces/sandbox-other/configmaps?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkars-controller'),
+        {
+          message:
+            'configmaps is forbidden: User "system:serviceaccount:sandbox-research-agent:kars-router" cannot list resource "configmaps" in API group "" in the namespace "sandbox-other"',
+        },
       );
-      assert.equal(other.status, 403);
-      assert.equal(
-        other.body.message,
-        'configmaps is forbidden: User "system:serviceaccount:sandbox-research-agent:kars-router" cannot list resource "configmaps" in API group "" in the namespace "sandbox-other"',
+      await refused(
+        router.get('/api/v1/namespaces/sandbox-other/configmaps?watch=true&labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkars-controller'),
       );
-      assert.equal(
-        (
-          await router.get(
-            '/api/v1/namespaces/sandbox-other/configmaps?watch=true&labelSelector=app.kubernetes.io%2Fmanaged-by%3Dkars-controller',
-          )
-        ).status,
-        403,
+      await refused(router.get(`/api/v1/namespaces/sandbox-other/configmaps/${INFERENCE_POLICY_KIND.configMap.name('secret')}`));
+      await refused(router.get('/api/v1/configmaps'), { why: 'no list across namespaces' });
+      await refused(router.get('/api/v1/namespaces/kars-system/configmaps'));
+      await refused(router.get(`/api/v1/namespaces/${NS}/configmaps/${BUDGET_CM}`), { why: 'list/watch only, no get' });
+      await refused(
+        router.patch(`${KARS}/inferencepolicies/research-budget`, { spec: { tokenBudget: { perRequestTokens: 999999 } } }, 'merge'),
+        {
+          message:
+            'inferencepolicies.kars.azure.com "research-budget" is forbidden: User "system:serviceaccount:sandbox-research-agent:kars-router" cannot patch resource "inferencepolicies" in API group "kars.azure.com" in the namespace "sandbox-research-agent"',
+        },
       );
-      assert.equal(
-        (await router.get(`/api/v1/namespaces/sandbox-other/configmaps/${INFERENCE_POLICY_KIND.configMap.name('secret')}`)).status,
-        403,
+      await refused(
+        router.post(`${KARS}/inferencepolicies`, karsObject('InferencePolicy', 'evil', { appliesTo: { sandboxName: 'research-agent' } })),
       );
-      assert.equal((await router.get('/api/v1/configmaps')).status, 403, 'no list across namespaces');
-      assert.equal((await router.get('/api/v1/namespaces/kars-system/configmaps')).status, 403);
-      assert.equal((await router.get(`/api/v1/namespaces/${NS}/configmaps/${BUDGET_CM}`)).status, 403, 'list/watch only, no get');
-      const patch = await router.patch(
-        `${KARS}/inferencepolicies/research-budget`,
-        { spec: { tokenBudget: { perRequestTokens: 999999 } } },
-        'merge',
-      );
-      assert.equal(patch.status, 403);
-      assert.equal(
-        patch.body.message,
-        'inferencepolicies.kars.azure.com "research-budget" is forbidden: User "system:serviceaccount:sandbox-research-agent:kars-router" cannot patch resource "inferencepolicies" in API group "kars.azure.com" in the namespace "sandbox-research-agent"',
-      );
-      assert.equal(
-        (
-          await router.post(`${KARS}/inferencepolicies`, {
-            apiVersion: 'kars.azure.com/v1alpha1',
-            kind: 'InferencePolicy',
-            metadata: { name: 'evil' },
-            spec: { appliesTo: { sandboxName: 'research-agent' } },
-          })
-        ).status,
-        403,
-      );
-      assert.equal((await router.get(`${KARS}/inferencepolicies`)).status, 403);
-      assert.equal((await router.get(`${KARS}/karssandboxes?fieldSelector=metadata.name%3Dsomeone-else`)).status, 403);
-      assert.equal((await router.get(`${KARS}/karssandboxes`)).status, 403, 'only its own sandbox, by name');
-      assert.equal((await router.patch(`${KARS}/karssandboxes/research-agent`, { spec: {} }, 'merge')).status, 403);
+      await refused(router.get(`${KARS}/inferencepolicies`));
+      await refused(router.get(`${KARS}/karssandboxes?fieldSelector=metadata.name%3Dsomeone-else`));
+      await refused(router.get(`${KARS}/karssandboxes`), { why: 'only its own sandbox, by name' });
+      await refused(router.patch(`${KARS}/karssandboxes/research-agent`, { spec: {} }, 'merge'));
       // The apiserver's own authorizer agrees (SelfSubjectAccessReview with the router's token).
       assert.equal(await canI(router.token ?? '', { verb: 'list', resource: 'configmaps', namespace: 'sandbox-other' }), false);
       assert.equal(

@@ -3,228 +3,164 @@ import type { PrinterColumn, ResourceInfo, SubresourceInfo } from './resource.js
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
+/** A printer column. */
+const col = (name: string, type: string, jsonPath: string): PrinterColumn => ({ name, type, jsonPath });
+
+/**
+ * What sets a kind apart from the default (namespaced, no status, generation not tracked, DELETE
+ * answers a Status, unconditional PUT allowed): `cluster` scope, a `status` subresource, `generation`
+ * tracking, a DELETE that answers the object, and kube's strategy forbidding an unconditional update.
+ */
+type Trait = 'cluster' | 'status' | 'generation' | 'deleteReturnsObject' | 'noUnconditionalUpdate';
+
 interface BuiltinSpec {
   group: string;
   version: string;
   resource: string;
   kind: string;
-  namespaced: boolean;
+  traits: readonly Trait[];
   shortNames?: string[];
-  hasStatus?: boolean;
-  tracksGeneration?: boolean;
+  /** Printer columns; default Age alone. */
   columns?: PrinterColumn[];
-  deleteReturnsObject?: boolean;
   categories?: string[];
   verbs?: string[];
   subresources?: SubresourceInfo[];
-  /** kube's strategy AllowUnconditionalUpdate (default true). */
-  allowUnconditionalUpdate?: boolean;
 }
+
+type KindSpec = Omit<BuiltinSpec, 'group' | 'version' | 'traits'> & { traits?: readonly Trait[] };
+
+/** The kinds of one API group version. */
+const inGroup = (group: string, version: string, kinds: KindSpec[]): BuiltinSpec[] =>
+  kinds.map((k) => ({ group, version, ...k, traits: k.traits ?? [] }));
 
 /** Resources whose kube strategy has AllowCreateOnUpdate: a PUT of a missing object creates it. */
 const CREATE_ON_UPDATE = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'leases', 'events', 'services']);
 
+const ALL = ['all'];
+const CREATE_ONLY = ['create'];
+const ROLE_REF = col('Role', 'string', '.roleRef.name');
+const DATA = col('Data', 'integer', '.data');
+
 const SPECS: BuiltinSpec[] = [
-  {
-    group: '',
-    version: 'v1',
-    resource: 'namespaces',
-    kind: 'Namespace',
-    namespaced: false,
-    shortNames: ['ns'],
-    hasStatus: true,
-    columns: [{ name: 'Status', type: 'string', jsonPath: '.status.phase' }, AGE],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'configmaps',
-    kind: 'ConfigMap',
-    namespaced: true,
-    shortNames: ['cm'],
-    columns: [{ name: 'Data', type: 'integer', jsonPath: '.data' }, AGE],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'secrets',
-    kind: 'Secret',
-    namespaced: true,
-    columns: [{ name: 'Type', type: 'string', jsonPath: '.type' }, { name: 'Data', type: 'integer', jsonPath: '.data' }, AGE],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'events',
-    kind: 'Event',
-    namespaced: true,
-    shortNames: ['ev'],
-    columns: [
-      { name: 'Type', type: 'string', jsonPath: '.type' },
-      { name: 'Reason', type: 'string', jsonPath: '.reason' },
-      { name: 'Object', type: 'string', jsonPath: '.involvedObject.name' },
-      { name: 'Message', type: 'string', jsonPath: '.message' },
-    ],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'serviceaccounts',
-    kind: 'ServiceAccount',
-    namespaced: true,
-    shortNames: ['sa'],
-    columns: [AGE],
-    deleteReturnsObject: true,
-    subresources: [{ name: 'token', group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }],
-  },
-  {
-    group: '',
-    version: 'v1',
-    resource: 'services',
-    kind: 'Service',
-    namespaced: true,
-    shortNames: ['svc'],
-    hasStatus: true,
-    deleteReturnsObject: true,
-    categories: ['all'],
-    columns: [
-      { name: 'Type', type: 'string', jsonPath: '.spec.type' },
-      { name: 'Cluster-IP', type: 'string', jsonPath: '.spec.clusterIP' },
-      AGE,
-    ],
-  },
-  {
-    group: 'coordination.k8s.io',
-    version: 'v1',
-    resource: 'leases',
-    kind: 'Lease',
-    allowUnconditionalUpdate: false,
-    namespaced: true,
-    columns: [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }, AGE],
-  },
-  {
-    group: 'apps',
-    version: 'v1',
-    resource: 'deployments',
-    kind: 'Deployment',
-    namespaced: true,
-    shortNames: ['deploy'],
-    hasStatus: true,
-    tracksGeneration: true,
-    categories: ['all'],
-    columns: [
-      { name: 'Ready', type: 'string', jsonPath: '.status.readyReplicas' },
-      { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
-      AGE,
-    ],
-  },
-  { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'roles', kind: 'Role', namespaced: true, columns: [AGE] },
-  {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    resource: 'rolebindings',
-    kind: 'RoleBinding',
-    namespaced: true,
-    columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }, AGE],
-  },
-  { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles', kind: 'ClusterRole', namespaced: false, columns: [AGE] },
-  {
-    group: 'rbac.authorization.k8s.io',
-    version: 'v1',
-    resource: 'clusterrolebindings',
-    kind: 'ClusterRoleBinding',
-    namespaced: false,
-    columns: [{ name: 'Role', type: 'string', jsonPath: '.roleRef.name' }, AGE],
-  },
-  {
-    group: 'apiextensions.k8s.io',
-    version: 'v1',
-    resource: 'customresourcedefinitions',
-    kind: 'CustomResourceDefinition',
-    namespaced: false,
-    shortNames: ['crd', 'crds'],
-    hasStatus: true,
-    tracksGeneration: true,
-    deleteReturnsObject: true,
-    columns: [{ name: 'Created At', type: 'date', jsonPath: '.metadata.creationTimestamp' }],
-  },
-  {
-    group: 'policy',
-    version: 'v1',
-    resource: 'poddisruptionbudgets',
-    kind: 'PodDisruptionBudget',
-    namespaced: true,
-    shortNames: ['pdb'],
-    hasStatus: true,
-    tracksGeneration: true,
-    columns: [
-      { name: 'Min Available', type: 'string', jsonPath: '.spec.minAvailable' },
-      { name: 'Max Unavailable', type: 'string', jsonPath: '.spec.maxUnavailable' },
-      AGE,
-    ],
-  },
-  {
-    group: 'batch',
-    version: 'v1',
-    resource: 'cronjobs',
-    kind: 'CronJob',
-    namespaced: true,
-    shortNames: ['cj'],
-    hasStatus: true,
-    tracksGeneration: true,
-    categories: ['all'],
-    columns: [
-      { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
-      { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' },
-      AGE,
-    ],
-  },
+  ...inGroup('', 'v1', [
+    {
+      resource: 'namespaces',
+      kind: 'Namespace',
+      traits: ['cluster', 'status'],
+      shortNames: ['ns'],
+      columns: [col('Status', 'string', '.status.phase'), AGE],
+    },
+    { resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [DATA, AGE] },
+    { resource: 'secrets', kind: 'Secret', columns: [col('Type', 'string', '.type'), DATA, AGE] },
+    {
+      resource: 'events',
+      kind: 'Event',
+      shortNames: ['ev'],
+      columns: [
+        col('Type', 'string', '.type'),
+        col('Reason', 'string', '.reason'),
+        col('Object', 'string', '.involvedObject.name'),
+        col('Message', 'string', '.message'),
+      ],
+    },
+    {
+      resource: 'serviceaccounts',
+      kind: 'ServiceAccount',
+      traits: ['deleteReturnsObject'],
+      shortNames: ['sa'],
+      subresources: [{ name: 'token', group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }],
+    },
+    {
+      resource: 'services',
+      kind: 'Service',
+      traits: ['status', 'deleteReturnsObject'],
+      shortNames: ['svc'],
+      categories: ALL,
+      columns: [col('Type', 'string', '.spec.type'), col('Cluster-IP', 'string', '.spec.clusterIP'), AGE],
+    },
+  ]),
+  ...inGroup('coordination.k8s.io', 'v1', [
+    {
+      resource: 'leases',
+      kind: 'Lease',
+      traits: ['noUnconditionalUpdate'],
+      columns: [col('Holder', 'string', '.spec.holderIdentity'), AGE],
+    },
+  ]),
+  ...inGroup('apps', 'v1', [
+    {
+      resource: 'deployments',
+      kind: 'Deployment',
+      traits: ['status', 'generation'],
+      shortNames: ['deploy'],
+      categories: ALL,
+      columns: [col('Ready', 'string', '.status.readyReplicas'), col('Replicas', 'integer', '.spec.replicas'), AGE],
+    },
+  ]),
+  ...inGroup('rbac.authorization.k8s.io', 'v1', [
+    { resource: 'roles', kind: 'Role' },
+    { resource: 'rolebindings', kind: 'RoleBinding', columns: [ROLE_REF, AGE] },
+    { resource: 'clusterroles', kind: 'ClusterRole', traits: ['cluster'] },
+    { resource: 'clusterrolebindings', kind: 'ClusterRoleBinding', traits: ['cluster'], columns: [ROLE_REF, AGE] },
+  ]),
+  ...inGroup('apiextensions.k8s.io', 'v1', [
+    {
+      resource: 'customresourcedefinitions',
+      kind: 'CustomResourceDefinition',
+      traits: ['cluster', 'status', 'generation', 'deleteReturnsObject'],
+      shortNames: ['crd', 'crds'],
+      columns: [col('Created At', 'date', '.metadata.creationTimestamp')],
+    },
+  ]),
+  ...inGroup('policy', 'v1', [
+    {
+      resource: 'poddisruptionbudgets',
+      kind: 'PodDisruptionBudget',
+      traits: ['status', 'generation'],
+      shortNames: ['pdb'],
+      columns: [col('Min Available', 'string', '.spec.minAvailable'), col('Max Unavailable', 'string', '.spec.maxUnavailable'), AGE],
+    },
+  ]),
+  ...inGroup('batch', 'v1', [
+    {
+      resource: 'cronjobs',
+      kind: 'CronJob',
+      traits: ['status', 'generation'],
+      shortNames: ['cj'],
+      categories: ALL,
+      columns: [col('Schedule', 'string', '.spec.schedule'), col('Suspend', 'boolean', '.spec.suspend'), AGE],
+    },
+  ]),
   // Reviews: answered by the auth module, never stored.
-  {
-    group: 'authorization.k8s.io',
-    version: 'v1',
-    resource: 'selfsubjectaccessreviews',
-    kind: 'SelfSubjectAccessReview',
-    namespaced: false,
-    verbs: ['create'],
-  },
-  {
-    group: 'authorization.k8s.io',
-    version: 'v1',
-    resource: 'selfsubjectrulesreviews',
-    kind: 'SelfSubjectRulesReview',
-    namespaced: false,
-    verbs: ['create'],
-  },
-  {
-    group: 'authentication.k8s.io',
-    version: 'v1',
-    resource: 'selfsubjectreviews',
-    kind: 'SelfSubjectReview',
-    namespaced: false,
-    verbs: ['create'],
-  },
+  ...inGroup('authorization.k8s.io', 'v1', [
+    { resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', traits: ['cluster'], verbs: CREATE_ONLY },
+    { resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', traits: ['cluster'], verbs: CREATE_ONLY },
+  ]),
+  ...inGroup('authentication.k8s.io', 'v1', [
+    { resource: 'selfsubjectreviews', kind: 'SelfSubjectReview', traits: ['cluster'], verbs: CREATE_ONLY },
+  ]),
 ];
 
 /** The built-in resources `kars apiserver` serves (stored and served; only CRDs and namespaces have behaviour). */
 export function builtinResources(): ResourceInfo[] {
   return SPECS.map((s) => {
     const singular = s.kind.toLowerCase();
+    const has = (t: Trait): boolean => s.traits.includes(t);
     const ri: ResourceInfo = {
       group: s.group,
       resource: s.resource,
       singular,
       kind: s.kind,
       listKind: `${s.kind}List`,
-      namespaced: s.namespaced,
+      namespaced: !has('cluster'),
       shortNames: s.shortNames ?? [],
       categories: s.categories ?? [],
       versions: [{ name: s.version, served: true, storage: true, printerColumns: s.columns ?? [AGE] }],
-      hasStatus: s.hasStatus ?? false,
-      tracksGeneration: s.tracksGeneration ?? false,
-      allowUnconditionalUpdate: s.allowUnconditionalUpdate ?? true,
+      hasStatus: has('status'),
+      tracksGeneration: has('generation'),
+      allowUnconditionalUpdate: !has('noUnconditionalUpdate'),
       allowCreateOnUpdate: CREATE_ON_UPDATE.has(s.resource),
-      deleteReturnsObject: s.deleteReturnsObject ?? false,
+      deleteReturnsObject: has('deleteReturnsObject'),
       builtin: true,
       ...(s.verbs ? { verbs: s.verbs } : {}),
       ...(s.subresources ? { subresources: s.subresources } : {}),

@@ -44,37 +44,29 @@ export function detectionBound(fault: FaultName): number {
   }
 }
 
+/** How to inject each fault but `compaction` (which also reports a revision); what the stack call resolves with is not used. */
+const INJECT: Record<Exclude<FaultName, 'compaction'>, (stack: FaultStack) => Promise<unknown>> = {
+  freeze: (stack) => stack.freeze(),
+  reset: (stack) => stack.reset(),
+  'apiserver-restart': (stack) => stack.restartApiserver(),
+  'controller-kill': (stack) => stack.killControllers(),
+  'leader-failover': (stack) => stack.failoverController(),
+  'router-restart': (stack) => stack.restartRouter(),
+};
+
 /**
  * Inject one fault into a stack (kars apiserver's own fault injection, or kube-apiserver's relay,
  * etcd and restart). Resolves with the revision compacted to for `compaction`, else undefined.
  */
 export async function inject(stack: FaultStack, fault: FaultName): Promise<number | undefined> {
-  switch (fault) {
-    case 'freeze':
-      await stack.freeze();
-      return undefined;
-    case 'reset':
-      await stack.reset();
-      return undefined;
-    case 'apiserver-restart':
-      await stack.restartApiserver();
-      return undefined;
-    case 'compaction': {
-      // Compact, then cut every connection: each watch resumes from a resourceVersion now compacted.
-      const revision = await stack.compact();
-      await stack.reset();
-      return revision;
-    }
-    case 'controller-kill':
-      await stack.killControllers();
-      return undefined;
-    case 'leader-failover':
-      await stack.failoverController();
-      return undefined;
-    case 'router-restart':
-      await stack.restartRouter();
-      return undefined;
+  if (fault === 'compaction') {
+    // Compact, then cut every connection: each watch resumes from a resourceVersion now compacted.
+    const revision = await stack.compact();
+    await stack.reset();
+    return revision;
   }
+  await INJECT[fault](stack);
+  return undefined;
 }
 
 /** Faults a suite pointed at a foreign cluster (KARS_CONFORMANCE_KUBECONFIG) can cause, and why the others are skipped. */

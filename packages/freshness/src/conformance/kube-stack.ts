@@ -1,9 +1,8 @@
-import { KubeClient, Resources } from '@kars/kube-client';
 import { until } from '@kars/kube-core/testing';
 import { compactEtcd, startApiserverRelay, startControlPlane, startEtcdRelay } from '@kars/kube-envtest';
 import type { ApiserverRelay, ControlPlane, EtcdRelay, KubeBinaries } from '@kars/kube-envtest';
-import { allCrds, INFERENCE_POLICY, KARS_SANDBOX } from '@kars/policy-api';
-import { KarsProcesses, suiteWatchConfig } from './stack.js';
+import { INFERENCE_POLICY, KARS_SANDBOX } from '@kars/policy-api';
+import { KarsProcesses, suiteClientWithCrds } from './stack.js';
 import type { FaultStack } from './stack.js';
 
 /**
@@ -43,13 +42,7 @@ export class KubeStack extends KarsProcesses implements FaultStack {
     });
     this.relay = await startApiserverRelay(this.cp);
     this.kubeconfig = this.relay.kubeconfig;
-    const cfg = suiteWatchConfig();
-    this.client = KubeClient.fromKubeconfig({
-      kubeconfig: this.kubeconfig,
-      pingIntervalMs: cfg.pingIntervalMs,
-      pingTimeoutMs: cfg.pingTimeoutMs,
-    });
-    for (const crd of allCrds()) await this.client.create(Resources.customresourcedefinitions, crd as never);
+    this.client = await suiteClientWithCrds(this.kubeconfig);
     // A CRD serves its kind a moment after it is created (Established); the controllers' first lists
     // would fail and back off meanwhile.
     await until(

@@ -29,6 +29,14 @@ export function suiteWatchConfig(): WatchConfig {
   return watchConfigFromEnv(SUITE_KNOBS);
 }
 
+/** A client of the suite's API server, with the suite's PING settings, after installing the kars CRDs through it. */
+export async function suiteClientWithCrds(kubeconfig: string): Promise<KubeClient> {
+  const cfg = suiteWatchConfig();
+  const client = KubeClient.fromKubeconfig({ kubeconfig, pingIntervalMs: cfg.pingIntervalMs, pingTimeoutMs: cfg.pingTimeoutMs });
+  for (const crd of allCrds()) await client.create(Resources.customresourcedefinitions, crd as never);
+  return client;
+}
+
 interface Proc {
   child: ChildProcess;
   exited: Promise<number | null>;
@@ -355,13 +363,7 @@ export class LocalStack extends KarsProcesses implements FaultStack {
     });
     await ready;
     this.token = readFileSync(join(this.dataDir, 'apiserver', 'token'), 'utf8').trim();
-    const cfg = suiteWatchConfig();
-    this.client = KubeClient.fromKubeconfig({
-      kubeconfig: this.kubeconfig,
-      pingIntervalMs: cfg.pingIntervalMs,
-      pingTimeoutMs: cfg.pingTimeoutMs,
-    });
-    for (const crd of allCrds()) await this.client.create(Resources.customresourcedefinitions, crd as never);
+    this.client = await suiteClientWithCrds(this.kubeconfig);
     await this.startKars();
   }
 

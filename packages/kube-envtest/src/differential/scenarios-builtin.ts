@@ -1,150 +1,161 @@
 import type { RequestStep, Scenario, Step } from './types.js';
 
+export type Content = Record<string, unknown>;
+
+// Step builders for every scenario module: the keys in the order the recorded fixture has them.
+
+/** An object: its envelope, then its other fields (`rest`). */
+export const manifest = (apiVersion: string, kind: string, metadata: Content, rest: Content = {}): Content => ({
+  apiVersion,
+  kind,
+  metadata,
+  ...rest,
+});
+/** A POST of `body`; `extra` goes last (setup, save, …), as in the builders below. */
+export const post = (path: string, body: unknown, extra: Partial<RequestStep> = {}): RequestStep => ({
+  method: 'POST',
+  path,
+  body,
+  ...extra,
+});
+/** A PATCH of `body` as `contentType`. */
+export const patch = (path: string, body: unknown, contentType: string, extra: Partial<RequestStep> = {}): RequestStep => ({
+  method: 'PATCH',
+  path,
+  body,
+  contentType,
+  ...extra,
+});
+export const put = (path: string, body: unknown): RequestStep => ({ method: 'PUT', path, body });
+export const del = (path: string, extra: Partial<RequestStep> = {}): RequestStep => ({ method: 'DELETE', path, ...extra });
+
+export const MERGE = 'application/merge-patch+json';
+export const JSON_PATCH = 'application/json-patch+json';
+export const APPLY = 'application/apply-patch+yaml';
+
 /** A kind the matrix covers: where it lives, a sample object, and a change to its content. */
 interface KindCase {
+  /** The resource (plural) name. */
   name: string;
-  /** The collection path; `{{ns}}` for namespaced kinds. */
-  base: string;
   apiVersion: string;
   kind: string;
-  sample: (name: string) => Record<string, unknown>;
+  cluster?: boolean;
+  /** The collection path; `{{ns}}` for namespaced kinds. */
+  base: string;
+  sample: (name: string) => Content;
   /** A merge patch that changes the object's content. */
-  change: Record<string, unknown>;
+  change: Content;
   /** A strategic-merge patch (built-ins only). */
-  strategic: Record<string, unknown>;
+  strategic: Content;
   /** A JSON patch. */
   jsonPatch: unknown[];
-  cluster?: boolean;
 }
+
+/** What the table gives of a kind; its collection path and the sample's envelope are derived. */
+type KindRow = Omit<KindCase, 'name' | 'base' | 'sample'> & {
+  /** The sample's fields after apiVersion, kind and metadata (a function when they use the object's name). */
+  content?: Content | ((name: string) => Content);
+};
 
 const L = { suite: 'diff' };
 
-export const BUILTIN_KINDS: KindCase[] = [
+/**
+ * A row's {@link KindCase}. The resource name is the lowercased kind's plural (an `s` for every kind
+ * here); the collection is under `/api/v1` or `/apis/<group>/<version>`, in `namespaces/{{ns}}` unless
+ * cluster-scoped.
+ */
+function kindCase({ content = {}, ...row }: KindRow): KindCase {
+  const plural = `${row.kind.toLowerCase()}s`;
+  const root = row.apiVersion.includes('/') ? `/apis/${row.apiVersion}` : `/api/${row.apiVersion}`;
+  return {
+    ...row,
+    name: plural,
+    base: `${root}${row.cluster ? '' : '/namespaces/{{ns}}'}/${plural}`,
+    sample: (name) => manifest(row.apiVersion, row.kind, { name, labels: L }, typeof content === 'function' ? content(name) : content),
+  };
+}
+
+const RBAC = 'rbac.authorization.k8s.io';
+const RBAC_V1 = `${RBAC}/v1`;
+
+/** The kinds, one row each. */
+const ROWS: KindRow[] = [
   {
-    name: 'configmaps',
-    base: '/api/v1/namespaces/{{ns}}/configmaps',
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    sample: (n) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: n, labels: L }, data: { a: '1' } }),
+    content: { data: { a: '1' } },
     change: { data: { b: '2' } },
     strategic: { data: { c: '3' } },
     jsonPatch: [{ op: 'add', path: '/data/j', value: 'x' }],
   },
   {
-    name: 'secrets',
-    base: '/api/v1/namespaces/{{ns}}/secrets',
     apiVersion: 'v1',
     kind: 'Secret',
-    sample: (n) => ({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: n, labels: L },
-      stringData: { pw: 'hunter2' },
-      data: { b: 'YmluYXJ5' },
-    }),
+    content: { stringData: { pw: 'hunter2' }, data: { b: 'YmluYXJ5' } },
     change: { data: { c: 'Yw==' } },
     strategic: { stringData: { d: 'dee' } },
     jsonPatch: [{ op: 'replace', path: '/type', value: 'Opaque' }],
   },
   {
-    name: 'serviceaccounts',
-    base: '/api/v1/namespaces/{{ns}}/serviceaccounts',
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    sample: (n) => ({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: n, labels: L } }),
     change: { automountServiceAccountToken: false },
     strategic: { imagePullSecrets: [{ name: 'pull' }] },
     jsonPatch: [{ op: 'add', path: '/metadata/annotations', value: { x: 'y' } }],
   },
   {
-    name: 'roles',
-    base: '/apis/rbac.authorization.k8s.io/v1/namespaces/{{ns}}/roles',
-    apiVersion: 'rbac.authorization.k8s.io/v1',
+    apiVersion: RBAC_V1,
     kind: 'Role',
-    sample: (n) => ({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: n, labels: L },
-      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
-    }),
+    content: { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] },
     change: { rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }] },
     strategic: { metadata: { labels: { extra: 'yes' } } },
     jsonPatch: [{ op: 'add', path: '/rules/0/verbs/-', value: 'watch' }],
   },
   {
-    name: 'rolebindings',
-    base: '/apis/rbac.authorization.k8s.io/v1/namespaces/{{ns}}/rolebindings',
-    apiVersion: 'rbac.authorization.k8s.io/v1',
+    apiVersion: RBAC_V1,
     kind: 'RoleBinding',
-    sample: (n) => ({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: n, labels: L },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' },
+    content: {
+      roleRef: { apiGroup: RBAC, kind: 'Role', name: 'r' },
       subjects: [{ kind: 'ServiceAccount', name: 'sa', namespace: '{{ns}}' }],
-    }),
-    change: { subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }] },
+    },
+    change: { subjects: [{ kind: 'User', name: 'alice', apiGroup: RBAC }] },
     strategic: { metadata: { annotations: { a: 'b' } } },
     jsonPatch: [{ op: 'replace', path: '/subjects/0/name', value: 'sa2' }],
   },
   {
-    name: 'leases',
-    base: '/apis/coordination.k8s.io/v1/namespaces/{{ns}}/leases',
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    sample: (n) => ({
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: n, labels: L },
-      spec: { holderIdentity: 'me', leaseDurationSeconds: 15 },
-    }),
+    content: { spec: { holderIdentity: 'me', leaseDurationSeconds: 15 } },
     change: { spec: { holderIdentity: 'you' } },
     strategic: { spec: { leaseDurationSeconds: 30 } },
     jsonPatch: [{ op: 'replace', path: '/spec/holderIdentity', value: 'them' }],
   },
   {
-    name: 'events',
-    base: '/api/v1/namespaces/{{ns}}/events',
     apiVersion: 'v1',
     kind: 'Event',
-    sample: (n) => ({
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: n, labels: L },
+    content: {
       involvedObject: { kind: 'ConfigMap', name: 'x', namespace: '{{ns}}', apiVersion: 'v1' },
       reason: 'Tested',
       message: 'a test event',
       type: 'Normal',
       source: { component: 'diff' },
-    }),
+    },
     change: { message: 'changed' },
     strategic: { count: 2 },
     jsonPatch: [{ op: 'replace', path: '/reason', value: 'Retested' }],
   },
   {
-    name: 'services',
-    base: '/api/v1/namespaces/{{ns}}/services',
     apiVersion: 'v1',
     kind: 'Service',
-    sample: (n) => ({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: n, labels: L },
-      spec: { ports: [{ port: 80 }], selector: { app: 'x' } },
-    }),
+    content: { spec: { ports: [{ port: 80 }], selector: { app: 'x' } } },
     change: { spec: { selector: { app: 'y' } } },
     strategic: { spec: { ports: [{ port: 81 }] } },
     jsonPatch: [{ op: 'add', path: '/metadata/labels/j', value: 'k' }],
   },
   {
-    name: 'deployments',
-    base: '/apis/apps/v1/namespaces/{{ns}}/deployments',
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    sample: (n) => ({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: n, labels: L },
+    content: (n) => ({
       spec: {
         replicas: 1,
         selector: { matchLabels: { app: n } },
@@ -156,41 +167,31 @@ export const BUILTIN_KINDS: KindCase[] = [
     jsonPatch: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
   },
   {
-    name: 'clusterroles',
-    base: '/apis/rbac.authorization.k8s.io/v1/clusterroles',
-    apiVersion: 'rbac.authorization.k8s.io/v1',
+    apiVersion: RBAC_V1,
     kind: 'ClusterRole',
     cluster: true,
-    sample: (n) => ({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: n, labels: L },
-      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }],
-    }),
+    content: { rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }] },
     change: { rules: [{ nonResourceURLs: ['/healthz'], verbs: ['get'] }] },
     strategic: { metadata: { labels: { extra: 'yes' } } },
     jsonPatch: [{ op: 'add', path: '/rules/0/verbs/-', value: 'list' }],
   },
   {
-    name: 'clusterrolebindings',
-    base: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-    apiVersion: 'rbac.authorization.k8s.io/v1',
+    apiVersion: RBAC_V1,
     kind: 'ClusterRoleBinding',
     cluster: true,
-    sample: (n) => ({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: n, labels: L },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
-      subjects: [{ kind: 'Group', name: 'g', apiGroup: 'rbac.authorization.k8s.io' }],
-    }),
-    change: { subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }] },
+    content: {
+      roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'view' },
+      subjects: [{ kind: 'Group', name: 'g', apiGroup: RBAC }],
+    },
+    change: { subjects: [{ kind: 'User', name: 'bob', apiGroup: RBAC }] },
     strategic: { metadata: { annotations: { a: 'b' } } },
     jsonPatch: [{ op: 'replace', path: '/subjects/0/name', value: 'g2' }],
   },
 ];
 
-const req = (s: RequestStep): RequestStep => s;
+export const BUILTIN_KINDS: KindCase[] = ROWS.map(kindCase);
+
+const SELECTED = '?labelSelector=suite%3Ddiff';
 
 /** A cluster-scoped object's name must be unique in the whole run: derive it from the scenario. */
 function objName(k: KindCase, verb: string): string {
@@ -201,113 +202,70 @@ function objName(k: KindCase, verb: string): string {
 export function builtinScenarios(): Scenario[] {
   const out: Scenario[] = [];
   for (const k of BUILTIN_KINDS) {
+    /** A scenario on the object `n` at `item`. */
     const sc = (verb: string, steps: (n: string, item: string) => Step[]): void => {
       const n = objName(k, verb);
       out.push({ id: `builtin/${k.name}/${verb}`, steps: steps(n, `${k.base}/${n}`) });
     };
-    const create = (n: string, extra: Partial<RequestStep> = {}): RequestStep =>
-      req({ method: 'POST', path: k.base, body: k.sample(n), ...extra });
+    const create = (n: string, extra: Partial<RequestStep> = {}): RequestStep => post(k.base, k.sample(n), extra);
+    /** A scenario whose object exists first (created as setup). */
+    const onExisting = (verb: string, steps: (n: string, item: string) => Step[]): void =>
+      sc(verb, (n, item) => [create(n, { setup: true }), ...steps(n, item)]);
+    /** The sample (with `change` merged in) as a PUT body, conditional on the saved `{{rv}}`. */
+    const atRv = (n: string, change: Content = {}): Content => ({
+      ...k.sample(n),
+      ...change,
+      metadata: { name: n, labels: L, resourceVersion: '{{rv}}' },
+    });
+    const apply = (item: string, body: unknown, extra: Partial<RequestStep> = {}): RequestStep =>
+      patch(`${item}?fieldManager=diff`, body, APPLY, extra);
+
     sc('create', (n) => [create(n)]);
     sc('create-yaml', (n) => [create(n, { contentType: 'application/yaml' })]);
     sc('create-accept-yaml', (n) => [create(n, { accept: 'application/yaml' })]);
     sc('create-dry-run', (n, item) => [create(n, { path: `${k.base}?dryRun=All` }), { path: item }]);
     sc('create-duplicate', (n) => [create(n), create(n)]);
     sc('create-generate-name', () => [
-      {
-        method: 'POST',
-        path: k.base,
-        body: { ...k.sample('x'), metadata: { generateName: 'gen-', labels: L } },
-        save: { gen: 'metadata.name' },
-      },
-      ...(k.cluster ? [{ method: 'DELETE', path: `${k.base}/{{gen}}`, setup: true } as RequestStep] : []),
+      create('x', { body: { ...k.sample('x'), metadata: { generateName: 'gen-', labels: L } }, save: { gen: 'metadata.name' } }),
+      ...(k.cluster ? [del(`${k.base}/{{gen}}`, { setup: true })] : []),
     ]);
-    sc('create-name-mismatch-path', (n) => [{ method: 'POST', path: `${k.base}/${n}`, body: k.sample(n) }]);
+    sc('create-name-mismatch-path', (n, item) => [create(n, { path: item })]);
     sc('create-invalid-name', () => [create('Not_A_Valid_Name')]);
-    sc('create-wrong-kind', (n) => [{ method: 'POST', path: k.base, body: { ...k.sample(n), kind: 'Nonsense' } }]);
-    sc('get', (n, item) => [create(n, { setup: true }), { path: item }]);
+    sc('create-wrong-kind', (n) => [create(n, { body: { ...k.sample(n), kind: 'Nonsense' } })]);
+    onExisting('get', (_n, item) => [{ path: item }]);
     sc('get-missing', (_n, item) => [{ path: item }]);
-    sc('get-yaml', (n, item) => [create(n, { setup: true }), { path: item, accept: 'application/yaml' }]);
-    sc('list', (n) => [create(n, { setup: true }), { path: `${k.base}?labelSelector=suite%3Ddiff` }]);
-    sc('update', (n, item) => [
-      create(n, { save: { rv: 'metadata.resourceVersion' } }),
-      { method: 'PUT', path: item, body: { ...k.sample(n), ...k.change, metadata: { name: n, labels: L, resourceVersion: '{{rv}}' } } },
-    ]);
+    onExisting('get-yaml', (_n, item) => [{ path: item, accept: 'application/yaml' }]);
+    onExisting('list', () => [{ path: `${k.base}${SELECTED}` }]);
+    sc('update', (n, item) => [create(n, { save: { rv: 'metadata.resourceVersion' } }), put(item, atRv(n, k.change))]);
     sc('update-stale', (n, item) => [
       create(n, { setup: true, save: { rv: 'metadata.resourceVersion' } }),
-      { method: 'PATCH', path: item, body: k.change, contentType: 'application/merge-patch+json', setup: true },
-      { method: 'PUT', path: item, body: { ...k.sample(n), metadata: { name: n, labels: L, resourceVersion: '{{rv}}' } } },
+      patch(item, k.change, MERGE, { setup: true }),
+      put(item, atRv(n)),
     ]);
-    sc('update-unconditional', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PUT', path: item, body: { ...k.sample(n), ...k.change } },
-    ]);
-    sc('update-missing', (n, item) => [{ method: 'PUT', path: item, body: k.sample(n) }]);
-    sc('update-name-mismatch', (n, item) => [create(n, { setup: true }), { method: 'PUT', path: item, body: k.sample('other') }]);
-    sc('patch-merge', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PATCH', path: item, body: k.change, contentType: 'application/merge-patch+json' },
-    ]);
-    sc('patch-json', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PATCH', path: item, body: k.jsonPatch, contentType: 'application/json-patch+json' },
-    ]);
-    sc('patch-json-test-fails', (n, item) => [
-      create(n, { setup: true }),
-      {
-        method: 'PATCH',
-        path: item,
-        body: [{ op: 'test', path: '/metadata/name', value: 'nope' }],
-        contentType: 'application/json-patch+json',
-      },
-    ]);
-    sc('patch-strategic', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PATCH', path: item, body: k.strategic, contentType: 'application/strategic-merge-patch+json' },
-    ]);
-    sc('patch-missing', (_n, item) => [{ method: 'PATCH', path: item, body: k.change, contentType: 'application/merge-patch+json' }]);
-    sc('patch-bad-content-type', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PATCH', path: item, body: k.change, contentType: 'text/plain' },
-    ]);
-    sc('patch-dry-run', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'PATCH', path: `${item}?dryRun=All`, body: k.change, contentType: 'application/merge-patch+json' },
-      { path: item },
-    ]);
-    sc('apply-create', (n, item) => [
-      { method: 'PATCH', path: `${item}?fieldManager=diff`, body: k.sample(n), contentType: 'application/apply-patch+yaml' },
-    ]);
-    sc('apply-no-manager', (n, item) => [{ method: 'PATCH', path: item, body: k.sample(n), contentType: 'application/apply-patch+yaml' }]);
-    sc('apply-update-same-manager', (n, item) => [
-      { method: 'PATCH', path: `${item}?fieldManager=diff`, body: k.sample(n), contentType: 'application/apply-patch+yaml', setup: true },
-      {
-        method: 'PATCH',
-        path: `${item}?fieldManager=diff`,
-        body: { ...k.sample(n), ...k.change },
-        contentType: 'application/apply-patch+yaml',
-      },
-    ]);
-    sc('delete', (n, item) => [create(n, { setup: true }), { method: 'DELETE', path: item }, { path: item }]);
-    sc('delete-missing', (_n, item) => [{ method: 'DELETE', path: item }]);
-    sc('delete-dry-run', (n, item) => [
-      create(n, { setup: true }),
-      { method: 'DELETE', path: `${item}?dryRun=All` },
-      { path: item, compare: 'status' },
-    ]);
-    sc('delete-precondition-uid', (n, item) => [
-      create(n, { setup: true }),
-      {
-        method: 'DELETE',
-        path: item,
-        body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { uid: '00000000-0000-0000-0000-000000000000' } },
-      },
+    onExisting('update-unconditional', (n, item) => [put(item, { ...k.sample(n), ...k.change })]);
+    sc('update-missing', (n, item) => [put(item, k.sample(n))]);
+    onExisting('update-name-mismatch', (_n, item) => [put(item, k.sample('other'))]);
+    onExisting('patch-merge', (_n, item) => [patch(item, k.change, MERGE)]);
+    onExisting('patch-json', (_n, item) => [patch(item, k.jsonPatch, JSON_PATCH)]);
+    onExisting('patch-json-test-fails', (_n, item) => [patch(item, [{ op: 'test', path: '/metadata/name', value: 'nope' }], JSON_PATCH)]);
+    onExisting('patch-strategic', (_n, item) => [patch(item, k.strategic, 'application/strategic-merge-patch+json')]);
+    sc('patch-missing', (_n, item) => [patch(item, k.change, MERGE)]);
+    onExisting('patch-bad-content-type', (_n, item) => [patch(item, k.change, 'text/plain')]);
+    onExisting('patch-dry-run', (_n, item) => [patch(`${item}?dryRun=All`, k.change, MERGE), { path: item }]);
+    sc('apply-create', (n, item) => [apply(item, k.sample(n))]);
+    sc('apply-no-manager', (n, item) => [patch(item, k.sample(n), APPLY)]);
+    sc('apply-update-same-manager', (n, item) => [apply(item, k.sample(n), { setup: true }), apply(item, { ...k.sample(n), ...k.change })]);
+    onExisting('delete', (_n, item) => [del(item), { path: item }]);
+    sc('delete-missing', (_n, item) => [del(item)]);
+    onExisting('delete-dry-run', (_n, item) => [del(`${item}?dryRun=All`), { path: item, compare: 'status' }]);
+    onExisting('delete-precondition-uid', (_n, item) => [
+      del(item, { body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { uid: '00000000-0000-0000-0000-000000000000' } } }),
     ]);
     if (!k.cluster) {
-      sc('deletecollection', (n) => [
-        create(n, { setup: true }),
+      onExisting('deletecollection', (n) => [
         create(`${n}2`, { setup: true }),
-        { method: 'DELETE', path: `${k.base}?labelSelector=suite%3Ddiff` },
-        { path: `${k.base}?labelSelector=suite%3Ddiff` },
+        del(`${k.base}${SELECTED}`),
+        { path: `${k.base}${SELECTED}` },
       ]);
     }
   }

@@ -1,8 +1,15 @@
+import { del, manifest, MERGE, patch, post } from './scenarios-builtin.js';
+import type { Content } from './scenarios-builtin.js';
 import type { RequestStep, Scenario, Step } from './types.js';
 
 const CM = '/api/v1/namespaces/{{ns}}/configmaps';
-const MERGE = 'application/merge-patch+json';
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
+const RBAC = `/apis/${RBAC_V1}`;
+const NS = '/api/v1/namespaces/{{ns}}';
+const SETUP = { setup: true };
+
+/** A ConfigMap named `name` (more metadata: `meta`), without labels or data. */
+const configMap = (name: string, meta: Content = {}): Content => manifest('v1', 'ConfigMap', { name, ...meta });
 
 /** Discovery and OpenAPI for the suite's and kars's CRDs (built-in groups differ by design: kars serves fewer kinds). */
 export function discoveryScenarios(): Scenario[] {
@@ -29,36 +36,33 @@ export function discoveryScenarios(): Scenario[] {
   return s;
 }
 
-const sa = (name: string): RequestStep => ({
-  method: 'POST',
-  path: '/api/v1/namespaces/{{ns}}/serviceaccounts',
-  body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } },
-  setup: true,
-});
-const role = (name: string, rules: unknown[]): RequestStep => ({
-  method: 'POST',
-  path: `${RBAC}/namespaces/{{ns}}/roles`,
-  body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name }, rules },
-  setup: true,
-});
-const bind = (name: string, roleKind: 'Role' | 'ClusterRole', roleName: string, subject: string): RequestStep => ({
-  method: 'POST',
-  path: `${RBAC}/namespaces/{{ns}}/rolebindings`,
-  body: {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: roleKind, name: roleName },
-    subjects: [{ kind: 'ServiceAccount', name: subject, namespace: '{{ns}}' }],
-  },
-  setup: true,
-});
-const ssar = (attrs: Record<string, unknown>, as: NonNullable<RequestStep['as']>): RequestStep => ({
-  method: 'POST',
-  path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-  body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: attrs },
-  as,
-});
+/** Setup: the ServiceAccount `name`. */
+const sa = (name: string): RequestStep => post(`${NS}/serviceaccounts`, manifest('v1', 'ServiceAccount', { name }), SETUP);
+/** Setup: the Role `name` with `rules`. */
+const role = (name: string, rules: unknown[]): RequestStep =>
+  post(`${RBAC}/namespaces/{{ns}}/roles`, manifest(RBAC_V1, 'Role', { name }, { rules }), SETUP);
+/** Setup: the RoleBinding `name` of a Role or ClusterRole to the ServiceAccount `subject`. */
+const bind = (name: string, roleKind: 'Role' | 'ClusterRole', roleName: string, subject: string): RequestStep =>
+  post(
+    `${RBAC}/namespaces/{{ns}}/rolebindings`,
+    manifest(
+      RBAC_V1,
+      'RoleBinding',
+      { name },
+      {
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: roleKind, name: roleName },
+        subjects: [{ kind: 'ServiceAccount', name: subject, namespace: '{{ns}}' }],
+      },
+    ),
+    SETUP,
+  );
+/** Setup: the ClusterRole `metadata.name` (its other fields: `rest`). */
+const clusterRole = (metadata: Content, rest: Content): RequestStep =>
+  post(`${RBAC}/clusterroles`, manifest(RBAC_V1, 'ClusterRole', metadata, rest), SETUP);
+/** A review (SelfSubjectAccessReview, …: `kind`) of the group `authorization.k8s.io`, sent as `as`. */
+const review = (kind: string, spec: Content, extra: Partial<RequestStep>): RequestStep =>
+  post(`/apis/authorization.k8s.io/v1/${kind.toLowerCase()}s`, { apiVersion: 'authorization.k8s.io/v1', kind, spec }, extra);
+const ssar = (attrs: Content, as: NonNullable<RequestStep['as']>): RequestStep => review('SelfSubjectAccessReview', attrs, { as });
 
 /** RBAC evaluation (roles × verbs × resourceNames, aggregation), SelfSubjectAccessReview, TokenRequest. */
 export function authScenarios(): Scenario[] {
@@ -78,10 +82,10 @@ export function authScenarios(): Scenario[] {
     ['get-a', { path: `${CM}/a` }],
     ['get-b', { path: `${CM}/b` }],
     ['list', { path: CM }],
-    ['create', { method: 'POST', path: CM, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'new' } } }],
-    ['patch-a', { method: 'PATCH', path: `${CM}/a`, body: { data: { z: '1' } }, contentType: MERGE }],
-    ['delete-b', { method: 'DELETE', path: `${CM}/b` }],
-    ['deletecollection', { method: 'DELETE', path: CM }],
+    ['create', post(CM, configMap('new'))],
+    ['patch-a', patch(`${CM}/a`, { data: { z: '1' } }, MERGE)],
+    ['delete-b', del(`${CM}/b`)],
+    ['deletecollection', del(CM)],
     ['gadget-status', { path: '/apis/diff.example.com/v1/namespaces/{{ns}}/gadgets/g/status' }],
     ['gadget', { path: '/apis/diff.example.com/v1/namespaces/{{ns}}/gadgets/g' }],
   ];
@@ -91,14 +95,13 @@ export function authScenarios(): Scenario[] {
         sa('me'),
         role('r', rules),
         bind('rb', 'Role', 'r', 'me'),
-        { method: 'POST', path: CM, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } }, setup: true },
-        { method: 'POST', path: CM, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } }, setup: true },
-        {
-          method: 'POST',
-          path: '/apis/diff.example.com/v1/namespaces/{{ns}}/gadgets',
-          body: { apiVersion: 'diff.example.com/v1', kind: 'Gadget', metadata: { name: 'g' }, spec: { size: 1 } },
-          setup: true,
-        },
+        post(CM, configMap('a'), SETUP),
+        post(CM, configMap('b'), SETUP),
+        post(
+          '/apis/diff.example.com/v1/namespaces/{{ns}}/gadgets',
+          manifest('diff.example.com/v1', 'Gadget', { name: 'g' }, { spec: { size: 1 } }),
+          SETUP,
+        ),
         { ...step, as: me, compare: 'status' },
         ssar(
           {
@@ -130,28 +133,11 @@ export function authScenarios(): Scenario[] {
   add('rbac/missing-role', [sa('me'), bind('rb', 'Role', 'ghost', 'me'), { path: CM, as: me, compare: 'status' }]);
   add('rbac/aggregation', [
     sa('me'),
-    {
-      method: 'POST',
-      path: `${RBAC}/clusterroles`,
-      body: {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRole',
-        metadata: { name: 'diff-agg-{{ns}}' },
-        aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'diff-agg': '{{ns}}' } }] },
-      },
-      setup: true,
-    },
-    {
-      method: 'POST',
-      path: `${RBAC}/clusterroles`,
-      body: {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRole',
-        metadata: { name: 'diff-part-{{ns}}', labels: { 'diff-agg': '{{ns}}' } },
-        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }],
-      },
-      setup: true,
-    },
+    clusterRole({ name: 'diff-agg-{{ns}}' }, { aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'diff-agg': '{{ns}}' } }] } }),
+    clusterRole(
+      { name: 'diff-part-{{ns}}', labels: { 'diff-agg': '{{ns}}' } },
+      { rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] },
+    ),
     bind('rb', 'ClusterRole', 'diff-agg-{{ns}}', 'me'),
     { path: CM, as: me, compare: 'status', until: { status: 200, timeoutMs: 30_000 } },
     { path: `${RBAC}/clusterroles/diff-agg-{{ns}}`, pick: 'rules' },
@@ -163,44 +149,27 @@ export function authScenarios(): Scenario[] {
   add('ssar/anonymous', [ssar({ resourceAttributes: { verb: 'get', resource: 'pods' } }, 'none')]);
   add('selfsubjectreview', [
     sa('me'),
-    {
-      method: 'POST',
-      path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-      as: me,
-    },
+    post(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      { as: me },
+    ),
   ]);
   add('selfsubjectrulesreview', [
     sa('me'),
     role('r', rulesets['named-get-update']!),
     bind('rb', 'Role', 'r', 'me'),
-    {
-      method: 'POST',
-      path: '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews',
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace: '{{ns}}' } },
-      as: me,
-      pick: 'status.resourceRules',
-    },
+    review('SelfSubjectRulesReview', { namespace: '{{ns}}' }, { as: me, pick: 'status.resourceRules' }),
   ]);
-  const tokenPath = '/api/v1/namespaces/{{ns}}/serviceaccounts/me/token';
-  const tr = (spec: Record<string, unknown>): Record<string, unknown> => ({
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec,
-  });
-  add('tokenrequest/create', [sa('me'), { method: 'POST', path: tokenPath, body: tr({ expirationSeconds: 3600 }) }]);
-  add('tokenrequest/audiences', [
-    sa('me'),
-    { method: 'POST', path: tokenPath, body: tr({ audiences: ['a', 'b'], expirationSeconds: 3600 }) },
-  ]);
-  add('tokenrequest/too-short', [sa('me'), { method: 'POST', path: tokenPath, body: tr({ expirationSeconds: 60 }) }]);
-  add('tokenrequest/missing-sa', [{ method: 'POST', path: '/api/v1/namespaces/{{ns}}/serviceaccounts/ghost/token', body: tr({}) }]);
-  add('tokenrequest/revoked-by-delete', [
-    sa('me'),
-    { path: CM, as: me, compare: 'status' },
-    { method: 'DELETE', path: '/api/v1/namespaces/{{ns}}/serviceaccounts/me', setup: true },
-    { path: CM, as: me, compare: 'status' },
-  ]);
+  /** A TokenRequest with `spec` for the ServiceAccount `name`. */
+  const tokenRequest = (spec: Content, name = 'me'): RequestStep =>
+    post(`${NS}/serviceaccounts/${name}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec });
+  add('tokenrequest/create', [sa('me'), tokenRequest({ expirationSeconds: 3600 })]);
+  add('tokenrequest/audiences', [sa('me'), tokenRequest({ audiences: ['a', 'b'], expirationSeconds: 3600 })]);
+  add('tokenrequest/too-short', [sa('me'), tokenRequest({ expirationSeconds: 60 })]);
+  add('tokenrequest/missing-sa', [tokenRequest({}, 'ghost')]);
+  const asMe: RequestStep = { path: CM, as: me, compare: 'status' };
+  add('tokenrequest/revoked-by-delete', [sa('me'), asMe, del(`${NS}/serviceaccounts/me`, SETUP), asMe]);
   return s;
 }
 
@@ -208,117 +177,82 @@ export function authScenarios(): Scenario[] {
 export function lifecycleScenarios(): Scenario[] {
   const s: Scenario[] = [];
   const add = (id: string, steps: Step[]): void => void s.push({ id: `lifecycle/${id}`, steps });
-  const owner: RequestStep = {
-    method: 'POST',
-    path: CM,
-    body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner' } },
-    save: { uid: 'metadata.uid' },
-    setup: true,
-  };
-  const dependent: RequestStep = {
-    method: 'POST',
-    path: CM,
-    body: {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'dep', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: '{{uid}}' }] },
-    },
-  };
-  add('namespace-get', [{ path: '/api/v1/namespaces/{{ns}}' }]);
-  add('namespace-delete', [{ method: 'DELETE', path: '/api/v1/namespaces/{{ns}}' }]);
+  const owner = post(CM, configMap('owner'), { save: { uid: 'metadata.uid' }, setup: true });
+  /** The ConfigMap `dep` owned by `owner` (a reference with `ref`'s fields). */
+  const ownedBy = (ref: Content): Content =>
+    configMap('dep', { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', ...ref }] });
+  const dependent = post(CM, ownedBy({ uid: '{{uid}}' }));
+  const dependentSetup = { ...dependent, setup: true };
+  /** The owner's deletion with the propagation policy `policy` (in DeleteOptions). */
+  const deleteOwner = (policy: string, extra: Partial<RequestStep> = {}): RequestStep =>
+    del(`${CM}/owner`, { body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: policy }, ...extra });
+  const ownerGone: RequestStep = { path: `${CM}/owner`, until: { status: 404 }, compare: 'status' };
+  add('namespace-get', [{ path: NS }]);
+  add('namespace-delete', [del(NS)]);
   add('namespace-terminating-get', [
-    {
-      method: 'POST',
-      path: CM,
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'held', finalizers: ['diff.example.com/hold'] } },
-      setup: true,
-    },
-    { method: 'DELETE', path: '/api/v1/namespaces/{{ns}}', setup: true },
-    { path: '/api/v1/namespaces/{{ns}}', pick: 'status.phase' },
+    post(CM, configMap('held', { finalizers: ['diff.example.com/hold'] }), SETUP),
+    del(NS, SETUP),
+    { path: NS, pick: 'status.phase' },
     { path: `${CM}/held`, pick: 'metadata.deletionTimestamp', compare: 'status' },
   ]);
-  add('namespace-finalized', [
-    { method: 'POST', path: CM, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }, setup: true },
-    { method: 'DELETE', path: '/api/v1/namespaces/{{ns}}', setup: true },
-    { path: '/api/v1/namespaces/{{ns}}', until: { status: 404, timeoutMs: 60_000 } },
-  ]);
-  add('namespace-invalid-name', [
-    { method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'Bad_Name' } } },
-  ]);
-  add('namespace-update-spec-finalizers', [
-    { method: 'PATCH', path: '/api/v1/namespaces/{{ns}}', body: { spec: { finalizers: [] } }, contentType: MERGE, pick: 'spec' },
-  ]);
+  add('namespace-finalized', [post(CM, configMap('x'), SETUP), del(NS, SETUP), { path: NS, until: { status: 404, timeoutMs: 60_000 } }]);
+  add('namespace-invalid-name', [post('/api/v1/namespaces', manifest('v1', 'Namespace', { name: 'Bad_Name' }))]);
+  add('namespace-update-spec-finalizers', [patch(NS, { spec: { finalizers: [] } }, MERGE, { pick: 'spec' })]);
   add('owner-reference-accepted', [owner, dependent]);
-  add('owner-reference-invalid', [
-    {
-      method: 'POST',
-      path: CM,
-      body: {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'dep', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner' }] },
-      },
-    },
-  ]);
+  add('owner-reference-invalid', [post(CM, ownedBy({}))]);
   add('gc-background', [
     owner,
-    { ...dependent, setup: true },
-    { method: 'DELETE', path: `${CM}/owner`, body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' } },
+    dependentSetup,
+    deleteOwner('Background'),
     { path: `${CM}/dep`, until: { status: 404 }, compare: 'status' },
   ]);
   add('gc-orphan', [
     owner,
-    { ...dependent, setup: true },
-    { method: 'DELETE', path: `${CM}/owner?propagationPolicy=Orphan`, compare: 'status' },
-    { path: `${CM}/owner`, until: { status: 404 }, compare: 'status' },
+    dependentSetup,
+    del(`${CM}/owner?propagationPolicy=Orphan`, { compare: 'status' }),
+    ownerGone,
     { path: `${CM}/dep`, pick: 'metadata.ownerReferences' },
   ]);
   add('gc-foreground', [
     owner,
-    { ...dependent, setup: true },
-    {
-      method: 'DELETE',
-      path: `${CM}/owner`,
-      body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Foreground' },
-      pick: 'metadata.finalizers',
-    },
-    { path: `${CM}/owner`, until: { status: 404 }, compare: 'status' },
+    dependentSetup,
+    deleteOwner('Foreground', { pick: 'metadata.finalizers' }),
+    ownerGone,
     { path: `${CM}/dep`, compare: 'status' },
   ]);
-  add('propagation-invalid', [owner, { method: 'DELETE', path: `${CM}/owner?propagationPolicy=Sometimes` }]);
-  add('delete-grace-period', [owner, { method: 'DELETE', path: `${CM}/owner?gracePeriodSeconds=0` }]);
+  add('propagation-invalid', [owner, del(`${CM}/owner?propagationPolicy=Sometimes`)]);
+  add('delete-grace-period', [owner, del(`${CM}/owner?gracePeriodSeconds=0`)]);
+  const crds = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+  const temps = '/apis/{{ns}}.example.com/v1/namespaces/{{ns}}/temps';
   add('crd-delete-removes-resources', [
-    {
-      method: 'POST',
-      path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-      body: {
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: 'temps.{{ns}}.example.com' },
-        spec: {
-          group: '{{ns}}.example.com',
-          scope: 'Namespaced',
-          names: { plural: 'temps', kind: 'Temp' },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-            },
-          ],
+    post(
+      crds,
+      manifest(
+        'apiextensions.k8s.io/v1',
+        'CustomResourceDefinition',
+        { name: 'temps.{{ns}}.example.com' },
+        {
+          spec: {
+            group: '{{ns}}.example.com',
+            scope: 'Namespaced',
+            names: { plural: 'temps', kind: 'Temp' },
+            versions: [
+              {
+                name: 'v1',
+                served: true,
+                storage: true,
+                schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+              },
+            ],
+          },
         },
-      },
-      setup: true,
-    },
-    { path: '/apis/{{ns}}.example.com/v1/namespaces/{{ns}}/temps', until: { status: 200 }, compare: 'status' },
-    {
-      method: 'POST',
-      path: '/apis/{{ns}}.example.com/v1/namespaces/{{ns}}/temps',
-      body: { apiVersion: '{{ns}}.example.com/v1', kind: 'Temp', metadata: { name: 't' }, x: 1 },
-    },
-    { method: 'DELETE', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/temps.{{ns}}.example.com', compare: 'status' },
-    { path: '/apis/{{ns}}.example.com/v1/namespaces/{{ns}}/temps', until: { status: 404, timeoutMs: 60_000 }, compare: 'status' },
+      ),
+      SETUP,
+    ),
+    { path: temps, until: { status: 200 }, compare: 'status' },
+    post(temps, manifest('{{ns}}.example.com/v1', 'Temp', { name: 't' }, { x: 1 })),
+    del(`${crds}/temps.{{ns}}.example.com`, { compare: 'status' }),
+    { path: temps, until: { status: 404, timeoutMs: 60_000 }, compare: 'status' },
   ]);
   return s;
 }

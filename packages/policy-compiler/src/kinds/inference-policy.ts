@@ -32,7 +32,7 @@
  */
 import { dryRunUnrecordedField, INFERENCE_POLICY, validateInferencePolicySpec, type InferencePolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from '../digest.js';
-import { compiledConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
+import { profileConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
 import { isObject } from '@kars/kube-core';
 import { checkEnforcement, checkUint, orNull, sortedLabels } from '../json.js';
 import { fail, type CompileResult } from '../result.js';
@@ -149,18 +149,16 @@ export function compileInferencePolicy(policy: InferencePolicyInput): CompileRes
     body,
     compiledDigest,
     versionHash: vh,
-    configMap: compiledConfigMap({
-      name: INFERENCE_POLICY_KIND.configMap.name(name),
-      namespace: policy.metadata.namespace ?? 'default',
-      artifact: INFERENCE_POLICY_KIND.configMap.artifact,
-      labels: { [INFERENCE_POLICY_LABEL]: name },
-      annotations: {
+    configMap: profileConfigMap(
+      INFERENCE_POLICY_KIND.configMap,
+      { name, namespace: policy.metadata.namespace },
+      {
         [INFERENCE_POLICY_VERSION_HASH_ANNOTATION]: vh,
         [INFERENCE_POLICY_DIGEST_ANNOTATION]: compiledDigest,
         ...generationAnnotation(policy.metadata.generation),
       },
-      data: { [INFERENCE_POLICY_FILENAME]: body },
-    }),
+      { [INFERENCE_POLICY_FILENAME]: body },
+    ),
   };
 }
 

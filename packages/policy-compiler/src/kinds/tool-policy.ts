@@ -31,7 +31,7 @@
  */
 import { isToolDigest, TOOL_POLICY, toolPolicyNameOf, validateToolPolicySpec, type ToolPolicy } from '@kars/policy-api';
 import { canonicalDigest, versionHash } from '../digest.js';
-import { compiledConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
+import { profileConfigMap, generationAnnotation, type CompiledConfigMap } from '../configmaps.js';
 import { checkEnforcement, checkUint, orNull, sortedLabels } from '../json.js';
 import { fail, type CompileFailure, type CompileResult } from '../result.js';
 import { policyHeader } from '../header.js';
@@ -212,18 +212,16 @@ export function compileToolPolicy(policy: ToolPolicyInput): CompileResult<Compil
     ...(agtProfileDigest === undefined ? {} : { agtProfileDigest }),
     profileDigest: toolProfileDigest(profileJson),
     versionHash: vh,
-    configMap: compiledConfigMap({
-      name: TOOL_POLICY_KIND.configMap.name(name),
-      namespace: policy.metadata.namespace ?? 'default',
-      artifact: TOOL_POLICY_KIND.configMap.artifact,
-      labels: { [TOOL_POLICY_LABEL]: name },
-      annotations: {
+    configMap: profileConfigMap(
+      TOOL_POLICY_KIND.configMap,
+      { name, namespace: policy.metadata.namespace },
+      {
         [TOOL_POLICY_VERSION_HASH_ANNOTATION]: vh,
         ...generationAnnotation(policy.metadata.generation),
         ...(agtProfileDigest === undefined ? {} : { [AGT_PROFILE_DIGEST_ANNOTATION]: agtProfileDigest }),
       },
-      data: { [TOOL_PROFILE_FILENAME]: profileJson, ...(agt === undefined ? {} : { [AGT_PROFILE_FILENAME]: agt }) },
-    }),
+      { [TOOL_PROFILE_FILENAME]: profileJson, ...(agt === undefined ? {} : { [AGT_PROFILE_FILENAME]: agt }) },
+    ),
   };
 }
 

@@ -403,18 +403,27 @@ function messagesUnjudgeable(body: Record<string, unknown>): string[] {
 /** Responses tool types the agent runs itself; any other type is run by the provider. */
 const RESPONSES_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
 
-function responsesProviderTools(body: Record<string, unknown>): string[] {
+/**
+ * The `tools` entries whose `type` is not one of `clientTools` (the agent's own), as `tools[i] (type)`.
+ * A single tool object (not a list) is read as one by a lax upstream; the router cannot tell whose it
+ * is, so it is one problem, `tools (not a list)`.
+ */
+function nonClientTools(body: Record<string, unknown>, clientTools: ReadonlySet<string>): string[] {
   const tools = body['tools'];
-  // A single tool object (not a list) is read as one by a lax upstream; the router cannot tell whose it is.
-  if (tools !== undefined && tools !== null && !Array.isArray(tools)) return ['tools (not a list)'];
-  if (!Array.isArray(tools)) return [];
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) return ['tools (not a list)'];
   const out: string[] = [];
   tools.forEach((t, i) => {
     const type = isObject(t) ? exactType(t) : undefined;
-    if (typeof type !== 'string' || !RESPONSES_CLIENT_TOOLS.has(type))
+    if (typeof type !== 'string' || !clientTools.has(type))
       out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
   });
   return out;
+}
+
+/** Responses tools the provider runs (any type but {@link RESPONSES_CLIENT_TOOLS}). */
+function responsesProviderTools(body: Record<string, unknown>): string[] {
+  return nonClientTools(body, RESPONSES_CLIENT_TOOLS);
 }
 
 /**
@@ -482,16 +491,7 @@ const CHAT_CLIENT_TOOLS: ReadonlySet<string> = new Set(['function', 'custom']);
  * router cannot judge) and is refused, as on Responses.
  */
 function chatTools(body: Record<string, unknown>): string[] {
-  const tools = body['tools'];
-  if (tools === undefined || tools === null) return [];
-  if (!Array.isArray(tools)) return ['tools (not a list)'];
-  const out: string[] = [];
-  tools.forEach((t, i) => {
-    const type = isObject(t) ? exactType(t) : undefined;
-    if (typeof type !== 'string' || !CHAT_CLIENT_TOOLS.has(type))
-      out.push(`tools[${i}] (${typeof type === 'string' ? type : 'a tool without a type'})`);
-  });
-  return out;
+  return nonClientTools(body, CHAT_CLIENT_TOOLS);
 }
 
 /**

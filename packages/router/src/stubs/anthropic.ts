@@ -42,10 +42,20 @@
  * are not read); token counts are whatever it is told; no batches, files or other APIs.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { listenOn } from '@kars/kube-core';
 import { ANTHROPIC_STREAM_ENDS, messageJson, messageStream, readMessagesRequest, type MessagesBehaviour } from './anthropic-messages.js';
-import { Behaviours, bodyServer, boolHeader, closeServer, sendRaw, header, intHeader, sendJson, sleep, writeEvents } from './wire.js';
-import type { RunningStub } from './wire.js';
+import {
+  COMMON_STUB_HEADERS,
+  headerBehaviour,
+  Behaviours,
+  bodyServer,
+  runStub,
+  sendRaw,
+  header,
+  sendJson,
+  sleep,
+  writeEvents,
+} from './wire.js';
+import type { HeaderTable, RunningStub } from './wire.js';
 import { anthropicErrorType } from '../inference/errors.js';
 
 export type { AnthropicStreamEnd, AnthropicStubToolUse } from './anthropic-messages.js';
@@ -137,33 +147,15 @@ export interface AnthropicStub extends RunningStub<AnthropicStubRequest, Anthrop
 export const MAX_RECORDED = 10_000;
 const MAX_BODY = 64 * 1024 * 1024;
 
-function headerBehaviour(h: IncomingHttpHeaders): Partial<AnthropicStubBehaviour> {
-  const b: Partial<AnthropicStubBehaviour> = {};
-  const status = intHeader(h, 'x-stub-status');
-  if (status !== undefined && status >= 100 && status <= 599) b.status = status;
-  const errorType = header(h, 'x-stub-error-type');
-  if (errorType !== undefined) b.errorType = errorType;
-  const content = header(h, 'x-stub-content');
-  if (content !== undefined) b.content = content;
-  const input = intHeader(h, 'x-stub-input-tokens');
-  if (input !== undefined) b.inputTokens = input;
-  const output = intHeader(h, 'x-stub-output-tokens');
-  if (output !== undefined) b.outputTokens = output;
-  const omit = boolHeader(h, 'x-stub-omit-usage');
-  if (omit !== undefined) b.omitUsage = omit;
-  const deltaUsage = header(h, 'x-stub-delta-usage');
-  if (deltaUsage === 'output' || deltaUsage === 'full') b.deltaUsage = deltaUsage;
-  const end = header(h, 'x-stub-stream-end');
-  const known = ANTHROPIC_STREAM_ENDS.find((e) => e === end);
-  if (known !== undefined) b.streamEnd = known;
-  const delay = intHeader(h, 'x-stub-delay-ms');
-  if (delay !== undefined) b.delayMs = delay;
-  const chunkDelay = intHeader(h, 'x-stub-chunk-delay-ms');
-  if (chunkDelay !== undefined) b.chunkDelayMs = chunkDelay;
-  const chunkBytes = intHeader(h, 'x-stub-chunk-bytes');
-  if (chunkBytes !== undefined) b.chunkBytes = chunkBytes;
-  return b;
-}
+/** Which `x-stub-*` header sets which behaviour field. */
+const HEADERS: HeaderTable<AnthropicStubBehaviour> = {
+  ...COMMON_STUB_HEADERS,
+  errorType: ['x-stub-error-type', 'string'],
+  inputTokens: ['x-stub-input-tokens', 'int'],
+  outputTokens: ['x-stub-output-tokens', 'int'],
+  deltaUsage: ['x-stub-delta-usage', ['output', 'full']],
+  streamEnd: ['x-stub-stream-end', ANTHROPIC_STREAM_ENDS],
+};
 
 function routeOf(path: string): { route: AnthropicRoute; method: string; model?: string } | undefined {
   if (path === '/v1/messages') return { route: 'messages', method: 'POST' };
@@ -250,7 +242,7 @@ export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promi
     });
     if (requests.length > MAX_RECORDED) requests.splice(0, requests.length - MAX_RECORDED);
 
-    const b: AnthropicStubBehaviour = { ...behaviours.for(model), ...headerBehaviour(h) };
+    const b: AnthropicStubBehaviour = { ...behaviours.for(model), ...headerBehaviour(h, HEADERS) };
 
     if (route === undefined) return fail(res, 404, 'not_found_error', `Not found: ${method} ${path}`);
     if (method !== route.method)
@@ -302,17 +294,6 @@ export async function startAnthropicStub(opts: AnthropicStubOptions = {}): Promi
       { connection: 'close' },
     ),
   );
-  const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'Anthropic stub listen address')).boundUrl);
-
-  return {
-    url,
-    requests,
-    setBehaviour: (b) => behaviours.set(b),
-    setModelBehaviour: (model, b) => behaviours.setFor(model, b),
-    reset() {
-      behaviours.reset();
-      requests.length = 0;
-    },
-    close: () => closeServer(server),
-  };
+  const stub = await runStub(server, opts.listen, 'Anthropic stub', requests, behaviours);
+  return { ...stub, setModelBehaviour: (model, b) => behaviours.setFor(model, b) };
 }

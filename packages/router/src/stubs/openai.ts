@@ -58,7 +58,7 @@
  * Caveats: no auth, tools only as canned `toolCalls` (the request's `tools` are not read), no `n > 1`; token counts are whatever it is told.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { listenOn, systemClock } from '@kars/kube-core';
+import { systemClock } from '@kars/kube-core';
 import { embeddingsAnswer } from './openai-embeddings.js';
 import {
   readResponsesRequest,
@@ -69,18 +69,18 @@ import {
   type ResponsesStreamEnd,
 } from './openai-responses.js';
 import {
+  COMMON_STUB_HEADERS,
+  headerBehaviour,
   Behaviours,
   bodyServer,
-  boolHeader,
-  closeServer,
+  runStub,
   header,
-  intHeader,
   sendJson as sendJsonTo,
   sleep,
   writeEvents,
   sendRaw,
 } from './wire.js';
-import type { RunningStub } from './wire.js';
+import type { HeaderTable, RunningStub } from './wire.js';
 
 /** The categories the stub annotates, in Azure's order. */
 export type StubCategory = 'hate' | 'self_harm' | 'sexual' | 'violence';
@@ -209,47 +209,35 @@ export function routeOf(path: string): { api: StubApi; deployment: string | unde
 }
 
 /** The per-request overrides carried by `x-stub-*` headers. */
-function headerBehaviour(h: IncomingHttpHeaders): Partial<StubBehaviour> {
-  const b: Partial<StubBehaviour> = {};
-  const status = intHeader(h, 'x-stub-status');
-  if (status !== undefined && status >= 100 && status <= 599) b.status = status;
+/** Which `x-stub-*` header sets which behaviour field (`x-stub-filter` is read by {@link filterHeader}). */
+const HEADERS: HeaderTable<StubBehaviour> = {
+  ...COMMON_STUB_HEADERS,
+  noFilter: ['x-stub-no-filter', 'bool'],
+  usage: ['x-stub-usage', 'int'],
+  streamUsage: ['x-stub-stream-usage', 'bool'],
+  streamEnd: ['x-stub-stream-end', RESPONSES_STREAM_ENDS],
+};
+
+/** The content-filter severities `x-stub-filter` asks for (a JSON object by category); a malformed one is ignored. */
+function filterHeader(h: IncomingHttpHeaders): Partial<StubBehaviour> {
   const filter = header(h, 'x-stub-filter');
-  if (filter !== undefined) {
-    try {
-      const v = JSON.parse(filter) as unknown;
-      if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
-        const f: Partial<Record<StubCategory, string>> = {};
-        for (const c of CATEGORIES) {
-          const s = (v as Record<string, unknown>)[c];
-          if (typeof s === 'string') f[c] = s;
-        }
-        b.filter = f;
-      }
-    } catch {
-      // A malformed filter header is ignored.
+  if (filter === undefined) return {};
+  try {
+    const v = JSON.parse(filter) as unknown;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
+    const f: Partial<Record<StubCategory, string>> = {};
+    for (const c of CATEGORIES) {
+      const s = (v as Record<string, unknown>)[c];
+      if (typeof s === 'string') f[c] = s;
     }
+    return { filter: f };
+  } catch {
+    return {};
   }
-  const noFilter = boolHeader(h, 'x-stub-no-filter');
-  if (noFilter !== undefined) b.noFilter = noFilter;
-  const usage = intHeader(h, 'x-stub-usage');
-  if (usage !== undefined) b.usage = usage;
-  const content = header(h, 'x-stub-content');
-  if (content !== undefined) b.content = content;
-  const delay = intHeader(h, 'x-stub-delay-ms');
-  if (delay !== undefined) b.delayMs = delay;
-  const chunkDelay = intHeader(h, 'x-stub-chunk-delay-ms');
-  if (chunkDelay !== undefined) b.chunkDelayMs = chunkDelay;
-  const chunkBytes = intHeader(h, 'x-stub-chunk-bytes');
-  if (chunkBytes !== undefined) b.chunkBytes = chunkBytes;
-  const streamUsage = boolHeader(h, 'x-stub-stream-usage');
-  if (streamUsage !== undefined) b.streamUsage = streamUsage;
-  const omitUsage = boolHeader(h, 'x-stub-omit-usage');
-  if (omitUsage !== undefined) b.omitUsage = omitUsage;
-  const end = header(h, 'x-stub-stream-end');
-  const known = RESPONSES_STREAM_ENDS.find((e) => e === end);
-  if (known !== undefined) b.streamEnd = known;
-  return b;
 }
+
+/** The behaviour a request's `x-stub-*` headers ask for. */
+const requestBehaviour = (h: IncomingHttpHeaders): Partial<StubBehaviour> => ({ ...headerBehaviour(h, HEADERS), ...filterHeader(h) });
 
 function filterResults(b: StubBehaviour): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -366,7 +354,7 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
     if (req.method !== 'POST')
       return sendJson(405, { error: { message: 'kars OpenAI stub: use POST', type: 'invalid_request_error', code: 'method_not_allowed' } });
 
-    const b: StubBehaviour = { ...behaviours.for(target), ...headerBehaviour(req.headers) };
+    const b: StubBehaviour = { ...behaviours.for(target), ...requestBehaviour(req.headers) };
     if (b.delayMs > 0) await sleep(b.delayMs);
     if (res.destroyed) return;
 
@@ -507,18 +495,6 @@ export async function startOpenAIStub(opts: OpenAIStubOptions = {}): Promise<Ope
   }
 
   const server = bodyServer(MAX_BODY, answer, (res) => res.writeHead(413, { connection: 'close' }).end());
-  const url = new URL((await listenOn(server, opts.listen ?? '127.0.0.1:0', 'OpenAI stub listen address')).boundUrl);
-
-  return {
-    url,
-    requests,
-    setBehaviour: (b) => behaviours.set(b),
-    setDeploymentBehaviour: (deployment, b) => behaviours.setFor(deployment, b),
-    reset() {
-      behaviours.reset();
-      stored.clear();
-      requests.length = 0;
-    },
-    close: () => closeServer(server),
-  };
+  const stub = await runStub(server, opts.listen, 'OpenAI stub', requests, behaviours, () => stored.clear());
+  return { ...stub, setDeploymentBehaviour: (deployment, b) => behaviours.setFor(deployment, b) };
 }

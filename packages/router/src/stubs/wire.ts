@@ -4,7 +4,7 @@
  * running stub offers. Nothing happens at import.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { readBody } from '@kars/kube-core';
+import { listenOn, readBody } from '@kars/kube-core';
 import { sleep as sleepOn, systemClock } from '@kars/kube-core';
 
 /** The header's value when it arrived once, as a string. */
@@ -26,6 +26,45 @@ export function boolHeader(h: IncomingHttpHeaders, name: string): boolean | unde
   const v = header(h, name);
   if (v === undefined) return undefined;
   return v === '1' || v.toLowerCase() === 'true';
+}
+
+/**
+ * How a behaviour field is read from its header: as a string, a non-negative integer, a flag, an
+ * HTTP status (100–599), or one of a list of values. Anything else leaves the field unset.
+ */
+export type HeaderRead = 'string' | 'int' | 'bool' | 'status' | readonly string[];
+
+/** Which header sets which behaviour field, and how it is read. */
+export type HeaderTable<B> = { readonly [K in keyof B]?: readonly [header: string, read: HeaderRead] };
+
+/** The behaviour fields every model stub lets a request set by header. */
+export const COMMON_STUB_HEADERS = {
+  status: ['x-stub-status', 'status'],
+  content: ['x-stub-content', 'string'],
+  delayMs: ['x-stub-delay-ms', 'int'],
+  chunkDelayMs: ['x-stub-chunk-delay-ms', 'int'],
+  chunkBytes: ['x-stub-chunk-bytes', 'int'],
+  omitUsage: ['x-stub-omit-usage', 'bool'],
+} as const;
+
+/** The behaviour a request's `x-stub-*` headers ask for, read by `table`. */
+export function headerBehaviour<B>(h: IncomingHttpHeaders, table: HeaderTable<B>): Partial<B> {
+  const out: Record<string, unknown> = {};
+  for (const [field, entry] of Object.entries(table) as [string, readonly [string, HeaderRead] | undefined][]) {
+    if (entry === undefined) continue;
+    const [name, read] = entry;
+    const v =
+      typeof read !== 'string'
+        ? read.find((e) => e === header(h, name))
+        : read === 'string'
+          ? header(h, name)
+          : read === 'bool'
+            ? boolHeader(h, name)
+            : intHeader(h, name);
+    if (v === undefined || (read === 'status' && (typeof v !== 'number' || v < 100 || v > 599))) continue;
+    out[field] = v;
+  }
+  return out as Partial<B>;
 }
 
 /** Wait `ms` on the system clock (the stubs simulate a remote model, so real time is the point). */
@@ -153,6 +192,33 @@ export class Behaviours<B extends object> {
     this.base = this.defaults();
     this.overrides.clear();
   }
+}
+
+/**
+ * Listen with `server` on `listen` (default a free port on 127.0.0.1) and give the parts every
+ * stub shares: its URL, the recorded `requests`, the stub-wide behaviour, `reset` (which also
+ * runs `onReset`, for what a stub stores of its own) and `close`.
+ */
+export async function runStub<Req, B extends object>(
+  server: Server,
+  listen: string | undefined,
+  what: string,
+  requests: Req[],
+  behaviours: Behaviours<B>,
+  onReset: () => void = () => {},
+): Promise<RunningStub<Req, B>> {
+  const url = new URL((await listenOn(server, listen ?? '127.0.0.1:0', `${what} listen address`)).boundUrl);
+  return {
+    url,
+    requests,
+    setBehaviour: (b) => behaviours.set(b),
+    reset() {
+      behaviours.reset();
+      onReset();
+      requests.length = 0;
+    },
+    close: () => closeServer(server),
+  };
 }
 
 /** Close `server` and every connection it holds; resolves once it is closed. */
