@@ -18,7 +18,9 @@ export type StatusReason =
   | 'TooManyRequests'
   | 'ServiceUnavailable'
   | 'Timeout'
-  | 'InternalError';
+  | 'InternalError'
+  /** kube's StatusReasonUnknown: the Status carries no reason (kube-apiserver answers some 500s so). */
+  | '';
 
 /**
  * An API failure that maps one-to-one onto a metav1.Status.
@@ -48,6 +50,7 @@ export class ApiError extends Error {
       reason: this.reason,
       code: this.code,
     };
+    if (this.reason === '') delete s.reason;
     if (this.details !== undefined) s.details = this.details;
     return s;
   }

@@ -26,6 +26,14 @@ import { answerInYaml, sendJson } from './compat.js';
 import { apiVersions, group, groupList, resourceList } from './discovery.js';
 import { OpenApiDocuments, serveOpenApi } from './openapi.js';
 import { listItemObject, listItemText } from './list-items.js';
+import {
+  checkFieldLabels,
+  refuseFutureRevision,
+  requestedRevision,
+  validateDeleteOptions,
+  validateListOptions,
+  validateWriteOptions,
+} from './options.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -245,20 +253,23 @@ async function handleObject(
   if (method === 'POST' && route.name === undefined) {
     if (ri.namespaced && ns === undefined)
       throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
+    validateWriteOptions('CreateOptions', q);
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.create(t, body, writeOpts());
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
+    validateWriteOptions('UpdateOptions', q);
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
     const r = await ctx.service.update(t, body, writeOpts());
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PATCH' && route.name !== undefined) {
     const type = patchType(req.headers['content-type']);
-    const body = await decodeBody(await readBody(req, lengthOf(req)), type === 'apply' ? 'application/yaml' : 'application/json');
+    const raw = await readBody(req, lengthOf(req));
+    validateWriteOptions('PatchOptions', q, type === 'apply');
+    const body = await decodeBody(raw, type === 'apply' ? 'application/yaml' : 'application/json');
     const force = q.get('force') === 'true';
-    if (force && type !== 'apply') throw badRequest('force may not be specified for non-apply patch');
     // kube-apiserver authorizes `create` too when the patch would create the object.
     const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;
     const r = await ctx.service.patch(t, type, body, {
@@ -276,13 +287,14 @@ async function handleObject(
     const dr = dryRun || (Array.isArray(opts['dryRun']) && opts['dryRun'].includes('All'));
     const propagationPolicy =
       (typeof opts['propagationPolicy'] === 'string' ? opts['propagationPolicy'] : undefined) ?? q.get('propagationPolicy') ?? undefined;
+    validateDeleteOptions(propagationPolicy, Array.isArray(opts['dryRun']) ? opts['dryRun'].map(String) : q.getAll('dryRun'));
     // Set field by field: conditional object spreads make V8 build slow dictionary objects.
     const delOpts: DeleteOptions = { dryRun: dr };
     if (typeof pre['uid'] === 'string') delOpts.preconditionUid = pre['uid'];
     if (typeof pre['resourceVersion'] === 'string') delOpts.preconditionRv = pre['resourceVersion'];
     if (propagationPolicy) delOpts.propagationPolicy = propagationPolicy;
     if (route.name === undefined) {
-      const list = ctx.service.list(ri, route.version, ns, listOptions(q));
+      const list = ctx.service.list(ri, route.version, ns, listOptions(q, ri, route.version));
       const deleted: KubeObject[] = [];
       for (const body of list.items) {
         const o = JSON.parse(body) as KubeObject;
@@ -332,12 +344,16 @@ function includeObject(q: URLSearchParams): IncludeObject {
   return v === 'None' || v === 'Object' ? v : 'Metadata';
 }
 
-function listOptions(q: URLSearchParams): ListOptions {
+/** A list's (or watch's, or deletecollection's) selectors and paging of `ri` at `version`; a field label the kind does not support is refused. */
+function listOptions(q: URLSearchParams, ri: ResourceInfo, version: string): ListOptions {
   const o: ListOptions = {};
   const ls = q.get('labelSelector');
   if (ls) o.labels = parseLabelSelector(ls);
   const fs = q.get('fieldSelector');
-  if (fs) o.fields = parseFieldSelector(fs);
+  if (fs) {
+    o.fields = parseFieldSelector(fs);
+    checkFieldLabels(ri, version, o.fields);
+  }
   const limit = intParam(q, 'limit');
   if (limit !== undefined) o.limit = limit;
   const c = q.get('continue');
@@ -354,7 +370,9 @@ interface Collection {
 }
 
 function serveList(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, q }: Collection): void {
-  const opts = listOptions(q);
+  validateListOptions(q, false);
+  refuseFutureRevision(requestedRevision(q, false), ctx.service.currentRv());
+  const opts = listOptions(q, ri, version);
   const r = ctx.service.list(ri, version, ns, opts);
   const meta: Record<string, unknown> = { resourceVersion: String(r.rv) };
   if (r.continue) meta['continue'] = r.continue;
@@ -381,9 +399,11 @@ function serveList(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, q
 }
 
 function serveWatch(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, q }: Collection, name: string | undefined): void {
+  validateListOptions(q, true);
+  const requested = requestedRevision(q, true);
   const filter: WatchFilter = { gr: grKey(ri.group, ri.resource) };
   if (ns !== undefined) filter.ns = ns;
-  const opts = listOptions(q);
+  const opts = listOptions(q, ri, version);
   if (opts.labels) filter.labels = opts.labels;
   const fields = opts.fields ?? [];
   if (name !== undefined) fields.push({ field: 'metadata.name', op: '=', value: name });
@@ -424,8 +444,7 @@ function serveWatch(ctx: HandlerContext, req: Req, res: Res, { ri, version, ns, 
       from = snap.rv;
       if (sendInitial) stream.bookmark(true);
     } else {
-      from = Number(rvParam);
-      if (!Number.isInteger(from) || from < 0) throw badRequest(`invalid resource version: "${rvParam}"`);
+      from = requested ?? 0;
     }
     const stop = ctx.cache.subscribe(filter, from, (d) => stream.deliver(d));
     stream.onClose(stop);

@@ -25,6 +25,8 @@ interface BuiltinSpec {
   categories?: string[];
   verbs?: string[];
   subresources?: SubresourceInfo[];
+  /** Field labels beyond kube's default (k8s.io/kubernetes pkg/apis/core/v1/conversion.go). */
+  fieldLabels?: string[];
 }
 
 type KindSpec = Omit<BuiltinSpec, 'group' | 'version' | 'traits'> & { traits?: readonly Trait[] };
@@ -37,6 +39,10 @@ const inGroup = (group: string, version: string, kinds: KindSpec[]): BuiltinSpec
 const CREATE_ON_UPDATE = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'leases', 'events', 'services']);
 
 const ALL = ['all'];
+const META_LABELS = ['metadata.namespace', 'metadata.name'];
+const INVOLVED_OBJECT_LABELS = ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
+  (f) => `involvedObject.${f}`,
+);
 const CREATE_ONLY = ['create'];
 const ROLE_REF = col('Role', 'string', '.roleRef.name');
 const DATA = col('Data', 'integer', '.data');
@@ -49,13 +55,15 @@ const SPECS: BuiltinSpec[] = [
       traits: ['cluster', 'status'],
       shortNames: ['ns'],
       columns: [col('Status', 'string', '.status.phase'), AGE],
+      fieldLabels: ['status.phase', 'metadata.name'],
     },
     { resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [DATA, AGE] },
-    { resource: 'secrets', kind: 'Secret', columns: [col('Type', 'string', '.type'), DATA, AGE] },
+    { resource: 'secrets', kind: 'Secret', columns: [col('Type', 'string', '.type'), DATA, AGE], fieldLabels: ['type', ...META_LABELS] },
     {
       resource: 'events',
       kind: 'Event',
       shortNames: ['ev'],
+      fieldLabels: [...INVOLVED_OBJECT_LABELS, 'reason', 'reportingComponent', 'source', 'type', ...META_LABELS],
       columns: [
         col('Type', 'string', '.type'),
         col('Reason', 'string', '.reason'),
@@ -75,6 +83,7 @@ const SPECS: BuiltinSpec[] = [
       kind: 'Service',
       traits: ['status', 'deleteReturnsObject'],
       shortNames: ['svc'],
+      fieldLabels: [...META_LABELS, 'spec.clusterIP', 'spec.type'],
       categories: ALL,
       columns: [col('Type', 'string', '.spec.type'), col('Cluster-IP', 'string', '.spec.clusterIP'), AGE],
     },
@@ -164,6 +173,7 @@ export function builtinResources(): ResourceInfo[] {
       builtin: true,
       ...(s.verbs ? { verbs: s.verbs } : {}),
       ...(s.subresources ? { subresources: s.subresources } : {}),
+      ...(s.fieldLabels ? { fieldLabels: s.fieldLabels } : {}),
     };
     const smp = builtinStrategicInfo[`${s.group}/${s.version}/${s.kind}`];
     ri.strategic = smp ?? { mergeKeys: {} };

@@ -78,6 +78,11 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
         return col;
       });
     const vi: VersionInfo = { name, served: v['served'] !== false, storage: v['storage'] === true, printerColumns: columns };
+    const selectable = (Array.isArray(v['selectableFields']) ? v['selectableFields'] : [])
+      .map((f) => (isObject(f) ? str(f['jsonPath']) : undefined))
+      .filter((p): p is string => p !== undefined)
+      .map((p) => p.replace(/^\./, ''));
+    if (selectable.length > 0) vi.selectableFields = selectable;
     const openapi = schemaHolder['openAPIV3Schema'];
     if (openapi === undefined) {
       causes.push({ reason: 'FieldValueRequired', field: `spec.versions[${i}].schema.openAPIV3Schema`, message: 'schemas are required' });

@@ -23,6 +23,8 @@ export interface VersionInfo {
   printerColumns: PrinterColumn[];
   /** Dotted paths of associative lists and their keys, from x-kubernetes-list-map-keys. */
   listKeys?: Record<string, string[]>;
+  /** A custom resource's `selectableFields`, as field labels (`spec.color`). */
+  selectableFields?: string[];
 }
 
 /**
@@ -56,6 +58,11 @@ export interface ResourceInfo {
   verbs?: string[];
   /** Subresources other than `status`, for discovery (e.g. `serviceaccounts/token`). */
   subresources?: SubresourceInfo[];
+  /**
+   * A built-in kind's field labels, where kube registers a conversion of its own (Secret's `type`,
+   * Event's `involvedObject.*`); absent, kube's default: `metadata.name` and `metadata.namespace`.
+   */
+  fieldLabels?: string[];
 }
 
 /** A subresource served by a handler of its own, with its own kind (e.g. TokenRequest). */

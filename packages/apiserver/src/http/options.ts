@@ -1,0 +1,175 @@
+/**
+ * The request options kube-apiserver validates before it touches storage (apimachinery's
+ * `ValidateCreateOptions`, `ValidateUpdateOptions`, `ValidatePatchOptions`, `ValidateDeleteOptions`
+ * and `ValidateListOptions`), with kube's answers: a 422 whose details name the options kind in
+ * `meta.k8s.io` (`CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: …`), the
+ * causes in kube's order. Found by the differential suite (issue 19); each check has a regression
+ * test in options.test.ts.
+ */
+import { ApiError, badRequest, invalid } from '@kars/kube-core';
+import type { FieldRequirement, StatusCause } from '@kars/kube-core';
+import type { ResourceInfo } from '../registry/resource.js';
+
+/** The options kinds a request's query (or DeleteOptions body) decodes to. */
+export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions' | 'ListOptions';
+
+/** kube's FieldManagerMaxLength. */
+const FIELD_MANAGER_MAX_BYTES = 128;
+
+/** Go's `%q` of a string, as field.NotSupported prints values. */
+const quoted = (s: string): string => JSON.stringify(s);
+
+function notSupported(field: string, value: string, supported: readonly string[]): StatusCause {
+  return {
+    reason: 'FieldValueNotSupported',
+    field,
+    message: `Unsupported value: ${value}: supported values: ${supported.map(quoted).join(', ')}`,
+  };
+}
+
+const forbidden = (field: string, why: string): StatusCause => ({ reason: 'FieldValueForbidden', field, message: `Forbidden: ${why}` });
+
+/** Throw kube's 422 for `kind` when there are causes. */
+function refuseIfAny(kind: OptionsKind, causes: StatusCause[]): void {
+  if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind, name: '' }, causes);
+}
+
+function fieldManagerCauses(manager: string | null): StatusCause[] {
+  if (manager === null) return [];
+  if (Buffer.byteLength(manager) > FIELD_MANAGER_MAX_BYTES)
+    return [
+      { reason: 'FieldValueTooLong', field: 'fieldManager', message: `Too long: may not be more than ${FIELD_MANAGER_MAX_BYTES} bytes` },
+    ];
+  // Go's unicode.IsPrint: no control characters (and no other non-printing ones) in a manager name.
+  if (/[\p{C}\p{Z}]/u.test(manager.replace(/ /g, '')))
+    return [
+      {
+        reason: 'FieldValueInvalid',
+        field: 'fieldManager',
+        message: `Invalid value: ${quoted(manager)}: must only contain printable characters`,
+      },
+    ];
+  return [];
+}
+
+function dryRunCauses(values: readonly string[]): StatusCause[] {
+  if (values.every((v) => v === 'All')) return [];
+  return [notSupported('dryRun', JSON.stringify(values), ['All'])];
+}
+
+function fieldValidationCauses(v: string | null): StatusCause[] {
+  if (v === null || v === '' || v === 'Ignore' || v === 'Strict' || v === 'Warn') return [];
+  return [notSupported('fieldValidation', quoted(v), ['', 'Ignore', 'Strict', 'Warn'])];
+}
+
+/**
+ * The options of a create, update or patch (`dryRun`, `fieldManager`, `fieldValidation`, and for a
+ * patch `force`), from the query; throws kube's 422 when they are invalid.
+ */
+export function validateWriteOptions(kind: 'CreateOptions' | 'UpdateOptions' | 'PatchOptions', q: URLSearchParams, apply = false): void {
+  const causes: StatusCause[] = [];
+  if (kind === 'PatchOptions') {
+    // `force` is a *bool: any value given counts as set.
+    if (!apply && q.has('force')) causes.push(forbidden('force', 'may not be specified for non-apply patch'));
+    if (apply && !q.get('fieldManager'))
+      causes.push({ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' });
+  }
+  causes.push(...fieldManagerCauses(q.get('fieldManager')));
+  causes.push(...dryRunCauses(q.getAll('dryRun')));
+  causes.push(...fieldValidationCauses(q.get('fieldValidation')));
+  refuseIfAny(kind, causes);
+}
+
+/** A delete's `propagationPolicy` and `dryRun` (from the body's DeleteOptions or the query); throws kube's 422 when invalid. */
+export function validateDeleteOptions(propagationPolicy: string | undefined, dryRun: readonly string[]): void {
+  const causes: StatusCause[] = [];
+  if (propagationPolicy !== undefined && !['Foreground', 'Background', 'Orphan'].includes(propagationPolicy))
+    causes.push(notSupported('propagationPolicy', quoted(propagationPolicy), ['Foreground', 'Background', 'Orphan', 'nil']));
+  causes.push(...dryRunCauses(dryRun));
+  refuseIfAny('DeleteOptions', causes);
+}
+
+/**
+ * A list's or watch's `resourceVersion`, `resourceVersionMatch`, `sendInitialEvents` and
+ * `continue`, as kube's ValidateListOptions judges them; throws kube's answer when invalid.
+ */
+export function validateListOptions(q: URLSearchParams, watch: boolean): void {
+  const rv = q.get('resourceVersion') ?? '';
+  const match = q.get('resourceVersionMatch') ?? '';
+  const hasContinue = (q.get('continue') ?? '') !== '';
+  const sendInitial = q.has('sendInitialEvents');
+  const causes: StatusCause[] = [];
+  if (watch) {
+    if (sendInitial && match !== 'NotOlderThan')
+      causes.push(forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+    if (match !== '') {
+      if (!sendInitial)
+        causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+      if (match !== 'NotOlderThan') causes.push(notSupported('resourceVersionMatch', quoted(match), ['NotOlderThan']));
+      if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+    }
+  } else {
+    if (match !== '') {
+      if (rv === '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+      if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+      if (match !== 'Exact' && match !== 'NotOlderThan')
+        causes.push(notSupported('resourceVersionMatch', quoted(match), ['Exact', 'NotOlderThan', '']));
+      if (match === 'Exact' && rv === '0')
+        causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+    }
+    if (sendInitial) causes.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
+  }
+  refuseIfAny('ListOptions', causes);
+}
+
+/** Go's strconv.ParseUint(s, 10, 64) failure text, or undefined when `s` parses. */
+function parseUintError(s: string): string | undefined {
+  if (!/^[0-9]+$/.test(s)) return `strconv.ParseUint: parsing ${quoted(s)}: invalid syntax`;
+  if (BigInt(s) > 0xffff_ffff_ffff_ffffn) return `strconv.ParseUint: parsing ${quoted(s)}: value out of range`;
+  return undefined;
+}
+
+/**
+ * A list's `resourceVersion` as a revision (undefined when unset), or kube's answer to one that
+ * is not a revision: 400 for a list, a reasonless 500 for a watch (as kube-apiserver answers).
+ */
+export function requestedRevision(q: URLSearchParams, watch: boolean): number | undefined {
+  const rv = q.get('resourceVersion');
+  if (rv === null || rv === '') return undefined;
+  const err = parseUintError(rv);
+  if (err === undefined) return Number(rv);
+  const text = `resourceVersion: Invalid value: ${quoted(rv)}: ${err}`;
+  if (watch) throw new ApiError(500, '', text);
+  throw badRequest(`invalid resource version: ${text}`);
+}
+
+/**
+ * kube's answer to a list at a revision the server has not reached: 504 "Too large resource
+ * version". kube-apiserver first waits up to 3 s for its watch cache to catch up; kars apiserver's
+ * store is its cache, so a revision past the current one cannot arrive by waiting, and it answers at once.
+ */
+export function refuseFutureRevision(requested: number | undefined, current: number): void {
+  if (requested === undefined || requested <= current) return;
+  throw new ApiError(504, 'Timeout', `Timeout: Too large resource version: ${requested}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  });
+}
+
+/**
+ * Refuse a field selector on a label the kind does not support, with kube's 400: a custom resource
+ * supports `metadata.name`, `metadata.namespace` and its version's `selectableFields`; a built-in its
+ * registered labels, or else kube's default pair (a message of its own).
+ */
+export function checkFieldLabels(ri: ResourceInfo, version: string, fields: readonly FieldRequirement[]): void {
+  for (const { field } of fields) {
+    if (ri.builtin && ri.fieldLabels === undefined) {
+      if (field === 'metadata.name' || field === 'metadata.namespace') continue;
+      throw badRequest(`${quoted(field)} is not a known field selector: only "metadata.name", "metadata.namespace"`);
+    }
+    const supported = ri.builtin
+      ? (ri.fieldLabels ?? [])
+      : ['metadata.name', 'metadata.namespace', ...(ri.versions.find((v) => v.name === version)?.selectableFields ?? [])];
+    if (!supported.includes(field)) throw badRequest(`field label not supported: ${field}`);
+  }
+}
