@@ -66,6 +66,15 @@ describe('request options are validated as kube-apiserver validates them', () =>
     );
     assert.equal((await ts.client.get(`${CM}/a`)).status, 404, 'nothing was stored');
     assert.equal((await ts.client.post(`${CM}?fieldManager=${'m'.repeat(128)}&dryRun=All`, cm('a'))).status, 201);
+    // Every character must be printable (Go's unicode.IsPrint); each other one is a cause, at its byte offset, the value quoted as Go quotes it.
+    const bell = await ts.client.post(`${CM}?fieldManager=${encodeURIComponent('é\x07m\u0085')}`, cm('a'));
+    assert.deepEqual(
+      bell.body,
+      optionsInvalid('CreateOptions', [
+        ['fieldManager', 'FieldValueInvalid', 'Invalid value: "é\\am\\u0085": invalid character U+0007 (at position 2)'],
+        ['fieldManager', 'FieldValueInvalid', 'Invalid value: "é\\am\\u0085": invalid character U+0085 (at position 4)'],
+      ]),
+    );
     // A multi-byte manager counts in bytes: 43 three-byte characters are 129 bytes.
     assert.equal((await ts.client.post(`${CM}?fieldManager=${encodeURIComponent('€'.repeat(43))}`, cm('a'))).status, 422);
   });

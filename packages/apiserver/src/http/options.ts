@@ -34,22 +34,57 @@ function refuseIfAny(kind: OptionsKind, causes: StatusCause[]): void {
   if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind, name: '' }, causes);
 }
 
+/** Go's `%q` of a string (strconv.Quote): printable runes as they are, the rest escaped. */
+function goQuote(s: string): string {
+  const short: Record<string, string> = {
+    '\x07': '\\a',
+    '\b': '\\b',
+    '\f': '\\f',
+    '\n': '\\n',
+    '\r': '\\r',
+    '\t': '\\t',
+    '\v': '\\v',
+    '"': '\\"',
+    '\\': '\\\\',
+  };
+  let out = '"';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (short[ch] !== undefined) out += short[ch];
+    else if (isGoPrintable(ch)) out += ch;
+    else if (cp < 0x80) out += `\\x${cp.toString(16).padStart(2, '0')}`;
+    else if (cp < 0x10000) out += `\\u${cp.toString(16).padStart(4, '0')}`;
+    else out += `\\U${cp.toString(16).padStart(8, '0')}`;
+  }
+  return `${out}"`;
+}
+
+/** Go's unicode.IsPrint: a letter, mark, number, punctuation or symbol, or the ASCII space. */
+const isGoPrintable = (ch: string): boolean => ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch);
+
+/** ValidateFieldManager: at most 128 bytes, and every character printable (one cause per other character, at its byte offset). */
 function fieldManagerCauses(manager: string | null): StatusCause[] {
   if (manager === null) return [];
+  const causes: StatusCause[] = [];
   if (Buffer.byteLength(manager) > FIELD_MANAGER_MAX_BYTES)
-    return [
-      { reason: 'FieldValueTooLong', field: 'fieldManager', message: `Too long: may not be more than ${FIELD_MANAGER_MAX_BYTES} bytes` },
-    ];
-  // Go's unicode.IsPrint: no control characters (and no other non-printing ones) in a manager name.
-  if (/[\p{C}\p{Z}]/u.test(manager.replace(/ /g, '')))
-    return [
-      {
+    causes.push({
+      reason: 'FieldValueTooLong',
+      field: 'fieldManager',
+      message: `Too long: may not be more than ${FIELD_MANAGER_MAX_BYTES} bytes`,
+    });
+  let offset = 0;
+  for (const ch of manager) {
+    if (!isGoPrintable(ch)) {
+      const u = `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+      causes.push({
         reason: 'FieldValueInvalid',
         field: 'fieldManager',
-        message: `Invalid value: ${quoted(manager)}: must only contain printable characters`,
-      },
-    ];
-  return [];
+        message: `Invalid value: ${goQuote(manager)}: invalid character ${u} (at position ${offset})`,
+      });
+    }
+    offset += Buffer.byteLength(ch);
+  }
+  return causes;
 }
 
 function dryRunCauses(values: readonly string[]): StatusCause[] {
