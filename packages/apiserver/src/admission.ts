@@ -11,6 +11,7 @@ import { admit } from '@kars/kube-schema';
 import { badRequest, invalid, notFound } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
+import { builtinKindCauses, metadataUpdateCauses, ownerReferenceCauses } from './builtin-validation.js';
 import { validateMeta } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
 import { grKey, servedVersion } from './registry/resource.js';
@@ -41,11 +42,17 @@ export function admitObject(
 ): Admitted {
   const errTarget = { group: ri.group, resource: ri.resource, name, kind: ri.kind };
   const warnings: string[] = [];
-  const causes: StatusCause[] = validateMeta(obj, {
-    namespaced: ri.namespaced,
-    nameIsLabel: ri.resource === 'namespaces',
-    namePathSegment: ri.group === 'rbac.authorization.k8s.io',
-  });
+  const causes: StatusCause[] = [
+    ...(old ? metadataUpdateCauses(obj, old) : []),
+    ...validateMeta(obj, {
+      namespaced: ri.namespaced,
+      nameIsLabel: ri.resource === 'namespaces',
+      // kube checks only the path-segment rule on RBAC objects and on core Events (which skip the DNS-subdomain check).
+      namePathSegment: ri.group === 'rbac.authorization.k8s.io' || (ri.group === '' && ri.resource === 'events'),
+    }),
+    ...ownerReferenceCauses(obj),
+    ...builtinKindCauses(ri, obj, old),
+  ];
   let out = obj;
   let unknownFields: string[] = [];
   if (!ri.builtin) {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { startApiserverProcess, startTestServer, TestClient } from './testing/harness.js';
+import { createCrds, startApiserverProcess, startTestServer, TestClient } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 // Issue 9 item 6, apiserver side: bodies and clients that try to exhaust the server.
@@ -131,28 +131,50 @@ describe('apiserver against hostile bodies and clients', () => {
   });
 
   it('refuses an object over 1.5 MiB once decoded with 413, on create and on a patch that grows it, and keeps the old object', async () => {
-    const big = await ts.client.post(CM, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'big' },
-      data: { v: 'x'.repeat(1.6 * 1024 * 1024) },
+    // A custom resource, as no kind-specific size rule applies to it: a ConfigMap is refused at 1 MiB by its own validation (422) first.
+    const blobCrd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'blobs.example.com' },
+      spec: {
+        group: 'example.com',
+        scope: 'Namespaced',
+        names: { plural: 'blobs', singular: 'blob', kind: 'Blob' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { spec: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } } },
+              },
+            },
+          },
+        ],
+      },
+    };
+    await createCrds(ts.client, blobCrd);
+    const BLOBS = '/apis/example.com/v1/namespaces/default/blobs';
+    const blob = (name: string, spec: Record<string, string>): Record<string, unknown> => ({
+      apiVersion: 'example.com/v1',
+      kind: 'Blob',
+      metadata: { name },
+      spec,
     });
+    const big = await ts.client.post(BLOBS, blob('big', { a: 'x'.repeat(1.6 * 1024 * 1024) }));
     assert.equal(big.status, 413, big.text.slice(0, 300));
     assert.equal(big.body.reason, 'RequestEntityTooLarge');
     assert.match(big.body.message, /1572864 bytes/);
-    assert.equal((await ts.client.get(`${CM}/big`)).status, 404);
-    const fits = await ts.client.post(CM, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'grows' },
-      data: { a: 'x'.repeat(1024 * 1024) },
-    });
+    assert.equal((await ts.client.get(`${BLOBS}/big`)).status, 404);
+    const fits = await ts.client.post(BLOBS, blob('grows', { a: 'x'.repeat(1024 * 1024) }));
     assert.equal(fits.status, 201, 'a 1 MiB object is fine');
-    const grown = await ts.client.patch(`${CM}/grows`, { data: { b: 'y'.repeat(700 * 1024) } }, 'merge');
+    const grown = await ts.client.patch(`${BLOBS}/grows`, { spec: { b: 'y'.repeat(700 * 1024) } }, 'merge');
     assert.equal(grown.status, 413, 'a patch may not grow it past the limit');
-    const after = await ts.client.get(`${CM}/grows`);
+    const after = await ts.client.get(`${BLOBS}/grows`);
     assert.equal(after.body.metadata.resourceVersion, fits.body.metadata.resourceVersion, 'the stored object is unchanged');
-    assert.equal(after.body.data.b, undefined);
+    assert.equal(after.body.spec.b, undefined);
   });
 
   it('decodes the URL only after authentication: 401 without a token, 400 with one, for a malformed %-escape', async () => {

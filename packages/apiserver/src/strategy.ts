@@ -174,7 +174,8 @@ export function finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
 /** Carry server-owned fields from the old object into an update and maintain generation. */
 export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): KubeObject {
   const m = obj.metadata;
-  m.uid = old.metadata.uid ?? '';
+  // A uid the update names is kept, so that admission refuses it when it is not the stored one (kube's BeforeUpdate).
+  if (!m.uid) m.uid = old.metadata.uid ?? '';
   m.creationTimestamp = old.metadata.creationTimestamp ?? '';
   m.name = old.metadata.name ?? t.name;
   if (old.metadata.deletionTimestamp) m.deletionTimestamp = old.metadata.deletionTimestamp;

@@ -103,7 +103,8 @@ export function causeText(c: StatusCause): string {
  */
 export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
   const kind = t.kind ?? t.resource;
-  const texts = causes.map(causeText);
+  // Go's ErrorList.ToAggregate drops repeated messages (the causes keep them all).
+  const texts = [...new Set(causes.map(causeText))];
   const list = texts.length === 1 ? texts[0]! : `[${texts.join(', ')}]`;
   const d: StatusDetails = {};
   if (t.name !== '') d.name = t.name;

@@ -7,6 +7,7 @@ export * from './x509.js';
 export * from './logger.js';
 export * from './codes.js';
 export * from './json.js';
+export * from './go-format.js';
 export * from './http.js';
 export * from './bearer.js';
 export * from './fault-relay.js';

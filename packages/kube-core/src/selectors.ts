@@ -1,4 +1,5 @@
 import { badRequest } from './errors.js';
+import { goQuote } from './go-format.js';
 
 /** One requirement of a label selector, e.g. `tier in (a,b)`, `!legacy` or `replicas gt 2` (`>`/`<`). */
 export interface LabelRequirement {
@@ -64,27 +65,6 @@ export function labelValueErrors(value: string): string[] {
   if (bytes(value) > 63) errs.push(maxLen(63));
   if (!LABEL_VALUE.test(value)) errs.push(regexError(LABEL_VALUE_MSG, LABEL_VALUE_FMT, 'MyValue', 'my_value', '12345'));
   return errs;
-}
-
-/** Go's `%q` of a string (strconv.Quote), for messages that quote user input as kube does. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0) ?? 0;
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (c === 7) out += '\\a';
-    else if (c === 8) out += '\\b';
-    else if (c === 12) out += '\\f';
-    else if (c === 10) out += '\\n';
-    else if (c === 13) out += '\\r';
-    else if (c === 9) out += '\\t';
-    else if (c === 11) out += '\\v';
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else if (c < 0x80 || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch)) out += ch;
-    else if (c > 0xffff) out += `\\U${c.toString(16).padStart(8, '0')}`;
-    else out += `\\u${c.toString(16).padStart(4, '0')}`;
-  }
-  return `${out}"`;
 }
 
 /** field.Invalid(path, value, detail).Error(). */

@@ -6,7 +6,7 @@
  * causes in kube's order. Found by the differential suite (issue 19); each check has a regression
  * test in options.test.ts.
  */
-import { ApiError, badRequest, invalid } from '@kars/kube-core';
+import { ApiError, badRequest, goQuote, invalid, isGoPrintable } from '@kars/kube-core';
 import type { FieldRequirement, StatusCause } from '@kars/kube-core';
 import type { ResourceInfo } from '../registry/resource.js';
 
@@ -33,34 +33,6 @@ const forbidden = (field: string, why: string): StatusCause => ({ reason: 'Field
 function refuseIfAny(kind: OptionsKind, causes: StatusCause[]): void {
   if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind, name: '' }, causes);
 }
-
-/** Go's `%q` of a string (strconv.Quote): printable runes as they are, the rest escaped. */
-function goQuote(s: string): string {
-  const short: Record<string, string> = {
-    '\x07': '\\a',
-    '\b': '\\b',
-    '\f': '\\f',
-    '\n': '\\n',
-    '\r': '\\r',
-    '\t': '\\t',
-    '\v': '\\v',
-    '"': '\\"',
-    '\\': '\\\\',
-  };
-  let out = '"';
-  for (const ch of s) {
-    const cp = ch.codePointAt(0)!;
-    if (short[ch] !== undefined) out += short[ch];
-    else if (isGoPrintable(ch)) out += ch;
-    else if (cp < 0x80) out += `\\x${cp.toString(16).padStart(2, '0')}`;
-    else if (cp < 0x10000) out += `\\u${cp.toString(16).padStart(4, '0')}`;
-    else out += `\\U${cp.toString(16).padStart(8, '0')}`;
-  }
-  return `${out}"`;
-}
-
-/** Go's unicode.IsPrint: a letter, mark, number, punctuation or symbol, or the ASCII space. */
-const isGoPrintable = (ch: string): boolean => ch === ' ' || /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u.test(ch);
 
 /** ValidateFieldManager: at most 128 bytes, and every character printable (one cause per other character, at its byte offset). */
 function fieldManagerCauses(manager: string | null): StatusCause[] {
