@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { createCrds, startApiserverProcess, startTestServer, TestClient } from './testing/harness.js';
+import { createCrds, simpleCrd, startApiserverProcess, startTestServer, TestClient } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 // Issue 9 item 6, apiserver side: bodies and clients that try to exhaust the server.
@@ -132,29 +132,10 @@ describe('apiserver against hostile bodies and clients', () => {
 
   it('refuses an object over 1.5 MiB once decoded with 413, on create and on a patch that grows it, and keeps the old object', async () => {
     // A custom resource, as no kind-specific size rule applies to it: a ConfigMap is refused at 1 MiB by its own validation (422) first.
-    const blobCrd = {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'blobs.example.com' },
-      spec: {
-        group: 'example.com',
-        scope: 'Namespaced',
-        names: { plural: 'blobs', singular: 'blob', kind: 'Blob' },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: {
-              openAPIV3Schema: {
-                type: 'object',
-                properties: { spec: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } } },
-              },
-            },
-          },
-        ],
-      },
-    };
+    const blobCrd = simpleCrd('example.com', 'Blob', {
+      type: 'object',
+      properties: { spec: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } } },
+    });
     await createCrds(ts.client, blobCrd);
     const BLOBS = '/apis/example.com/v1/namespaces/default/blobs';
     const blob = (name: string, spec: Record<string, string>): Record<string, unknown> => ({

@@ -273,6 +273,25 @@ export function widgetCrd(): Record<string, unknown> {
   };
 }
 
+/**
+ * A namespaced CRD of `group` serving `kind` (plural: lower case + `s`) at v1 with `openAPIV3Schema`:
+ * the least a test needs for a custom resource of its own.
+ */
+export function simpleCrd(group: string, kind: string, openAPIV3Schema: Record<string, unknown>): Record<string, unknown> {
+  const singular = kind.toLowerCase();
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${singular}s.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: `${singular}s`, singular, kind },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema } }],
+    },
+  };
+}
+
 /** Poll `fn` until it returns a truthy value or `timeoutMs` passes (kube-core's `until`, with this harness's defaults). */
 export function eventually<T>(
   fn: () => Promise<T | undefined | false> | T | undefined | false,
