@@ -11,18 +11,14 @@ import { decideAtDoor } from './front-door.js';
 import { wireOf } from './inference/routes.js';
 import { UpstreamClient } from './http/upstream.js';
 import { TokenBudgetTracker } from './inference/budget.js';
-import { ApiPolicySource } from './sources/api.js';
-import { DirPolicySource } from './sources/dir.js';
 import { PolicyState } from './state.js';
 import { RouterMetrics } from './router-metrics.js';
 import { capabilityNames } from '@kars/policy-compiler/runtime';
 import { listenOn, systemClock } from '@kars/kube-core';
 import type { Clock, Logger } from '@kars/kube-core';
 import type { GuardrailProvider, RouterCapabilities } from '@kars/policy-compiler/runtime';
-import { createMcpGateway } from './tools/gateway.js';
-import type { McpGatewayHandler } from './tools/gateway.js';
-import { SeenDefinitions } from './tools/pins.js';
-import { createAdminServer, type GatewayListing } from './admin.js';
+import { createAdminServer } from './admin.js';
+import { createMcpGateways, createPolicySources } from './router-parts.js';
 import { DecisionLog } from './decisions/log.js';
 import { DecisionRecorder, bindRequest, UNBOUND } from './decisions/recorder.js';
 import { digestHeaderValue, POLICY_DIGEST_HEADER, REQUEST_ID_HEADER } from './decisions/record.js';
@@ -139,8 +135,7 @@ function mcpServerOf(path: string | undefined): string | null {
   return path !== undefined && path.startsWith('/mcp/') ? path.slice('/mcp/'.length) : null;
 }
 
-/** MCP server names: a DNS-label-like token, so `/mcp/<name>` needs no escaping and `<name>/<tool>` globs stay unambiguous. */
-export const MCP_SERVER_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
+export { MCP_SERVER_NAME } from './router-parts.js';
 
 /**
  * Start a router for one sandbox: load its policy (from the API through the freshness runtime, or
@@ -153,29 +148,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const capabilities = routerCapabilities(opts);
   const log = opts.log;
   const registry = opts.metrics.registry;
-  const api =
-    opts.source.kind === 'api'
-      ? new ApiPolicySource({
-          client: opts.source.client,
-          namespace: opts.namespace,
-          sandbox: opts.sandbox,
-          config: opts.source.config,
-          state,
-          capabilities,
-          metrics: opts.metrics,
-          log,
-          clock,
-        })
-      : undefined;
-  const dir = opts.source.kind === 'dir' ? new DirPolicySource(opts.source.dir, state, capabilities, undefined, clock) : undefined;
-  const viewAgeMs = (): number => (api ? api.viewAgeMs() : dir ? dir.viewAgeMs() : Infinity);
+  const { api, dir, viewAgeMs, isLoaded } = createPolicySources(opts, state, capabilities, clock);
   const budget = new TokenBudgetTracker({ clock });
   const routerMetrics = new RouterMetrics(registry, {
     viewAgeMs,
     ...(api ? { stalenessSeconds: () => api.staleness.stalenessSeconds() } : {}),
     budget: () => budget.usage(opts.sandbox),
   });
-  const isLoaded = (): boolean => (api ? api.isReady() : dir ? dir.viewAgeMs() !== Infinity : false);
   // Created here so readiness can see it; run below. A router that another live process keeps out of
   // its echo lease is not ready (ADR 0024): its echo would merge with that process's.
   const echoClient = opts.source.client;
@@ -236,50 +215,13 @@ export async function startRouter(opts: RouterOptions, signal: AbortSignal): Pro
   const onToolDecision = (d: { kind: string; decision: string }): void => {
     if (d.kind === 'call') routerMetrics.decision('tools', d.decision);
   };
-  // One gateway per MCP server: `/mcp` for the unnamed one, `/mcp/<name>` for each named one.
-  const gateways = new Map<string, McpGatewayHandler>();
-  // What each gateway saw listed, for pins and for GET /internal/mcp-tools (ADR 0043).
-  const listings: GatewayListing[] = [];
-  if (opts.mcpUpstream) {
-    const seen = new SeenDefinitions(undefined, clock);
-    listings.push({ server: null, path: '/mcp', seen });
-    gateways.set(
-      '/mcp',
-      createMcpGateway({
-        snapshot: () => state.current(),
-        upstream: opts.mcpUpstream,
-        sandbox: opts.sandbox,
-        client,
-        clock,
-        seen,
-        onDecision: onToolDecision,
-        decisions: recorder,
-      }),
-    );
-  }
-  for (const u of opts.mcpUpstreams ?? []) {
-    if (!MCP_SERVER_NAME.test(u.name))
-      throw new Error(`MCP server name must be a lower-case DNS label (letters, digits, '.', '_', '-'), got ${JSON.stringify(u.name)}`);
-    const path = `/mcp/${u.name}`;
-    if (gateways.has(path)) throw new Error(`MCP server ${u.name} is given twice`);
-    const seen = new SeenDefinitions(undefined, clock);
-    listings.push({ server: u.name, path, seen });
-    gateways.set(
-      path,
-      createMcpGateway({
-        snapshot: () => state.current(),
-        upstream: u.url,
-        sandbox: opts.sandbox,
-        client,
-        clock,
-        server: u.name,
-        path,
-        seen,
-        onDecision: onToolDecision,
-        decisions: recorder,
-      }),
-    );
-  }
+  const { gateways, listings } = createMcpGateways(opts, {
+    snapshot: () => state.current(),
+    client,
+    clock,
+    onDecision: onToolDecision,
+    decisions: recorder,
+  });
   let lastStaleLog = -Infinity;
   const gate = new AdmissionGate({
     ...(opts.maxInflightBodyBytes !== undefined ? { maxInflightBodyBytes: opts.maxInflightBodyBytes } : {}),
