@@ -11,7 +11,7 @@ import { admit } from '@kars/kube-schema';
 import { badRequest, invalid, notFound } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
-import { builtinKindCauses, metadataUpdateCauses, ownerReferenceCauses } from './builtin-validation.js';
+import { builtinKindCauses, metadataUpdateCauses } from './builtin-validation.js';
 import { validateMeta } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
 import { grKey, servedVersion } from './registry/resource.js';
@@ -50,7 +50,6 @@ export function admitObject(
       // kube checks only the path-segment rule on RBAC objects and on core Events (which skip the DNS-subdomain check).
       namePathSegment: ri.group === 'rbac.authorization.k8s.io' || (ri.group === '' && ri.resource === 'events'),
     }),
-    ...ownerReferenceCauses(obj),
     ...builtinKindCauses(ri, obj, old),
   ];
   let out = obj;

@@ -1,14 +1,15 @@
 /**
  * The parts of kube-apiserver's per-kind validation that kars apiserver runs for built-in kinds,
- * and the metadata checks of an update that every kind shares. Found missing by the differential
+ * and the uid check of an update that every kind shares (the rest of metadata is `meta.ts`'s). Found missing by the differential
  * suite (issue 19, ADR 0052); the messages are k8s.io/kubernetes v1.34's
- * (pkg/apis/core/validation, pkg/apis/rbac/validation, apimachinery's objectmeta.go).
+ * (pkg/apis/core/validation, pkg/apis/rbac/validation).
  *
  * Pure functions over the object as it will be stored (and the stored one, on an update); each
  * returns the causes in kube's order, to be joined with the rest of admission's.
  */
-import { goQuote, isObject } from '@kars/kube-core';
+import { isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
+import { invalidValue } from './meta.js';
 import type { ResourceInfo } from './registry/resource.js';
 
 /** kube's MaxSecretSize: a ConfigMap's data and binaryData together, in bytes. */
@@ -16,12 +17,6 @@ const MAX_CONFIG_MAP_BYTES = 1024 * 1024;
 const CONFIG_MAP_KEY = /^[-._a-zA-Z0-9]+$/;
 const CONFIG_MAP_KEY_MSG =
   "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
-
-const invalidValue = (field: string, value: string, why: string): StatusCause => ({
-  reason: 'FieldValueInvalid',
-  field,
-  message: `Invalid value: ${goQuote(value)}: ${why}`,
-});
 
 /** apimachinery's IsConfigMapKey. */
 function configMapKeyProblems(key: string): string[] {
@@ -113,25 +108,4 @@ export function builtinKindCauses(ri: ResourceInfo, obj: KubeObject, old: KubeOb
   if (old && (gr === 'rbac.authorization.k8s.io/rolebindings' || gr === 'rbac.authorization.k8s.io/clusterrolebindings'))
     return roleRefUpdateCauses(obj, old);
   return [];
-}
-
-/** validateOwnerReference for each of `metadata.ownerReferences` (kube's path names no index). */
-export function ownerReferenceCauses(obj: KubeObject): StatusCause[] {
-  const refs = obj.metadata.ownerReferences;
-  if (!Array.isArray(refs)) return [];
-  const causes: StatusCause[] = [];
-  const at = 'metadata.ownerReferences';
-  for (const raw of refs as unknown[]) {
-    const r = record(raw);
-    const str = (k: string): string => (typeof r[k] === 'string' ? (r[k] as string) : '');
-    const apiVersion = str('apiVersion');
-    // schema.ParseGroupVersion: `v`, `g/v`; anything with more slashes has no version.
-    const parts = apiVersion.split('/');
-    const version = parts.length === 1 ? parts[0]! : parts.length === 2 ? parts[1]! : '';
-    if (version === '') causes.push(invalidValue(`${at}.apiVersion`, apiVersion, 'version must not be empty'));
-    if (str('kind') === '') causes.push(invalidValue(`${at}.kind`, '', 'must not be empty'));
-    if (str('name') === '') causes.push(invalidValue(`${at}.name`, '', 'must not be empty'));
-    if (str('uid') === '') causes.push(invalidValue(`${at}.uid`, '', 'must not be empty'));
-  }
-  return causes;
 }

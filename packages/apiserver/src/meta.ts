@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { cloneJson } from '@kars/kube-core';
+import { cloneJson, goQuote, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -41,6 +41,34 @@ const NAME_PART_MSG =
   "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/** A field.Invalid cause: `Invalid value: <value, as Go quotes it>: <why>`. */
+export const invalidValue = (field: string, value: string, why: string): StatusCause => ({
+  reason: 'FieldValueInvalid',
+  field,
+  message: `Invalid value: ${goQuote(value)}: ${why}`,
+});
+
+/** validateOwnerReference for each of `metadata.ownerReferences` (kube's path names no index). */
+function ownerReferenceCauses(obj: KubeObject): StatusCause[] {
+  const refs = obj.metadata.ownerReferences;
+  if (!Array.isArray(refs)) return [];
+  const causes: StatusCause[] = [];
+  const at = 'metadata.ownerReferences';
+  for (const raw of refs as unknown[]) {
+    const r = isObject(raw) ? raw : {};
+    const str = (k: string): string => (typeof r[k] === 'string' ? (r[k] as string) : '');
+    const apiVersion = str('apiVersion');
+    // schema.ParseGroupVersion: `v`, `g/v`; anything with more slashes has no version.
+    const parts = apiVersion.split('/');
+    const version = parts.length === 1 ? parts[0]! : parts.length === 2 ? parts[1]! : '';
+    if (version === '') causes.push(invalidValue(`${at}.apiVersion`, apiVersion, 'version must not be empty'));
+    if (str('kind') === '') causes.push(invalidValue(`${at}.kind`, '', 'must not be empty'));
+    if (str('name') === '') causes.push(invalidValue(`${at}.name`, '', 'must not be empty'));
+    if (str('uid') === '') causes.push(invalidValue(`${at}.uid`, '', 'must not be empty'));
+  }
+  return causes;
+}
 
 /** Check metadata fields that kube-apiserver validates on every object. */
 export function validateMeta(
@@ -101,6 +129,7 @@ export function validateMeta(
   ) {
     causes.push({ reason: 'FieldValueInvalid', field: 'metadata.finalizers', message: 'each finalizer must be a qualified name' });
   }
+  causes.push(...ownerReferenceCauses(obj));
   return causes;
 }
 

@@ -51,8 +51,6 @@ export interface PatchOptions {
   force: boolean;
   /** Called (and may throw 403) before a server-side apply creates the object. */
   authorizeCreate?: () => void;
-  /** The manager was not named by the client (no `fieldManager`; taken from the User-Agent): an apply is refused. */
-  implicitManager?: boolean;
 }
 
 /** The result of a write: the object as stored, the HTTP status, and warnings for the client. */
@@ -393,11 +391,7 @@ export class ObjectService {
         `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
       );
     }
-    // An apply needs an explicit fieldManager (the User-Agent does not count), as kube's PatchOptions validation says.
-    if (type === 'apply' && (opts.implicitManager === true || !opts.manager))
-      throw invalid({ group: 'meta.k8s.io', resource: 'patchoptions', kind: 'PatchOptions', name: '' }, [
-        { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
-      ]);
+    // An apply without an explicit fieldManager was refused with the other PatchOptions (http/options.ts).
     return this.write(t, opts, (old) => {
       if (type === 'apply') return this.applyPatch(t, old, patchBody, opts);
       if (!old) throw notFound(target(t));

@@ -79,11 +79,10 @@ function manager(q: URLSearchParams, req: Req): string {
   return prefix && prefix !== '' ? prefix : 'unknown';
 }
 
+/** The write's field validation: `Warn` unless the query says otherwise (validateWriteOptions has refused any other value). */
 function fieldValidation(q: URLSearchParams): FieldValidation {
   const v = q.get('fieldValidation');
-  if (v === null || v === '') return 'Warn';
-  if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v;
-  throw badRequest(`fieldValidation "${v}" is not one of Ignore, Warn, Strict`);
+  return v === 'Strict' || v === 'Ignore' ? v : 'Warn';
 }
 
 function patchType(contentType: string | undefined): PatchType {
@@ -275,7 +274,6 @@ async function handleObject(
     const r = await ctx.service.patch(t, type, body, {
       ...writeOpts(),
       force,
-      implicitManager: !q.get('fieldManager'),
       ...(authorizeCreate ? { authorizeCreate } : {}),
     });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));

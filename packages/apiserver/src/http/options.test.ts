@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ApiError } from '@kars/kube-core';
+import { ApiError, goQuote } from '@kars/kube-core';
 import { createCrds, startTestServer, widgetCrd } from '../testing/harness.js';
 import type { TestServer } from '../testing/harness.js';
 import { requestedRevision } from './options.js';
@@ -208,7 +208,7 @@ describe('request options are validated as kube-apiserver validates them', () =>
           const r = requestedRevision(q, false);
           return parses ? r === Number(rv) : rv === '' && r === undefined;
         } catch (e) {
-          return !parses && e instanceof ApiError && e.code === 400 && e.message.includes(JSON.stringify(rv));
+          return !parses && e instanceof ApiError && e.code === 400 && e.message.includes(goQuote(rv));
         }
       }),
     );

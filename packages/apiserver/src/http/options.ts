@@ -8,6 +8,7 @@
  */
 import { ApiError, badRequest, goQuote, invalid, isGoPrintable } from '@kars/kube-core';
 import type { FieldRequirement, StatusCause } from '@kars/kube-core';
+import { OBJECT_META_FIELD_LABELS } from '../registry/resource.js';
 import type { ResourceInfo } from '../registry/resource.js';
 
 /** The options kinds a request's query (or DeleteOptions body) decodes to. */
@@ -16,14 +17,11 @@ export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | '
 /** kube's FieldManagerMaxLength. */
 const FIELD_MANAGER_MAX_BYTES = 128;
 
-/** Go's `%q` of a string, as field.NotSupported prints values. */
-const quoted = (s: string): string => JSON.stringify(s);
-
 function notSupported(field: string, value: string, supported: readonly string[]): StatusCause {
   return {
     reason: 'FieldValueNotSupported',
     field,
-    message: `Unsupported value: ${value}: supported values: ${supported.map(quoted).join(', ')}`,
+    message: `Unsupported value: ${value}: supported values: ${supported.map(goQuote).join(', ')}`,
   };
 }
 
@@ -66,7 +64,7 @@ function dryRunCauses(values: readonly string[]): StatusCause[] {
 
 function fieldValidationCauses(v: string | null): StatusCause[] {
   if (v === null || v === '' || v === 'Ignore' || v === 'Strict' || v === 'Warn') return [];
-  return [notSupported('fieldValidation', quoted(v), ['', 'Ignore', 'Strict', 'Warn'])];
+  return [notSupported('fieldValidation', goQuote(v), ['', 'Ignore', 'Strict', 'Warn'])];
 }
 
 /**
@@ -91,7 +89,7 @@ export function validateWriteOptions(kind: 'CreateOptions' | 'UpdateOptions' | '
 export function validateDeleteOptions(propagationPolicy: string | undefined, dryRun: readonly string[]): void {
   const causes: StatusCause[] = [];
   if (propagationPolicy !== undefined && !['Foreground', 'Background', 'Orphan'].includes(propagationPolicy))
-    causes.push(notSupported('propagationPolicy', quoted(propagationPolicy), ['Foreground', 'Background', 'Orphan', 'nil']));
+    causes.push(notSupported('propagationPolicy', goQuote(propagationPolicy), ['Foreground', 'Background', 'Orphan', 'nil']));
   causes.push(...dryRunCauses(dryRun));
   refuseIfAny('DeleteOptions', causes);
 }
@@ -112,7 +110,7 @@ export function validateListOptions(q: URLSearchParams, watch: boolean): void {
     if (match !== '') {
       if (!sendInitial)
         causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
-      if (match !== 'NotOlderThan') causes.push(notSupported('resourceVersionMatch', quoted(match), ['NotOlderThan']));
+      if (match !== 'NotOlderThan') causes.push(notSupported('resourceVersionMatch', goQuote(match), ['NotOlderThan']));
       if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
     }
   } else {
@@ -120,7 +118,7 @@ export function validateListOptions(q: URLSearchParams, watch: boolean): void {
       if (rv === '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
       if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
       if (match !== 'Exact' && match !== 'NotOlderThan')
-        causes.push(notSupported('resourceVersionMatch', quoted(match), ['Exact', 'NotOlderThan', '']));
+        causes.push(notSupported('resourceVersionMatch', goQuote(match), ['Exact', 'NotOlderThan', '']));
       if (match === 'Exact' && rv === '0')
         causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
     }
@@ -131,8 +129,8 @@ export function validateListOptions(q: URLSearchParams, watch: boolean): void {
 
 /** Go's strconv.ParseUint(s, 10, 64) failure text, or undefined when `s` parses. */
 function parseUintError(s: string): string | undefined {
-  if (!/^[0-9]+$/.test(s)) return `strconv.ParseUint: parsing ${quoted(s)}: invalid syntax`;
-  if (BigInt(s) > 0xffff_ffff_ffff_ffffn) return `strconv.ParseUint: parsing ${quoted(s)}: value out of range`;
+  if (!/^[0-9]+$/.test(s)) return `strconv.ParseUint: parsing ${goQuote(s)}: invalid syntax`;
+  if (BigInt(s) > 0xffff_ffff_ffff_ffffn) return `strconv.ParseUint: parsing ${goQuote(s)}: value out of range`;
   return undefined;
 }
 
@@ -145,7 +143,7 @@ export function requestedRevision(q: URLSearchParams, watch: boolean): number | 
   if (rv === null || rv === '') return undefined;
   const err = parseUintError(rv);
   if (err === undefined) return Number(rv);
-  const text = `resourceVersion: Invalid value: ${quoted(rv)}: ${err}`;
+  const text = `resourceVersion: Invalid value: ${goQuote(rv)}: ${err}`;
   if (watch) throw new ApiError(500, '', text);
   throw badRequest(`invalid resource version: ${text}`);
 }
@@ -169,14 +167,17 @@ export function refuseFutureRevision(requested: number | undefined, current: num
  * registered labels, or else kube's default pair (a message of its own).
  */
 export function checkFieldLabels(ri: ResourceInfo, version: string, fields: readonly FieldRequirement[]): void {
+  // A built-in without labels of its own has kube's default conversion, whose refusal lists the pair.
+  const byDefault = ri.builtin && ri.fieldLabels === undefined;
+  const supported = ri.builtin
+    ? (ri.fieldLabels ?? OBJECT_META_FIELD_LABELS)
+    : [...OBJECT_META_FIELD_LABELS, ...(ri.versions.find((v) => v.name === version)?.selectableFields ?? [])];
   for (const { field } of fields) {
-    if (ri.builtin && ri.fieldLabels === undefined) {
-      if (field === 'metadata.name' || field === 'metadata.namespace') continue;
-      throw badRequest(`${quoted(field)} is not a known field selector: only "metadata.name", "metadata.namespace"`);
-    }
-    const supported = ri.builtin
-      ? (ri.fieldLabels ?? [])
-      : ['metadata.name', 'metadata.namespace', ...(ri.versions.find((v) => v.name === version)?.selectableFields ?? [])];
-    if (!supported.includes(field)) throw badRequest(`field label not supported: ${field}`);
+    if (supported.includes(field)) continue;
+    throw badRequest(
+      byDefault
+        ? `${goQuote(field)} is not a known field selector: only "metadata.name", "metadata.namespace"`
+        : `field label not supported: ${field}`,
+    );
   }
 }

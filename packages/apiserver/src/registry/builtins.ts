@@ -1,5 +1,6 @@
 import { builtinStrategicInfo } from '@kars/kube-patch';
 import type { PrinterColumn, ResourceInfo, SubresourceInfo } from './resource.js';
+import { OBJECT_META_FIELD_LABELS } from './resource.js';
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
@@ -26,7 +27,7 @@ interface BuiltinSpec {
   verbs?: string[];
   subresources?: SubresourceInfo[];
   /** Field labels beyond kube's default (k8s.io/kubernetes pkg/apis/core/v1/conversion.go). */
-  fieldLabels?: string[];
+  fieldLabels?: readonly string[];
 }
 
 type KindSpec = Omit<BuiltinSpec, 'group' | 'version' | 'traits'> & { traits?: readonly Trait[] };
@@ -39,7 +40,6 @@ const inGroup = (group: string, version: string, kinds: KindSpec[]): BuiltinSpec
 const CREATE_ON_UPDATE = new Set(['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'leases', 'events', 'services']);
 
 const ALL = ['all'];
-const META_LABELS = ['metadata.namespace', 'metadata.name'];
 const INVOLVED_OBJECT_LABELS = ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'].map(
   (f) => `involvedObject.${f}`,
 );
@@ -58,12 +58,17 @@ const SPECS: BuiltinSpec[] = [
       fieldLabels: ['status.phase', 'metadata.name'],
     },
     { resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [DATA, AGE] },
-    { resource: 'secrets', kind: 'Secret', columns: [col('Type', 'string', '.type'), DATA, AGE], fieldLabels: ['type', ...META_LABELS] },
+    {
+      resource: 'secrets',
+      kind: 'Secret',
+      columns: [col('Type', 'string', '.type'), DATA, AGE],
+      fieldLabels: ['type', ...OBJECT_META_FIELD_LABELS],
+    },
     {
       resource: 'events',
       kind: 'Event',
       shortNames: ['ev'],
-      fieldLabels: [...INVOLVED_OBJECT_LABELS, 'reason', 'reportingComponent', 'source', 'type', ...META_LABELS],
+      fieldLabels: [...INVOLVED_OBJECT_LABELS, 'reason', 'reportingComponent', 'source', 'type', ...OBJECT_META_FIELD_LABELS],
       columns: [
         col('Type', 'string', '.type'),
         col('Reason', 'string', '.reason'),
@@ -83,7 +88,7 @@ const SPECS: BuiltinSpec[] = [
       kind: 'Service',
       traits: ['status', 'deleteReturnsObject'],
       shortNames: ['svc'],
-      fieldLabels: [...META_LABELS, 'spec.clusterIP', 'spec.type'],
+      fieldLabels: [...OBJECT_META_FIELD_LABELS, 'spec.clusterIP', 'spec.type'],
       categories: ALL,
       columns: [col('Type', 'string', '.spec.type'), col('Cluster-IP', 'string', '.spec.clusterIP'), AGE],
     },

@@ -62,7 +62,7 @@ export interface ResourceInfo {
    * A built-in kind's field labels, where kube registers a conversion of its own (Secret's `type`,
    * Event's `involvedObject.*`); absent, kube's default: `metadata.name` and `metadata.namespace`.
    */
-  fieldLabels?: string[];
+  fieldLabels?: readonly string[];
 }
 
 /** A subresource served by a handler of its own, with its own kind (e.g. TokenRequest). */
@@ -73,6 +73,9 @@ export interface SubresourceInfo {
   kind: string;
   verbs: string[];
 }
+
+/** The field labels every kind selects on, unless it registers its own (kube's DefaultMetaV1FieldSelectorConversion). */
+export const OBJECT_META_FIELD_LABELS: readonly string[] = ['metadata.name', 'metadata.namespace'];
 
 /** The storage key of a resource: "group/resource" ("" group for core). */
 export function grKey(group: string, resource: string): string {
