@@ -1,5 +1,5 @@
-import { del, JSON_PATCH, manifest, MERGE, patch, post } from './scenarios-builtin.js';
-import type { Content } from './scenarios-builtin.js';
+import { del, JSON_PATCH, manifest, MERGE, patch, post } from './steps.js';
+import type { Content } from './steps.js';
 import type { Identity, RequestStep, Scenario, Step, WatchReadStep } from './types.js';
 
 const CM = '/api/v1/namespaces/{{ns}}/configmaps';

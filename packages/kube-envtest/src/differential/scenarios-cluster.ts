@@ -1,5 +1,5 @@
-import { del, manifest, MERGE, patch, post } from './scenarios-builtin.js';
-import type { Content } from './scenarios-builtin.js';
+import { del, manifest, MERGE, patch, post } from './steps.js';
+import type { Content } from './steps.js';
 import type { RequestStep, Scenario, Step } from './types.js';
 
 const CM = '/api/v1/namespaces/{{ns}}/configmaps';

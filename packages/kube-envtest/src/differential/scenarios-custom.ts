@@ -1,5 +1,5 @@
-import { APPLY, del, JSON_PATCH, manifest, MERGE, patch, post, put } from './scenarios-builtin.js';
-import type { Content } from './scenarios-builtin.js';
+import { APPLY, del, JSON_PATCH, manifest, MERGE, patch, post, put } from './steps.js';
+import type { Content } from './steps.js';
 import type { RequestStep, Scenario } from './types.js';
 
 const G = '/apis/diff.example.com/v1/namespaces/{{ns}}/gadgets';

@@ -47,22 +47,29 @@ export const COMMON_STUB_HEADERS = {
   omitUsage: ['x-stub-omit-usage', 'bool'],
 } as const;
 
+/** Header `name` read as `read` says; undefined when absent or not such a value. */
+function readHeader(h: IncomingHttpHeaders, name: string, read: HeaderRead): unknown {
+  if (typeof read !== 'string') return read.find((e) => e === header(h, name));
+  switch (read) {
+    case 'string':
+      return header(h, name);
+    case 'bool':
+      return boolHeader(h, name);
+    case 'int':
+      return intHeader(h, name);
+    case 'status': {
+      const n = intHeader(h, name);
+      return n !== undefined && n >= 100 && n <= 599 ? n : undefined;
+    }
+  }
+}
+
 /** The behaviour a request's `x-stub-*` headers ask for, read by `table`. */
 export function headerBehaviour<B>(h: IncomingHttpHeaders, table: HeaderTable<B>): Partial<B> {
   const out: Record<string, unknown> = {};
   for (const [field, entry] of Object.entries(table) as [string, readonly [string, HeaderRead] | undefined][]) {
-    if (entry === undefined) continue;
-    const [name, read] = entry;
-    const v =
-      typeof read !== 'string'
-        ? read.find((e) => e === header(h, name))
-        : read === 'string'
-          ? header(h, name)
-          : read === 'bool'
-            ? boolHeader(h, name)
-            : intHeader(h, name);
-    if (v === undefined || (read === 'status' && (typeof v !== 'number' || v < 100 || v > 599))) continue;
-    out[field] = v;
+    const v = entry === undefined ? undefined : readHeader(h, entry[0], entry[1]);
+    if (v !== undefined) out[field] = v;
   }
   return out as Partial<B>;
 }
