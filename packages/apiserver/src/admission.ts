@@ -47,6 +47,7 @@ export function admitObject(
     ...validateMeta(obj, {
       namespaced: ri.namespaced,
       nameIsLabel: ri.resource === 'namespaces',
+      nameIsDns1035Label: ri.builtin && ri.group === '' && ri.resource === 'services',
       // kube checks only the path-segment rule on RBAC objects and on core Events (which skip the DNS-subdomain check).
       namePathSegment: ri.group === 'rbac.authorization.k8s.io' || (ri.group === '' && ri.resource === 'events'),
     }),

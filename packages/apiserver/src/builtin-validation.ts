@@ -2,14 +2,16 @@
  * The parts of kube-apiserver's per-kind validation that kars apiserver runs for built-in kinds,
  * and the uid check of an update that every kind shares (the rest of metadata is `meta.ts`'s). Found missing by the differential
  * suite (issue 19, ADR 0052); the messages are k8s.io/kubernetes v1.34's
- * (pkg/apis/core/validation, pkg/apis/rbac/validation).
+ * (pkg/apis/core/validation, pkg/apis/rbac/validation). A Service's cluster IP and node port rules are
+ * checked where they are allocated (service-addresses.ts).
  *
  * Pure functions over the object as it will be stored (and the stored one, on an update); each
  * returns the causes in kube's order, to be joined with the rest of admission's.
  */
 import { isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
-import { invalidValue } from './meta.js';
+import { goQuote } from '@kars/kube-core';
+import { dns1123LabelProblems, invalidValue } from './meta.js';
 import type { ResourceInfo } from './registry/resource.js';
 
 /** kube's MaxSecretSize: a ConfigMap's data and binaryData together, in bytes. */
@@ -89,6 +91,92 @@ function roleRefUpdateCauses(obj: KubeObject, old: KubeObject): StatusCause[] {
   return [{ reason: 'FieldValueInvalid', field: 'roleRef', message: `Invalid value: ${JSON.stringify(go(ref))}: cannot change roleRef` }];
 }
 
+const required = (field: string): StatusCause => ({ reason: 'FieldValueRequired', field, message: 'Required value' });
+const notSupported = (field: string, value: unknown, supported: readonly string[]): StatusCause => ({
+  reason: 'FieldValueNotSupported',
+  field,
+  message: `Unsupported value: ${goValue(value)}: supported values: ${supported.map(goQuote).join(', ')}`,
+});
+/** A value as kube's field errors print it: strings quoted as Go quotes them, numbers and booleans bare. */
+const goValue = (v: unknown): string => (typeof v === 'string' ? goQuote(v) : (JSON.stringify(v) ?? 'null'));
+const PORT_RANGE_MSG = 'must be between 1 and 65535, inclusive';
+const validPort = (n: unknown): boolean => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 65535;
+
+/** apimachinery's IsValidPortName (an IANA_SVC_NAME). */
+function portNameProblems(name: string): string[] {
+  const out: string[] = [];
+  if (name.length > 15) out.push('must be no more than 15 characters');
+  if (!/^[-a-z0-9]+$/.test(name)) out.push('must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)');
+  if (!/[a-z]/.test(name)) out.push('must contain at least one letter (a-z)');
+  if (name.startsWith('-') || name.endsWith('-')) out.push('must not begin or end with a hyphen');
+  if (name.includes('--')) out.push('must not contain consecutive hyphens');
+  return out;
+}
+
+const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'];
+const SESSION_AFFINITIES = ['ClientIP', 'None'];
+const PORT_PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
+const TRAFFIC_POLICIES = ['Cluster', 'Local'];
+
+/** validateService's checks of what a client writes (type, ports, session affinity, traffic policy), after defaulting. */
+function serviceCauses(obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const spec = record(obj['spec']);
+  const type = spec['type'];
+  const headless = spec['clusterIP'] === 'None';
+  const ports = Array.isArray(spec['ports']) ? spec['ports'] : [];
+  if (ports.length === 0 && !headless && type !== 'ExternalName') causes.push(required('spec.ports'));
+  if (type === 'ExternalName' && String(spec['externalName'] ?? '').replace(/\.$/, '') === '') causes.push(required('spec.externalName'));
+  const names = new Set<string>();
+  ports.forEach((raw, i) => {
+    const p = record(raw);
+    const at = `spec.ports[${i}]`;
+    const name = typeof p['name'] === 'string' ? p['name'] : '';
+    if (ports.length > 1 && name === '') causes.push(required(`${at}.name`));
+    else if (name !== '') {
+      for (const why of dns1123LabelProblems(name)) causes.push(invalidValue(`${at}.name`, name, why));
+      if (names.has(name))
+        causes.push({ reason: 'FieldValueDuplicate', field: `${at}.name`, message: `Duplicate value: ${goQuote(name)}` });
+      names.add(name);
+    }
+    if (!validPort(p['port']))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `${at}.port`,
+        message: `Invalid value: ${goValue(p['port'] ?? 0)}: ${PORT_RANGE_MSG}`,
+      });
+    if (p['protocol'] === undefined || p['protocol'] === '') causes.push(required(`${at}.protocol`));
+    else if (!PORT_PROTOCOLS.includes(String(p['protocol']))) causes.push(notSupported(`${at}.protocol`, p['protocol'], PORT_PROTOCOLS));
+    const target = p['targetPort'];
+    if (typeof target === 'string') for (const why of portNameProblems(target)) causes.push(invalidValue(`${at}.targetPort`, target, why));
+    else if (!validPort(target))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `${at}.targetPort`,
+        message: `Invalid value: ${goValue(target ?? 0)}: ${PORT_RANGE_MSG}`,
+      });
+  });
+  const affinity = spec['sessionAffinity'];
+  if (affinity === undefined || affinity === '') causes.push(required('spec.sessionAffinity'));
+  else if (!SESSION_AFFINITIES.includes(String(affinity))) causes.push(notSupported('spec.sessionAffinity', affinity, SESSION_AFFINITIES));
+  if (type === undefined || type === '') causes.push(required('spec.type'));
+  else if (!SERVICE_TYPES.includes(String(type))) causes.push(notSupported('spec.type', type, SERVICE_TYPES));
+  if (type === 'ClusterIP')
+    ports.forEach((raw, i) => {
+      const np = record(raw)['nodePort'];
+      if (np !== undefined && np !== 0)
+        causes.push({
+          reason: 'FieldValueForbidden',
+          field: `spec.ports[${i}].nodePort`,
+          message: "Forbidden: may not be used when `type` is 'ClusterIP'",
+        });
+    });
+  const itp = spec['internalTrafficPolicy'];
+  if (itp !== undefined && itp !== null && !TRAFFIC_POLICIES.includes(String(itp)))
+    causes.push(notSupported('spec.internalTrafficPolicy', itp, TRAFFIC_POLICIES));
+  return causes;
+}
+
 /**
  * ValidateObjectMetaUpdate's uid rule. kube-apiserver runs it twice on every update (once as the
  * common check of every resource, once in the kind's own validation), so the cause is listed twice.
@@ -105,6 +193,7 @@ export function builtinKindCauses(ri: ResourceInfo, obj: KubeObject, old: KubeOb
   if (!ri.builtin) return [];
   const gr = `${ri.group}/${ri.resource}`;
   if (gr === '/configmaps') return [...(old ? configMapUpdateCauses(obj, old) : []), ...configMapCauses(obj)];
+  if (gr === '/services') return serviceCauses(obj);
   if (old && (gr === 'rbac.authorization.k8s.io/rolebindings' || gr === 'rbac.authorization.k8s.io/clusterrolebindings'))
     return roleRefUpdateCauses(obj, old);
   return [];

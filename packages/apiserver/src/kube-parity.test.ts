@@ -2,7 +2,7 @@
 // found between kars apiserver and kube-apiserver v1.34, each asserting kube-apiserver's answer.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createCrds, startTestServer, widgetCrd } from './testing/harness.js';
+import { createCrds, startTestServer, TestClient, widgetCrd } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 const CM = '/api/v1/namespaces/default/configmaps';
@@ -16,6 +16,16 @@ describe('kube-apiserver parity: Status bodies', () => {
     await createCrds(ts.client, widgetCrd());
   });
   after(async () => ts.close());
+
+  it('checks credentials sent to /healthz and /version: a bad token is a 401, none is let through', async () => {
+    const bogus = new TestClient(ts.server.url, ts.server.caCert, 'not-a-token');
+    const anonymous = new TestClient(ts.server.url, ts.server.caCert, undefined);
+    for (const path of ['/healthz', '/readyz', '/version']) {
+      assert.equal((await bogus.get(path)).status, 401, `${path} with a bad token`);
+      assert.equal((await anonymous.get(path)).status, 200, `${path} without credentials`);
+      assert.equal((await ts.client.get(path)).status, 200, `${path} with a good token`);
+    }
+  });
 
   it('NotFound, AlreadyExists and Conflict details name the resource and omit the core group', async () => {
     const missing = await ts.client.get(`${CM}/nope`);

@@ -4,6 +4,7 @@ import type { KubeObject, StatusCause } from '@kars/kube-core';
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
@@ -37,10 +38,20 @@ const DNS_SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS_LABEL_MSG =
   "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS_1035_LABEL_MSG =
+  "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const NAME_PART_MSG =
   "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/** apimachinery's IsDNS1123Label: the problems of `value` as a label (none when it is one). */
+export function dns1123LabelProblems(value: string): string[] {
+  const out: string[] = [];
+  if (value.length > 63) out.push('must be no more than 63 characters');
+  if (!DNS_LABEL.test(value)) out.push(DNS_LABEL_MSG);
+  return out;
+}
 
 /** A field.Invalid cause: `Invalid value: <value, as Go quotes it>: <why>`. */
 export const invalidValue = (field: string, value: string, why: string): StatusCause => ({
@@ -73,7 +84,7 @@ function ownerReferenceCauses(obj: KubeObject): StatusCause[] {
 /** Check metadata fields that kube-apiserver validates on every object. */
 export function validateMeta(
   obj: KubeObject,
-  opts: { namespaced: boolean; nameIsLabel: boolean; namePathSegment?: boolean },
+  opts: { namespaced: boolean; nameIsLabel: boolean; nameIsDns1035Label?: boolean; namePathSegment?: boolean },
 ): StatusCause[] {
   const causes: StatusCause[] = [];
   const m = obj.metadata;
@@ -89,6 +100,10 @@ export function validateMeta(
         message: `Invalid value: "${name}": may not be '.' or '..' and may not contain '/' or '%'`,
       });
     }
+  } else if (opts.nameIsDns1035Label) {
+    // kube's ValidateServiceName.
+    if (!DNS_1035_LABEL.test(name) || name.length > 63)
+      causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": ${DNS_1035_LABEL_MSG}` });
   } else {
     const re = opts.nameIsLabel ? DNS_LABEL : DNS_SUBDOMAIN;
     if (!re.test(name) || name.length > (opts.nameIsLabel ? 63 : 253)) {

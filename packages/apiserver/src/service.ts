@@ -9,6 +9,8 @@ import type { Registry } from './registry/registry.js';
 import { grKey, storageVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
 import type { ChangeRecord, Store } from './storage/store.js';
+import { addressesInUse, allocateServiceAddresses, SERVICES_GR } from './service-addresses.js';
+import type { AddressesInUse } from './service-addresses.js';
 import { selects } from './watch/cache.js';
 import type { WatchCache } from './watch/cache.js';
 import {
@@ -229,6 +231,18 @@ export class ObjectService {
     return admitObject(t.ri, t.version, t.name, obj, old, fv);
   }
 
+  /** The cluster IPs and node ports every Service but `t`'s holds (read inside the write's savepoint). */
+  private serviceAddressesInUse(t: Target): AddressesInUse {
+    const others: KubeObject[] = [];
+    let after = { ns: '', name: '' };
+    for (;;) {
+      const rows = this.store.list(SERVICES_GR, undefined, after, 500);
+      for (const r of rows) if (r.ns !== t.ns || r.name !== t.name) others.push(parse(r.body));
+      if (rows.length < 500) return addressesInUse(others);
+      after = { ns: rows[rows.length - 1]!.ns, name: rows[rows.length - 1]!.name };
+    }
+  }
+
   private requireNamespace(t: Target): void {
     if (!t.ri.namespaced) return;
     const row = this.store.get(NS_GR, '', t.ns);
@@ -272,6 +286,8 @@ export class ObjectService {
       if (pre && old) checkPreconditions(t, old, pre);
       const { obj, warnings, op } = compute(old);
       obj.apiVersion = apiVersionOf(t.ri, storageVersion(t.ri));
+      // What kube's Service storage allocates, after managedFields were tracked (so no manager owns it).
+      if (gr === SERVICES_GR && op !== 'delete') allocateServiceAddresses(obj, old, () => this.serviceAddressesInUse(t));
       if (old && op === 'update' && sameIgnoringManagedTimes(old, obj)) {
         result = { object: old, code: 200, warnings, gone: false, body: row?.body };
         return;

@@ -107,13 +107,6 @@ export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeOb
     if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
   }
   decodeBuiltin(t.ri.group, t.ri.resource, obj as Record<string, unknown>);
-  // kube's defaulting for core/v1 Secret: no type means Opaque.
-  if (
-    t.ri.group === '' &&
-    t.ri.resource === 'secrets' &&
-    ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')
-  )
-    (obj as Record<string, unknown>)['type'] = 'Opaque';
   const want = apiVersionOf(t.ri, t.version);
   if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
   if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
@@ -165,8 +158,10 @@ export function finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
   // With a status subresource, the main resource never sets status: kube drops it on create too.
   if (t.ri.hasStatus) delete obj['status'];
   if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
-  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start.
+  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start,
+  // and a Service's holds the value struct loadBalancer.
   if (t.ri.builtin && t.ri.group === 'apps' && t.ri.resource === 'deployments') obj['status'] = {};
+  if (t.ri.builtin && t.ri.group === '' && t.ri.resource === 'services') obj['status'] = { loadBalancer: {} };
   if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
   return obj;
 }

@@ -10,6 +10,12 @@ export interface FieldOptions {
   ignoreStatus?: boolean;
   /** Associative lists: dotted path ("spec.template.spec.containers", "[]" optional) → key fields. */
   listKeys?: Record<string, string[]>;
+  /**
+   * Defaults of key fields, by the same dotted paths: an item that leaves a key field out is keyed
+   * by its default, as structured-merge-diff keys it by the schema's default (a Service port without
+   * a protocol is `k:{"port":80,"protocol":"TCP"}`).
+   */
+  listKeyDefaults?: Record<string, Record<string, unknown>>;
   /** Lists of scalars tracked as sets (v:<value>), by dotted path. metadata.finalizers always is. */
   setLists?: string[];
   /**
@@ -25,7 +31,7 @@ export interface FieldOptions {
   atomic?: ReadonlySet<string>;
 }
 
-type ListKind = { kind: 'atomic' } | { kind: 'map'; keys: string[] } | { kind: 'set' };
+type ListKind = { kind: 'atomic' } | { kind: 'map'; keys: string[]; defaults?: Record<string, unknown> } | { kind: 'set' };
 
 const TRACKED_META = new Set(['generateName', 'labels', 'annotations', 'finalizers', 'ownerReferences']);
 
@@ -51,7 +57,9 @@ export function listKindOf(dotted: string, opts: FieldOptions): ListKind {
   if (p === 'metadata.ownerReferences') return { kind: 'map', keys: ['uid'] };
   if (p === 'metadata.finalizers') return { kind: 'set' };
   for (const [k, keys] of Object.entries(opts.listKeys ?? {})) {
-    if (norm(k) === p && keys.length > 0) return { kind: 'map', keys };
+    if (norm(k) !== p || keys.length === 0) continue;
+    const defaults = Object.entries(opts.listKeyDefaults ?? {}).find(([d]) => norm(d) === p)?.[1];
+    return defaults ? { kind: 'map', keys, defaults } : { kind: 'map', keys };
   }
   if ((opts.setLists ?? []).some((s) => norm(s) === p)) return { kind: 'set' };
   return { kind: 'atomic' };
@@ -66,7 +74,10 @@ export function elementOf(item: unknown, kind: ListKind): string | undefined {
   if (kind.kind === 'set') return item !== null && typeof item === 'object' ? undefined : `v:${JSON.stringify(item)}`;
   if (kind.kind !== 'map' || !isObject(item)) return undefined;
   const key: Record<string, unknown> = {};
-  for (const k of [...kind.keys].sort()) if (item[k] !== undefined && item[k] !== null) key[k] = item[k];
+  for (const k of [...kind.keys].sort()) {
+    const v = item[k] ?? kind.defaults?.[k];
+    if (v !== undefined && v !== null) key[k] = v;
+  }
   return Object.keys(key).length === 0 ? undefined : `k:${JSON.stringify(key)}`;
 }
 

@@ -161,17 +161,20 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
     route = { kind: 'unknown' };
   }
   const method = (req.method ?? 'GET').toUpperCase();
-  const access = PUBLIC.has(route.kind)
-    ? undefined
-    : await checkAccess(
-        ctx.auth,
-        authorizationValues(req.rawHeaders),
-        route,
-        method,
-        url,
-        () => readJson(req),
-        manager(url.searchParams, req),
-      );
+  // Health and version need no credentials; but credentials that are sent are checked, as kube-apiserver
+  // checks them (a bad token is a 401 even on /healthz).
+  const access =
+    PUBLIC.has(route.kind) && authorizationValues(req.rawHeaders).length === 0
+      ? undefined
+      : await checkAccess(
+          ctx.auth,
+          authorizationValues(req.rawHeaders),
+          route,
+          method,
+          url,
+          () => readJson(req),
+          manager(url.searchParams, req),
+        );
   if (malformed) throw malformed;
   if (access?.answer) return sendJson(res, access.answer.code, access.answer.body);
   switch (route.kind) {

@@ -8,6 +8,10 @@
  *   `reportingComponent`, `reportingInstance` ("") and `source` ({}) have no omitempty: always written.
  * - apps/v1 Deployment: kube's defaulting (SetDefaults_Deployment, and SetDefaults_PodSpec and
  *   SetDefaults_Container for its pod template), for the fields a Deployment without pods shows.
+ * - Secret: no type means Opaque.
+ * - Service: kube's SetDefaults_Service (type, sessionAffinity, each port's protocol and targetPort,
+ *   the traffic policies). What kube's Service storage allocates (cluster IPs, IP families, node
+ *   ports) is `../service-addresses.ts`'s, after managedFields are tracked.
  */
 import { isObject } from '@kars/kube-core';
 
@@ -25,7 +29,9 @@ export const EVENT_ZERO_FIELDS: Readonly<Record<string, unknown>> = {
 export function decodeBuiltin(group: string, resource: string, obj: Record<string, unknown>): void {
   if (group === 'apps' && resource === 'deployments') return defaultDeployment(obj);
   if (group !== '') return;
+  if (resource === 'services') return defaultService(obj);
   if (resource === 'secrets') {
+    if (obj['type'] === undefined || obj['type'] === '') obj['type'] = 'Opaque';
     const sd = obj['stringData'];
     if (isObject(sd)) {
       const data: Record<string, unknown> = isObject(obj['data']) ? { ...obj['data'] } : {};
@@ -89,4 +95,45 @@ export function defaultDeployment(obj: Record<string, unknown>): void {
   }
   const template = spec['template'];
   if (isObject(template) && isObject(template['spec'])) defaultPodSpec(template['spec']);
+}
+
+/** kube's ServiceAffinityClientIP default timeout: three hours. */
+const DEFAULT_CLIENT_IP_AFFINITY_SECONDS = 10800;
+
+/** Whether a Service of this type is reachable from outside the cluster (kube's ExternallyAccessible, for types). */
+const externallyAccessible = (type: unknown): boolean => type === 'NodePort' || type === 'LoadBalancer';
+
+/** kube's defaults of a core/v1 Service (SetDefaults_Service), in place. */
+export function defaultService(obj: Record<string, unknown>): void {
+  const spec = obj['spec'];
+  if (!isObject(spec)) return;
+  if (spec['sessionAffinity'] === undefined || spec['sessionAffinity'] === '' || spec['sessionAffinity'] === null)
+    spec['sessionAffinity'] = 'None';
+  if (spec['sessionAffinity'] === 'None') delete spec['sessionAffinityConfig'];
+  if (spec['sessionAffinity'] === 'ClientIP') {
+    const config = spec['sessionAffinityConfig'];
+    const clientIP = isObject(config) ? config['clientIP'] : undefined;
+    if (!isObject(clientIP) || clientIP['timeoutSeconds'] === undefined || clientIP['timeoutSeconds'] === null)
+      spec['sessionAffinityConfig'] = { clientIP: { timeoutSeconds: DEFAULT_CLIENT_IP_AFFINITY_SECONDS } };
+  }
+  if (spec['type'] === undefined || spec['type'] === '' || spec['type'] === null) spec['type'] = 'ClusterIP';
+  if (Array.isArray(spec['ports'])) {
+    for (const p of spec['ports']) {
+      if (!isObject(p)) continue;
+      if (p['protocol'] === undefined || p['protocol'] === '' || p['protocol'] === null) p['protocol'] = 'TCP';
+      // An unset targetPort is the IntOrString zero value (0 or ""): it becomes the port itself.
+      if (p['targetPort'] === undefined || p['targetPort'] === null || p['targetPort'] === 0 || p['targetPort'] === '')
+        p['targetPort'] = p['port'] ?? 0;
+    }
+  }
+  const type = spec['type'];
+  if (externallyAccessible(type) && (spec['externalTrafficPolicy'] === undefined || spec['externalTrafficPolicy'] === ''))
+    spec['externalTrafficPolicy'] = 'Cluster';
+  if (
+    (spec['internalTrafficPolicy'] === undefined || spec['internalTrafficPolicy'] === null) &&
+    (type === 'ClusterIP' || externallyAccessible(type))
+  )
+    spec['internalTrafficPolicy'] = 'Cluster';
+  if (type === 'LoadBalancer' && (spec['allocateLoadBalancerNodePorts'] === undefined || spec['allocateLoadBalancerNodePorts'] === null))
+    spec['allocateLoadBalancerNodePorts'] = true;
 }

@@ -68,6 +68,14 @@ const LIST_KEYS: Record<string, Record<string, string[]>> = {
   '/v1/Namespace': { 'status.conditions': ['type'] },
 };
 
+/** Key fields with a `+default` upstream (a port's protocol is TCP), by kind and list. */
+const LIST_KEY_DEFAULTS: Record<string, Record<string, Record<string, unknown>>> = {
+  'apps/v1/Deployment': Object.fromEntries(
+    ['containers', 'initContainers', 'ephemeralContainers'].map((c) => [`spec.template.spec.${c}[].ports`, { protocol: 'TCP' }]),
+  ),
+  '/v1/Service': { 'spec.ports': { protocol: 'TCP' } },
+};
+
 const MAX_DEPTH = 16;
 
 interface Shape {
@@ -113,6 +121,7 @@ export function typedFieldOptions(group: string, version: string, kind: string):
     for (const p of ATOMIC_MAPS[key] ?? []) shape.atomic.add(p);
     for (const p of ZERO_LISTS[key] ?? []) shape.zeroPresent.add(p);
     out = { zeroPresent: shape.zeroPresent, atomic: shape.atomic, listKeys: LIST_KEYS[key] ?? {} };
+    if (LIST_KEY_DEFAULTS[key]) out.listKeyDefaults = LIST_KEY_DEFAULTS[key];
   }
   cache.set(key, out);
   return out;

@@ -71,6 +71,46 @@ describe('normaliseTranscript', () => {
     assert.deepEqual(n(swapped), n(kube), 'numbering is by position, so swapping two uids consistently is the same answer');
   });
 
+  it('numbers allocated cluster IPs by first appearance, so that only their equality counts', () => {
+    const svc = (ip: string, ips: string[]): unknown => ({
+      kind: 'Service',
+      spec: { clusterIP: ip, clusterIPs: ips, externalName: '10.0.0.9' },
+    });
+    const n = (...bodies: unknown[]): unknown =>
+      normaliseTranscript(
+        bodies.map((body, step) => ({ step, body })),
+        'x',
+      );
+    assert.deepEqual(n(svc('10.0.0.7', ['10.0.0.7'])), n(svc('10.0.0.200', ['10.0.0.200'])));
+    assert.notDeepEqual(n(svc('10.0.0.7', ['10.0.0.8'])), n(svc('10.0.0.7', ['10.0.0.7'])), 'clusterIP and clusterIPs[0] must agree');
+    assert.notDeepEqual(
+      n(svc('10.0.0.7', ['10.0.0.7']), svc('10.0.0.7', ['10.0.0.7'])),
+      n(svc('10.0.0.7', ['10.0.0.7']), svc('10.0.0.8', ['10.0.0.8'])),
+      'a changed address is a different answer',
+    );
+    const headless = n(svc('None', ['None'])) as Array<{ body: { spec: { clusterIP: string; externalName: string } } }>;
+    assert.equal(headless[0]!.body.spec.clusterIP, 'None', 'a headless Service keeps "None"');
+    assert.equal(headless[0]!.body.spec.externalName, '10.0.0.9', 'only the allocated fields are rewritten');
+  });
+
+  it('ranks the stored resourceVersion a precondition conflict quotes, and keeps the one the client sent', () => {
+    const conflict = (rv: string): unknown => ({
+      kind: 'Status',
+      message: `the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (${rv}). The object might have been modified`,
+    });
+    const n = (b: unknown): string => (normaliseTranscript([{ step: 0, body: b }], 'x')[0]!.body as { message: string }).message;
+    assert.equal(n(conflict('893')), n(conflict('1512')));
+    assert.match(n(conflict('893')), /precondition \(1\) .* in record \(\$RV\)/);
+    const withObject = normaliseTranscript(
+      [
+        { step: 0, body: { metadata: { resourceVersion: '77' } } },
+        { step: 1, body: conflict('77') },
+      ],
+      'x',
+    );
+    assert.match((withObject[1]!.body as { message: string }).message, /in record \(RV1\)/, 'a known resourceVersion keeps its rank');
+  });
+
   it('numbers generated names by their prefix', () => {
     const g = { kind: 'ConfigMap', metadata: { name: 'gen-x7k2p', generateName: 'gen-' } };
     const n = normaliseTranscript([{ step: 0, body: g }], 'x');

@@ -3,6 +3,9 @@ import type { StepResult } from './types.js';
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
 const TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g;
 const JWT = /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g;
+/** An allocated cluster IP (IPv4 or IPv6; not "None" or ""). */
+const ALLOCATED_IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/;
+const RECORD_RV = /ResourceVersion in record \((\d+)\)/g;
 const PEM = /-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----\n?/g;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -29,7 +32,9 @@ function rvOf(o: Obj): string | undefined {
  * else: uids (numbered by first appearance, members of an object visited in key order), timestamps, object resourceVersions (replaced by their
  * rank among the scenario's object resourceVersions, so order and equality still count), a list's
  * resourceVersion (only whether it is at least its items'), continue tokens, generated names,
- * tokens and certificates, and the scenario's namespace name.
+ * tokens and certificates, the scenario's namespace name, the stored resourceVersion a precondition conflict quotes, and allocated Service addresses (an IP in
+ * `clusterIP` or `clusterIPs`, numbered by first appearance, so equality still counts: kube-apiserver
+ * picks them at random).
  */
 export function normaliseTranscript(results: StepResult[], ns: string): StepResult[] {
   const payloads = results.flatMap((r) => [r.body, ...(r.events ?? [])]);
@@ -48,6 +53,12 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
   const ranked = [...objectRvs].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0));
   const rank = new Map(ranked.map((rv, i) => [rv, `RV${i + 1}`]));
   const uids = new Map<string, string>();
+  const ips = new Map<string, string>();
+  const ip = (v: string): string => {
+    if (!ALLOCATED_IP.test(v)) return v;
+    if (!ips.has(v)) ips.set(v, `$IP${ips.size + 1}`);
+    return ips.get(v)!;
+  };
   const nsRe = new RegExp(`\\b${ns.replace(/[-.]/g, '\\$&')}\\b`, 'g');
 
   const str = (s: string): string => {
@@ -55,6 +66,8 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
       .replace(PEM, '$PEM')
       .replace(JWT, '$JWT')
       .replace(TIME, '$TIME')
+      // A precondition conflict quotes the stored resourceVersion: ranked like the objects' own.
+      .replace(RECORD_RV, (_m, rv: string) => `ResourceVersion in record (${rank.get(rv) ?? '$RV'})`)
       .replace(UUID, (u) => {
         if (!uids.has(u)) uids.set(u, `UID${uids.size + 1}`);
         return uids.get(u)!;
@@ -69,9 +82,10 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
       if (key === 'resourceVersion' && parent !== undefined) return v;
       if (key === 'continue' && v !== '') return '$CONTINUE';
       if (key === 'token' && v.length > 20) return '$TOKEN';
+      if (key === 'clusterIP' || key === 'clusterIPs[]') return ip(v);
       return str(v);
     }
-    if (Array.isArray(v)) return v.map((x) => norm(x, undefined, undefined));
+    if (Array.isArray(v)) return v.map((x) => norm(x, key === 'clusterIPs' ? 'clusterIPs[]' : undefined, undefined));
     if (!isObj(v)) return v;
     const out: Obj = {};
     // Keys in sorted order: uids are numbered by first appearance, and the order of an object's
