@@ -26,6 +26,7 @@ import {
   fieldOptions,
   finalizeForCreate,
   finalizeForUpdate,
+  managedFieldsView,
   ownerUids,
   sameIgnoringManagedTimes,
   target,
@@ -33,6 +34,20 @@ import {
 import type { Preconditions, Target } from './strategy.js';
 
 export type { Target } from './strategy.js';
+
+/**
+ * `stored` (what an update of `old` stores) with the managedFields kube gives it: the fields that
+ * changed are the manager's, compared as kube's field manager sees the request ({@link managedFieldsView}).
+ */
+function trackedUpdate(t: Target, old: KubeObject, requested: KubeObject, stored: KubeObject, manager: string): KubeObject {
+  const view = managedFieldsView(t, requested, stored);
+  const out = trackUpdate(old, view, manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, fieldOptions(t));
+  if (view === stored) return out;
+  const meta = { ...stored.metadata };
+  if (out.metadata.managedFields) meta.managedFields = out.metadata.managedFields;
+  else delete meta.managedFields;
+  return { ...stored, metadata: meta };
+}
 
 function parse(body: string): KubeObject {
   return JSON.parse(body) as KubeObject;
@@ -295,6 +310,12 @@ export class ObjectService {
       const gone =
         op === 'delete' ||
         (op === 'update' && gr !== NS_GR && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0);
+      // An update that empties a deleting object's finalizers is not stored: kube deletes the stored
+      // object instead (Store.Update's errEmptiedFinalizers), so the DELETED event carries the object
+      // as last stored and the answer is the updated object at the stored resourceVersion.
+      const emptied = gone && op === 'update' && old !== undefined;
+      const staged = emptied ? clone(old) : obj;
+      if (emptied && old.metadata.resourceVersion !== undefined) obj.metadata.resourceVersion = old.metadata.resourceVersion;
       const code = op === 'create' ? 201 : 200;
       // A delete answers with the object as it was last stored (kube's etcd store does the same).
       const answer = op === 'delete' && old ? old : obj;
@@ -313,14 +334,14 @@ export class ObjectService {
         prev: row ? row.body : null,
         owners: ownerUids(obj),
         render: (rv) => {
-          obj.metadata.resourceVersion = String(rv);
-          return JSON.stringify(obj);
+          staged.metadata.resourceVersion = String(rv);
+          return JSON.stringify(staged);
         },
       });
-      // `obj` is what `render` encoded (resourceVersion included): the answer needs no second decode.
-      // A delete answers with the object as it was last stored.
-      result =
-        op === 'delete' ? { object: answer, code, warnings, gone, body: row?.body } : { object: obj, code, warnings, gone, body: rec.body };
+      // `obj` is what `render` encoded (resourceVersion included), unless emptied: the answer needs no
+      // second decode. A delete answers with the object as it was last stored.
+      if (op === 'delete') result = { object: answer, code, warnings, gone, body: row?.body };
+      else result = { object: obj, code, warnings, gone, body: emptied ? JSON.stringify(obj) : rec.body };
     });
     if (!result) throw new Error('write produced no result');
     if (t.version !== storageVersion(t.ri)) {
@@ -389,9 +410,7 @@ export class ObjectService {
     const next = finalizeForUpdate(t, old, obj);
     const admitted = this.admitObject(t, next, old, opts.fieldValidation);
     bumpGeneration(t.ri, old, admitted.obj);
-    const withFields = tracked
-      ? admitted.obj
-      : trackUpdate(old, admitted.obj, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), t.subresource, fieldOptions(t));
+    const withFields = tracked ? admitted.obj : trackedUpdate(t, old, obj, admitted.obj, opts.manager);
     return { obj: withFields, warnings: admitted.warnings, op: 'update' };
   }
 

@@ -191,6 +191,18 @@ export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): 
 }
 
 /**
+ * The object whose fields a write's managedFields track. kube's field manager compares the request
+ * with the stored object before the strategy resets what the endpoint may not change, and a custom
+ * resource's status strategy names only `spec` as reset: so a status write records (or, left out,
+ * removes from every manager) the metadata the request carried, though the stored metadata stays.
+ * Any other write is tracked as it is stored.
+ */
+export function managedFieldsView(t: Target, requested: KubeObject, stored: KubeObject): KubeObject {
+  if (t.subresource !== 'status' || t.ri.builtin) return stored;
+  return { ...stored, metadata: requested.metadata };
+}
+
+/**
  * 409 unless `old` meets a delete's preconditions, as kube's rest.BeforeDelete words it: the conflict
  * names the Kind (`ConfigMap "x"`, `Role.rbac.authorization.k8s.io "x"`), not the resource.
  */

@@ -171,8 +171,12 @@ export function serverSideApply(req: ApplyRequest): ApplyResult {
   if (conflicts.length > 0 && !req.force) return { ok: false, conflicts };
 
   for (const e of others) e.set = e.set.difference(cmp.removed).difference(taken.get(e) ?? new FieldSet());
-  const objectChanged = !deepEqual(live, merged);
-  if (previous !== undefined && !objectChanged && previous.set.equals(appliedSet) && previous.time !== undefined) mine.time = previous.time;
+  // kube stamps the applier's entry only when the object changed (managedFieldsUpdater.Apply): an apply
+  // that changes nothing keeps the entry's previous time, and a new entry then has none.
+  if (deepEqual(live, merged)) {
+    if (previous?.time === undefined) delete mine.time;
+    else mine.time = previous.time;
+  }
   setManagedFields(merged, [...others, mine]);
   return { ok: true, object: merged };
 }
