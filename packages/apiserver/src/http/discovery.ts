@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource.js';
+import { storageVersion } from '../registry/resource.js';
 
 /** Kubernetes version priority: v1 > v1beta1 > v1alpha1 > other, higher numbers first. */
 export function compareVersions(a: string, b: string): number {
@@ -23,6 +25,13 @@ export function compareVersions(a: string, b: string): number {
 }
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+/** A custom resource's verbs, in the order apiextensions' discovery controller writes them. */
+const CUSTOM_VERBS = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
+
+/** kube's storage version hash of group/version/kind: the first 8 bytes of its SHA-256, in base64. */
+export function storageVersionHash(group: string, version: string, kind: string): string {
+  return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
+}
 
 function resourceEntries(ri: ResourceInfo): Record<string, unknown>[] {
   const main: Record<string, unknown> = {
@@ -30,8 +39,9 @@ function resourceEntries(ri: ResourceInfo): Record<string, unknown>[] {
     singularName: ri.singular,
     namespaced: ri.namespaced,
     kind: ri.kind,
-    verbs: ri.verbs ?? ALL_VERBS,
+    verbs: ri.verbs ?? (ri.builtin ? ALL_VERBS : CUSTOM_VERBS),
   };
+  if (!ri.builtin) main['storageVersionHash'] = storageVersionHash(ri.group, storageVersion(ri), ri.kind);
   if (ri.shortNames.length > 0) main['shortNames'] = ri.shortNames;
   if (ri.categories.length > 0) main['categories'] = ri.categories;
   const out = [main];
@@ -80,13 +90,20 @@ export function group(reg: Registry, name: string): Record<string, unknown> | un
   return { kind: 'APIGroup', apiVersion: 'v1', ...groupEntry(name, vs) };
 }
 
+/**
+ * The APIResourceList of group/version, undefined where nothing is served there. Built-in resources
+ * come sorted by name; custom resources in the order their CRDs were first served (the order of the
+ * registry), as kube's discovery controller lists its CRD informer's cache, which holds them in the
+ * order it learnt of them.
+ */
 export function resourceList(reg: Registry, groupName: string, version: string): Record<string, unknown> | undefined {
   const rs = reg.all().filter((ri) => ri.group === groupName && ri.versions.some((v) => v.name === version && v.served));
   if (rs.length === 0) return undefined;
+  const builtins = rs.filter((ri) => ri.builtin).sort((a, b) => a.resource.localeCompare(b.resource));
   return {
     kind: 'APIResourceList',
     apiVersion: 'v1',
     groupVersion: groupName === '' ? version : `${groupName}/${version}`,
-    resources: rs.sort((a, b) => a.resource.localeCompare(b.resource)).flatMap(resourceEntries),
+    resources: [...builtins, ...rs.filter((ri) => !ri.builtin)].flatMap(resourceEntries),
   };
 }

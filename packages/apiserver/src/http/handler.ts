@@ -34,6 +34,15 @@ import {
   validateListOptions,
   validateWriteOptions,
 } from './options.js';
+import {
+  builtinRouteServes,
+  isBuiltinGroup,
+  requireCustomAccepts,
+  requireRouteAccepts,
+  restfulClaims,
+  routeNotFound,
+  sendPageNotFound,
+} from './restful.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -190,13 +199,14 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
       return sendJson(res, 200, groupList(ctx.registry));
     case 'group': {
       const g = group(ctx.registry, route.group);
-      if (!g) throw notFound({ group: '', resource: 'groups', name: route.group });
+      if (!g) return sendPageNotFound(res);
       return sendJson(res, 200, g);
     }
     case 'resourceList': {
       const l = resourceList(ctx.registry, route.group, route.version);
-      if (!l) throw notFound({ group: route.group, resource: 'versions', name: route.version });
-      return sendJson(res, 200, l);
+      if (l) return sendJson(res, 200, l);
+      if (isBuiltinGroup(ctx.registry, route.group)) throw routeNotFound();
+      return sendPageNotFound(res);
     }
     case 'faults': {
       if (!ctx.faults || method !== 'POST') throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
@@ -205,7 +215,8 @@ async function handle(ctx: HandlerContext, openapi: OpenApiDocuments, req: Req, 
     case 'openapi':
       return serveOpenApi(openapi, req, res, route.path);
     case 'unknown':
-      throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      if (restfulClaims(ctx.registry, url.pathname)) throw routeNotFound();
+      return sendPageNotFound(res);
     case 'object':
       return handleObject(ctx, req, res, route, method, url.searchParams, access);
   }
@@ -221,19 +232,32 @@ async function handleObject(
   access: Access | undefined,
 ): Promise<void> {
   const ri = ctx.registry.lookup(route.group, route.version, route.resource);
-  if (!ri)
-    throw new ApiError(404, 'NotFound', `the server could not find the requested resource`, { group: route.group, kind: route.resource });
-  if (route.namespace !== undefined && !ri.namespaced)
-    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-  if (
-    route.subresource !== undefined &&
-    !(route.subresource === 'status' && ri.hasStatus) &&
-    !(ri.resource === 'namespaces' && route.subresource === 'finalize')
-  ) {
-    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  if (!ri) {
+    if (isBuiltinGroup(ctx.registry, route.group)) throw routeNotFound();
+    return sendPageNotFound(res);
   }
-  if (ri.namespaced && route.namespace === undefined && route.name !== undefined)
-    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  const allNamespaces = ri.namespaced && route.namespace === undefined;
+  if (ri.builtin) {
+    // Paths no go-restful route of a built-in resource fits.
+    if (route.namespace !== undefined && !ri.namespaced) throw routeNotFound();
+    if (
+      route.subresource !== undefined &&
+      !(route.subresource === 'status' && ri.hasStatus) &&
+      !(ri.resource === 'namespaces' && route.subresource === 'finalize')
+    )
+      throw routeNotFound();
+    if (allNamespaces && route.name !== undefined) throw routeNotFound();
+    if (builtinRouteServes(method, route.name !== undefined, allNamespaces))
+      requireRouteAccepts(req.headers['accept'], method === 'GET' && (route.name === undefined || route.watchPath));
+  } else {
+    // The custom resource handler passes a request at the wrong scope on to the Go mux's plain 404;
+    // only a list or watch may span all namespaces.
+    if (route.namespace !== undefined && !ri.namespaced) return sendPageNotFound(res);
+    if (allNamespaces && !(method === 'GET' && (route.name === undefined || route.watchPath))) return sendPageNotFound(res);
+    if (route.subresource !== undefined && !(route.subresource === 'status' && ri.hasStatus))
+      throw notFound({ group: ri.group, resource: ri.resource, name: route.name ?? '' });
+    requireCustomAccepts(req.headers['accept']);
+  }
   const ns = ri.namespaced ? route.namespace : undefined;
   const t: Target = { ri, version: route.version, ns: ns ?? '', name: route.name ?? '' };
   if (route.subresource === 'status') t.subresource = 'status';
