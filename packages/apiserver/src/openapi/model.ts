@@ -54,15 +54,16 @@ export function servedKinds(reg: Registry): ServedKind[] {
 
 /**
  * The definitions for a set of served kinds and everything they reference, by name.
- * Custom-resource schemas are copied; built-in definitions are shared (treat as read-only).
+ * Custom-resource schemas are copied, reduced by `crdSchema` when given (undefined from it: publish
+ * the kind as an object with no properties); built-in definitions are shared (treat as read-only).
  */
-export function definitionsFor(kinds: ServedKind[]): Record<string, Record<string, unknown>> {
+export function definitionsFor(kinds: ServedKind[], crdSchema?: CrdSchemaReducer): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   const pending: string[] = [];
   for (const k of kinds) {
     if (k.ri.builtin) pending.push(k.definition);
     else {
-      out[k.definition] = crdDefinition(k);
+      out[k.definition] = crdDefinition(k, crdSchema);
       pending.push(OBJECT_META);
     }
   }
@@ -89,9 +90,15 @@ function collectRefs(schema: unknown, into: string[]): void {
   }
 }
 
-function crdDefinition(k: ServedKind): Record<string, unknown> {
+/** How one OpenAPI version reduces a copy of a CRD's schema; undefined: an object with no properties. */
+export type CrdSchemaReducer = (schema: Record<string, unknown>) => Record<string, unknown> | undefined;
+
+function crdDefinition(k: ServedKind, reduce?: CrdSchemaReducer): Record<string, unknown> {
   const v = k.ri.versions.find((x) => x.name === k.version);
-  const schema = structuredClone(isObject(v?.openAPIV3Schema) ? v.openAPIV3Schema : {}) as Record<string, unknown>;
+  const copy = structuredClone(isObject(v?.openAPIV3Schema) ? v.openAPIV3Schema : {}) as Record<string, unknown>;
+  const gvk = [{ group: k.group, kind: k.kind, version: k.version }];
+  const schema = reduce ? reduce(copy) : copy;
+  if (schema === undefined) return { type: 'object', 'x-kubernetes-group-version-kind': gvk };
   const props = isObject(schema['properties']) ? schema['properties'] : {};
   schema['type'] ??= 'object';
   schema['properties'] = {
@@ -100,7 +107,7 @@ function crdDefinition(k: ServedKind): Record<string, unknown> {
     metadata: { $ref: `#/definitions/${OBJECT_META}`, description: METADATA_DOC },
     ...Object.fromEntries(Object.entries(props).filter(([name]) => name !== 'apiVersion' && name !== 'kind' && name !== 'metadata')),
   };
-  schema['x-kubernetes-group-version-kind'] = [{ group: k.group, kind: k.kind, version: k.version }];
+  schema['x-kubernetes-group-version-kind'] = gvk;
   return schema;
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isObject } from '@kars/kube-core';
 import type { Registry } from '../registry/registry.js';
+import { crdSchemaToV2 } from './crd-v2.js';
 import { encodeGnosticDocument } from './gnostic.js';
 import { definitionsFor, kindOperations, servedKinds, WRITE_PARAMS } from './model.js';
 import type { ServedKind } from './model.js';
@@ -58,8 +59,17 @@ function document(kinds: ServedKind[]): Record<string, unknown> {
     );
   }
   const definitions: Record<string, unknown> = {};
-  for (const [name, def] of Object.entries(definitionsFor(kinds))) definitions[name] = toV2(def);
+  for (const [name, def] of Object.entries(definitionsFor(kinds, crdSchemaV2))) definitions[name] = toV2(def);
   return { swagger: '2.0', info: { title: 'Kubernetes', version: 'v1.31.0-kars' }, paths, definitions };
+}
+
+/**
+ * A CRD schema as kube-apiserver publishes it in v2: reduced by crdSchemaToV2, or, when the
+ * whole object preserves unknown fields, nothing but `type: object` (kubectl would otherwise
+ * refuse the fields the schema does not list).
+ */
+function crdSchemaV2(schema: Record<string, unknown>): Record<string, unknown> | undefined {
+  return schema['x-kubernetes-preserve-unknown-fields'] === true ? undefined : crdSchemaToV2(schema);
 }
 
 const V2_KEYS = new Set([
