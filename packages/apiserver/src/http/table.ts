@@ -42,17 +42,45 @@ export function humanAge(from: string, now = Date.now()): string {
   return `${Math.floor(h / 24)}d`;
 }
 
-function cell(obj: KubeObject, col: PrinterColumn, ri: ResourceInfo): unknown {
-  const v = evalJsonPath(obj, col.jsonPath);
-  if (ri.builtin && col.name === 'Data')
+/**
+ * A built-in kind's cell, as kube's printers compute it: Data counts the keys, a creation
+ * timestamp is an age whatever the column's declared type, and an absent text value is <none>.
+ */
+function builtinCell(obj: KubeObject, col: PrinterColumn): unknown {
+  if (col.name === 'Data')
     return (
       (isObject(obj['data']) ? Object.keys(obj['data']).length : 0) +
       (isObject(obj['binaryData']) ? Object.keys(obj['binaryData']).length : 0)
     );
+  const v = evalJsonPath(obj, col.jsonPath);
   if (v === undefined || v === null) return col.type === 'integer' || col.type === 'number' ? null : '<none>';
-  if (col.type === 'date' && typeof v === 'string') return humanAge(v);
+  if ((col.type === 'date' || col.jsonPath === '.metadata.creationTimestamp') && typeof v === 'string') return humanAge(v);
   if (typeof v === 'object') return JSON.stringify(v);
   return v;
+}
+
+/**
+ * A custom resource's cell, as apiextensions-apiserver's table convertor computes it: null when
+ * the path finds nothing or the value does not fit the column's type; a `string` column prints
+ * any value (objects and arrays as JSON); an `integer` column truncates; a `date` column is an age.
+ */
+function customCell(obj: KubeObject, col: PrinterColumn): unknown {
+  const v = evalJsonPath(obj, col.jsonPath);
+  if (v === undefined || v === null) return null;
+  switch (col.type) {
+    case 'string':
+      return typeof v === 'object' ? JSON.stringify(v) : String(v);
+    case 'integer':
+      return typeof v === 'number' ? Math.trunc(v) : null;
+    case 'number':
+      return typeof v === 'number' ? v : null;
+    case 'boolean':
+      return typeof v === 'boolean' ? v : null;
+    case 'date':
+      return typeof v === 'string' ? humanAge(v) : null;
+    default:
+      return null;
+  }
 }
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -85,8 +113,12 @@ export function toTable(
     })),
   ];
   const rows = objects.map((o) => {
-    const row: Record<string, unknown> = { cells: [o.metadata.name ?? '', ...columns.map((c) => cell(o, c, ri))] };
-    if (include === 'Object') row['object'] = o;
+    const row: Record<string, unknown> = {
+      cells: [o.metadata.name ?? '', ...columns.map((c) => (ri.builtin ? builtinCell(o, c) : customCell(o, c)))],
+    };
+    // kube drops the object of a row for includeObject=None, which serialises as null.
+    if (include === 'None') row['object'] = null;
+    else if (include === 'Object') row['object'] = o;
     else if (include === 'Metadata') row['object'] = { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata };
     return row;
   });

@@ -2,7 +2,14 @@ import { builtinStrategicInfo } from '@kars/kube-patch';
 import type { PrinterColumn, ResourceInfo, SubresourceInfo } from './resource.js';
 import { OBJECT_META_FIELD_LABELS } from './resource.js';
 
-const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+/** kube's built-in printers type every Age column `string` and describe it by ObjectMeta.creationTimestamp's doc. */
+const AGE: PrinterColumn = {
+  name: 'Age',
+  type: 'string',
+  jsonPath: '.metadata.creationTimestamp',
+  description:
+    'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata',
+};
 
 /** A printer column. */
 const col = (name: string, type: string, jsonPath: string): PrinterColumn => ({ name, type, jsonPath });
@@ -45,7 +52,14 @@ const INVOLVED_OBJECT_LABELS = ['kind', 'namespace', 'name', 'uid', 'apiVersion'
 );
 const CREATE_ONLY = ['create'];
 const ROLE_REF = col('Role', 'string', '.roleRef.name');
-const DATA = col('Data', 'integer', '.data');
+/** The Data column (a count of keys) of a ConfigMap or Secret, typed and described as kube's printers do. */
+const data = (description: string): PrinterColumn => ({ name: 'Data', type: 'string', jsonPath: '.data', description });
+const CONFIG_MAP_DATA = data(
+  "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+);
+const SECRET_DATA = data(
+  "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+);
 
 const SPECS: BuiltinSpec[] = [
   ...inGroup('', 'v1', [
@@ -57,11 +71,11 @@ const SPECS: BuiltinSpec[] = [
       columns: [col('Status', 'string', '.status.phase'), AGE],
       fieldLabels: ['status.phase', 'metadata.name'],
     },
-    { resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [DATA, AGE] },
+    { resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'], columns: [CONFIG_MAP_DATA, AGE] },
     {
       resource: 'secrets',
       kind: 'Secret',
-      columns: [col('Type', 'string', '.type'), DATA, AGE],
+      columns: [col('Type', 'string', '.type'), SECRET_DATA, AGE],
       fieldLabels: ['type', ...OBJECT_META_FIELD_LABELS],
     },
     {
