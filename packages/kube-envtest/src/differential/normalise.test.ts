@@ -55,6 +55,15 @@ describe('normaliseTranscript', () => {
     assert.equal((n[0]!.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion, '$LISTRV-BELOW-ITEMS(3)');
   });
 
+  it("treats a Table's resourceVersion as a list's, with its rows as the items", () => {
+    const table = (rv: string): unknown => ({ kind: 'Table', metadata: { resourceVersion: rv }, rows: [{ object: obj('7', 'u') }] });
+    const rvOf = (b: unknown): string =>
+      (normaliseTranscript([{ step: 0, body: b }], 'x')[0]!.body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    assert.equal(rvOf(table('7')), '$LISTRV');
+    assert.equal(rvOf(table('9')), '$LISTRV', 'a newer list revision is the same answer');
+    assert.equal(rvOf(table('3')), '$LISTRV-BELOW-ITEMS(3)');
+  });
+
   it('numbers uids the same whatever order the members of an object come in (and still tells two uids apart)', () => {
     const owner = '33333333-3333-4333-8333-333333333333';
     const self = '44444444-4444-4444-8444-444444444444';

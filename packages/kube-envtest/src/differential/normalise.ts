@@ -12,7 +12,9 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = { [k: string]: Json };
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isList = (o: Obj): boolean => Array.isArray(o['items']) || (typeof o['kind'] === 'string' && o['kind'].endsWith('List'));
+/** A list answer: a List, or a Table (its rows are the list's items). */
+const isList = (o: Obj): boolean =>
+  Array.isArray(o['items']) || (typeof o['kind'] === 'string' && (o['kind'].endsWith('List') || o['kind'] === 'Table'));
 
 function walk(v: unknown, f: (o: Obj) => void): void {
   if (Array.isArray(v)) for (const x of v) walk(x, f);
@@ -31,7 +33,7 @@ function rvOf(o: Obj): string | undefined {
  * Normalise one scenario's answers in place of what must differ between two servers and nothing
  * else: uids (numbered by first appearance, members of an object visited in key order), timestamps, object resourceVersions (replaced by their
  * rank among the scenario's object resourceVersions, so order and equality still count), a list's
- * resourceVersion (only whether it is at least its items'), continue tokens, generated names,
+ * resourceVersion (only whether it is at least its items'; a Table's is a list's, its rows its items), continue tokens, generated names,
  * tokens and certificates, the scenario's namespace name, the stored resourceVersion a precondition conflict quotes, and allocated Service addresses (an IP in
  * `clusterIP` or `clusterIPs`, numbered by first appearance, so equality still counts: kube-apiserver
  * picks them at random).
@@ -96,7 +98,7 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
     if (isObj(meta) && rv !== undefined) {
       if (isList(v)) {
         let max = 0n;
-        walk(v['items'], (o) => {
+        walk(v['items'] ?? v['rows'], (o) => {
           const r = rvOf(o);
           if (r !== undefined && /^\d+$/.test(r) && BigInt(r) > max) max = BigInt(r);
         });

@@ -23,8 +23,11 @@ export function discoveryScenarios(): Scenario[] {
   add('group-version-missing', [{ path: '/apis/diff.example.com/v9' }]);
   add('api-versions', [{ path: '/api' }]);
   add('version-fields', [{ path: '/version', compare: 'status' }]);
-  add('openapi-v3-kars', [{ path: '/openapi/v3/apis/kars.azure.com/v1alpha1' }]);
-  add('openapi-v3-diff', [{ path: '/openapi/v3/apis/diff.example.com/v1' }]);
+  // kube-apiserver's aggregator publishes a new group-version's v3 document up to a second after its
+  // CRD is served (it re-reads local discovery once a second), so the request waits for it.
+  const served = { until: { status: 200, timeoutMs: 10_000 } };
+  add('openapi-v3-kars', [{ path: '/openapi/v3/apis/kars.azure.com/v1alpha1', ...served }]);
+  add('openapi-v3-diff', [{ path: '/openapi/v3/apis/diff.example.com/v1', ...served }]);
   add('openapi-v3-missing', [{ path: '/openapi/v3/apis/nope.example.com/v1', compare: 'status' }]);
   for (const kind of ['InferencePolicy', 'ToolPolicy', 'EgressApproval', 'KarsSandbox']) {
     add(`openapi-v2-${kind}`, [{ path: '/openapi/v2', pick: `definitions.com.azure.kars.v1alpha1.${kind}` }]);
