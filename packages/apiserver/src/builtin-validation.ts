@@ -8,7 +8,7 @@
  * Pure functions over the object as it will be stored (and the stored one, on an update); each
  * returns the causes in kube's order, to be joined with the rest of admission's.
  */
-import { isObject } from '@kars/kube-core';
+import { goQuote, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { goQuote } from '@kars/kube-core';
 import { dns1123LabelProblems, invalidValue } from './meta.js';
@@ -178,14 +178,25 @@ function serviceCauses(obj: KubeObject): StatusCause[] {
 }
 
 /**
- * ValidateObjectMetaUpdate's uid rule. kube-apiserver runs it twice on every update (once as the
- * common check of every resource, once in the kind's own validation), so the cause is listed twice.
+ * ValidateObjectMetaUpdate's finalizer and uid rules: no finalizer may be added to an object marked
+ * for deletion, and the uid is immutable. kube-apiserver runs them twice on every update (once as the
+ * common check of every resource, once in the kind's own validation), so each cause is listed twice.
  */
 export function metadataUpdateCauses(obj: KubeObject, old: KubeObject): StatusCause[] {
+  const once: StatusCause[] = [];
+  if (old.metadata.deletionTimestamp) {
+    const had = new Set(old.metadata.finalizers ?? []);
+    const added = [...new Set((obj.metadata.finalizers ?? []).filter((f) => !had.has(f)))].sort();
+    if (added.length > 0)
+      once.push({
+        reason: 'FieldValueForbidden',
+        field: 'metadata.finalizers',
+        message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map(goQuote).join(', ')}}`,
+      });
+  }
   const uid = obj.metadata.uid ?? '';
-  if (uid === '' || uid === (old.metadata.uid ?? '')) return [];
-  const cause = invalidValue('metadata.uid', uid, 'field is immutable');
-  return [cause, { ...cause }];
+  if (uid !== '' && uid !== (old.metadata.uid ?? '')) once.push(invalidValue('metadata.uid', uid, 'field is immutable'));
+  return [...once, ...once.map((c) => ({ ...c }))];
 }
 
 /** The per-kind validation of built-in `ri` for `obj` (and, on an update, the stored `old`). */

@@ -3,9 +3,13 @@
  * - **garbage collection** through `metadata.ownerReferences`: when an owner is gone, a dependent
  *   whose only owner it was is deleted (background propagation); otherwise the dead reference is
  *   dropped. With `propagationPolicy: Orphan` the owner carries the `orphan` finalizer, and the
- *   controller strips the reference from every dependent, then drops the finalizer;
- * - **namespace finalization**: a terminating namespace has its content deleted and is removed
- *   once it is empty;
+ *   controller strips the reference from every dependent, then drops the finalizer. With
+ *   `propagationPolicy: Foreground` the owner carries `foregroundDeletion`: the controller deletes
+ *   its dependents first (in the foreground too when they have dependents of their own) and drops
+ *   the finalizer once no dependent with `blockOwnerDeletion` is left (ADR 0054);
+ * - **namespace finalization**: a terminating namespace has its content deleted and, once it is
+ *   empty, loses its `kubernetes` spec finalizer (what kube's controller does through `/finalize`),
+ *   which removes it;
  * - **CRD cleanup**: a deleted CRD (which carries `customresourcecleanup.apiextensions.k8s.io`) has
  *   every instance deleted, then loses the finalizer and goes.
  *
@@ -27,8 +31,9 @@
  * Caveats: the queue is in memory. Garbage collection of dependents whose owner was deleted while
  * the process was down is not resumed (kube's GC rebuilds its graph on start; kars does not).
  */
-import { ApiError } from '@kars/kube-core';
+import { ApiError, isObject } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
+import { NAMESPACE_FINALIZER, specFinalizers } from './namespace.js';
 import type { ObjectService } from './service.js';
 import { CRD_CLEANUP, CRD_GR, NS_GR, type Target } from './strategy.js';
 import { resourceFromCrd } from './registry/crd.js';
@@ -36,6 +41,9 @@ import type { Registry } from './registry/registry.js';
 import { grKey, storageVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
 import type { ChangeRecord, Store } from './storage/store.js';
+
+/** The finalizer of an owner deleted in the foreground (metav1.FinalizerDeleteDependents). */
+const FOREGROUND = 'foregroundDeletion';
 
 function parse(body: string): KubeObject {
   return JSON.parse(body) as KubeObject;
@@ -91,6 +99,10 @@ export class Lifecycle {
       if (c.type === 'DELETED') {
         const uid = obj.metadata.uid;
         if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes('orphan') ?? false));
+        // An owner deleted in the foreground may have been waiting for this dependent.
+        for (const ref of obj.metadata.ownerReferences ?? []) {
+          if (ref.blockOwnerDeletion) this.enqueue(() => this.foregroundByRef(ref, c.ns));
+        }
         if (c.ns !== '') this.enqueue(() => this.finishNamespace(c.ns));
         const crdName = `${c.gr.slice(c.gr.indexOf('/') + 1)}.${c.gr.slice(0, c.gr.indexOf('/'))}`;
         if (c.gr !== CRD_GR && c.gr.includes('.')) this.enqueue(() => this.finishCrdDeletion(crdName));
@@ -98,6 +110,7 @@ export class Lifecycle {
         if (c.gr === NS_GR) this.enqueue(() => this.terminateNamespace(c.name));
         if (c.gr === CRD_GR) this.enqueue(() => this.finishCrdDeletion(c.name));
         if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
+        if (obj.metadata.finalizers?.includes(FOREGROUND)) this.enqueue(() => this.foreground(c.gr, c.ns, c.name));
       }
     }
   }
@@ -126,9 +139,9 @@ export class Lifecycle {
     return { ri, version: storageVersion(ri), ns, name };
   }
 
-  private async tryDelete(ri: ResourceInfo, ns: string, name: string): Promise<void> {
+  private async tryDelete(ri: ResourceInfo, ns: string, name: string, propagationPolicy = 'Background'): Promise<void> {
     try {
-      await this.service.delete(this.targetOf(ri, ns, name), { dryRun: false, propagationPolicy: 'Background' });
+      await this.service.delete(this.targetOf(ri, ns, name), { dryRun: false, propagationPolicy });
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
@@ -175,6 +188,47 @@ export class Lifecycle {
     if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
   }
 
+  /**
+   * Foreground deletion of the owner `gr`/`ns`/`name` (marked, with `foregroundDeletion`): delete
+   * each dependent it alone owns (in the foreground when that dependent owns others), drop the
+   * reference from the others, and drop the finalizer once no blocking dependent is left.
+   */
+  private async foreground(gr: string, ns: string, name: string): Promise<void> {
+    const ri = this.byGr(gr);
+    const row = this.store.get(gr, ns, name);
+    if (!ri || !row) return;
+    const owner = parse(row.body);
+    const uid = owner.metadata.uid ?? '';
+    if (!owner.metadata.deletionTimestamp || !owner.metadata.finalizers?.includes(FOREGROUND)) return;
+    const writes: Array<Promise<unknown>> = [];
+    for (const dep of this.store.dependentsOf(uid)) {
+      const depRi = this.byGr(dep.gr);
+      const depRow = this.store.get(dep.gr, dep.ns, dep.name);
+      if (!depRi || !depRow) continue;
+      const obj = parse(depRow.body);
+      if (obj.metadata.deletionTimestamp) continue;
+      const others = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== uid);
+      const policy = this.store.dependentsOf(obj.metadata.uid ?? '').length > 0 ? 'Foreground' : 'Background';
+      writes.push(
+        others.length === 0 ? this.tryDelete(depRi, dep.ns, dep.name, policy) : this.removeOwnerRef(depRi, dep.ns, dep.name, uid),
+      );
+    }
+    await settleAll(writes);
+    const blocking = this.store.dependentsOf(uid).some((dep) => {
+      const depRow = this.store.get(dep.gr, dep.ns, dep.name);
+      const refs = depRow ? (parse(depRow.body).metadata.ownerReferences ?? []) : [];
+      return refs.some((r) => r.uid === uid && r.blockOwnerDeletion === true);
+    });
+    if (!blocking) await this.removeFinalizer(ri, ns, name, FOREGROUND);
+  }
+
+  /** {@link foreground} for the owner an ownerReference of a dependent in `ns` names, if it still exists. */
+  private async foregroundByRef(ref: { apiVersion: string; kind: string; name: string }, ns: string): Promise<void> {
+    const group = ref.apiVersion.includes('/') ? (ref.apiVersion.split('/')[0] ?? '') : '';
+    const ri = this.registry.byKind(group, ref.kind);
+    if (ri) await this.foreground(grKey(ri.group, ri.resource), ri.namespaced ? ns : '', ref.name);
+  }
+
   private async removeFinalizer(ri: ResourceInfo, ns: string, name: string, finalizer: string): Promise<void> {
     await this.service.modify(this.targetOf(ri, ns, name), (next) => {
       next.metadata.finalizers = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
@@ -202,7 +256,16 @@ export class Lifecycle {
     for (const ri of this.registry.all()) if (ri.namespaced && this.store.count(grKey(ri.group, ri.resource), ns) > 0) return;
     const nsRi = this.registry.get('', 'namespaces');
     if (!nsRi) return;
-    await this.service.finishDeletion(this.targetOf(nsRi, '', ns));
+    if (!specFinalizers(parse(row.body)).includes(NAMESPACE_FINALIZER)) return this.service.finishDeletion(this.targetOf(nsRi, '', ns));
+    // The namespace controller's finalize: without the `kubernetes` spec finalizer (and no other) the namespace goes.
+    await this.service.modify(this.targetOf(nsRi, '', ns), (next) => {
+      const spec: Record<string, unknown> = { ...(isObject(next['spec']) ? next['spec'] : {}) };
+      const left = specFinalizers(next).filter((f) => f !== NAMESPACE_FINALIZER);
+      if (left.length > 0) spec['finalizers'] = left;
+      else delete spec['finalizers'];
+      next['spec'] = spec;
+      return next;
+    });
   }
 
   /** CRD cleanup: delete every instance, then drop the cleanup finalizer so the CRD goes. */

@@ -23,6 +23,7 @@ import {
   checkPreconditions,
   conflictingManager,
   coerceBody,
+  deletesDuringUpdate,
   fieldOptions,
   finalizeForCreate,
   finalizeForUpdate,
@@ -32,6 +33,7 @@ import {
   target,
 } from './strategy.js';
 import type { Preconditions, Target } from './strategy.js';
+import { specFinalizers } from './namespace.js';
 
 export type { Target } from './strategy.js';
 
@@ -88,8 +90,25 @@ export interface DeleteOptions {
   preconditionUid?: string;
   /** `preconditions.resourceVersion`: the delete fails with 409 unless the object is at this version. */
   preconditionRv?: string;
-  /** `Orphan` keeps dependents (their owner reference is removed); anything else deletes them. */
+  /**
+   * `Orphan` keeps dependents (their owner reference is removed), `Foreground` deletes them before
+   * the owner goes, `Background` (or none) deletes them after.
+   */
   propagationPolicy?: string;
+}
+
+/**
+ * The finalizers a delete with `policy` leaves (kube's deletionFinalizersForGarbageCollection):
+ * `Orphan` adds `orphan` and drops `foregroundDeletion`, `Foreground` the reverse, `Background`
+ * drops both; without a policy they are kept as they are.
+ */
+export function propagationFinalizers(finalizers: readonly string[], policy: string | undefined): string[] {
+  if (policy === undefined) return [...finalizers];
+  const out = finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion');
+  if (policy === 'Orphan') out.push('orphan');
+  if (policy === 'Foreground') out.push('foregroundDeletion');
+  const same = out.length === finalizers.length && out.every((f) => finalizers.includes(f));
+  return same ? [...finalizers] : out;
 }
 
 /** What a write's logic decided: the new object and which kind of change it is. */
@@ -307,18 +326,16 @@ export class ObjectService {
         result = { object: old, code: 200, warnings, gone: false, body: row?.body };
         return;
       }
-      const gone =
-        op === 'delete' ||
-        (op === 'update' && gr !== NS_GR && obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0);
-      // An update that empties a deleting object's finalizers is not stored: kube deletes the stored
-      // object instead (Store.Update's errEmptiedFinalizers), so the DELETED event carries the object
-      // as last stored and the answer is the updated object at the stored resourceVersion.
-      const emptied = gone && op === 'update' && old !== undefined;
-      const staged = emptied ? clone(old) : obj;
-      if (emptied && old.metadata.resourceVersion !== undefined) obj.metadata.resourceVersion = old.metadata.resourceVersion;
+      const emptied = op === 'update' && old !== undefined && deletesDuringUpdate(gr, old, obj);
+      const gone = op === 'delete' || emptied;
       const code = op === 'create' ? 201 : 200;
       // A delete answers with the object as it was last stored (kube's etcd store does the same).
       const answer = op === 'delete' && old ? old : obj;
+      // An update that empties the finalizers of a marked object is never stored: kube deletes the
+      // stored object instead (its DELETED event carries that last state, finalizers and all) and
+      // answers the update's object at the stored resourceVersion.
+      const removed = emptied ? old : obj;
+      if (emptied && old.metadata.resourceVersion) obj.metadata.resourceVersion = old.metadata.resourceVersion;
       if (opts.dryRun) {
         // kube's dry-run create has no resourceVersion (an update keeps the stored one).
         if (old?.metadata.resourceVersion) obj.metadata.resourceVersion = old.metadata.resourceVersion;
@@ -334,14 +351,14 @@ export class ObjectService {
         prev: row ? row.body : null,
         owners: ownerUids(obj),
         render: (rv) => {
-          staged.metadata.resourceVersion = String(rv);
-          return JSON.stringify(staged);
+          removed.metadata.resourceVersion = String(rv);
+          return JSON.stringify(removed);
         },
       });
-      // `obj` is what `render` encoded (resourceVersion included), unless emptied: the answer needs no
-      // second decode. A delete answers with the object as it was last stored.
+      // `obj` is what `render` encoded (resourceVersion included): the answer needs no second decode.
+      // A delete answers with the object as it was last stored.
       if (op === 'delete') result = { object: answer, code, warnings, gone, body: row?.body };
-      else result = { object: obj, code, warnings, gone, body: emptied ? JSON.stringify(obj) : rec.body };
+      else result = { object: obj, code, warnings, gone, ...(emptied ? {} : { body: rec.body }) };
     });
     if (!result) throw new Error('write produced no result');
     if (t.version !== storageVersion(t.ri)) {
@@ -369,12 +386,13 @@ export class ObjectService {
     });
   }
 
-  /** The object a create stores: admitted, finalized for create, its managed fields tracked. */
+  /** The object a create stores: admitted, its managed fields tracked, finalized for create. */
   private created(t: Target, obj: KubeObject, opts: WriteOptions): { obj: KubeObject; warnings: string[]; op: 'create' } {
     const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
-    const fresh = finalizeForCreate(t, admitted.obj);
-    const tracked = trackUpdate(undefined, fresh, opts.manager, apiVersionOf(t.ri, t.version), nowRfc3339(), undefined, fieldOptions(t));
-    return { obj: tracked, warnings: admitted.warnings, op: 'create' };
+    // Tracked before finalizing, as kube's field manager runs before the strategy's PrepareForCreate.
+    const apiVersion = apiVersionOf(t.ri, t.version);
+    const tracked = trackUpdate(undefined, admitted.obj, opts.manager, apiVersion, nowRfc3339(), undefined, fieldOptions(t));
+    return { obj: finalizeForCreate(t, tracked), warnings: admitted.warnings, op: 'create' };
   }
 
   async update(t: Target, body: unknown, opts: WriteOptions): Promise<WriteResult> {
@@ -504,12 +522,13 @@ export class ObjectService {
 
   /**
    * Delete an object, through the one write path. With finalizers (or as a namespace, which its
-   * controller must empty first) it is only marked: deletionTimestamp, grace 0, generation bumped,
-   * a MODIFIED event; a second delete of a marked object changes nothing. Otherwise it is removed (a
-   * DELETED event) and the answer is the object as it was. `propagationPolicy: Orphan` adds the
-   * `orphan` finalizer, and a CRD always gets the instance-cleanup finalizer; the lifecycle
-   * controllers remove them. Preconditions that do not hold are a 409; schema admission does not run,
-   * as in kube (an object must stay deletable whatever its schema now says).
+   * controller must empty first) it is only marked: deletionTimestamp, grace 0 (none for a
+   * Namespace), generation bumped, a MODIFIED event; a second delete of a marked object changes
+   * nothing. Otherwise it is removed (a DELETED event) and the answer is the object as it was.
+   * `propagationPolicy: Orphan` adds the `orphan` finalizer, `Foreground` the `foregroundDeletion`
+   * one, and a CRD always gets the instance-cleanup finalizer; the lifecycle controllers remove them.
+   * Preconditions that do not hold are a 409; schema admission does not run, as in kube (an object
+   * must stay deletable whatever its schema now says).
    */
   delete(t: Target, opts: DeleteOptions): Promise<WriteResult> {
     const gr = grKey(t.ri.group, t.ri.resource);
@@ -523,13 +542,15 @@ export class ObjectService {
       (old) => {
         if (!old) throw notFound(target(t));
         const next = clone(old);
-        const finalizers = [...(next.metadata.finalizers ?? [])];
-        if (opts.propagationPolicy === 'Orphan' && !finalizers.includes('orphan')) finalizers.push('orphan');
+        const finalizers = propagationFinalizers(next.metadata.finalizers ?? [], opts.propagationPolicy);
         if (gr === CRD_GR && !finalizers.includes(CRD_CLEANUP)) finalizers.push(CRD_CLEANUP);
-        if (finalizers.length === 0 && gr !== NS_GR) return { obj: next, warnings: [], op: 'delete' };
+        // A Namespace is always marked first; it goes once its spec finalizers are gone too.
+        const held = gr === NS_GR && (!old.metadata.deletionTimestamp || specFinalizers(old).length > 0);
+        if (finalizers.length === 0 && !held) return { obj: next, warnings: [], op: 'delete' };
         if (old.metadata.deletionTimestamp) return { obj: next, warnings: [], op: 'update' }; // already marked: unchanged
         next.metadata.deletionTimestamp = nowRfc3339();
-        next.metadata.deletionGracePeriodSeconds = 0;
+        // kube's Namespace deletion sets no grace period; the generic store's sets 0.
+        if (gr !== NS_GR) next.metadata.deletionGracePeriodSeconds = 0;
         next.metadata.finalizers = finalizers;
         if (finalizers.length === 0) delete next.metadata.finalizers;
         if (t.ri.tracksGeneration) next.metadata.generation = (next.metadata.generation ?? 1) + 1;
@@ -547,7 +568,7 @@ export class ObjectService {
   async finishDeletion(t: Target): Promise<void> {
     await this.write(t, SYSTEM_OPTS, (old) => {
       if (!old) throw notFound(target(t));
-      const done = old.metadata.deletionTimestamp !== undefined && (old.metadata.finalizers ?? []).length === 0;
+      const done = deletesDuringUpdate(grKey(t.ri.group, t.ri.resource), old, old);
       return { obj: clone(old), warnings: [], op: done ? 'delete' : 'update' };
     });
   }

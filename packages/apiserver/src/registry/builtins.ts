@@ -66,7 +66,7 @@ const SPECS: BuiltinSpec[] = [
     {
       resource: 'namespaces',
       kind: 'Namespace',
-      traits: ['cluster', 'status'],
+      traits: ['cluster', 'status', 'deleteReturnsObject'],
       shortNames: ['ns'],
       columns: [col('Status', 'string', '.status.phase'), AGE],
       fieldLabels: ['status.phase', 'metadata.name'],

@@ -135,7 +135,8 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
       hasStatus,
       tracksGeneration: true,
       allowUnconditionalUpdate: false,
-      deleteReturnsObject: true,
+      // kube's custom resource store answers a DELETE that removes the object with a Status.
+      deleteReturnsObject: false,
       builtin: false,
     },
   };

@@ -53,8 +53,19 @@ export function deliveryFor(filter: WatchFilter, c: ChangeRecord): WatchDelivery
   if (c.type === 'DELETED') return before || now ? { type: 'DELETED', rv: c.rv, body: c.body } : undefined;
   if (now && before) return { type: 'MODIFIED', rv: c.rv, body: c.body };
   if (now) return { type: 'ADDED', rv: c.rv, body: c.body };
-  if (before) return { type: 'DELETED', rv: c.rv, body: c.body };
+  if (before && c.prev !== null) return { type: 'DELETED', rv: c.rv, body: atRevision(c.prev, c.rv) };
   return undefined;
+}
+
+/**
+ * `body` with its resourceVersion set to `rv`. An object that stops matching a watch's selectors is
+ * gone from that watch: kube's cacher sends a DELETED event with the object as it was before the
+ * change (the state the watcher saw last), at the change's resourceVersion.
+ */
+function atRevision(body: string, rv: number): string {
+  const obj = JSON.parse(body) as KubeObject;
+  obj.metadata.resourceVersion = String(rv);
+  return JSON.stringify(obj);
 }
 
 interface Watcher {
