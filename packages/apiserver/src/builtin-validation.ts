@@ -10,7 +10,6 @@
  */
 import { goQuote, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
-import { goQuote } from '@kars/kube-core';
 import { dns1123LabelProblems, invalidValue } from './meta.js';
 import type { ResourceInfo } from './registry/resource.js';
 

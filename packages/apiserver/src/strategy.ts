@@ -108,18 +108,8 @@ export function coerceBody(t: Target, body: unknown, forCreate: boolean): KubeOb
     if (v === null || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) delete meta[f];
   }
   decodeBuiltin(t.ri.group, t.ri.resource, obj as Record<string, unknown>);
-<<<<<<< HEAD
-=======
   // kube defaults a Namespace's name label as it decodes it, so the writer's managedFields own it.
   if (grKey(t.ri.group, t.ri.resource) === NS_GR) labelNamespace(obj);
-  // kube's defaulting for core/v1 Secret: no type means Opaque.
-  if (
-    t.ri.group === '' &&
-    t.ri.resource === 'secrets' &&
-    ((obj as Record<string, unknown>)['type'] === undefined || (obj as Record<string, unknown>)['type'] === '')
-  )
-    (obj as Record<string, unknown>)['type'] = 'Opaque';
->>>>>>> d3c5ef0 (apiserver: deletion lifecycle as kube-apiserver v1.34 does it (10 differential scenarios))
   const want = apiVersionOf(t.ri, t.version);
   if (obj.apiVersion === undefined || obj.apiVersion === '') obj.apiVersion = want;
   if (obj.kind === undefined || obj.kind === '') obj.kind = t.ri.kind;
@@ -170,18 +160,13 @@ export function finalizeForCreate(t: Target, obj: KubeObject): KubeObject {
   else delete m.generation;
   // With a status subresource, the main resource never sets status: kube drops it on create too.
   if (t.ri.hasStatus) delete obj['status'];
-<<<<<<< HEAD
-  if (grKey(t.ri.group, t.ri.resource) === NS_GR) obj['status'] = { phase: 'Active' };
-  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start,
-  // and a Service's holds the value struct loadBalancer.
-=======
   if (grKey(t.ri.group, t.ri.resource) === NS_GR) {
     labelNamespace(obj);
     prepareNamespaceForCreate(obj);
     obj['status'] = { phase: 'Active' };
   }
-  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start.
->>>>>>> d3c5ef0 (apiserver: deletion lifecycle as kube-apiserver v1.34 does it (10 differential scenarios))
+  // A Deployment's status is a value struct without omitempty: kube writes `status: {}` from the start,
+  // and a Service's holds the value struct loadBalancer.
   if (t.ri.builtin && t.ri.group === 'apps' && t.ri.resource === 'deployments') obj['status'] = {};
   if (t.ri.builtin && t.ri.group === '' && t.ri.resource === 'services') obj['status'] = { loadBalancer: {} };
   if (grKey(t.ri.group, t.ri.resource) === CRD_GR) obj['status'] = crdStatus(obj);
@@ -217,7 +202,6 @@ export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): 
 }
 
 /**
-<<<<<<< HEAD
  * The object whose fields a write's managedFields track. kube's field manager compares the request
  * with the stored object before the strategy resets what the endpoint may not change, and a custom
  * resource's status strategy names only `spec` as reset: so a status write records (or, left out,
@@ -227,7 +211,9 @@ export function finalizeForUpdate(t: Target, old: KubeObject, obj: KubeObject): 
 export function managedFieldsView(t: Target, requested: KubeObject, stored: KubeObject): KubeObject {
   if (t.subresource !== 'status' || t.ri.builtin) return stored;
   return { ...stored, metadata: requested.metadata };
-=======
+}
+
+/**
  * Whether an update of `old` to `obj` deletes the object instead (kube's ShouldDeleteDuringUpdate):
  * `old` is marked for deletion (grace 0 or none) and `obj` has no finalizers left; a Namespace also
  * needs its spec finalizers gone.
@@ -236,7 +222,6 @@ export function deletesDuringUpdate(gr: string, old: KubeObject, obj: KubeObject
   if ((obj.metadata.finalizers ?? []).length > 0 || old.metadata.deletionTimestamp === undefined) return false;
   if ((old.metadata.deletionGracePeriodSeconds ?? 0) !== 0) return false;
   return gr !== NS_GR || specFinalizers(obj).length === 0;
->>>>>>> d3c5ef0 (apiserver: deletion lifecycle as kube-apiserver v1.34 does it (10 differential scenarios))
 }
 
 /**
