@@ -10,7 +10,7 @@
 import { admit } from '@kars/kube-schema';
 import { badRequest, invalid, notFound } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
-import { builtinSchema, pruneUnknownFields } from './kinds/unknown-fields.js';
+import { builtinSchema, pruneUnknownFields, pruneUnknownMetadata } from './kinds/unknown-fields.js';
 import { builtinKindCauses, metadataUpdateCauses } from './builtin-validation.js';
 import { validateMeta } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
@@ -30,7 +30,8 @@ export interface Admitted {
 
 /**
  * Admit `obj` (named `name`) as resource `ri` at API version `version`; `old` is the stored object
- * on an update (for CEL transition rules).
+ * on an update (for CEL transition rules); `strictErrors` are those the body's decoder found
+ * (duplicate fields), judged with the unknown fields by `fv`.
  */
 export function admitObject(
   ri: ResourceInfo,
@@ -39,6 +40,7 @@ export function admitObject(
   obj: KubeObject,
   old: KubeObject | undefined,
   fv: FieldValidation,
+  strictErrors: string[] = [],
 ): Admitted {
   const errTarget = { group: ri.group, resource: ri.resource, name, kind: ri.kind };
   const warnings: string[] = [];
@@ -58,6 +60,8 @@ export function admitObject(
   if (!ri.builtin) {
     const v = servedVersion(ri, version);
     if (!v) throw notFound(errTarget);
+    // kube round-trips a custom resource's metadata through ObjectMeta, which drops what it does not know.
+    const metaUnknown = pruneUnknownMetadata(obj as unknown as Record<string, unknown>);
     if (v.schema) {
       const r = admit(v.schema, obj as unknown as Record<string, unknown>, old as unknown as Record<string, unknown> | undefined);
       out = r.object as unknown as KubeObject;
@@ -65,13 +69,14 @@ export function admitObject(
       causes.push(...r.causes.map((c) => (c.field === '' ? { ...c, field: '<nil>' } : c)));
       unknownFields = r.unknownFields;
     }
+    unknownFields = [...metaUnknown, ...unknownFields];
   } else {
     // Built-in kinds: a field the Go type lacks is dropped, as kube's decoder drops it.
     const schema = builtinSchema(ri.group, version, ri.kind);
     if (schema) unknownFields = pruneUnknownFields(obj as unknown as Record<string, unknown>, schema);
   }
-  if (unknownFields.length > 0) {
-    const msgs = unknownFields.map((p) => `unknown field "${p}"`);
+  if (unknownFields.length > 0 || strictErrors.length > 0) {
+    const msgs = [...strictErrors, ...unknownFields.map((p) => `unknown field "${p}"`)];
     // kube's unstructured decoder (custom resources) prefixes the GVK it could not decode strictly.
     const prefix = ri.builtin ? '' : `${ri.kind} in version ${JSON.stringify(version)} cannot be handled as a ${ri.kind}: `;
     if (fv === 'Strict') throw badRequest(`${prefix}strict decoding error: ${msgs.join(', ')}`);

@@ -7,6 +7,8 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+/** Most bytes the keys and values of an object's annotations may hold together (kube's TotalAnnotationSizeLimitB). */
+const MAX_ANNOTATION_BYTES = 256 * 1024;
 
 /** RFC 3339 timestamp with second precision, as Kubernetes writes metadata times. */
 export function nowRfc3339(): string {
@@ -138,6 +140,15 @@ export function validateMeta(
     if (typeof v !== 'string')
       causes.push({ reason: 'FieldValueTypeInvalid', field: `metadata.annotations[${k}]`, message: 'must be a string' });
   }
+  // kube's ValidateAnnotationsSize: keys and values together, in UTF-8 bytes.
+  let annotationBytes = 0;
+  for (const [k, v] of Object.entries(m.annotations ?? {})) annotationBytes += Buffer.byteLength(k) + Buffer.byteLength(String(v));
+  if (annotationBytes > MAX_ANNOTATION_BYTES)
+    causes.push({
+      reason: 'FieldValueTooLong',
+      field: 'metadata.annotations',
+      message: `Too long: may not be more than ${MAX_ANNOTATION_BYTES} bytes`,
+    });
   if (
     m.finalizers !== undefined &&
     (!Array.isArray(m.finalizers) || m.finalizers.some((f) => typeof f !== 'string' || !QUALIFIED_NAME.test(f)))

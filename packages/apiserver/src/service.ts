@@ -2,6 +2,7 @@ import { ApiError, alreadyExists, badRequest, conflict, invalid, isObject, notFo
 import type { FieldRequirement, KubeObject, LabelSelector } from '@kars/kube-core';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError, serverSideApply, trackUpdate } from '@kars/kube-patch';
 import { admitObject } from './admission.js';
+import { decodeContinue, encodeContinue } from './continue-token.js';
 import type { Admitted, FieldValidation } from './admission.js';
 import { clone, nowRfc3339, randomSuffix } from './meta.js';
 import { resourceFromCrd } from './registry/crd.js';
@@ -60,6 +61,8 @@ export interface WriteOptions {
   dryRun: boolean;
   manager: string;
   fieldValidation: FieldValidation;
+  /** Strict decoding errors the body's decoder found (`duplicate field "spec.size"`), judged by `fieldValidation` with the unknown fields. */
+  strictErrors?: string[];
 }
 
 export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
@@ -218,14 +221,9 @@ export class ObjectService {
     let after = { ns: '', name: '' };
     let rv = this.store.currentRv();
     if (opts.continueToken) {
-      try {
-        const tok = JSON.parse(Buffer.from(opts.continueToken, 'base64url').toString('utf8')) as { rv: number; ns: string; name: string };
-        if (typeof tok.rv !== 'number' || typeof tok.ns !== 'string' || typeof tok.name !== 'string') throw new Error('bad token');
-        after = { ns: tok.ns, name: tok.name };
-        rv = tok.rv;
-      } catch (err) {
-        throw badRequest('continue key is not valid: malformed token', err);
-      }
+      const tok = decodeContinue(opts.continueToken);
+      after = { ns: tok.ns, name: tok.name };
+      rv = tok.rv;
     }
     const filtering = (opts.labels?.length ?? 0) > 0 || (opts.fields?.length ?? 0) > 0;
     const filter = filtering
@@ -246,7 +244,7 @@ export class ObjectService {
     }
     const res: ListResult = { rv, items };
     if (more && lastKey) {
-      res.continue = Buffer.from(JSON.stringify({ rv, ...lastKey }), 'utf8').toString('base64url');
+      res.continue = encodeContinue({ rv, ...lastKey });
       if (!filtering) res.remainingItemCount = this.store.countAfter(gr, ns, lastKey);
     }
     return res;
@@ -261,8 +259,8 @@ export class ObjectService {
   // ---- writes ----
 
   /** Admission shared by every create and update (admission.ts): metadata, schema and CEL, unknown fields, CRD checks. */
-  private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, fv: FieldValidation): Admitted {
-    return admitObject(t.ri, t.version, t.name, obj, old, fv);
+  private admitObject(t: Target, obj: KubeObject, old: KubeObject | undefined, opts: WriteOptions): Admitted {
+    return admitObject(t.ri, t.version, t.name, obj, old, opts.fieldValidation, opts.strictErrors);
   }
 
   /** The cluster IPs and node ports every Service but `t`'s holds (read inside the write's savepoint). */
@@ -388,7 +386,7 @@ export class ObjectService {
 
   /** The object a create stores: admitted, its managed fields tracked, finalized for create. */
   private created(t: Target, obj: KubeObject, opts: WriteOptions): { obj: KubeObject; warnings: string[]; op: 'create' } {
-    const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
+    const admitted = this.admitObject(t, obj, undefined, opts);
     // Tracked before finalizing, as kube's field manager runs before the strategy's PrepareForCreate.
     const apiVersion = apiVersionOf(t.ri, t.version);
     const tracked = trackUpdate(undefined, admitted.obj, opts.manager, apiVersion, nowRfc3339(), undefined, fieldOptions(t));
@@ -426,7 +424,7 @@ export class ObjectService {
 
   private updateFrom(t: Target, old: KubeObject, obj: KubeObject, opts: WriteOptions, tracked = false): Computed {
     const next = finalizeForUpdate(t, old, obj);
-    const admitted = this.admitObject(t, next, old, opts.fieldValidation);
+    const admitted = this.admitObject(t, next, old, opts);
     bumpGeneration(t.ri, old, admitted.obj);
     const withFields = tracked ? admitted.obj : trackedUpdate(t, old, obj, admitted.obj, opts.manager);
     return { obj: withFields, warnings: admitted.warnings, op: 'update' };
@@ -514,7 +512,7 @@ export class ObjectService {
     const obj = coerceBody(t, res.object, old === undefined);
     obj.metadata.name = t.name;
     if (!old) {
-      const admitted = this.admitObject(t, obj, undefined, opts.fieldValidation);
+      const admitted = this.admitObject(t, obj, undefined, opts);
       return { obj: finalizeForCreate(t, admitted.obj), warnings: admitted.warnings, op: 'create' };
     }
     return this.updateFrom(t, old, obj, opts, true);

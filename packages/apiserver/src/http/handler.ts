@@ -20,6 +20,7 @@ import type { DeleteOptions, ListOptions, ObjectService, PatchType, Target, Writ
 import { selects } from '../watch/cache.js';
 import type { WatchCache, WatchFilter } from '../watch/cache.js';
 import { decodeBody, readBody } from './body.js';
+import { decodeJsonPatchBody } from './object-body.js';
 import { decodeAnyBody, decodeDeleteOptions, decodeWriteBody, prefersYaml, requireJsonAcceptable } from './negotiate.js';
 import type { Req, Res } from './compat.js';
 import { answerInYaml, sendJson } from './compat.js';
@@ -281,20 +282,20 @@ async function handleObject(
       throw new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
     validateWriteOptions('CreateOptions', q);
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
-    const r = await ctx.service.create(t, body, writeOpts());
+    const r = await ctx.service.create(t, body.value, { ...writeOpts(), strictErrors: body.strictErrors });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PUT' && route.name !== undefined) {
     validateWriteOptions('UpdateOptions', q);
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
-    const r = await ctx.service.update(t, body, writeOpts());
+    const r = await ctx.service.update(t, body.value, { ...writeOpts(), strictErrors: body.strictErrors });
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'PATCH' && route.name !== undefined) {
     const type = patchType(req.headers['content-type']);
     const raw = await readBody(req, lengthOf(req));
     validateWriteOptions('PatchOptions', q, type === 'apply');
-    const body = await decodeBody(raw, type === 'apply' ? 'application/yaml' : 'application/json');
+    const body = type === 'apply' ? await decodeBody(raw, 'application/yaml') : decodeJsonPatchBody(raw, type, fieldValidation(q));
     const force = q.get('force') === 'true';
     // kube-apiserver authorizes `create` too when the patch would create the object.
     const authorizeCreate = access ? (): void => authorizeCreateOnPatch(ctx.auth, access) : undefined;

@@ -2,6 +2,8 @@ import { ApiError } from '@kars/kube-core';
 import type { ResourceInfo } from '../registry/resource.js';
 import { decodeProtobuf, isProtobuf, PROTOBUF_MEDIA_TYPE } from '../protobuf/codec.js';
 import { decodeBody } from './body.js';
+import { decodeObject, writeMediaType } from './object-body.js';
+import type { DecodedObject } from './object-body.js';
 
 /**
  * Content negotiation for object requests: which request bodies are understood
@@ -16,16 +18,18 @@ import { decodeBody } from './body.js';
 const CR_UNSUPPORTED =
   'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml';
 
-/** Decode a create/update body for a resource, by its Content-Type. */
-export async function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: string | undefined): Promise<unknown> {
-  if (!isProtobuf(contentType)) return decodeBody(raw, contentType);
+/** Decode a create/update body for a resource, by its Content-Type (415 for a media type kube does not decode). */
+export async function decodeWriteBody(ri: ResourceInfo, raw: Buffer, contentType: string | undefined): Promise<DecodedObject> {
+  const mediaType = writeMediaType(contentType);
+  if (mediaType !== PROTOBUF_MEDIA_TYPE) return decodeObject(ri, raw, mediaType);
   if (!ri.builtin) throw new ApiError(415, 'UnsupportedMediaType', CR_UNSUPPORTED);
-  return decodeProtobuf(raw);
+  return { value: decodeProtobuf(raw), strictErrors: [] };
 }
 
 /** Decode a body of any kind with a protobuf definition (the auth reviews, TokenRequest), JSON or YAML. */
 export function decodeAnyBody(raw: Buffer, contentType: string | undefined): unknown {
-  return isProtobuf(contentType) ? decodeProtobuf(raw) : decodeBody(raw, contentType);
+  const mediaType = writeMediaType(contentType);
+  return mediaType === PROTOBUF_MEDIA_TYPE ? decodeProtobuf(raw) : decodeBody(raw, mediaType);
 }
 
 /** Decode a DeleteOptions body (JSON or protobuf); an empty body means no options. */

@@ -64,6 +64,20 @@ export function pruneUnknownFields(obj: Record<string, unknown>, schema: Schema)
   return out;
 }
 
+const OBJECT_META: Schema = { properties: { metadata: { $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' } } };
+
+/**
+ * Remove the fields ObjectMeta does not know from a custom resource's `metadata` (in place) and
+ * return their paths (`metadata.bogus`), sorted, as kube's round trip of the metadata through
+ * JSON (whose map keys are sorted) into ObjectMeta finds them.
+ */
+export function pruneUnknownMetadata(obj: Record<string, unknown>): string[] {
+  if (!isObject(obj['metadata'])) return [];
+  const out: string[] = [];
+  walk({ metadata: obj['metadata'] }, OBJECT_META, '', out);
+  return out.sort();
+}
+
 function walk(value: unknown, schema: Schema, path: string, out: string[]): void {
   const s = resolve(schema);
   if (Array.isArray(value)) {
