@@ -2,14 +2,15 @@
  * The parts of kube-apiserver's per-kind validation that kars apiserver runs for built-in kinds,
  * and the uid check of an update that every kind shares (the rest of metadata is `meta.ts`'s). Found missing by the differential
  * suite (issue 19, ADR 0052); the messages are k8s.io/kubernetes v1.34's
- * (pkg/apis/core/validation, pkg/apis/rbac/validation). A Service's cluster IP and node port rules are
- * checked where they are allocated (service-addresses.ts).
+ * (pkg/apis/core/validation, pkg/apis/rbac/validation; pkg/apis/apps/validation in `apps-validation.ts`).
+ * A Service's cluster IP and node port rules are checked where they are allocated (service-addresses.ts).
  *
  * Pure functions over the object as it will be stored (and the stored one, on an update); each
  * returns the causes in kube's order, to be joined with the rest of admission's.
  */
 import { goQuote, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
+import { deploymentCauses } from './apps-validation.js';
 import { dns1123LabelProblems, invalidValue } from './meta.js';
 import type { ResourceInfo } from './registry/resource.js';
 
@@ -206,5 +207,6 @@ export function builtinKindCauses(ri: ResourceInfo, obj: KubeObject, old: KubeOb
   if (gr === '/services') return serviceCauses(obj);
   if (old && (gr === 'rbac.authorization.k8s.io/rolebindings' || gr === 'rbac.authorization.k8s.io/clusterrolebindings'))
     return roleRefUpdateCauses(obj, old);
+  if (gr === 'apps/deployments') return deploymentCauses(obj, old);
   return [];
 }
