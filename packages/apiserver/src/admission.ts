@@ -13,7 +13,7 @@ import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { builtinSchema, pruneUnknownFields, pruneUnknownMetadata } from './kinds/unknown-fields.js';
 import { builtinKindCauses, metadataUpdateCauses } from './builtin-validation.js';
 import { validateMeta } from './meta.js';
-import { resourceFromCrd } from './registry/crd.js';
+import { crdStoredVersionsCauses, resourceFromCrd } from './registry/crd.js';
 import { grKey, servedVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
 
@@ -82,7 +82,7 @@ export function admitObject(
     if (fv === 'Strict') throw badRequest(`${prefix}strict decoding error: ${msgs.join(', ')}`);
     if (fv === 'Warn') warnings.push(...msgs);
   }
-  if (grKey(ri.group, ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes);
+  if (grKey(ri.group, ri.resource) === CRD_GR) causes.push(...resourceFromCrd(out).causes, ...crdStoredVersionsCauses(out, old));
   if (causes.length > 0) throw invalid(errTarget, causes);
   return { obj: out, warnings };
 }

@@ -109,7 +109,8 @@ export function invalid(t: ErrorTarget, causes: StatusCause[]): ApiError {
   const d: StatusDetails = {};
   if (t.name !== '') d.name = t.name;
   if (t.group !== '') d.group = t.group;
-  d.kind = kind;
+  // Go's StatusDetails omits an empty kind (a review's decoded object has none).
+  if (kind !== '') d.kind = kind;
   d.causes = causes;
   const qualifiedKind = t.group === '' ? kind : `${kind}.${t.group}`;
   return new ApiError(422, 'Invalid', `${qualifiedKind} "${t.name}" is invalid: ${list}`, d);

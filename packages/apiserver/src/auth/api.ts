@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, badRequest, invalid, isObject, notFound } from '@kars/kube-core';
-import type { KubeObject, ManagedFieldsEntry } from '@kars/kube-core';
+import type { KubeObject, ManagedFieldsEntry, StatusCause } from '@kars/kube-core';
 import { trackUpdate } from '@kars/kube-patch';
 import { typedFieldOptions } from '../kinds/field-types.js';
 import { nowRfc3339 } from '../meta.js';
@@ -76,7 +76,14 @@ export async function serveAuthApi(
           kind: 'SelfSubjectReview',
           apiVersion: 'authentication.k8s.io/v1',
           metadata: { creationTimestamp: nowRfc3339() },
-          status: { userInfo: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups } },
+          status: {
+            userInfo: {
+              username: user.name,
+              ...(user.uid ? { uid: user.uid } : {}),
+              groups: user.groups,
+              ...(user.extra ? { extra: user.extra } : {}),
+            },
+          },
         },
       };
   }
@@ -112,22 +119,15 @@ async function tokenRequest(
   const exp = spec['expirationSeconds'];
   let seconds = DEFAULT_TOKEN_SECONDS;
   if (exp !== undefined && exp !== null) {
-    if (typeof exp !== 'number' || !Number.isInteger(exp))
-      throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [
-        {
-          reason: 'FieldValueInvalid',
-          field: 'spec.expirationSeconds',
-          message: `Invalid value: ${JSON.stringify(exp)}: must be an integer`,
-        },
+    // kube validates the request it has named after the ServiceAccount, but names no object in the error.
+    const at = { group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name: '' };
+    const bad = (why: string): ApiError =>
+      invalid(at, [
+        { reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${JSON.stringify(exp)}: ${why}` },
       ]);
-    if (exp < MIN_TOKEN_SECONDS)
-      throw invalid({ group: 'authentication.k8s.io', resource: 'tokenrequests', kind: 'TokenRequest', name }, [
-        {
-          reason: 'FieldValueInvalid',
-          field: 'spec.expirationSeconds',
-          message: `Invalid value: ${exp}: may not specify a duration less than 10 minutes`,
-        },
-      ]);
+    if (typeof exp !== 'number' || !Number.isInteger(exp)) throw bad('must be an integer');
+    if (exp < MIN_TOKEN_SECONDS) throw bad('may not specify a duration less than 10 minutes');
+    if (exp > 2 ** 32) throw bad('may not specify a duration larger than 2^32 seconds');
     seconds = Math.min(exp, MAX_TOKEN_SECONDS);
   }
   const rawAud = spec['audiences'];
@@ -147,17 +147,29 @@ async function tokenRequest(
   };
 }
 
+/**
+ * ValidateSelfSubjectAccessReviewSpec's rule that exactly one of the attributes is set. Both causes print the
+ * nonResourceAttributes as Go marshals the internal struct (no JSON tags: `Path`, `Verb`), or null.
+ */
+function accessReviewSpecCauses(ra: Record<string, unknown> | undefined, nra: Record<string, unknown> | undefined): StatusCause[] {
+  const value = nra ? JSON.stringify({ Path: str(nra['path']), Verb: str(nra['verb']) }) : 'null';
+  const cause = (field: string, why: string): StatusCause => ({
+    reason: 'FieldValueInvalid',
+    field,
+    message: `Invalid value: ${value}: ${why}`,
+  });
+  if (ra && nra) return [cause('spec.nonResourceAttributes', 'cannot be specified in combination with resourceAttributes')];
+  if (!ra && !nra)
+    return [cause('spec.resourceAttributes', 'exactly one of nonResourceAttributes or resourceAttributes must be specified')];
+  return [];
+}
+
 function accessReview(auth: Auth, user: UserInfo, spec: Record<string, unknown>, manager: string): AuthApiResponse {
   const ra = isObject(spec['resourceAttributes']) ? spec['resourceAttributes'] : undefined;
   const nra = isObject(spec['nonResourceAttributes']) ? spec['nonResourceAttributes'] : undefined;
-  if (!ra && !nra)
-    throw invalid({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', name: '' }, [
-      {
-        reason: 'FieldValueRequired',
-        field: 'spec.resourceAttributes',
-        message: 'Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified',
-      },
-    ]);
+  const causes = accessReviewSpecCauses(ra, nra);
+  // kube names the GroupKind of the decoded review, whose kind is empty: `.authorization.k8s.io "" is invalid`.
+  if (causes.length > 0) throw invalid({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews', kind: '', name: '' }, causes);
   const a: RequestAttributes = ra
     ? {
         verb: str(ra['verb']),

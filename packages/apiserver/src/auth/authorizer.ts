@@ -134,6 +134,8 @@ export class Auth {
       name: serviceAccountUsername(claims.namespace, claims.name),
       uid: claims.uid,
       groups: ['system:serviceaccounts', `system:serviceaccounts:${claims.namespace}`, 'system:authenticated'],
+      // kube's ServiceAccountInfo.UserInfo: the token id as the credential id (CredentialIDForJTI).
+      ...(claims.jti ? { extra: { 'authentication.kubernetes.io/credential-id': [`JTI=${claims.jti}`] } } : {}),
     };
     if (this.tokenCache.size > 10_000) this.tokenCache.clear();
     this.tokenCache.set(token, { user, untilMs: Math.min(now + 10_000, claims.expiresAtMs) });

@@ -20,6 +20,8 @@ export interface UserInfo {
   name: string;
   uid?: string;
   groups: string[];
+  /** kube's user extra, e.g. `authentication.kubernetes.io/credential-id` of a ServiceAccount token. */
+  extra?: Record<string, string[]>;
 }
 
 /** What is being asked, as kube's authorizer.Attributes. */

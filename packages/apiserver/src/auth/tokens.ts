@@ -1,4 +1,4 @@
-import { generateKeyPairSync, createPrivateKey, createPublicKey } from 'node:crypto';
+import { generateKeyPairSync, createPrivateKey, createPublicKey, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -18,12 +18,14 @@ export interface TokenClaims {
   uid: string;
   audiences: string[];
   expiresAtMs: number;
+  /** The token's id (`jti`), which kube reports as the user's credential id; absent from tokens issued before kars set one. */
+  jti?: string;
 }
 
 /**
  * ServiceAccount tokens: RS256 JWTs signed with a key of their own (`<data-dir>/pki/sa.key`, made on
  * first start and kept, so tokens survive restarts and certificate re-issue), in kube's claim shape
- * (`sub: system:serviceaccount:NS:NAME`, `kubernetes.io: {namespace, serviceaccount: {name, uid}}`).
+ * (`sub: system:serviceaccount:NS:NAME`, `kubernetes.io: {namespace, serviceaccount: {name, uid}}`, a random `jti`).
  * See ADR 0007.
  *
  * Guarantees: `verify` accepts only RS256 signatures by this key, unexpired (60 s leeway for clock
@@ -64,6 +66,7 @@ export class ServiceAccountTokens {
       .setIssuedAt(iat)
       .setNotBefore(iat)
       .setExpirationTime(exp)
+      .setJti(randomUUID())
       .sign(this.priv);
     return { token, expiresAtMs: exp * 1000 };
   }
@@ -86,7 +89,9 @@ export class ServiceAccountTokens {
         return undefined;
       if (payload.sub !== `system:serviceaccount:${namespace}:${name}`) return undefined;
       const aud = payload.aud;
-      return { namespace, name, uid, audiences: Array.isArray(aud) ? aud : aud ? [aud] : [], expiresAtMs: payload.exp * 1000 };
+      const audiences = Array.isArray(aud) ? aud : aud ? [aud] : [];
+      const jti = typeof payload.jti === 'string' && payload.jti !== '' ? { jti: payload.jti } : {};
+      return { namespace, name, uid, audiences, expiresAtMs: payload.exp * 1000, ...jti };
     } catch {
       return undefined;
     }

@@ -2,6 +2,7 @@ import { compileSchema, SchemaError } from '@kars/kube-schema';
 import type { SchemaCause } from '@kars/kube-schema';
 import { isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
+import { invalidValue } from '../meta.js';
 import type { PrinterColumn, ResourceInfo, VersionInfo } from './resource.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -35,8 +36,10 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
   const plural = str(names['plural']) ?? '';
   const kind = str(names['kind']) ?? '';
   const scope = str(spec['scope']);
-  if (group === '' || !group.includes('.'))
-    causes.push({ reason: 'FieldValueInvalid', field: 'spec.group', message: 'should be a domain with at least one dot' });
+  // kube checks the name (ValidateObjectMeta) before the spec.
+  const crdName = crd.metadata.name ?? '';
+  if (crdName !== `${plural}.${group}`) causes.push(invalidValue('metadata.name', crdName, 'must be spec.names.plural+"."+spec.group'));
+  if (group === '' || !group.includes('.')) causes.push(invalidValue('spec.group', group, 'should be a domain with at least one dot'));
   if (!DNS_LABEL.test(plural))
     causes.push({ reason: 'FieldValueInvalid', field: 'spec.names.plural', message: 'must be a lowercase DNS label' });
   if (kind === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
@@ -46,16 +49,7 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
       field: 'spec.scope',
       message: 'Unsupported value: supported values: "Cluster", "Namespaced"',
     });
-  const expectedName = `${plural}.${group}`;
-  if (crd.metadata.name !== expectedName)
-    causes.push({
-      reason: 'FieldValueInvalid',
-      field: 'metadata.name',
-      message: `must be spec.names.plural+"."+spec.group ("${expectedName}")`,
-    });
   const rawVersions = Array.isArray(spec['versions']) ? spec['versions'] : [];
-  if (rawVersions.length === 0)
-    causes.push({ reason: 'FieldValueRequired', field: 'spec.versions', message: 'must have at least one version' });
   const versions: VersionInfo[] = [];
   let hasStatus = false;
   rawVersions.forEach((rv: unknown, i: number) => {
@@ -113,12 +107,15 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
     versions.push(vi);
   });
   const storageCount = versions.filter((v) => v.storage).length;
-  if (versions.length > 0 && storageCount !== 1)
+  if (storageCount !== 1) {
+    // kube prints the internal versions (Go structs without JSON tags); kars prints only an empty list's or a missing one's.
+    const value = rawVersions.length > 0 ? '' : Array.isArray(spec['versions']) ? 'Invalid value: []: ' : 'Invalid value: null: ';
     causes.push({
       reason: 'FieldValueInvalid',
       field: 'spec.versions',
-      message: 'must have exactly one version marked as storage version',
+      message: `${value}must have exactly one version marked as storage version`,
     });
+  }
   if (causes.length > 0) return { causes };
   return {
     causes,
@@ -140,4 +137,25 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
       builtin: false,
     },
   };
+}
+
+/**
+ * ValidateCustomResourceDefinitionStoredVersions' first rule: a CRD keeps at least one stored version. Its status
+ * then is the stored one's (nothing on a create) plus the first version marked as storage, as kube's strategy adds it.
+ */
+export function crdStoredVersionsCauses(crd: KubeObject, old: KubeObject | undefined): StatusCause[] {
+  const spec = isObject(crd['spec']) ? crd['spec'] : {};
+  const versions = Array.isArray(spec['versions']) ? spec['versions'].filter(isObject) : [];
+  if (versions.some((v) => v['storage'] === true)) return [];
+  const was = old && isObject(old['status']) ? old['status']['storedVersions'] : undefined;
+  if (strings(was).length > 0) return [];
+  // Go prints a nil slice (a created CRD's) as null.
+  const value = Array.isArray(was) ? '[]' : 'null';
+  return [
+    {
+      reason: 'FieldValueInvalid',
+      field: 'status.storedVersions',
+      message: `Invalid value: ${value}: must have at least one stored version`,
+    },
+  ];
 }
