@@ -1,13 +1,13 @@
 // Regression tests for validation the differential suite (issue 19) found worded or missing: kube-apiserver
 // v1.34's answers for an apps/v1 Deployment without selector or template, a SelfSubjectAccessReview with no
-// attributes, a too-short TokenRequest, an invalid CustomResourceDefinition, and the credential id a
-// SelfSubjectReview reports for a ServiceAccount token, over real HTTP.
+// attributes, a too-short TokenRequest, an invalid CustomResourceDefinition, the credential id a
+// SelfSubjectReview reports for a ServiceAccount token, and kube-openapi's order of a custom resource's causes, over real HTTP.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { KubeObject } from '@kars/kube-core';
 import { deploymentCauses } from './apps-validation.js';
-import { TestClient, startTestServer } from './testing/harness.js';
+import { TestClient, createCrds, simpleCrd, startTestServer } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
 const DEPLOYS = '/apis/apps/v1/namespaces/default/deployments';
@@ -143,6 +143,51 @@ describe('kube-apiserver parity: validation wording', () => {
       'metadata.name: Invalid value: "wrong.diff.example.com": must be spec.names.plural+"."+spec.group',
       'spec.versions: Invalid value: []: must have exactly one version marked as storage version',
       'status.storedVersions: Invalid value: null: must have at least one stored version',
+    ]);
+  });
+});
+
+describe("kube-openapi's order of a custom resource's causes", () => {
+  let ts: TestServer;
+  const PATH = '/apis/order.example.com/v1/namespaces/default/probes';
+  before(async () => {
+    ts = await startTestServer();
+    const spec = {
+      type: 'object',
+      required: ['wanted'],
+      properties: {
+        wanted: { type: 'string' },
+        name: { type: 'string', maxLength: 8, pattern: '^[a-z]+$' },
+        inner: { type: 'object', properties: { n: { type: 'integer', minimum: 0 } } },
+      },
+    };
+    await createCrds(ts.client, simpleCrd('order.example.com', 'Probe', { type: 'object', properties: { spec } }));
+  });
+  after(async () => ts.close());
+
+  const probe = (spec: Record<string, unknown>): Record<string, unknown> => ({
+    apiVersion: 'order.example.com/v1',
+    kind: 'Probe',
+    metadata: { name: 'p' },
+    spec,
+  });
+  const fields = (body: { details: { causes: Array<{ field: string; message: string }> } }): string[] =>
+    causeTexts(body).filter((t) => !t.startsWith('<nil>'));
+
+  it('a string stops at the first of maxLength, minLength and pattern that fails', async () => {
+    const r = await ts.client.post(PATH, probe({ wanted: 'w', name: 'ABCDEFGHIJK' }));
+    assert.equal(r.status, 422, r.text);
+    assert.deepEqual(fields(r.body), ['spec.name: Too long: may not be more than 8 bytes']);
+    const pattern = await ts.client.post(PATH, probe({ wanted: 'w', name: 'ABC' }));
+    assert.deepEqual(fields(pattern.body), [`spec.name: Invalid value: "ABC": spec.name in body should match '^[a-z]+$'`]);
+  });
+
+  it("an object's missing required properties come after its properties' causes", async () => {
+    const r = await ts.client.post(PATH, probe({ inner: { n: -1 } }));
+    assert.equal(r.status, 422, r.text);
+    assert.deepEqual(fields(r.body), [
+      'spec.inner.n: Invalid value: -1: spec.inner.n in body should be greater than or equal to 0',
+      'spec.wanted: Required value',
     ]);
   });
 });

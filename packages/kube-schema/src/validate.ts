@@ -60,7 +60,7 @@ export function validateValue(
     return;
   }
 
-  checkKeywords(node.vv, value, path, out, depth);
+  checkKeywords(node.vv, value, path, out, depth, false);
 
   if (isObject(value)) {
     const resource = isRoot || node.embedded;
@@ -78,6 +78,8 @@ export function validateValue(
         validateValue(ap, v, key(path, k), out, false, depth + 1);
       }
     }
+    // kube-openapi's objectValidator: the properties' causes first, then the missing required ones.
+    requiredCauses(node.vv, value, path, out);
   } else if (Array.isArray(value)) {
     checkListType(node, value, path, out);
     if (node.items !== undefined) {
@@ -130,8 +132,22 @@ function codePoints(s: string, stopAt: number): number {
   return n;
 }
 
-/** Keyword checks shared by the skeleton and by allOf/anyOf/oneOf/not. */
-export function checkKeywords(vv: ValueValidation, value: unknown, path: string, out: SchemaCause[], depth: number): void {
+function requiredCauses(vv: ValueValidation, value: Record<string, unknown>, path: string, out: SchemaCause[]): void {
+  for (const r of vv.required) if (!hasOwn(value, r)) out.push(required(child(path, r)));
+}
+
+/**
+ * Keyword checks shared by the skeleton and by allOf/anyOf/oneOf/not. `withRequired`: also an object's required
+ * properties, after its properties' causes (the skeleton's caller checks them after its own properties instead).
+ */
+export function checkKeywords(
+  vv: ValueValidation,
+  value: unknown,
+  path: string,
+  out: SchemaCause[],
+  depth: number,
+  withRequired = true,
+): void {
   const at = body(path);
   if (vv.type !== '' && !matchesType(vv.type, value)) {
     out.push(typeInvalid(path, typeName(value), `${at} must be of type ${vv.type}: "${typeName(value)}"`));
@@ -155,10 +171,11 @@ export function checkKeywords(vv: ValueValidation, value: unknown, path: string,
         out.push(invalid(path, value, `${at} should be a multiple of ${vv.multipleOf}`));
     }
   } else if (typeof value === 'string') {
+    // kube-openapi's stringValidator stops at the first of maxLength, minLength and pattern that fails.
     if (vv.maxLength !== undefined && codePoints(value, vv.maxLength) > vv.maxLength) out.push(tooLong(path, vv.maxLength));
-    if (vv.minLength !== undefined && codePoints(value, vv.minLength) < vv.minLength)
+    else if (vv.minLength !== undefined && codePoints(value, vv.minLength) < vv.minLength)
       out.push(invalid(path, value, `${at} should be at least ${vv.minLength} chars long`));
-    if (vv.pattern !== undefined && !safeTest(vv.pattern.re, value))
+    else if (vv.pattern !== undefined && !safeTest(vv.pattern.re, value))
       out.push(invalid(path, value, `${at} should match '${vv.pattern.source}'`));
     if (vv.format !== undefined && !checkFormat(vv.format, value))
       out.push(typeInvalid(path, value, `${at} must be of type ${vv.format}: ${JSON.stringify(value.slice(0, 256))}`));
@@ -172,10 +189,10 @@ export function checkKeywords(vv: ValueValidation, value: unknown, path: string,
     if (vv.maxProperties !== undefined && n > vv.maxProperties) out.push(tooMany(path, n, vv.maxProperties, 'properties'));
     if (vv.minProperties !== undefined && n < vv.minProperties)
       out.push(invalid(path, n, `${at} should have at least ${vv.minProperties} properties`));
-    for (const r of vv.required) if (!hasOwn(value, r)) out.push(required(child(path, r)));
     for (const [name, p] of vv.properties ?? []) {
       if (hasOwn(value, name)) checkKeywords(p, value[name], child(path, name), out, depth + 1);
     }
+    if (withRequired) requiredCauses(vv, value, path, out);
   }
   if (depth > MAX_DEPTH) return;
   checkJunctors(vv, value, path, out, depth);
