@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { KubeObject } from '@kars/kube-core';
 import { deploymentCauses } from './apps-validation.js';
+import { resourceFromCrd } from './registry/crd.js';
 import { TestClient, createCrds, simpleCrd, startTestServer } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
 
@@ -144,6 +145,16 @@ describe('kube-apiserver parity: validation wording', () => {
       'spec.versions: Invalid value: []: must have exactly one version marked as storage version',
       'status.storedVersions: Invalid value: null: must have at least one stored version',
     ]);
+    const crd = simpleCrd('nodot', 'Thing', { type: 'object' });
+    const noDot = await ts.client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    assert.equal(noDot.status, 422, noDot.text);
+    assert.deepEqual(causeTexts(noDot.body), ['spec.group: Invalid value: "nodot": should be a domain with at least one dot']);
+    // No group at all is a Required (its name then fails on its own), as resourceFromCrd reports it.
+    const groupless = resourceFromCrd(simpleCrd('', 'Thing', { type: 'object' }) as unknown as KubeObject);
+    assert.deepEqual(
+      groupless.causes.filter((c) => c.field === 'spec.group'),
+      [{ reason: 'FieldValueRequired', field: 'spec.group', message: 'Required value' }],
+    );
   });
 });
 

@@ -39,7 +39,8 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
   // kube checks the name (ValidateObjectMeta) before the spec.
   const crdName = crd.metadata.name ?? '';
   if (crdName !== `${plural}.${group}`) causes.push(invalidValue('metadata.name', crdName, 'must be spec.names.plural+"."+spec.group'));
-  if (group === '' || !group.includes('.')) causes.push(invalidValue('spec.group', group, 'should be a domain with at least one dot'));
+  if (group === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.group', message: 'Required value' });
+  else if (!group.includes('.')) causes.push(invalidValue('spec.group', group, 'should be a domain with at least one dot'));
   if (!DNS_LABEL.test(plural))
     causes.push({ reason: 'FieldValueInvalid', field: 'spec.names.plural', message: 'must be a lowercase DNS label' });
   if (kind === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
