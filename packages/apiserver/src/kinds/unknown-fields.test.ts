@@ -40,7 +40,8 @@ void describe('built-in kinds: unknown fields and defaults', () => {
     const got = (await ts.client.get('/api/v1/namespaces/default/services/warn')).body;
     assert.equal(got.extra, undefined);
     assert.equal(got.metadata.bogusMeta, undefined);
-    assert.deepEqual(got.spec.ports, [{ port: 80, targetPort: 'http' }]);
+    // (and defaulted as kube defaults a Service: the port's protocol is TCP)
+    assert.deepEqual(got.spec.ports, [{ port: 80, protocol: 'TCP', targetPort: 'http' }]);
     assert.deepEqual(got.spec.selector, { 'app.kubernetes.io/name': 'x' });
     assert.deepEqual(got.metadata.labels, { 'any-key': 'x' });
   });
