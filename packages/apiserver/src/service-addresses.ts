@@ -44,8 +44,10 @@ export function addressesInUse(services: Iterable<KubeObject>): AddressesInUse {
   const out: AddressesInUse = { ips: new Set(), nodePorts: new Set() };
   for (const svc of services) {
     const spec = specOf(svc);
-    for (const ip of ipsOf(spec)) if (ip !== 'None') out.ips.add(ip);
-    for (const p of portsOf(spec)) if (typeof p['nodePort'] === 'number' && p['nodePort'] !== 0) out.nodePorts.add(p['nodePort']);
+    // Only the types that are allocated addresses hold them.
+    if (needsClusterIP(spec)) for (const ip of ipsOf(spec)) if (ip !== 'None') out.ips.add(ip);
+    if (needsNodePort(spec))
+      for (const p of portsOf(spec)) if (typeof p['nodePort'] === 'number' && p['nodePort'] !== 0) out.nodePorts.add(p['nodePort']);
   }
   return out;
 }
@@ -99,11 +101,29 @@ export function allocateServiceAddresses(obj: KubeObject, old: KubeObject | unde
 
   if (needsClusterIP(was) && needsClusterIP(spec)) carryAllocated(spec, was!);
   if (needsNodePort(was) && needsNodePort(spec)) carryNodePorts(spec, was!);
+  if (was) dropTypeDependentFields(spec, was);
   // kube's NormalizeClusterIPs: clusterIP and clusterIPs[0] name the same address.
   const ip = typeof spec['clusterIP'] === 'string' ? spec['clusterIP'] : '';
   const ips = ipsOf(spec);
   if (ip !== '' && ips.length === 0) spec['clusterIPs'] = [ip];
   else if (ip === '' && ips.length > 0) spec['clusterIP'] = ips[0];
+
+  if (!needsClusterIP(spec)) {
+    // validateService: an ExternalName Service holds no cluster IP, family or policy.
+    const forbidden = (field: string): StatusCause => ({
+      reason: 'FieldValueForbidden',
+      field,
+      message: 'Forbidden: may not be set for ExternalName services',
+    });
+    const causes: StatusCause[] = [];
+    if (Array.isArray(spec['clusterIPs']) && spec['clusterIPs'].length > 0) causes.push(forbidden('spec.clusterIPs'));
+    if (Array.isArray(spec['ipFamilies']) && spec['ipFamilies'].length > 0) causes.push(forbidden('spec.ipFamilies'));
+    if (spec['ipFamilyPolicy'] !== undefined && spec['ipFamilyPolicy'] !== null) causes.push(forbidden('spec.ipFamilyPolicy'));
+    if (causes.length > 0) refuse(causes);
+  } else {
+    const causes = clusterIPsCauses(spec);
+    if (causes.length > 0) refuse(causes);
+  }
 
   if (needsClusterIP(spec)) {
     if (was && needsClusterIP(was)) {
@@ -153,6 +173,47 @@ export function allocateServiceAddresses(obj: KubeObject, old: KubeObject | unde
     }
   }
   if (needsNodePort(spec)) allocateNodePorts(spec, was, taken, refuse);
+}
+
+/**
+ * ValidateServiceClusterIPsRelatedFields, as far as a single-stack IPv4 cluster needs it: clusterIP
+ * and clusterIPs[0] agree, `None` stands alone, and no second cluster IP (none would be checked or
+ * allocated, so one Service could claim another's address).
+ */
+function clusterIPsCauses(spec: Record<string, unknown>): StatusCause[] {
+  const ip = typeof spec['clusterIP'] === 'string' ? spec['clusterIP'] : '';
+  const ips = ipsOf(spec);
+  const invalidIPs = (why: string, field = 'spec.clusterIPs'): StatusCause => ({
+    reason: 'FieldValueInvalid',
+    field,
+    message: `Invalid value: ${JSON.stringify(ips)}: ${why}`,
+  });
+  if (ip !== '' && ips.length > 0 && ips[0] !== ip) return [invalidIPs('first value must match `clusterIP`')];
+  if (ips.length < 2) return [];
+  if (ips[0] === 'None') return [invalidIPs("'None' must be the first and only value")];
+  if (ips.length > 2) return [invalidIPs('may only hold up to 2 values')];
+  if (ips.every((a) => !a.includes(':'))) return [invalidIPs('may specify no more than one IP for each IP family')];
+  // alloc.go: the family of a second address is not configured on this cluster.
+  return [invalidIPs('IPv6 is not configured on this cluster', 'spec.clusterIPs[1]')];
+}
+
+/**
+ * kube's dropTypeDependentFields: a Service that changes to a type without a cluster IP (or node
+ * ports) loses the allocated values the request left as they were, so they are released.
+ */
+function dropTypeDependentFields(spec: Record<string, unknown>, was: Record<string, unknown>): void {
+  const same = (k: string): boolean => JSON.stringify(spec[k] ?? null) === JSON.stringify(was[k] ?? null);
+  if (needsClusterIP(was) && !needsClusterIP(spec)) {
+    if (same('clusterIP') && same('clusterIPs')) {
+      delete spec['clusterIP'];
+      delete spec['clusterIPs'];
+    }
+    if (same('ipFamilies')) delete spec['ipFamilies'];
+    if (same('ipFamilyPolicy')) delete spec['ipFamilyPolicy'];
+  }
+  const nodePortsOf = (s: Record<string, unknown>): string => JSON.stringify(portsOf(s).map((p) => p['nodePort'] ?? 0));
+  if (needsNodePort(was) && !needsNodePort(spec) && nodePortsOf(spec) === nodePortsOf(was))
+    for (const p of portsOf(spec)) delete p['nodePort'];
 }
 
 /** patchAllocatedValues for cluster IPs and IP families: what the request left out stays as stored. */
