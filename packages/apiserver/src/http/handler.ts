@@ -5,6 +5,7 @@ import {
   expired,
   notFound,
   parseFieldSelector,
+  isObject,
   parseLabelSelector,
   toApiError,
 } from '@kars/kube-core';
@@ -267,6 +268,22 @@ async function handleObject(
   const isWatch = route.watchPath || q.get('watch') === 'true' || q.get('watch') === '1';
   const dryRun = q.getAll('dryRun').includes('All');
 
+  if (method === 'PUT' && route.subresource === 'finalize' && route.name !== undefined) {
+    // kube's finalize strategy: of the request, only spec.finalizers is kept; the namespace goes
+    // when it is marked and none is left. Without this a spec finalizer other than `kubernetes`
+    // (which the namespace controller removes) could never be removed.
+    const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
+    const spec = isObject(body.value) && isObject(body.value['spec']) ? body.value['spec'] : {};
+    const asked = Array.isArray(spec['finalizers']) ? spec['finalizers'].map(String) : [];
+    const r = await ctx.service.modify(t, (next) => {
+      const kept: Record<string, unknown> = { ...(isObject(next['spec']) ? next['spec'] : {}) };
+      if (asked.length > 0) kept['finalizers'] = [...new Set(asked)];
+      else delete kept['finalizers'];
+      next['spec'] = kept;
+      return next;
+    });
+    return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
+  }
   if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, { ri, version: route.version, ns, q }, route.name);
   if (method === 'GET' && route.name !== undefined) {
     const obj = ctx.service.get(t);
