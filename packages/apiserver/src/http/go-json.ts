@@ -46,9 +46,51 @@ class GoSyntaxError extends Error {}
 
 interface Frame {
   array: boolean;
-  path: string;
+  /** The id of the frame's path (see {@link Paths}). */
+  path: number;
   index: number;
   keys: Set<string> | undefined;
+}
+
+/**
+ * Strict decoder paths, interned: an id per path (0 is the top level), its parent and its last
+ * segment, so that a path is compared by id and spelled out only for a duplicate first found at it.
+ * A path's text is as long as its keys together, so building or hashing it at every key, or every
+ * repeat of one, would be quadratic in the body (a key of a megabyte above many repeated keys).
+ */
+class Paths {
+  private readonly parent: number[] = [-1];
+  private readonly segment: string[] = [''];
+  private readonly length: number[] = [0];
+  private readonly ids = new Map<string, number>();
+
+  /** The id of the path `segment` (an object key or `[i]`) below the path `parent`. */
+  child(parent: number, segment: string, key: boolean): number {
+    // sigs.k8s.io/json joins a key to the path before it with a dot (none at the top level).
+    const seg = key && parent !== 0 ? `.${segment}` : segment;
+    const k = `${parent}:${seg}`;
+    let id = this.ids.get(k);
+    if (id === undefined) {
+      id = this.parent.length;
+      this.parent.push(parent);
+      this.segment.push(seg);
+      this.length.push((this.length[parent] ?? 0) + seg.length);
+      this.ids.set(k, id);
+    }
+    return id;
+  }
+
+  /** How long the text of path `id` is. */
+  textLength(id: number): number {
+    return this.length[id] ?? 0;
+  }
+
+  /** The text of path `id` (`spec.ports[0].name`). */
+  text(id: number): string {
+    const parts: string[] = [];
+    for (let p = id; p > 0; p = this.parent[p] ?? 0) parts.push(this.segment[p] ?? '');
+    return parts.reverse().join('');
+  }
 }
 
 /** Scan `bytes` (UTF-8 JSON text) as Go's encoding/json would before decoding it. */
@@ -69,7 +111,13 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
   const n = b.length;
   let i = 0;
   const stack: Frame[] = [];
+  const paths = new Paths();
+  /** Paths already judged for a duplicate, by id and (distinct ids may spell one path: `a.b` and `a`, `b`) by text. */
+  const judged = new Set<number>();
   const seen = new Set<string>();
+  /** Characters of path text spelled out; bounded so that spelling many long paths stays linear in the body. */
+  let spelled = 0;
+  const spellBudget = 16 * n + 65_536;
   /** Refuse the byte at `i`; at the end of the text, `unexpected end` unless a space is itself refused here (Go feeds one). */
   const fail = (context: string, spaceRefused = false): never => {
     if (i < n) throw new GoSyntaxError(`invalid character ${goQuoteByte(b[i] ?? 0)} ${context}`);
@@ -132,9 +180,10 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
       if (!Number.isFinite(Number(text))) out.overflow = text;
     }
   };
-  /** The path of the value about to be read in `f` (sigs.k8s.io/json's strict field stack). */
-  const childPath = (f: Frame | undefined, key: string): string => (f === undefined ? '' : f.path === '' ? key : `${f.path}.${key}`);
-  let path = '';
+  /** The value about to be read: its container's path and its own segment (sigs.k8s.io/json's strict field stack). */
+  let parentPath = -1;
+  let segment = '';
+  let isKey = false;
   let mode: 'value' | 'key' | 'after' = 'value';
   for (;;) {
     if (mode === 'value') {
@@ -143,6 +192,7 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
       if (c === 0x7b || c === 0x5b) {
         if (stack.length >= MAX_NESTING) fail('exceeded max depth');
         const array = c === 0x5b;
+        const path = parentPath < 0 ? 0 : paths.child(parentPath, segment, isKey);
         stack.push({ array, path, index: 0, keys: array ? undefined : new Set() });
         i++;
         ws();
@@ -150,8 +200,11 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
           i++;
           stack.pop();
           mode = 'after';
-        } else if (array) path = `${path}[0]`;
-        else mode = 'key';
+        } else if (array) {
+          parentPath = path;
+          segment = '[0]';
+          isKey = false;
+        } else mode = 'key';
         continue;
       }
       if (c === 0x22) str();
@@ -169,11 +222,22 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
       const f = stack[stack.length - 1] as Frame;
       const raw = b.subarray(start, i);
       const key = raw.includes(0x5c) ? (JSON.parse(UTF8.decode(raw)) as string) : UTF8.decode(raw.subarray(1, -1));
-      path = childPath(f, key);
-      if (f.keys?.has(key)) {
-        if (!seen.has(path) && out.duplicates.length < MAX_STRICT_ERRORS) out.duplicates.push(path);
-        seen.add(path);
-      } else f.keys?.add(key);
+      parentPath = f.path;
+      segment = key;
+      isKey = true;
+      if (!f.keys?.has(key)) f.keys?.add(key);
+      else if (out.duplicates.length < MAX_STRICT_ERRORS) {
+        const id = paths.child(f.path, key, true);
+        if (!judged.has(id) && spelled + paths.textLength(id) <= spellBudget) {
+          judged.add(id);
+          const text = paths.text(id);
+          spelled += text.length;
+          if (!seen.has(text)) {
+            seen.add(text);
+            out.duplicates.push(text);
+          }
+        }
+      }
       ws();
       if (b[i] !== 0x3a) fail('after object key');
       i++;
@@ -190,13 +254,14 @@ function scan(b: Uint8Array, out: GoJsonScan): void {
         i++;
         if (f.array) {
           f.index++;
-          path = `${f.path}[${f.index}]`;
+          parentPath = f.path;
+          segment = `[${f.index}]`;
+          isKey = false;
           mode = 'value';
         } else mode = 'key';
       } else if (c === (f.array ? 0x5d : 0x7d)) {
         i++;
         stack.pop();
-        path = f.path;
       } else fail(f.array ? 'after array element' : 'after object key:value pair');
     }
   }
