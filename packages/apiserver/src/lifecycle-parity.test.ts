@@ -3,6 +3,9 @@
 // resources, the watch events of deletes), each asserting kube-apiserver's answer over HTTP.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { createCrds, eventually, startTestServer, widgetCrd } from './testing/harness.js';
 import type { TestServer } from './testing/harness.js';
@@ -100,6 +103,26 @@ describe('kube-apiserver parity: foreground deletion', () => {
     assert.equal(typeof r.body.metadata.deletionTimestamp, 'string');
     await eventually(async () => (await ts.client.get(`${CM}/owner-a`)).status === 404);
     assert.equal((await ts.client.get(`${CM}/dep-a`)).status, 404);
+  });
+
+  it('breaks a cycle of blocking owners (A owns B owns A) as kube does, so a foreground delete of either ends', async () => {
+    const a = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cycle-a' } });
+    assert.equal(a.status, 201, a.text);
+    const ref = (o: { body: { metadata: { name: string; uid: string } } }): Record<string, unknown> => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: o.body.metadata.name,
+      uid: o.body.metadata.uid,
+      blockOwnerDeletion: true,
+    });
+    const b = await ts.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cycle-b', ownerReferences: [ref(a)] } });
+    assert.equal(b.status, 201, b.text);
+    const owned = await ts.client.patch(`${CM}/cycle-a`, { metadata: { ownerReferences: [ref(b)] } }, 'merge');
+    assert.equal(owned.status, 200, owned.text);
+    assert.equal((await ts.client.delete(`${CM}/cycle-a`, foreground)).status, 200);
+    await eventually(
+      async () => (await ts.client.get(`${CM}/cycle-a`)).status === 404 && (await ts.client.get(`${CM}/cycle-b`)).status === 404,
+    );
   });
 
   it('keeps the owner while a blocking dependent is still there', async () => {
@@ -206,5 +229,41 @@ describe('propagationFinalizers', () => {
         assert.deepEqual(propagationFinalizers(out, p), out);
       }),
     );
+  });
+});
+
+describe('garbage collection across a restart', () => {
+  it('finishes a foreground delete whose owner was marked when the server stopped', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kars-gc-restart-'));
+    try {
+      const first = await startTestServer({ dataDir });
+      // The first server's collector stops before the owner is marked, as if the process died then.
+      (first.server as unknown as { running: { lifecycle: { close(): void } } }).running.lifecycle.close();
+      const owner = await first.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gc-owner' } });
+      assert.equal(owner.status, 201, owner.text);
+      const ownerReferences = [
+        { apiVersion: 'v1', kind: 'ConfigMap', name: 'gc-owner', uid: owner.body.metadata.uid, blockOwnerDeletion: true },
+      ];
+      assert.equal(
+        (await first.client.post(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gc-dep', ownerReferences } })).status,
+        201,
+      );
+      const marked = await first.client.delete(`${CM}/gc-owner`, {
+        kind: 'DeleteOptions',
+        apiVersion: 'v1',
+        propagationPolicy: 'Foreground',
+      });
+      assert.deepEqual(marked.body.metadata.finalizers, ['foregroundDeletion']);
+      await first.close();
+      const second = await startTestServer({ dataDir });
+      try {
+        await eventually(async () => (await second.client.get(`${CM}/gc-owner`)).status === 404, 10_000);
+        assert.equal((await second.client.get(`${CM}/gc-dep`)).status, 404);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -80,6 +80,17 @@ export class Lifecycle {
     for (const row of this.service.scan(NS_GR, undefined)) {
       if (parse(row.body).metadata.deletionTimestamp) this.enqueue(() => this.terminateNamespace(row.name));
     }
+    // Owners that were waiting for the garbage collector when the server stopped (orphan or foreground).
+    for (const ri of this.registry.all()) {
+      const gr = grKey(ri.group, ri.resource);
+      for (const row of this.service.scan(gr, undefined)) {
+        if (!row.body.includes('"deletionTimestamp"')) continue;
+        const obj = parse(row.body);
+        if (!obj.metadata.deletionTimestamp) continue;
+        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
+        if (obj.metadata.finalizers?.includes(FOREGROUND)) this.enqueue(() => this.foreground(gr, row.ns, row.name));
+      }
+    }
   }
 
   /** Stop: queued tasks are dropped, new changes are ignored. */
@@ -208,9 +219,19 @@ export class Lifecycle {
       const obj = parse(depRow.body);
       if (obj.metadata.deletionTimestamp) continue;
       const others = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== uid);
-      const policy = this.store.dependentsOf(obj.metadata.uid ?? '').length > 0 ? 'Foreground' : 'Background';
+      const itsDependents = this.store.dependentsOf(obj.metadata.uid ?? '');
+      const policy = itsDependents.length > 0 ? 'Foreground' : 'Background';
+      if (others.length > 0) {
+        writes.push(this.removeOwnerRef(depRi, dep.ns, dep.name, uid));
+        continue;
+      }
+      // kube's cycle breaker: a dependent that has a dependent of its own being deleted in the foreground
+      // (A owns B owns A) first stops blocking its owners, then goes in the foreground itself.
+      const cycle = itsDependents.some((d) => this.deletingInForeground(d.gr, d.ns, d.name));
       writes.push(
-        others.length === 0 ? this.tryDelete(depRi, dep.ns, dep.name, policy) : this.removeOwnerRef(depRi, dep.ns, dep.name, uid),
+        (cycle ? this.unblockOwnerRefs(depRi, dep.ns, dep.name) : Promise.resolve()).then(() =>
+          this.tryDelete(depRi, dep.ns, dep.name, policy),
+        ),
       );
     }
     await settleAll(writes);
@@ -220,6 +241,24 @@ export class Lifecycle {
       return refs.some((r) => r.uid === uid && r.blockOwnerDeletion === true);
     });
     if (!blocking) await this.removeFinalizer(ri, ns, name, FOREGROUND);
+  }
+
+  /** Whether the stored object is marked for deletion and waits for its dependents (`foregroundDeletion`). */
+  private deletingInForeground(gr: string, ns: string, name: string): boolean {
+    const row = this.store.get(gr, ns, name);
+    if (!row) return false;
+    const meta = parse(row.body).metadata;
+    return meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).includes(FOREGROUND);
+  }
+
+  /** Set blockOwnerDeletion false on every ownerReference of the object (kube's unblockOwnerReferences). */
+  private async unblockOwnerRefs(ri: ResourceInfo, ns: string, name: string): Promise<void> {
+    await this.service.modify(this.targetOf(ri, ns, name), (next) => {
+      next.metadata.ownerReferences = (next.metadata.ownerReferences ?? []).map((r) =>
+        r.blockOwnerDeletion ? { ...r, blockOwnerDeletion: false } : r,
+      );
+      return next;
+    });
   }
 
   /** {@link foreground} for the owner an ownerReference of a dependent in `ns` names, if it still exists. */
