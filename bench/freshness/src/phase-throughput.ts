@@ -89,7 +89,7 @@ export async function throughputPhase(b: Bench, benchPeers: PeerKind[]): Promise
       };
       raw.throughput[p] = t;
       log(
-        `  ${p}: ${fmtInt(t.received)}/${fmtInt(sent)} events, ${fmtInt(t.eventsPerSec)} events/s (writer ${fmtInt(t.writerOpsPerSec)} ops/s), lag ${fmt2(t.lagAfterWriterMs / 1000)} s, ${fmt1(t.cpuUsPerEvent)} µs CPU/event`,
+        `  ${p}: ${fmtInt(t.received)}/${fmtInt(sent)} events, ${fmtInt(t.eventsPerSec)} events/s (writer ${fmtInt(t.writerOpsPerSec)} ops/s), lag ${fmt2(t.lagAfterWriterMs / 1000)} s, ${fmt1(t.cpuUsPerEvent)} µs CPU/event (user ${fmt1(rep.count ? rep.cpuUserUs / rep.count : NaN)} + system ${fmt1(rep.count ? rep.cpuSystemUs / rep.count : NaN)})`,
       );
       if (rep.count < sent) failures.push(`events/s ${p}: received ${rep.count} of ${sent} events (stalled)`);
     } catch (err) {

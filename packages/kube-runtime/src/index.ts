@@ -32,6 +32,8 @@ export {
   shouldResetBackoff,
   step,
   watcher,
+  runWatcher,
+  stepEvent,
   watcherBatches,
 } from './watcher.js';
 export type {

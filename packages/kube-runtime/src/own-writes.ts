@@ -1,8 +1,19 @@
 import { systemClock } from '@kars/kube-core';
 import type { Clock, KubeObject } from '@kars/kube-core';
 
-/** A resourceVersion that orders as a number: decimal digits within the safe-integer range. */
-const ORDERED_RV = /^\d{1,15}$/;
+/**
+ * Whether a resourceVersion orders as a number: 1–15 decimal digits (within the safe-integer
+ * range), what /^\d{1,15}$/ matches, by hand (the reflector asks for every watch event).
+ */
+function isOrderedRv(rv: string): boolean {
+  const n = rv.length;
+  if (n === 0 || n > 15) return false;
+  for (let i = 0; i < n; i++) {
+    const c = rv.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
 
 /**
  * Order two resourceVersions: -1 when `a` is older, 0 when equal, 1 when newer; `undefined` when
@@ -12,7 +23,7 @@ const ORDERED_RV = /^\d{1,15}$/;
 export function compareResourceVersions(a: string | undefined, b: string | undefined): -1 | 0 | 1 | undefined {
   if (a === undefined || b === undefined) return undefined;
   if (a === b) return 0;
-  if (!ORDERED_RV.test(a) || !ORDERED_RV.test(b)) return undefined;
+  if (!isOrderedRv(a) || !isOrderedRv(b)) return undefined;
   const d = Number(a) - Number(b);
   return d < 0 ? -1 : d > 0 ? 1 : 0;
 }

@@ -6,8 +6,8 @@ import { compareResourceVersions } from './own-writes.js';
 import { keyOf, Store } from './store.js';
 import type { Change, ChangeSource, IndexFn } from './store.js';
 import type { WatchConfig } from './watch-config.js';
-import { watcherBatches } from './watcher.js';
-import type { WatchClient, WatcherEvent } from './watcher.js';
+import { runWatcher } from './watcher.js';
+import type { RelistReason, WatchClient, WatcherEvent } from './watcher.js';
 
 /** @deprecated The runtime's logger is kube-core's {@link Logger}; this alias remains for old imports. */
 export type RuntimeLogger = Logger;
@@ -125,13 +125,66 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
     }
   }
 
+  /** Swap a complete listing in and report what it changed (drift, when the relist was the periodic one). */
+  private relisted(listed: T[], reason: RelistReason): void {
+    const changes = this.store.replace(listed);
+    if (reason === 'periodic' && changes.length > 0) {
+      this.opts.metrics?.driftRepaired(changes.length);
+      this.opts.log?.warn(
+        {
+          watch: this.opts.name,
+          repaired: changes.length,
+          keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`),
+        },
+        'relist found drift; repaired',
+      );
+    }
+    for (const c of changes) this.emit(c);
+  }
+
   /** Run until `signal` aborts. Never throws. */
   async run(signal: AbortSignal): Promise<void> {
     const log = this.opts.log;
     const name = this.opts.name;
     let buffer: T[] = [];
     const transform = this.opts.transform;
-    const batches = watcherBatches<T>(
+    // Each batch is handled synchronously as the watcher reads it (no promise per watch event).
+    // The per-event path (apply, delete) is kept small; a (re)list goes to relisted().
+    const onBatch = (batch: Array<WatcherEvent<T>>): void => {
+      for (const ev of batch)
+        switch (ev.type) {
+          case 'apply': {
+            const key = keyOf(ev.object);
+            const cached = this.store.get(key);
+            if (isStale(ev.object, cached)) break;
+            const object = transform ? transform(ev.object) : ev.object;
+            // A transform must keep the name and namespace, so the key stays the same.
+            const old = transform ? this.store.apply(object) : this.store.applyAt(key, object, cached);
+            this.emit({ type: 'apply', object, old });
+            break;
+          }
+          case 'delete': {
+            const object = transform ? transform(ev.object) : ev.object;
+            const old = this.store.delete(object);
+            this.emit({ type: 'delete', object: old ?? object });
+            break;
+          }
+          case 'init':
+            buffer = [];
+            break;
+          case 'initApply':
+            buffer.push(transform ? transform(ev.object) : ev.object);
+            break;
+          case 'initDone':
+            this.relisted(buffer, ev.reason);
+            buffer = [];
+            break;
+          case 'bookmark':
+          case 'restart':
+            break;
+        }
+    };
+    await runWatcher<T>(
       {
         client: this.opts.client,
         resource: this.opts.resource,
@@ -150,51 +203,7 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
         },
       },
       signal,
+      onBatch,
     );
-    for await (const batch of batches as AsyncGenerator<Array<WatcherEvent<T>>>)
-      for (const ev of batch) {
-        switch (ev.type) {
-          case 'init':
-            buffer = [];
-            break;
-          case 'initApply':
-            buffer.push(transform ? transform(ev.object) : ev.object);
-            break;
-          case 'initDone': {
-            const changes = this.store.replace(buffer);
-            buffer = [];
-            if (ev.reason === 'periodic' && changes.length > 0) {
-              this.opts.metrics?.driftRepaired(changes.length);
-              log?.warn(
-                {
-                  watch: name,
-                  repaired: changes.length,
-                  keys: changes.slice(0, 10).map((c) => `${c.type}:${c.object.metadata.namespace ?? ''}/${c.object.metadata.name ?? ''}`),
-                },
-                'relist found drift; repaired',
-              );
-            }
-            for (const c of changes) this.emit(c);
-            break;
-          }
-          case 'apply': {
-            const cached = this.store.get(keyOf(ev.object));
-            if (isStale(ev.object, cached)) break;
-            const object = transform ? transform(ev.object) : ev.object;
-            const old = this.store.apply(object);
-            this.emit({ type: 'apply', object, old });
-            break;
-          }
-          case 'delete': {
-            const object = transform ? transform(ev.object) : ev.object;
-            const old = this.store.delete(object);
-            this.emit({ type: 'delete', object: old ?? object });
-            break;
-          }
-          case 'bookmark':
-          case 'restart':
-            break;
-        }
-      }
   }
 }

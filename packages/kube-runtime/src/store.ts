@@ -105,10 +105,17 @@ export class Store<T extends KubeObject = KubeObject> implements StoreReader<T> 
   /** Insert or replace one object; returns the previous copy. */
   apply(obj: T): T | undefined {
     const key = keyOf(obj);
-    const old = this.items.get(key);
-    if (old) this.unindex(key, old);
+    return this.applyAt(key, obj, this.items.get(key));
+  }
+
+  /**
+   * {@link apply} for a caller that has just looked the object up: `key` must be `keyOf(obj)` and
+   * `old` what `get(key)` returned (the reflector's hot path, which reads the cached copy anyway).
+   */
+  applyAt(key: string, obj: T, old: T | undefined): T | undefined {
+    if (old && this.indexFns.size > 0) this.unindex(key, old);
     this.items.set(key, obj);
-    this.index(key, obj);
+    if (this.indexFns.size > 0) this.index(key, obj);
     return old;
   }
 
@@ -117,7 +124,7 @@ export class Store<T extends KubeObject = KubeObject> implements StoreReader<T> 
     const key = keyOf(obj);
     const old = this.items.get(key);
     if (old) {
-      this.unindex(key, old);
+      if (this.indexFns.size > 0) this.unindex(key, old);
       this.items.delete(key);
     }
     return old;

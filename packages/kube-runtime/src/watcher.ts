@@ -166,6 +166,31 @@ function errMessage(err: unknown): string {
 }
 
 /**
+ * {@link step} for an `event` input in state *watching* (what `step` does with one): the new
+ * resourceVersion and the consumer's event, or, for an ERROR event, how the stream must end. Small
+ * on purpose: the watcher calls it for every watch event, without the rest of `step`.
+ */
+export function stepEvent<T extends KubeObject>(state: WatcherState & { phase: 'watching' }, ev: WatchEvent<T>): StepResult<T> {
+  if (ev.type === 'ERROR') return { state, events: [], delayMs: 0, endStream: errorEventOutcome(ev.object as Status), notes: [] };
+  const obj = ev.object as T;
+  const resourceVersion = obj.metadata?.resourceVersion || state.resourceVersion;
+  const next: WatcherState = {
+    phase: 'watching',
+    resourceVersion,
+    listedAt: state.listedAt,
+    failures: state.failures,
+    acceptedDrops: state.acceptedDrops,
+  };
+  const out: WatcherEvent<T> =
+    ev.type === 'BOOKMARK'
+      ? { type: 'bookmark', resourceVersion }
+      : ev.type === 'DELETED'
+        ? { type: 'delete', object: obj }
+        : { type: 'apply', object: obj };
+  return { state: next, events: [out], delayMs: 0, notes: [] };
+}
+
+/**
  * The watcher's transition function, with no I/O: given the state, what just happened, the time
  * and a jitter draw, the next state, the events to emit and how long to wait before the next
  * request. {@link watcher} is the thin loop that does the I/O each state asks for.
@@ -244,18 +269,7 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
     }
     case 'event': {
       if (state.phase !== 'watching') throw new Error('watcher step: a watch event arrived while not watching');
-      const ev = input.event;
-      if (ev.type === 'ERROR') return { state, events: [], delayMs: 0, endStream: errorEventOutcome(ev.object as Status), notes: [] };
-      const obj = ev.object as T;
-      const resourceVersion = obj.metadata?.resourceVersion || state.resourceVersion;
-      const next: WatcherState = { ...state, resourceVersion };
-      const out: WatcherEvent<T> =
-        ev.type === 'BOOKMARK'
-          ? { type: 'bookmark', resourceVersion }
-          : ev.type === 'DELETED'
-            ? { type: 'delete', object: obj }
-            : { type: 'apply', object: obj };
-      return { state: next, events: [out], delayMs: 0, notes: [] };
+      return stepEvent(state, input.event);
     }
     case 'stream-ended': {
       if (state.phase !== 'watching') throw new Error('watcher step: a stream ended while not watching');
@@ -326,9 +340,10 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
 /**
  * The calls the watcher makes; a `KubeClient` is one (tests script their own). With `watchBatches`
  * (KubeClient has it) the watcher takes the events that arrived together as one array; without it,
- * it reads `watch` one event at a time, with the same result.
+ * it reads `watch` one event at a time, with the same result. With `watchEach` (KubeClient has it
+ * too), {@link runWatcher} takes them in a callback, without a promise per read.
  */
-export type WatchClient = Pick<KubeClient, 'list' | 'watch'> & Partial<Pick<KubeClient, 'watchBatches'>>;
+export type WatchClient = Pick<KubeClient, 'list' | 'watch'> & Partial<Pick<KubeClient, 'watchBatches' | 'watchEach'>>;
 
 export interface WatcherOptions {
   client: WatchClient;
@@ -388,11 +403,46 @@ async function* oneByOne<T extends KubeObject>(
 /**
  * {@link watcher}, one batch at a time: the events of one list page, of one stream read, or of one
  * lifecycle change come as one array (in order, never empty), with exactly the same events and
- * guarantees. The {@link Reflector} consumes this, so it pays one promise per batch, not per event.
+ * guarantees.
  */
-export async function* watcherBatches<T extends KubeObject = KubeObject>(
+export function watcherBatches<T extends KubeObject = KubeObject>(
   opts: WatcherOptions,
   signal: AbortSignal,
+): AsyncGenerator<Array<WatcherEvent<T>>, void, undefined> {
+  return watchLoop<T>(opts, signal, undefined);
+}
+
+/**
+ * {@link watcherBatches} as callbacks: `onBatch` gets every batch, in the same order and with the
+ * same guarantees, and must handle it synchronously (it is called from the stream's 'readable'
+ * event when the client has `watchEach`, as KubeClient does, so a watch event costs no promise
+ * and no microtask on its way to the consumer). Whatever `onBatch` throws ends the watcher and
+ * rejects the promise, which otherwise resolves when `signal` aborts. The {@link Reflector} runs on this.
+ */
+export async function runWatcher<T extends KubeObject = KubeObject>(
+  opts: WatcherOptions,
+  signal: AbortSignal,
+  onBatch: (events: Array<WatcherEvent<T>>) => void,
+): Promise<void> {
+  for await (const batch of watchLoop<T>(opts, signal, onBatch)) onBatch(batch);
+}
+
+/** A consumer's throw, carried out of the stream read so it is not taken for a stream failure. */
+class SinkError extends Error {
+  constructor(readonly error: unknown) {
+    super("the watcher's consumer threw", { cause: error });
+  }
+}
+
+/**
+ * The watcher's loop. Without `sink` every batch is yielded; with it, the batches of an open
+ * watch stream go to `sink` synchronously as they are read (the list and lifecycle batches are
+ * still yielded, so the consumer sees one order either way).
+ */
+async function* watchLoop<T extends KubeObject>(
+  opts: WatcherOptions,
+  signal: AbortSignal,
+  sink: ((events: Array<WatcherEvent<T>>) => void) | undefined,
 ): AsyncGenerator<Array<WatcherEvent<T>>, void, undefined> {
   const cfg = opts.config;
   const clock = opts.clock ?? systemClock;
@@ -460,29 +510,55 @@ export async function* watcherBatches<T extends KubeObject = KubeObject>(
             log.info({ resourceVersion: from }, 'watch started');
           },
         };
-        const batches = opts.client.watchBatches
-          ? opts.client.watchBatches<T>(opts.resource, params)
-          : oneByOne(opts.client.watch<T>(opts.resource, params));
-        stream: for await (const evs of batches) {
+        // The events of one read, stepped ({@link stepEvent}: `step` for an event, which reads
+        // neither the time nor the jitter). An ERROR event ends the stream (`endedBy`).
+        let endedBy: StreamOutcome | undefined;
+        const take = (evs: ReadonlyArray<WatchEvent<T>>): Array<WatcherEvent<T>> => {
           fresh();
           const out: Array<WatcherEvent<T>> = [];
-          // An `event` step reads neither the time nor the jitter: one context for the whole batch.
-          const c = ctx();
           for (const ev of evs) {
-            const r: StepResult<T> = step<T>(state, { kind: 'event', event: ev }, c);
+            if (state.phase !== 'watching') throw new Error('watcher: a watch event arrived while not watching');
+            const r: StepResult<T> = stepEvent<T>(state, ev);
             state = r.state;
             opts.metrics?.event(ev.type);
             if (r.endStream) {
-              outcome = r.endStream;
-              if (out.length > 0) yield out;
-              break stream;
+              endedBy = r.endStream;
+              break;
             }
             for (const e of r.events) out.push(e);
           }
-          if (out.length > 0) yield out;
+          return out;
+        };
+        let sinkError: SinkError | undefined;
+        const deliver = (out: Array<WatcherEvent<T>>): boolean => {
+          if (sink === undefined || out.length === 0) return true;
+          try {
+            sink(out);
+            return true;
+          } catch (err) {
+            sinkError = new SinkError(err);
+            return false;
+          }
+        };
+        if (sink !== undefined && opts.client.watchEach) {
+          await opts.client.watchEach<T>(opts.resource, params, (evs) => deliver(take(evs)) && endedBy === undefined);
+        } else {
+          const batches = opts.client.watchBatches
+            ? opts.client.watchBatches<T>(opts.resource, params)
+            : oneByOne(opts.client.watch<T>(opts.resource, params));
+          for await (const evs of batches) {
+            const out = take(evs);
+            if (sink === undefined) {
+              if (out.length > 0) yield out;
+            } else if (!deliver(out)) break;
+            if (endedBy !== undefined) break;
+          }
         }
+        if (sinkError !== undefined) throw sinkError;
+        if (endedBy !== undefined) outcome = endedBy;
         if (relistDue) outcome = { kind: 'relist-due' };
       } catch (err) {
+        if (err instanceof SinkError) throw err.error;
         if (signal.aborted) return;
         outcome = relistDue ? { kind: 'relist-due' } : classifyFailure(err);
       } finally {
