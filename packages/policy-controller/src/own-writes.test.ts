@@ -135,6 +135,8 @@ describe('controller whose policy watch lags behind its own writes', () => {
       instrument: (c: KubeClient) => {
         // The watcher reads batches (`watchBatches`, which `watch` is built on too): the lag and the
         // valve go there, one event per batch, so that every path to the InferencePolicy watch runs behind.
+        // Without `watchEach` (the callback read the watcher prefers) the watcher reads `watchBatches`.
+        Object.defineProperty(c, 'watchEach', { value: undefined });
         const batches = c.watchBatches.bind(c);
         c.watchBatches = <T extends KubeObject = KubeObject>(
           ref: ResourceRef,

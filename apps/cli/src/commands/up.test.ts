@@ -25,6 +25,25 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
+/** Whether nothing listens on `port` at 127.0.0.1 now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * The same ports, but any another process has taken since they were picked (an ephemeral port of
+ * some connection on a busy machine, minutes later) swapped for a fresh free one.
+ */
+async function reclaimed(ports: number[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const p of ports) out.push((await isFree(p)) ? p : ((await freePorts(1))[0] ?? p));
+  return out;
+}
+
 function portFlags(p: number[]): string[] {
   const names = [
     '--apiserver-port',
@@ -191,7 +210,7 @@ describe('kars up', { timeout: 600_000 }, () => {
       );
 
       // Resume: the data (and the stricter edit) is kept.
-      const again = startUp(dataDir, ports);
+      const again = startUp(dataDir, await reclaimed(ports));
       try {
         await waitFor(again, 'kars is up', 240_000);
         assert.match(again.out(), /\(resuming: kept from the last run\)/);
