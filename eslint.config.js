@@ -4,7 +4,16 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', 'bench/results/**', 'scripts/**', 'packages/*/scripts/**', '.kars/**', 'apps/cli/bin/**'],
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      'bench/results/**',
+      'scripts/**',
+      'packages/*/scripts/**',
+      'apps/*/scripts/**',
+      '.kars/**',
+      'apps/cli/bin/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -1,6 +1,6 @@
 // Runs every compiled test file (dist/**/*.test.js) of every workspace with node's test runner.
 // Pass paths to run a subset: node scripts/run-tests.mjs packages/kube-core packages/router/dist/router.test.js
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +72,13 @@ function runner(list, env, capture) {
   });
 }
 
+// The build's bundles, rebuilt if an input changed since (each skips when up to date): a `tsc -b`
+// after an edit would otherwise leave every test that spawns `kars router` running a stale router
+// bundle (apps/cli/scripts/bundle-router.mjs, ADR 0056).
+for (const script of ['packages/kube-client/scripts/bundle-kubeconfig.mjs', 'apps/cli/scripts/bundle-router.mjs']) {
+  const r = spawnSync(process.execPath, [new URL(`../${script}`, import.meta.url).pathname], { stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
 const started = Date.now();
 const dir = mkdtempSync(join(tmpdir(), 'kars-tests-'));
 const timingDir = join(dir, 'timing');

@@ -77,7 +77,13 @@ async function main(): Promise<number> {
     before: before ? resolve(before) : undefined,
     goals: { idleMb: 55, loadMb: 100, startupMs: 250 },
   };
-  for (const f of ['apps/cli/dist/main.js', 'packages/policy-compiler/dist/index.js', 'packages/router/dist/stubs/openai.js'])
+  // The router bundle too: without it `kars router` runs from dist/main.js, which is not what a build ships (ADR 0056).
+  for (const f of [
+    'apps/cli/dist/main.js',
+    'apps/cli/dist/router.bundle.js',
+    'packages/policy-compiler/dist/index.js',
+    'packages/router/dist/stubs/openai.js',
+  ])
     if (!existsSync(join(ROOT, f))) throw new Error(`${f} is missing: build first (npm run build)`);
   const beforeBin = cfg.before ? join(cfg.before, 'apps/cli/bin/kars.js') : undefined;
   if (cfg.before && beforeBin && !existsSync(join(cfg.before, 'apps/cli/dist/main.js')))

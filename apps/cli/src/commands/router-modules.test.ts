@@ -4,6 +4,8 @@
  * cache at exit) is recorded, and none may be one of the heavy parts it once loaded without using
  * them: kube-schema with CEL, RE2 and protobuf (offline admission), client-node's generated API,
  * undici's package entry (fetch, WebSocket, the cache, the mocks), the API server, the controller.
+ * Since ADR 0056 a router runs apps/cli/dist/router.bundle.js: what it loads is that one file (and Node's
+ * built-ins), and what went into it is esbuild's list of inputs, written beside it; both are checked.
  * `kars compile`, which does use offline admission, is checked by the same recorder, so the check can fail.
  */
 import { after, before, describe, it } from 'node:test';
@@ -73,23 +75,43 @@ describe('what `kars router` loads', () => {
   before(() => (dir = mkdtempSync(join(tmpdir(), 'kars-router-modules-'))));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('is the router and what it runs, none of the heavy parts it does not use (issue 23, ADR 0037)', async () => {
+  it('is the router bundle and what it runs, none of the heavy parts it does not use (issue 23, ADR 0037, 0056)', async () => {
     // --help loads the command's module and everything it imports, then exits.
     const files = await loadedModules(dir, ['router', '--help']);
+    const bundle = fileURLToPath(new URL('../router.bundle.js', import.meta.url));
+    assert.ok(files.includes(bundle), `kars router ran the router bundle (${files.length} files; npm run build makes it)`);
+    // The bundle is the whole of kars a router runs: no module of a kars package or of the CLI
+    // besides bin/kars.js and the bundle itself is loaded from disk.
+    const kars = files.filter((f) => /\/(packages|apps)\/[^/]+\/(dist|bin)\//.test(f) && !f.includes('/node_modules/'));
+    assert.deepEqual(
+      kars.filter((f) => f !== bundle && !f.endsWith('/apps/cli/bin/kars.js')),
+      [],
+      'kars modules loaded outside the bundle',
+    );
+    // What went into the bundle (esbuild's metafile, written beside it) and what was loaded beside it.
+    const inputs = JSON.parse(readFileSync(fileURLToPath(new URL('../router.bundle.inputs.json', import.meta.url)), 'utf8')) as string[];
+    const all = [...files, ...inputs];
     assert.ok(
-      files.some((f) => f.endsWith('/router/dist/server.js')),
-      `the router itself was loaded (${files.length} files)`,
+      all.some((f) => f.endsWith('/router/dist/server.js')),
+      `the router itself was bundled (${inputs.length} inputs)`,
     );
     assert.ok(
-      files.some((f) => f.endsWith('/kube-client/dist/vendor/kubeconfig.js')),
-      'the KubeConfig bundle was loaded',
+      inputs.some((f) => f.endsWith('/kube-client/dist/vendor/kubeconfig.js')),
+      'the KubeConfig bundle was bundled (not client-node through import.meta.url)',
     );
     assert.ok(
-      files.some((f) => f.endsWith('/undici/lib/dispatcher/agent.js')),
-      "undici's Agent was loaded (CommonJS is recorded too)",
+      inputs.some((f) => f.endsWith('/undici/lib/dispatcher/agent.js')),
+      "undici's Agent was bundled (from its own module, http/undici-parts.ts)",
+    );
+    // Every module but Node's own comes from the bundle: nothing is loaded from node_modules either
+    // (CommonJS is recorded too: the require cache).
+    assert.deepEqual(
+      files.filter((f) => f.includes('/node_modules/')).slice(0, 3),
+      [],
+      'modules loaded from node_modules beside the bundle',
     );
     for (const [pattern, what] of NOT_IN_A_ROUTER) {
-      const hits = files.filter((f) => pattern.test(f));
+      const hits = all.filter((f) => pattern.test(f));
       assert.deepEqual(hits.slice(0, 3), [], `kars router loaded ${what}`);
     }
   });

@@ -85,6 +85,8 @@ void describe('the production image tree', () => {
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, new RegExp(`^Usage: kars ${cmd} \\[options\\]`));
       assert.match(r.stdout, cmd === 'controller' ? /--metrics-addr <host:port\|disabled>/ : /--sandbox <name>/);
+      // The image's routers run the router bundle (ADR 0056), which the build made and the tree keeps.
+      if (cmd === 'router') assert.ok(existsSync(join(TREE, 'apps/cli/dist/router.bundle.js')), 'the tree has the router bundle');
     });
   }
 
