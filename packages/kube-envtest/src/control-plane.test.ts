@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { until } from '@kars/kube-core/testing';
@@ -19,6 +20,17 @@ import { readPins } from './versions.js';
 
 const json = (body: string): Record<string, unknown> => JSON.parse(body) as Record<string, unknown>;
 const WAIT = { timeoutMs: 90_000, everyMs: 200 };
+
+/** A port of 127.0.0.1 that is free now. */
+function freePortOf(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
 
 for (const pin of readPins().kubernetes) {
   const found = findKubeBinaries(pin.minor);
@@ -196,6 +208,38 @@ for (const pin of readPins().kubernetes) {
       await cp.restartApiserver();
       assert.notEqual(cp.apiserver.pid, before);
       assert.equal((await cp.request(`/api/v1/namespaces/${ns}/serviceaccounts/probe`)).status, 200);
+    });
+
+    it('starts again with new ports when one it picked was taken before etcd bound it', async () => {
+      const holder = createServer();
+      await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+      const taken = (holder.address() as { port: number }).port;
+      const picks: number[] = [];
+      let first = true;
+      const logs: string[] = [];
+      const raced = await startControlPlane({
+        binaries: found.binaries!,
+        controllers: false,
+        log: (l) => logs.push(l),
+        // The first pick (etcd's client port) is a port something else already holds.
+        pickPort: async () => {
+          const p = first ? taken : await freePortOf();
+          first = false;
+          picks.push(p);
+          return p;
+        },
+      });
+      try {
+        assert.equal((await raced.request('/readyz')).status, 200);
+        assert.ok(picks.length >= 6, `ports picked twice: ${picks.join(' ')}`);
+        assert.ok(
+          logs.some((l) => /etcd: a port was taken before it bound it/.test(l)),
+          logs.join('\n'),
+        );
+      } finally {
+        await raced.stop();
+        holder.close();
+      }
     });
 
     it('stop() leaves no process and removes its temp dir', async () => {

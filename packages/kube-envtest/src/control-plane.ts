@@ -27,6 +27,8 @@ export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.lo
 export interface ControlPlaneOptions {
   /** A pinned version (`"1.34"`, `"v1.37.2"`); default the newest pinned. Ignored when `binaries` is given. */
   version?: string;
+  /** Where the ports it picks itself come from (default: a free port of 127.0.0.1); for tests of the port race. */
+  pickPort?: () => Promise<number>;
   /** Binaries to use instead of looking them up in the cache. */
   binaries?: KubeBinaries;
   /**
@@ -167,7 +169,28 @@ function kubeconfigFor(name: string, url: string, pki: ControlPlanePki, cert: st
  * {@link ControlPlaneStartError} naming the process and quoting its last output. The binaries come
  * from `npm run kube:build` ({@link findKubeBinaries}).
  */
+/** How many times a start whose own ports were taken before its processes bound them is retried. */
+const PORT_RACE_RETRIES = 3;
+
+/**
+ * Start a control plane. Ports it picks itself (none given in `opts.ports`) are free when picked, but
+ * on a busy machine another process can take one before etcd or kube-apiserver binds it; such a
+ * start ("address already in use") is stopped and retried with new ports, unless `opts.dir` is given.
+ */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startControlPlaneOnce(opts);
+    } catch (err) {
+      const raced = err instanceof ControlPlaneStartError && /address already in use/.test(err.tail);
+      // (Only in a directory of its own, which the failed start removed: a caller's keeps etcd's data.)
+      if (!raced || opts.ports !== undefined || opts.dir !== undefined || attempt > PORT_RACE_RETRIES) throw err;
+      opts.log?.(`${err.process}: a port was taken before it bound it; starting again with new ports`);
+    }
+  }
+}
+
+async function startControlPlaneOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
   const say = opts.log ?? ((): void => {});
   let binaries = opts.binaries;
   if (!binaries) {
@@ -210,9 +233,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const caPem = readFileSync(pki.caCert, 'utf8');
     const adminCert = readFileSync(pki.adminCert, 'utf8');
     const adminKey = readFileSync(pki.adminKey, 'utf8');
-    const etcdPort = opts.ports?.etcd ?? (await freePort());
-    const peerPort = opts.ports?.etcdPeer ?? (await freePort());
-    const apiPort = opts.ports?.apiserver ?? (await freePort());
+    const pick = opts.pickPort ?? freePort;
+    const etcdPort = opts.ports?.etcd ?? (await pick());
+    const peerPort = opts.ports?.etcdPeer ?? (await pick());
+    const apiPort = opts.ports?.apiserver ?? (await pick());
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const url = `https://127.0.0.1:${apiPort}`;
     const logs = join(dir, 'logs');
