@@ -18,6 +18,8 @@ export interface Config {
   memObjects: number;
   warmObjects: number;
   tputObjects: number;
+  /** Rounds of the events/s phase; the peers' order alternates from one round to the next (BENCH_TPUT_ROUNDS). */
+  tputRounds: number;
   concurrency: number;
   createConcurrency: number;
   bookmarkSecs: number;
@@ -66,6 +68,7 @@ export function readConfig(): Config {
     memObjects: int('BENCH_MEM_OBJECTS', quick ? 1000 : 10_000, 10),
     warmObjects: quick ? 20 : 100,
     tputObjects: 64,
+    tputRounds: int('BENCH_TPUT_ROUNDS', 2, 1),
     concurrency: 16,
     createConcurrency: 32,
     bookmarkSecs: int('BENCH_BOOKMARK_SECS', 60, 1),

@@ -106,7 +106,7 @@ export function report({ cfg, raw, failures, strays, runtimeSec, loadStart }: Ru
       p === 'kars-idle'
         ? 'same as kars'
         : t
-          ? `${fmtInt(t.eventsPerSec)} (${fmtInt(t.received)}/${fmtInt(t.updatesSent)}; writer ${fmtInt(t.writerOpsPerSec)}/s; ${fmt1(t.cpuUsPerEvent)} µs CPU/event)`
+          ? `${fmtInt(t.eventsPerSec)} (${fmtInt(t.received)}/${fmtInt(t.updatesSent)}; writer ${fmtInt(t.writerOpsPerSec)}/s; ${fmt1(t.cpuUsPerEvent)} µs CPU/event${t.cpuUsPerEventRounds && t.cpuUsPerEventRounds.length > 1 ? `, median of rounds ${t.cpuUsPerEventRounds.map(fmt1).join(' / ')}` : ''})`
           : '–';
     const m = raw.memory[p];
     const mem = p === 'kars-idle' ? 'same as kars' : m ? `${fmt1(m.heapMbPer10k)}` : '–';
@@ -129,7 +129,7 @@ export function report({ cfg, raw, failures, strays, runtimeSec, loadStart }: Ru
   ];
   if (Object.keys(raw.throughput).length) {
     lines.push(
-      `events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too.`,
+      `events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too. It runs ${cfg.tputRounds} round(s), the peers' order reversed every other round (the first peer of a round meets a colder writer); the µs per event is the median over the rounds.`,
     );
   }
   if (raw.memoryDataset) {

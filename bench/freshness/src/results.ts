@@ -42,7 +42,9 @@ export interface ThroughputResult {
   eventsPerSec: number;
   lagAfterWriterMs: number;
   cpuSec: number;
+  /** The median over the rounds (each round's in `cpuUsPerEventRounds`, in round order). */
   cpuUsPerEvent: number;
+  cpuUsPerEventRounds?: number[];
 }
 
 /** Heap of one peer's cache. */
