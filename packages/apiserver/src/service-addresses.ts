@@ -108,7 +108,8 @@ export function allocateServiceAddresses(obj: KubeObject, old: KubeObject | unde
   if (ip !== '' && ips.length === 0) spec['clusterIPs'] = [ip];
   else if (ip === '' && ips.length > 0) spec['clusterIP'] = ips[0];
 
-  if (!needsClusterIP(spec)) {
+  if (needsClusterIP(spec)) clusterIPFields(spec, was, taken, refuse);
+  else {
     // validateService: an ExternalName Service holds no cluster IP, family or policy.
     const forbidden = (field: string): StatusCause => ({
       reason: 'FieldValueForbidden',
@@ -120,59 +121,68 @@ export function allocateServiceAddresses(obj: KubeObject, old: KubeObject | unde
     if (Array.isArray(spec['ipFamilies']) && spec['ipFamilies'].length > 0) causes.push(forbidden('spec.ipFamilies'));
     if (spec['ipFamilyPolicy'] !== undefined && spec['ipFamilyPolicy'] !== null) causes.push(forbidden('spec.ipFamilyPolicy'));
     if (causes.length > 0) refuse(causes);
-  } else {
-    const causes = clusterIPsCauses(spec);
-    if (causes.length > 0) refuse(causes);
-  }
-
-  if (needsClusterIP(spec)) {
-    if (was && needsClusterIP(was)) {
-      const before = ipsOf(was);
-      const now = ipsOf(spec);
-      const headless = before[0] === 'None' && now[0] === 'None';
-      if (!headless && before.length > 0 && now[0] !== before[0])
-        refuse([
-          {
-            reason: 'FieldValueInvalid',
-            field: 'spec.clusterIPs[0]',
-            message: `Invalid value: ${JSON.stringify(now)}: may not change once set`,
-          },
-        ]);
-    }
-    if (spec['ipFamilyPolicy'] === undefined || spec['ipFamilyPolicy'] === null) {
-      const selectorless = !isObject(spec['selector']) || Object.keys(spec['selector']).length === 0;
-      // kube's special case: a headless Service without a selector may hold both families.
-      spec['ipFamilyPolicy'] =
-        was?.['ipFamilyPolicy'] ?? (spec['clusterIP'] === 'None' && selectorless ? 'RequireDualStack' : 'SingleStack');
-    }
-    if (!Array.isArray(spec['ipFamilies']) || spec['ipFamilies'].length === 0) spec['ipFamilies'] = ['IPv4'];
-    const asked = typeof spec['clusterIP'] === 'string' ? spec['clusterIP'] : '';
-    const keeps = was !== undefined && ipsOf(was)[0] === asked && asked !== '';
-    if (asked === '') {
-      const { ips: held } = taken();
-      const free = randomFree(RESERVED_FIRST + 1, CIDR_SIZE - 2, ipAt, (a) => held.has(a));
-      // kube answers an exhausted range with an internal error.
-      if (free === undefined) throw new Error(`failed to allocate a serviceIP: range is full (${SERVICE_CIDR})`);
-      spec['clusterIP'] = free;
-      spec['clusterIPs'] = [free];
-    } else if (asked !== 'None' && !keeps) {
-      const why =
-        offsetInRange(asked) === undefined
-          ? `the provided IP (${asked}) is not in the valid range. The range of valid IPs is ${SERVICE_CIDR}`
-          : offsetInRange(asked) === RESERVED_FIRST || taken().ips.has(asked)
-            ? 'provided IP is already allocated'
-            : undefined;
-      if (why !== undefined)
-        refuse([
-          {
-            reason: 'FieldValueInvalid',
-            field: 'spec.clusterIPs',
-            message: `Invalid value: ${JSON.stringify(ipsOf(spec))}: failed to allocate IP ${asked}: ${why}`,
-          },
-        ]);
-    }
   }
   if (needsNodePort(spec)) allocateNodePorts(spec, was, taken, refuse);
+}
+
+/**
+ * The cluster IP part of {@link allocateServiceAddresses}, for a Service of a type that has one:
+ * kube's cluster-IP field checks, a set cluster IP stays, the IP family fields, and a free
+ * address allocated (or the one asked for checked).
+ */
+function clusterIPFields(
+  spec: Record<string, unknown>,
+  was: Record<string, unknown> | undefined,
+  taken: () => AddressesInUse,
+  refuse: (causes: StatusCause[]) => never,
+): void {
+  const causes = clusterIPsCauses(spec);
+  if (causes.length > 0) refuse(causes);
+  if (was && needsClusterIP(was)) {
+    const before = ipsOf(was);
+    const now = ipsOf(spec);
+    const headless = before[0] === 'None' && now[0] === 'None';
+    if (!headless && before.length > 0 && now[0] !== before[0])
+      refuse([
+        {
+          reason: 'FieldValueInvalid',
+          field: 'spec.clusterIPs[0]',
+          message: `Invalid value: ${JSON.stringify(now)}: may not change once set`,
+        },
+      ]);
+  }
+  if (spec['ipFamilyPolicy'] === undefined || spec['ipFamilyPolicy'] === null) {
+    const selectorless = !isObject(spec['selector']) || Object.keys(spec['selector']).length === 0;
+    // kube's special case: a headless Service without a selector may hold both families.
+    spec['ipFamilyPolicy'] = was?.['ipFamilyPolicy'] ?? (spec['clusterIP'] === 'None' && selectorless ? 'RequireDualStack' : 'SingleStack');
+  }
+  if (!Array.isArray(spec['ipFamilies']) || spec['ipFamilies'].length === 0) spec['ipFamilies'] = ['IPv4'];
+  const asked = typeof spec['clusterIP'] === 'string' ? spec['clusterIP'] : '';
+  const keeps = was !== undefined && ipsOf(was)[0] === asked && asked !== '';
+  if (asked === '') {
+    const { ips: held } = taken();
+    const free = randomFree(RESERVED_FIRST + 1, CIDR_SIZE - 2, ipAt, (a) => held.has(a));
+    // kube answers an exhausted range with an internal error.
+    if (free === undefined) throw new Error(`failed to allocate a serviceIP: range is full (${SERVICE_CIDR})`);
+    spec['clusterIP'] = free;
+    spec['clusterIPs'] = [free];
+  } else if (asked !== 'None' && !keeps) {
+    const offset = offsetInRange(asked);
+    const why =
+      offset === undefined
+        ? `the provided IP (${asked}) is not in the valid range. The range of valid IPs is ${SERVICE_CIDR}`
+        : offset === RESERVED_FIRST || taken().ips.has(asked)
+          ? 'provided IP is already allocated'
+          : undefined;
+    if (why !== undefined)
+      refuse([
+        {
+          reason: 'FieldValueInvalid',
+          field: 'spec.clusterIPs',
+          message: `Invalid value: ${JSON.stringify(ipsOf(spec))}: failed to allocate IP ${asked}: ${why}`,
+        },
+      ]);
+  }
 }
 
 /**

@@ -266,13 +266,8 @@ export class ObjectService {
   /** The cluster IPs and node ports every Service but `t`'s holds (read inside the write's savepoint). */
   private serviceAddressesInUse(t: Target): AddressesInUse {
     const others: KubeObject[] = [];
-    let after = { ns: '', name: '' };
-    for (;;) {
-      const rows = this.store.list(SERVICES_GR, undefined, after, 500);
-      for (const r of rows) if (r.ns !== t.ns || r.name !== t.name) others.push(parse(r.body));
-      if (rows.length < 500) return addressesInUse(others);
-      after = { ns: rows[rows.length - 1]!.ns, name: rows[rows.length - 1]!.name };
-    }
+    for (const r of this.scan(SERVICES_GR, undefined)) if (r.ns !== t.ns || r.name !== t.name) others.push(parse(r.body));
+    return addressesInUse(others);
   }
 
   private requireNamespace(t: Target): void {
