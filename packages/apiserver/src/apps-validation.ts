@@ -8,6 +8,7 @@
  */
 import { isObject, labelSelectorFromObject, matchesLabels } from '@kars/kube-core';
 import type { KubeObject, LabelSelectorObject, StatusCause } from '@kars/kube-core';
+import { requiredCause } from './field-errors.js';
 
 const record = (v: unknown): Record<string, unknown> => (isObject(v) ? v : {});
 
@@ -51,7 +52,7 @@ function deploymentSpecCauses(obj: KubeObject): StatusCause[] {
   const spec = record(obj['spec']);
   const sel = spec['selector'];
   const causes: StatusCause[] = [];
-  if (!isObject(sel)) causes.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
+  if (!isObject(sel)) causes.push(requiredCause('spec.selector'));
   else if (Object.keys(selectorValue(sel)).length === 0)
     causes.push(invalid('spec.selector', selectorText(sel), 'empty selector is invalid for deployment'));
   // LabelSelectorAsSelector: no selector selects nothing, an empty one everything; an unknown operator is an error.
@@ -64,8 +65,7 @@ function deploymentSpecCauses(obj: KubeObject): StatusCause[] {
     causes.push(
       invalid('spec.template.metadata.labels', hasEntries(labels) ? goJson(labels) : 'null', '`selector` does not match template `labels`'),
     );
-  if (!hasEntries(record(template['spec'])['containers']))
-    causes.push({ reason: 'FieldValueRequired', field: 'spec.template.spec.containers', message: 'Required value' });
+  if (!hasEntries(record(template['spec'])['containers'])) causes.push(requiredCause('spec.template.spec.containers'));
   return causes;
 }
 

@@ -11,7 +11,8 @@
 import { goQuote, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
 import { deploymentCauses } from './apps-validation.js';
-import { dns1123LabelProblems, invalidValue } from './meta.js';
+import { goValue, invalidValue, notSupportedCause as notSupported, requiredCause as required } from './field-errors.js';
+import { dns1123LabelProblems } from './meta.js';
 import type { ResourceInfo } from './registry/resource.js';
 
 /** kube's MaxSecretSize: a ConfigMap's data and binaryData together, in bytes. */
@@ -91,14 +92,6 @@ function roleRefUpdateCauses(obj: KubeObject, old: KubeObject): StatusCause[] {
   return [{ reason: 'FieldValueInvalid', field: 'roleRef', message: `Invalid value: ${JSON.stringify(go(ref))}: cannot change roleRef` }];
 }
 
-const required = (field: string): StatusCause => ({ reason: 'FieldValueRequired', field, message: 'Required value' });
-const notSupported = (field: string, value: unknown, supported: readonly string[]): StatusCause => ({
-  reason: 'FieldValueNotSupported',
-  field,
-  message: `Unsupported value: ${goValue(value)}: supported values: ${supported.map(goQuote).join(', ')}`,
-});
-/** A value as kube's field errors print it: strings quoted as Go quotes them, numbers and booleans bare. */
-const goValue = (v: unknown): string => (typeof v === 'string' ? goQuote(v) : (JSON.stringify(v) ?? 'null'));
 const PORT_RANGE_MSG = 'must be between 1 and 65535, inclusive';
 const validPort = (n: unknown): boolean => typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 65535;
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { cloneJson, goQuote, isObject } from '@kars/kube-core';
+import { cloneJson, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
+import { invalidValue } from './field-errors.js';
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -54,13 +55,6 @@ export function dns1123LabelProblems(value: string): string[] {
   if (!DNS_LABEL.test(value)) out.push(DNS_LABEL_MSG);
   return out;
 }
-
-/** A field.Invalid cause: `Invalid value: <value, as Go quotes it>: <why>`. */
-export const invalidValue = (field: string, value: string, why: string): StatusCause => ({
-  reason: 'FieldValueInvalid',
-  field,
-  message: `Invalid value: ${goQuote(value)}: ${why}`,
-});
 
 /** validateOwnerReference for each of `metadata.ownerReferences` (kube's path names no index). */
 function ownerReferenceCauses(obj: KubeObject): StatusCause[] {

@@ -11,6 +11,7 @@
  */
 import { invalid, isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
+import { forbiddenCause } from './field-errors.js';
 import { grKey } from './registry/resource.js';
 
 /** Storage key of Services. */
@@ -111,11 +112,7 @@ export function allocateServiceAddresses(obj: KubeObject, old: KubeObject | unde
   if (needsClusterIP(spec)) clusterIPFields(spec, was, taken, refuse);
   else {
     // validateService: an ExternalName Service holds no cluster IP, family or policy.
-    const forbidden = (field: string): StatusCause => ({
-      reason: 'FieldValueForbidden',
-      field,
-      message: 'Forbidden: may not be set for ExternalName services',
-    });
+    const forbidden = (field: string): StatusCause => forbiddenCause(field, 'may not be set for ExternalName services');
     const causes: StatusCause[] = [];
     if (Array.isArray(spec['clusterIPs']) && spec['clusterIPs'].length > 0) causes.push(forbidden('spec.clusterIPs'));
     if (Array.isArray(spec['ipFamilies']) && spec['ipFamilies'].length > 0) causes.push(forbidden('spec.ipFamilies'));

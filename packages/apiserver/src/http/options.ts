@@ -8,6 +8,7 @@
  */
 import { ApiError, badRequest, goQuote, invalid, isGoPrintable } from '@kars/kube-core';
 import type { FieldRequirement, StatusCause } from '@kars/kube-core';
+import { forbiddenCause as forbidden, notSupportedCause as notSupported } from '../field-errors.js';
 import { OBJECT_META_FIELD_LABELS } from '../registry/resource.js';
 import type { ResourceInfo } from '../registry/resource.js';
 
@@ -16,16 +17,6 @@ export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | '
 
 /** kube's FieldManagerMaxLength. */
 const FIELD_MANAGER_MAX_BYTES = 128;
-
-function notSupported(field: string, value: string, supported: readonly string[]): StatusCause {
-  return {
-    reason: 'FieldValueNotSupported',
-    field,
-    message: `Unsupported value: ${value}: supported values: ${supported.map(goQuote).join(', ')}`,
-  };
-}
-
-const forbidden = (field: string, why: string): StatusCause => ({ reason: 'FieldValueForbidden', field, message: `Forbidden: ${why}` });
 
 /** Throw kube's 422 for `kind` when there are causes. */
 function refuseIfAny(kind: OptionsKind, causes: StatusCause[]): void {
@@ -59,12 +50,12 @@ function fieldManagerCauses(manager: string | null): StatusCause[] {
 
 function dryRunCauses(values: readonly string[]): StatusCause[] {
   if (values.every((v) => v === 'All')) return [];
-  return [notSupported('dryRun', JSON.stringify(values), ['All'])];
+  return [notSupported('dryRun', values, ['All'])];
 }
 
 function fieldValidationCauses(v: string | null): StatusCause[] {
   if (v === null || v === '' || v === 'Ignore' || v === 'Strict' || v === 'Warn') return [];
-  return [notSupported('fieldValidation', goQuote(v), ['', 'Ignore', 'Strict', 'Warn'])];
+  return [notSupported('fieldValidation', v, ['', 'Ignore', 'Strict', 'Warn'])];
 }
 
 /**
@@ -89,7 +80,7 @@ export function validateWriteOptions(kind: 'CreateOptions' | 'UpdateOptions' | '
 export function validateDeleteOptions(propagationPolicy: string | undefined, dryRun: readonly string[]): void {
   const causes: StatusCause[] = [];
   if (propagationPolicy !== undefined && !['Foreground', 'Background', 'Orphan'].includes(propagationPolicy))
-    causes.push(notSupported('propagationPolicy', goQuote(propagationPolicy), ['Foreground', 'Background', 'Orphan', 'nil']));
+    causes.push(notSupported('propagationPolicy', propagationPolicy, ['Foreground', 'Background', 'Orphan', 'nil']));
   causes.push(...dryRunCauses(dryRun));
   refuseIfAny('DeleteOptions', causes);
 }
@@ -110,7 +101,7 @@ export function validateListOptions(q: URLSearchParams, watch: boolean): void {
     if (match !== '') {
       if (!sendInitial)
         causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
-      if (match !== 'NotOlderThan') causes.push(notSupported('resourceVersionMatch', goQuote(match), ['NotOlderThan']));
+      if (match !== 'NotOlderThan') causes.push(notSupported('resourceVersionMatch', match, ['NotOlderThan']));
       if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
     }
   } else {
@@ -118,7 +109,7 @@ export function validateListOptions(q: URLSearchParams, watch: boolean): void {
       if (rv === '') causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
       if (hasContinue) causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
       if (match !== 'Exact' && match !== 'NotOlderThan')
-        causes.push(notSupported('resourceVersionMatch', goQuote(match), ['Exact', 'NotOlderThan', '']));
+        causes.push(notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan', '']));
       if (match === 'Exact' && rv === '0')
         causes.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
     }

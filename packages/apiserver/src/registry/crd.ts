@@ -2,7 +2,7 @@ import { compileSchema, SchemaError } from '@kars/kube-schema';
 import type { SchemaCause } from '@kars/kube-schema';
 import { isObject } from '@kars/kube-core';
 import type { KubeObject, StatusCause } from '@kars/kube-core';
-import { invalidValue } from '../meta.js';
+import { invalidValue, requiredCause } from '../field-errors.js';
 import type { PrinterColumn, ResourceInfo, VersionInfo } from './resource.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -39,11 +39,11 @@ export function resourceFromCrd(crd: KubeObject): { info?: ResourceInfo; causes:
   // kube checks the name (ValidateObjectMeta) before the spec.
   const crdName = crd.metadata.name ?? '';
   if (crdName !== `${plural}.${group}`) causes.push(invalidValue('metadata.name', crdName, 'must be spec.names.plural+"."+spec.group'));
-  if (group === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.group', message: 'Required value' });
+  if (group === '') causes.push(requiredCause('spec.group'));
   else if (!group.includes('.')) causes.push(invalidValue('spec.group', group, 'should be a domain with at least one dot'));
   if (!DNS_LABEL.test(plural))
     causes.push({ reason: 'FieldValueInvalid', field: 'spec.names.plural', message: 'must be a lowercase DNS label' });
-  if (kind === '') causes.push({ reason: 'FieldValueRequired', field: 'spec.names.kind', message: 'Required value' });
+  if (kind === '') causes.push(requiredCause('spec.names.kind'));
   if (scope !== 'Namespaced' && scope !== 'Cluster')
     causes.push({
       reason: 'FieldValueNotSupported',
