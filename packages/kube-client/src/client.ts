@@ -261,11 +261,8 @@ export class KubeClient {
       if (!ended) failed ??= prematureClose();
       notify();
     };
+    const detach = listen(stream, { readable: notify, end: onEnd, error: onError, close: onClose });
     try {
-      stream.on('readable', notify);
-      stream.on('end', onEnd);
-      stream.on('error', onError);
-      stream.on('close', onClose);
       for (;;) {
         const batch = body.read();
         if (batch.length > 0) {
@@ -280,11 +277,7 @@ export class KubeClient {
       throw body.failure(err);
     } finally {
       body.stop();
-      stream.off('readable', notify);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-      if (!stream.destroyed) stream.destroy();
+      detach();
     }
   }
 
@@ -308,15 +301,12 @@ export class KubeClient {
     await new Promise<void>((resolve, reject) => {
       let done = false;
       let ended = false;
+      let detach = (): void => {};
       const finish = (err?: unknown): void => {
         if (done) return;
         done = true;
         body.stop();
-        stream.off('data', onData);
-        stream.off('end', onEnd);
-        stream.off('error', finish);
-        stream.off('close', onClose);
-        if (!stream.destroyed) stream.destroy();
+        detach();
         if (err === undefined) resolve();
         else reject(body.failure(err));
       };
@@ -336,10 +326,8 @@ export class KubeClient {
         finish();
       };
       const onClose = (): void => finish(ended ? undefined : prematureClose());
-      stream.on('end', onEnd);
-      stream.on('error', finish);
-      stream.on('close', onClose);
-      stream.on('data', onData);
+      // ('data' last: it switches the stream to flowing mode.)
+      detach = listen(stream, { end: onEnd, error: finish, close: onClose, data: onData });
     });
   }
 
@@ -447,6 +435,28 @@ export class KubeClient {
   close(): void {
     this.transport.close();
   }
+}
+
+/** The events a watch read listens to on its response stream, and their listeners' shapes. */
+interface WatchStreamListeners {
+  end: () => void;
+  error: (err: Error) => void;
+  close: () => void;
+  readable?: () => void;
+  data?: (chunk: string) => void;
+}
+
+/**
+ * Add the listeners to a watch's response stream, in order; the function returned removes them and
+ * destroys the stream (the end of every watch read, however it ends).
+ */
+function listen(stream: OpenStream['stream'], handlers: WatchStreamListeners): () => void {
+  const entries = Object.entries(handlers) as Array<[string, (...args: unknown[]) => void]>;
+  for (const [event, fn] of entries) stream.on(event, fn);
+  return () => {
+    for (const [event, fn] of entries) stream.off(event, fn);
+    if (!stream.destroyed) stream.destroy();
+  };
 }
 
 function prematureClose(): Error {
