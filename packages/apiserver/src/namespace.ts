@@ -46,3 +46,19 @@ export function prepareNamespaceForUpdate(ns: KubeObject, old: KubeObject): void
   if (Object.keys(spec).length === 0 && !isObject(old['spec'])) delete ns['spec'];
   else ns['spec'] = spec;
 }
+
+/**
+ * kube's finalize strategy (`PUT namespaces/<name>/finalize`): of the request, only `spec.finalizers`
+ * is kept, set on the stored Namespace in place (deduplicated; none removes the field). The namespace
+ * goes when it is marked and none is left. Without it a spec finalizer other than `kubernetes`, which
+ * the namespace controller removes, could never be removed.
+ */
+export function finalizeNamespace(stored: KubeObject, request: unknown): KubeObject {
+  const spec = isObject(request) && isObject(request['spec']) ? request['spec'] : {};
+  const asked = Array.isArray(spec['finalizers']) ? spec['finalizers'].map(String) : [];
+  const kept: Record<string, unknown> = { ...(isObject(stored['spec']) ? stored['spec'] : {}) };
+  if (asked.length > 0) kept['finalizers'] = [...new Set(asked)];
+  else delete kept['finalizers'];
+  stored['spec'] = kept;
+  return stored;
+}

@@ -5,7 +5,6 @@ import {
   expired,
   notFound,
   parseFieldSelector,
-  isObject,
   parseLabelSelector,
   toApiError,
 } from '@kars/kube-core';
@@ -45,6 +44,7 @@ import {
   routeNotFound,
   sendPageNotFound,
 } from './restful.js';
+import { finalizeNamespace } from '../namespace.js';
 import { parseRoute } from './route.js';
 import type { Route } from './route.js';
 import { toTable, wantsTable } from './table.js';
@@ -269,19 +269,8 @@ async function handleObject(
   const dryRun = q.getAll('dryRun').includes('All');
 
   if (method === 'PUT' && route.subresource === 'finalize' && route.name !== undefined) {
-    // kube's finalize strategy: of the request, only spec.finalizers is kept; the namespace goes
-    // when it is marked and none is left. Without this a spec finalizer other than `kubernetes`
-    // (which the namespace controller removes) could never be removed.
     const body = await decodeWriteBody(ri, await readBody(req, lengthOf(req)), req.headers['content-type']);
-    const spec = isObject(body.value) && isObject(body.value['spec']) ? body.value['spec'] : {};
-    const asked = Array.isArray(spec['finalizers']) ? spec['finalizers'].map(String) : [];
-    const r = await ctx.service.modify(t, (next) => {
-      const kept: Record<string, unknown> = { ...(isObject(next['spec']) ? next['spec'] : {}) };
-      if (asked.length > 0) kept['finalizers'] = [...new Set(asked)];
-      else delete kept['finalizers'];
-      next['spec'] = kept;
-      return next;
-    });
+    const r = await ctx.service.modify(t, (next) => finalizeNamespace(next, body.value));
     return sendJson(res, r.code, r.body ?? r.object, warningHeaders(r.warnings));
   }
   if (method === 'GET' && isWatch) return serveWatch(ctx, req, res, { ri, version: route.version, ns, q }, route.name);
