@@ -35,15 +35,12 @@ import { ApiError, isObject } from '@kars/kube-core';
 import type { KubeObject } from '@kars/kube-core';
 import { NAMESPACE_FINALIZER, specFinalizers } from './namespace.js';
 import type { ObjectService } from './service.js';
-import { CRD_CLEANUP, CRD_GR, NS_GR, type Target } from './strategy.js';
+import { CRD_CLEANUP, CRD_GR, FOREGROUND_FINALIZER, NS_GR, ORPHAN_FINALIZER, type Target } from './strategy.js';
 import { resourceFromCrd } from './registry/crd.js';
 import type { Registry } from './registry/registry.js';
 import { grKey, storageVersion } from './registry/resource.js';
 import type { ResourceInfo } from './registry/resource.js';
 import type { ChangeRecord, Store } from './storage/store.js';
-
-/** The finalizer of an owner deleted in the foreground (metav1.FinalizerDeleteDependents). */
-const FOREGROUND = 'foregroundDeletion';
 
 function parse(body: string): KubeObject {
   return JSON.parse(body) as KubeObject;
@@ -87,8 +84,7 @@ export class Lifecycle {
         if (!row.body.includes('"deletionTimestamp"')) continue;
         const obj = parse(row.body);
         if (!obj.metadata.deletionTimestamp) continue;
-        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
-        if (obj.metadata.finalizers?.includes(FOREGROUND)) this.enqueue(() => this.foreground(gr, row.ns, row.name));
+        this.collectMarked(gr, row.ns, row.name, obj);
       }
     }
   }
@@ -109,7 +105,7 @@ export class Lifecycle {
       const obj = parse(c.body);
       if (c.type === 'DELETED') {
         const uid = obj.metadata.uid;
-        if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes('orphan') ?? false));
+        if (uid) this.enqueue(() => this.collectDependents(uid, obj.metadata.finalizers?.includes(ORPHAN_FINALIZER) ?? false));
         // An owner deleted in the foreground may have been waiting for this dependent.
         for (const ref of obj.metadata.ownerReferences ?? []) {
           if (ref.blockOwnerDeletion) this.enqueue(() => this.foregroundByRef(ref, c.ns));
@@ -120,10 +116,15 @@ export class Lifecycle {
       } else if (obj.metadata.deletionTimestamp) {
         if (c.gr === NS_GR) this.enqueue(() => this.terminateNamespace(c.name));
         if (c.gr === CRD_GR) this.enqueue(() => this.finishCrdDeletion(c.name));
-        if (obj.metadata.finalizers?.includes('orphan')) this.enqueue(() => this.orphan(obj));
-        if (obj.metadata.finalizers?.includes(FOREGROUND)) this.enqueue(() => this.foreground(c.gr, c.ns, c.name));
+        this.collectMarked(c.gr, c.ns, c.name, obj);
       }
     }
+  }
+
+  /** The garbage collector's work for an owner marked for deletion: orphan its dependents, or delete them in the foreground. */
+  private collectMarked(gr: string, ns: string, name: string, obj: KubeObject): void {
+    if (obj.metadata.finalizers?.includes(ORPHAN_FINALIZER)) this.enqueue(() => this.orphan(obj));
+    if (obj.metadata.finalizers?.includes(FOREGROUND_FINALIZER)) this.enqueue(() => this.foreground(gr, ns, name));
   }
 
   /** Run follow-up work one task at a time, in order, after the write that caused it committed. */
@@ -196,7 +197,7 @@ export class Lifecycle {
     }
     await settleAll(writes);
     const ri = this.registry.byKind(owner.apiVersion.includes('/') ? (owner.apiVersion.split('/')[0] ?? '') : '', owner.kind);
-    if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', 'orphan');
+    if (ri) await this.removeFinalizer(ri, owner.metadata.namespace ?? '', owner.metadata.name ?? '', ORPHAN_FINALIZER);
   }
 
   /**
@@ -210,7 +211,7 @@ export class Lifecycle {
     if (!ri || !row) return;
     const owner = parse(row.body);
     const uid = owner.metadata.uid ?? '';
-    if (!owner.metadata.deletionTimestamp || !owner.metadata.finalizers?.includes(FOREGROUND)) return;
+    if (!owner.metadata.deletionTimestamp || !owner.metadata.finalizers?.includes(FOREGROUND_FINALIZER)) return;
     const writes: Array<Promise<unknown>> = [];
     for (const dep of this.store.dependentsOf(uid)) {
       const depRi = this.byGr(dep.gr);
@@ -240,7 +241,7 @@ export class Lifecycle {
       const refs = depRow ? (parse(depRow.body).metadata.ownerReferences ?? []) : [];
       return refs.some((r) => r.uid === uid && r.blockOwnerDeletion === true);
     });
-    if (!blocking) await this.removeFinalizer(ri, ns, name, FOREGROUND);
+    if (!blocking) await this.removeFinalizer(ri, ns, name, FOREGROUND_FINALIZER);
   }
 
   /** Whether the stored object is marked for deletion and waits for its dependents (`foregroundDeletion`). */
@@ -248,7 +249,7 @@ export class Lifecycle {
     const row = this.store.get(gr, ns, name);
     if (!row) return false;
     const meta = parse(row.body).metadata;
-    return meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).includes(FOREGROUND);
+    return meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).includes(FOREGROUND_FINALIZER);
   }
 
   /** Set blockOwnerDeletion false on every ownerReference of the object (kube's unblockOwnerReferences). */

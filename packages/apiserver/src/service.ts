@@ -25,6 +25,8 @@ import {
   conflictingManager,
   coerceBody,
   deletesDuringUpdate,
+  FOREGROUND_FINALIZER,
+  ORPHAN_FINALIZER,
   fieldOptions,
   finalizeForCreate,
   finalizeForUpdate,
@@ -107,9 +109,9 @@ export interface DeleteOptions {
  */
 export function propagationFinalizers(finalizers: readonly string[], policy: string | undefined): string[] {
   if (policy === undefined) return [...finalizers];
-  const out = finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion');
-  if (policy === 'Orphan') out.push('orphan');
-  if (policy === 'Foreground') out.push('foregroundDeletion');
+  const out = finalizers.filter((f) => f !== ORPHAN_FINALIZER && f !== FOREGROUND_FINALIZER);
+  if (policy === 'Orphan') out.push(ORPHAN_FINALIZER);
+  if (policy === 'Foreground') out.push(FOREGROUND_FINALIZER);
   const same = out.length === finalizers.length && out.every((f) => finalizers.includes(f));
   return same ? [...finalizers] : out;
 }

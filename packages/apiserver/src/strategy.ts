@@ -36,6 +36,10 @@ export interface Preconditions {
 export const CRD_GR = grKey('apiextensions.k8s.io', 'customresourcedefinitions');
 /** Storage key of Namespaces. */
 export const NS_GR = grKey('', 'namespaces');
+/** The finalizer of an owner deleted with `propagationPolicy: Orphan` (metav1.FinalizerOrphanDependents). */
+export const ORPHAN_FINALIZER = 'orphan';
+/** The finalizer of an owner deleted in the foreground (metav1.FinalizerDeleteDependents). */
+export const FOREGROUND_FINALIZER = 'foregroundDeletion';
 /** The finalizer a deleted CRD carries until all its instances are gone. */
 export const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
 
