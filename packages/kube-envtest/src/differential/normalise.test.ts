@@ -64,6 +64,25 @@ describe('normaliseTranscript', () => {
     assert.equal(rvOf(table('3')), '$LISTRV-BELOW-ITEMS(3)');
   });
 
+  it("rewrites a Table's Age cells (and date columns), which follow the wall clock, and keeps the others", () => {
+    const table = (age: string | null, size: number): unknown => ({
+      kind: 'Table',
+      metadata: {},
+      columnDefinitions: [
+        { name: 'Name', type: 'string' },
+        { name: 'Size', type: 'integer' },
+        { name: 'Created', type: 'date' },
+        { name: 'Age', type: 'string' },
+      ],
+      rows: [{ cells: ['g', size, age, age] }],
+    });
+    const n = (b: unknown): unknown => normaliseTranscript([{ step: 0, body: b }], 'x')[0]!.body;
+    assert.deepEqual(n(table('0s', 1)), n(table('1s', 1)));
+    assert.deepEqual((n(table('0s', 1)) as { rows: Array<{ cells: unknown[] }> }).rows[0]!.cells, ['g', 1, '$AGE', '$AGE']);
+    assert.notDeepEqual(n(table('0s', 1)), n(table('0s', 2)), 'other cells still count');
+    assert.notDeepEqual(n(table('0s', 1)), n(table(null, 1)), 'an absent value is not an age');
+  });
+
   it('numbers uids the same whatever order the members of an object come in (and still tells two uids apart)', () => {
     const owner = '33333333-3333-4333-8333-333333333333';
     const self = '44444444-4444-4444-8444-444444444444';

@@ -30,11 +30,25 @@ function rvOf(o: Obj): string | undefined {
 }
 
 /**
+ * A Table's elapsed-time cells, in place on the normalised copy: the Age column and any column of
+ * type `date` render a timestamp relative to when the answer was made ("0s", "1s"), so they differ
+ * with the wall clock as the timestamps do. A string cell becomes `$AGE`; null and other values stay.
+ */
+function ageCells(body: unknown): void {
+  if (!isObj(body) || body['kind'] !== 'Table' || !Array.isArray(body['columnDefinitions']) || !Array.isArray(body['rows'])) return;
+  const idx = body['columnDefinitions'].flatMap((c, i) => (isObj(c) && (c['type'] === 'date' || c['name'] === 'Age') ? [i] : []));
+  for (const row of body['rows']) {
+    const cells = isObj(row) ? row['cells'] : undefined;
+    if (Array.isArray(cells)) for (const i of idx) if (typeof cells[i] === 'string') cells[i] = '$AGE';
+  }
+}
+
+/**
  * Normalise one scenario's answers in place of what must differ between two servers and nothing
  * else: uids (numbered by first appearance, members of an object visited in key order), timestamps, object resourceVersions (replaced by their
  * rank among the scenario's object resourceVersions, so order and equality still count), a list's
  * resourceVersion (only whether it is at least its items'; a Table's is a list's, its rows its items), continue tokens, generated names,
- * tokens and certificates, the scenario's namespace name, the stored resourceVersion a precondition conflict quotes, and allocated Service addresses (an IP in
+ * tokens and certificates, the scenario's namespace name, the stored resourceVersion a precondition conflict quotes, a Table's Age cells, and allocated Service addresses (an IP in
  * `clusterIP` or `clusterIPs`, numbered by first appearance, so equality still counts: kube-apiserver
  * picks them at random).
  */
@@ -110,7 +124,10 @@ export function normaliseTranscript(results: StepResult[], ns: string): StepResu
 
   return results.map((r) => {
     const out: StepResult = { ...r };
-    if (r.body !== undefined) out.body = norm(r.body, undefined, undefined);
+    if (r.body !== undefined) {
+      out.body = norm(r.body, undefined, undefined);
+      ageCells(out.body);
+    }
     if (r.events !== undefined) out.events = r.events.map((e) => norm(e, undefined, undefined));
     if (r.headers !== undefined) out.headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, str(v)]));
     return out;
