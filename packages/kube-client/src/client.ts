@@ -2,6 +2,7 @@ import { ApiError } from '@kars/kube-core';
 import type { Clock, KubeList, KubeObject, Logger, Status, StatusReason, Timer, WatchEvent } from '@kars/kube-core';
 import { Credentials } from './credentials.js';
 import { ConnectionLostError } from './errors.js';
+import { LineSplitter } from './lines.js';
 import { hopTracing, traceHop } from './trace.js';
 import { resourcePath, withQuery } from './paths.js';
 import type { ResourceRef } from './paths.js';
@@ -312,10 +313,11 @@ export class KubeClient {
       };
       // Flowing mode: each chunk comes straight from the stream's push as a 'data' event (no
       // 'readable' round trip through the event loop's tick queue, no read() per chunk).
-      const onData = (chunk: string): void => {
+      const { lines } = body;
+      const onData = (chunk: Buffer): void => {
         if (done) return;
         try {
-          const batch = body.parse(chunk);
+          const batch = lines.push(chunk);
           if (batch.length > 0 && onBatch(batch) === false) finish();
         } catch (err) {
           finish(err);
@@ -377,23 +379,24 @@ export class KubeClient {
 
   /**
    * The body of an accepted watch, shared by {@link watchBatches} and {@link watchEach}: arms the
-   * idle deadline (one timer per stream, not one per chunk: a read only stamps `lastByteAt`; the
-   * timer, when it fires, checks the stamp and re-arms itself for the rest of the deadline if a
-   * byte came since), calls `onOpen`, and turns what the stream has buffered into events.
+   * idle deadline (one timer per stream, not one per chunk: a read only stamps `lines.lastByteAt`;
+   * the timer, when it fires, checks the stamp and re-arms itself for the rest of the deadline if a
+   * byte came since), calls `onOpen`, and turns what the stream delivers into events (`lines.push`
+   * for a chunk, `read()` for what a paused stream has buffered).
    */
   private watchBody<T extends KubeObject>(
     open: OpenStream,
     p: WatchParams,
     resource: string,
-  ): { read(): Array<WatchEvent<T>>; parse(chunk: string): Array<WatchEvent<T>>; failure(err: unknown): unknown; stop(): void } {
+  ): { lines: LineSplitter<T>; read(): Array<WatchEvent<T>>; failure(err: unknown): unknown; stop(): void } {
     const { stream } = open;
     const clock = this.transport.clock;
+    const lines = new LineSplitter<T>(clock, hopTracing() ? resource : undefined);
     let idleFired = false;
     let idle: Timer | undefined;
-    let lastByteAt = clock.now();
     const armIdle = (ms: number): void => {
       idle = clock.setTimeout(() => {
-        const quietMs = clock.now() - lastByteAt;
+        const quietMs = clock.now() - lines.lastByteAt;
         if (quietMs < p.idleTimeoutMs) return armIdle(p.idleTimeoutMs - quietMs);
         idleFired = true;
         stream.destroy(new ConnectionLostError('idle', `no bytes on the watch for ${p.idleTimeoutMs} ms`));
@@ -402,24 +405,16 @@ export class KubeClient {
     };
     armIdle(p.idleTimeoutMs);
     p.onOpen?.();
-    stream.setEncoding('utf8');
-    const lines = new LineSplitter<T>(hopTracing() ? resource : undefined);
     return {
+      lines,
       read: () => {
-        let chunk: string | null;
-        let read = false;
-        const batch: Array<WatchEvent<T>> = [];
-        while ((chunk = stream.read() as string | null) !== null) {
-          read = true;
-          lines.push(chunk, batch);
+        let chunk: Buffer | null;
+        let batch: Array<WatchEvent<T>> = [];
+        while ((chunk = stream.read() as Buffer | null) !== null) {
+          const evs = lines.push(chunk);
+          if (batch.length === 0) batch = evs;
+          else for (let i = 0; i < evs.length; i++) batch.push(evs[i] as WatchEvent<T>);
         }
-        if (read) lastByteAt = clock.now();
-        return batch;
-      },
-      parse: (chunk) => {
-        lastByteAt = clock.now();
-        const batch: Array<WatchEvent<T>> = [];
-        lines.push(chunk, batch);
         return batch;
       },
       failure: (err) => {
@@ -443,7 +438,7 @@ interface WatchStreamListeners {
   error: (err: Error) => void;
   close: () => void;
   readable?: () => void;
-  data?: (chunk: string) => void;
+  data?: (chunk: Buffer) => void;
 }
 
 /**
@@ -461,41 +456,6 @@ function listen(stream: OpenStream['stream'], handlers: WatchStreamListeners): (
 
 function prematureClose(): Error {
   return Object.assign(new Error('the watch stream closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
-}
-
-/** Splits a watch stream's text into events: one JSON object a line, a partial line kept for the next chunk. */
-class LineSplitter<T extends KubeObject> {
-  private partial = '';
-  /** `trace`: the resource, when hop tracing is on (each event then writes a HOP line). */
-  constructor(private readonly trace: string | undefined) {}
-
-  /** Parse every complete line of `chunk` (after what was left over) into `out`. */
-  push(chunk: string, out: Array<WatchEvent<T>>): void {
-    let i = chunk.indexOf('\n');
-    if (i < 0) {
-      this.partial += chunk;
-      return;
-    }
-    this.take(this.partial === '' ? chunk.slice(0, i) : this.partial + chunk.slice(0, i), out);
-    this.partial = '';
-    let start = i + 1;
-    while ((i = chunk.indexOf('\n', start)) >= 0) {
-      this.take(chunk.slice(start, i), out);
-      start = i + 1;
-    }
-    if (start < chunk.length) this.partial = chunk.slice(start);
-  }
-
-  private take(line: string, out: Array<WatchEvent<T>>): void {
-    // JSON.parse skips surrounding whitespace itself; only a blank line needs skipping.
-    if (line.length === 0 || (line.length < 3 && line.trim() === '')) return;
-    const ev = JSON.parse(line) as WatchEvent<T>;
-    if (this.trace !== undefined) {
-      const meta = (ev.object as Partial<KubeObject> | undefined)?.metadata;
-      traceHop('cli.watch', { r: this.trace, type: ev.type, name: meta?.name, rv: meta?.resourceVersion });
-    }
-    out.push(ev);
-  }
 }
 
 export { ConnectionLostError };
