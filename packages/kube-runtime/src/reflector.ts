@@ -151,7 +151,8 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
     // Each batch is handled synchronously as the watcher reads it (no promise per watch event).
     // The per-event path (apply, delete) is kept small; a (re)list goes to relisted().
     const onBatch = (batch: Array<WatcherEvent<T>>): void => {
-      for (const ev of batch)
+      for (let i = 0; i < batch.length; i++) {
+        const ev = batch[i] as WatcherEvent<T>;
         switch (ev.type) {
           case 'apply': {
             const key = keyOf(ev.object);
@@ -183,6 +184,7 @@ export class Reflector<T extends KubeObject = KubeObject> implements ReflectorHa
           case 'restart':
             break;
         }
+      }
     };
     await runWatcher<T>(
       {

@@ -171,7 +171,7 @@ function errMessage(err: unknown): string {
  * on purpose: the watcher calls it for every watch event, without the rest of `step`.
  */
 export function stepEvent<T extends KubeObject>(state: WatcherState & { phase: 'watching' }, ev: WatchEvent<T>): StepResult<T> {
-  if (ev.type === 'ERROR') return { state, events: [], delayMs: 0, endStream: errorEventOutcome(ev.object as Status), notes: [] };
+  if (ev.type === 'ERROR') return { state, events: [], delayMs: 0, endStream: errorEventOutcome(ev.object as Status), notes: NO_NOTES };
   const obj = ev.object as T;
   const resourceVersion = obj.metadata?.resourceVersion || state.resourceVersion;
   const next: WatcherState = {
@@ -187,8 +187,11 @@ export function stepEvent<T extends KubeObject>(state: WatcherState & { phase: '
       : ev.type === 'DELETED'
         ? { type: 'delete', object: obj }
         : { type: 'apply', object: obj };
-  return { state: next, events: [out], delayMs: 0, notes: [] };
+  return { state: next, events: [out], delayMs: 0, notes: NO_NOTES };
 }
+
+/** The notes of every {@link stepEvent} result: none (one shared, frozen array instead of one per event). */
+const NO_NOTES: StepResult['notes'] = Object.freeze([]) as unknown as StepResult['notes'];
 
 /**
  * The watcher's transition function, with no I/O: given the state, what just happened, the time
@@ -414,7 +417,7 @@ export function watcherBatches<T extends KubeObject = KubeObject>(
 
 /**
  * {@link watcherBatches} as callbacks: `onBatch` gets every batch, in the same order and with the
- * same guarantees, and must handle it synchronously (it is called from the stream's 'readable'
+ * same guarantees, and must handle it synchronously (it is called from the stream's 'data'
  * event when the client has `watchEach`, as KubeClient does, so a watch event costs no promise
  * and no microtask on its way to the consumer). Whatever `onBatch` throws ends the watcher and
  * rejects the promise, which otherwise resolves when `signal` aborts. The {@link Reflector} runs on this.
@@ -513,44 +516,58 @@ async function* watchLoop<T extends KubeObject>(
         // The events of one read, stepped ({@link stepEvent}: `step` for an event, which reads
         // neither the time nor the jitter). An ERROR event ends the stream (`endedBy`).
         let endedBy: StreamOutcome | undefined;
+        const metrics = opts.metrics;
         const take = (evs: ReadonlyArray<WatchEvent<T>>): Array<WatcherEvent<T>> => {
           fresh();
           const out: Array<WatcherEvent<T>> = [];
-          for (const ev of evs) {
+          for (let i = 0; i < evs.length; i++) {
+            const ev = evs[i] as WatchEvent<T>;
             if (state.phase !== 'watching') throw new Error('watcher: a watch event arrived while not watching');
             const r: StepResult<T> = stepEvent<T>(state, ev);
             state = r.state;
-            opts.metrics?.event(ev.type);
+            metrics?.event(ev.type);
             if (r.endStream) {
               endedBy = r.endStream;
               break;
             }
-            for (const e of r.events) out.push(e);
+            for (let j = 0; j < r.events.length; j++) out.push(r.events[j] as WatcherEvent<T>);
           }
           return out;
         };
         let sinkError: SinkError | undefined;
-        const deliver = (out: Array<WatcherEvent<T>>): boolean => {
-          if (sink === undefined || out.length === 0) return true;
-          try {
-            sink(out);
-            return true;
-          } catch (err) {
-            sinkError = new SinkError(err);
-            return false;
-          }
-        };
         if (sink !== undefined && opts.client.watchEach) {
-          await opts.client.watchEach<T>(opts.resource, params, (evs) => deliver(take(evs)) && endedBy === undefined);
+          // Called from the stream's 'data' event: step the chunk's events and hand them to the
+          // sink at once (false stops the stream: an ERROR event, or the sink threw).
+          const sinkAll = (evs: Array<WatchEvent<T>>): boolean => {
+            const out = take(evs);
+            if (out.length > 0) {
+              try {
+                sink(out);
+              } catch (err) {
+                sinkError = new SinkError(err);
+                return false;
+              }
+            }
+            return endedBy === undefined;
+          };
+          await opts.client.watchEach<T>(opts.resource, params, sinkAll);
         } else {
           const batches = opts.client.watchBatches
             ? opts.client.watchBatches<T>(opts.resource, params)
             : oneByOne(opts.client.watch<T>(opts.resource, params));
           for await (const evs of batches) {
             const out = take(evs);
-            if (sink === undefined) {
-              if (out.length > 0) yield out;
-            } else if (!deliver(out)) break;
+            if (out.length > 0) {
+              if (sink === undefined) yield out;
+              else {
+                try {
+                  sink(out);
+                } catch (err) {
+                  sinkError = new SinkError(err);
+                  break;
+                }
+              }
+            }
             if (endedBy !== undefined) break;
           }
         }
