@@ -2,6 +2,7 @@
 // `kars controller`, the OpenAI and MCP stubs, and observer watches of this process, on one target
 // API server. Each phase returns plain figures; report.ts prints them.
 
+import { createWriteStream } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { KubeClient, Resources } from '@kars/kube-client';
 import type { KubeObject } from '@kars/kube-core';
@@ -12,6 +13,9 @@ import type { Change } from '@kars/kube-runtime';
 import { allCrds, HEARTBEAT_CONFIGMAP, INFERENCE_POLICY, KARS_SANDBOX, readEcho, ROUTER_LABEL, TOOL_POLICY } from '@kars/policy-api';
 import { connectionsTo, cpuSeconds, rssMiB } from './procs.js';
 import type { Target } from './targets.js';
+
+/** BENCH_CONTROLLER_LOG=<prefix>: the controller logs at debug level to `<prefix>-<target>-<N>.log`, and each edit's times are logged (for finding where a slow Ready went). */
+const controllerLog = process.env['BENCH_CONTROLLER_LOG'];
 
 export const NS = 'fleet';
 const SHARED = 'shared';
@@ -240,9 +244,15 @@ export class Fleet {
     this.controller = this.child(
       startKars('controller', ['controller', '--kubeconfig', this.target.kubeconfig, '--metrics-addr', 'disabled'], {
         ...quiet,
+        ...(controllerLog ? { KARS_LOG_LEVEL: 'debug' } : {}),
         LEADER_ELECTION_ENABLED: 'false',
       }),
     );
+    if (controllerLog) {
+      const out = createWriteStream(`${controllerLog}-${this.target.label.replace(/\W+/g, '_')}-${this.n}.log`);
+      this.controller.proc.stdout?.pipe(out);
+      this.controller.proc.stderr?.pipe(out);
+    }
     const t0 = now();
     await pool(this.n, routerConcurrency, async (i) => {
       const child = this.child(
@@ -369,6 +379,10 @@ export class Fleet {
           f.toAllEcho.push(allEchoAt - t0);
           f.toReady.push(readyAt - t0);
         }
+        if (controllerLog)
+          this.log(
+            `    edit ${i}: generation ${generation} patched at ${new Date(Date.now() - (now() - t0)).toISOString()}; every router echoing +${Math.round(allEchoAt - t0)} ms, Ready +${Math.round(readyAt - t0)} ms`,
+          );
       } catch (err) {
         if (this.children.some((c) => c.proc.exitCode !== null)) throw err;
         f.timeouts++;
