@@ -278,6 +278,30 @@ describe('watcher loop on virtual time (scripted API)', () => {
     }
   });
 
+  it('resumes at once, never backing off, when the server cuts each watch right after a burst of new events (a watcher that fell behind)', async () => {
+    // kube-apiserver's cacher closes a watcher whose buffer stays full: the stream ends cleanly, well
+    // within a second, after the events it could deliver. The client is up to date to there.
+    const clock = new FakeClock();
+    const api = new ScriptedApi(clock);
+    api.lists.push(page('5', []));
+    for (let i = 0; i < 6; i++)
+      api.watches.push(async function* (p) {
+        p.onOpen?.();
+        yield { type: 'MODIFIED', object: obj('a', String(6 + 2 * i)) };
+        yield { type: 'MODIFIED', object: obj('b', String(7 + 2 * i)) };
+      });
+    api.watches.push(quietWatch);
+    const w = run(api, clock, cfg());
+    try {
+      await clock.advanceAsync(0);
+      assert.deepEqual(api.ops(), ['list()', 'watch(5)', 'watch(7)', 'watch(9)', 'watch(11)', 'watch(13)', 'watch(15)', 'watch(17)']);
+      const delays = w.events.flatMap((e) => (e.type === 'restart' ? [e.delayMs] : []));
+      assert.deepEqual(delays, [0, 0, 0, 0, 0, 0]);
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('resumes a watch at once from the last resourceVersion it saw when the server ends it after a while', async () => {
     const clock = new FakeClock();
     const api = new ScriptedApi(clock);

@@ -28,7 +28,8 @@ const ended = (
   lifetimeMs = 5000,
   opened = true,
   upForMs = lifetimeMs,
-): WatcherInput => ({ kind: 'stream-ended', outcome, opened, lifetimeMs, upForMs });
+  progressed = false,
+): WatcherInput => ({ kind: 'stream-ended', outcome, opened, lifetimeMs, upForMs, progressed });
 const types = (r: StepResult): string[] => r.events.map((e) => e.type);
 
 describe('watcher step: paging', () => {
@@ -134,6 +135,20 @@ describe('watcher step: how a stream ended', () => {
     const second = step(r.state, ended({ kind: 'ended' }, 3, true, 1), ctx());
     assert.equal(second.delayMs, 2000, 'a server that ends every watch at once is retried ever more slowly');
     assert.equal(step(watching('42'), ended({ kind: 'ended' }, IMMEDIATE_END_MS), ctx()).delayMs, 0);
+  });
+
+  it('resumes at once, with the backoff reset, after a short stream that moved the resourceVersion (kube-apiserver closing a watcher that fell behind)', () => {
+    // Backed off twice already, then a watch that delivered events and was cut within a second.
+    const behind: WatcherState = { ...watching('42'), failures: 2, acceptedDrops: 3 };
+    const r = step(behind, ended({ kind: 'ended' }, IMMEDIATE_END_MS - 1, true, IMMEDIATE_END_MS - 5, true), ctx());
+    assert.deepEqual(r.events, [{ type: 'restart', reason: 'server_timeout', delayMs: 0 }]);
+    assert.equal(r.state.failures, 0);
+    assert.equal(r.state.acceptedDrops, 0);
+    // The same stream without progress is the immediate-end guard's case.
+    assert.ok(step(behind, ended({ kind: 'ended' }, IMMEDIATE_END_MS - 1, true, IMMEDIATE_END_MS - 5), ctx()).delayMs > 0);
+    // A failed stream (a reset) after progress waits only the initial delay, not the grown backoff.
+    const failed = step(behind, ended({ kind: 'failed', reason: 'error', error: new Error('reset') }, 200, true, 190, true), ctx());
+    assert.equal(failed.delayMs, 1000);
   });
 
   it("logs the server's message with a 410 (which window the resourceVersion fell out of)", () => {
@@ -269,14 +284,24 @@ describe('watcher step: properties', () => {
   const errors: unknown[] = [new ApiError(410, 'Expired', 'gone'), new Error('refused'), new ConnectionLostError('ping', 'dead')];
   const eventTypes = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK'] as const;
   /** A legal input for the phase, chosen by the drawn numbers. */
-  const inputFor = (phase: WatcherState['phase'], d: { pick: number; n: number; ms: number; opened: boolean }): WatcherInput => {
+  const inputFor = (
+    phase: WatcherState['phase'],
+    d: { pick: number; n: number; ms: number; opened: boolean; progressed: boolean },
+  ): WatcherInput => {
     if (phase !== 'watching') {
       if (d.pick % 3 === 2) return { kind: 'list-failed', error: errors[d.n % errors.length] };
       const items = Array.from({ length: d.n % 4 }, (_, i) => obj(`o${i}`, String(d.n + i)));
       return { kind: 'page', items, resourceVersion: String(d.n), continueToken: [undefined, 'c1', ''][d.pick % 3] };
     }
     if (d.pick % 2 === 0) return { kind: 'event', event: { type: eventTypes[d.n % 4]!, object: obj('x', String(d.n)) } };
-    return { kind: 'stream-ended', outcome: outcomes[d.n % 4]!, opened: d.opened, lifetimeMs: d.ms, upForMs: d.ms };
+    return {
+      kind: 'stream-ended',
+      outcome: outcomes[d.n % 4]!,
+      opened: d.opened,
+      lifetimeMs: d.ms,
+      upForMs: d.ms,
+      progressed: d.progressed,
+    };
   };
   const draw = fc.record({
     dt: fc.nat(2000),
@@ -285,6 +310,7 @@ describe('watcher step: properties', () => {
     n: fc.nat(1000),
     ms: fc.nat(5000),
     opened: fc.boolean(),
+    progressed: fc.boolean(),
   });
 
   it('never waits beyond the cap, frames every list with a true count, never resumes at once after an immediate end, and follows the last resourceVersion', () => {
@@ -303,8 +329,10 @@ describe('watcher step: properties', () => {
             if (e.type === 'initApply') framed++;
             if (e.type === 'initDone') assert.equal(e.count, framed);
           }
-          if (input.kind === 'stream-ended' && input.outcome.kind === 'ended' && input.lifetimeMs < IMMEDIATE_END_MS)
-            assert.ok(r.delayMs > 0, 'an immediate end waits');
+          if (input.kind === 'stream-ended' && input.outcome.kind === 'ended' && input.lifetimeMs < IMMEDIATE_END_MS && !input.progressed)
+            assert.ok(r.delayMs > 0, 'an immediate end that delivered nothing waits');
+          if (input.kind === 'stream-ended' && input.outcome.kind === 'ended' && input.progressed && r.state.phase === 'watching')
+            assert.equal(r.delayMs, 0, 'a stream that moved the resourceVersion resumes at once');
           if (input.kind === 'event' && r.state.phase === 'watching')
             assert.equal(r.state.resourceVersion, (input.event.object as KubeObject).metadata.resourceVersion);
           s = r.state;

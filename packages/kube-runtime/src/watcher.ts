@@ -66,9 +66,10 @@ export type WatcherInput<T extends KubeObject = KubeObject> =
   | { kind: 'event'; event: WatchEvent<T> }
   /**
    * The watch stream ended (in state watching): how, whether the server accepted it, how long
-   * since it was requested, and how long it was up after it was accepted.
+   * since it was requested, how long it was up after it was accepted, and whether it moved the
+   * resourceVersion (`progressed`: it delivered an event or a bookmark newer than where it started).
    */
-  | { kind: 'stream-ended'; outcome: StreamOutcome; opened: boolean; lifetimeMs: number; upForMs: number };
+  | { kind: 'stream-ended'; outcome: StreamOutcome; opened: boolean; lifetimeMs: number; upForMs: number; progressed?: boolean };
 
 /** The timing knobs the step function reads (a subset of {@link WatchConfig}). */
 export type WatcherTiming = Pick<WatchConfig, 'relistIntervalMs' | 'backoffInitialMs' | 'backoffMaxMs' | 'backoffResetMs'>;
@@ -206,8 +207,9 @@ const NO_NOTES: StepResult['notes'] = Object.freeze([]) as unknown as StepResult
  *   failure resumes from the last resourceVersion after a backoff (about 0.5–1 s first, doubling,
  *   capped); the backoff starts over once the server accepts a watch, unless it keeps dropping
  *   them at once ({@link shouldResetBackoff}, ADR 0007).
- * - **Immediate-end guard**: a clean end within {@link IMMEDIATE_END_MS} of the request counts as a
- *   failure, so a server that ends every watch at once is retried with backoff, not in a loop.
+ * - **Immediate-end guard**: a clean end within {@link IMMEDIATE_END_MS} of the request that did not
+ *   move the resourceVersion counts as a failure, so a server that ends every watch at once is
+ *   retried with backoff, not in a loop. A stream that delivered newer events resumes at once.
  * - **Relist timer**: `relistIntervalMs` after the last complete list, the stream is ended
  *   (`relist-due`) and the watcher lists again; a restart that would resume after that moment
  *   lists instead of opening a watch that would be cut at once. See {@link relistInMs}.
@@ -276,10 +278,15 @@ export function step<T extends KubeObject>(state: WatcherState, input: WatcherIn
     }
     case 'stream-ended': {
       if (state.phase !== 'watching') throw new Error('watcher step: a stream ended while not watching');
-      const failures = shouldResetBackoff(input.opened, input.upForMs, cfg, state.acceptedDrops) ? 0 : state.failures;
-      const acceptedDrops = input.opened && input.upForMs < MIN_HEALTHY_WATCH_MS ? state.acceptedDrops + 1 : 0;
+      // A stream that moved the resourceVersion did work, however short it was: kube-apiserver ends
+      // the watch of a client that falls behind a burst (its cacher closes a watcher whose buffer
+      // stays full), and the client must resume at once from where it got to, not back off as from a
+      // server that drops every watch (client-go's "very short watch" is likewise short and empty).
+      const progressed = input.progressed === true;
+      const failures = progressed || shouldResetBackoff(input.opened, input.upForMs, cfg, state.acceptedDrops) ? 0 : state.failures;
+      const acceptedDrops = input.opened && input.upForMs < MIN_HEALTHY_WATCH_MS && !progressed ? state.acceptedDrops + 1 : 0;
       let outcome = input.outcome;
-      if (outcome.kind === 'ended' && input.lifetimeMs < IMMEDIATE_END_MS)
+      if (outcome.kind === 'ended' && input.lifetimeMs < IMMEDIATE_END_MS && !progressed)
         outcome = { kind: 'failed', reason: 'error', error: new Error('the server ended the watch immediately') };
       const rv = state.resourceVersion;
       switch (outcome.kind) {
@@ -587,7 +594,14 @@ async function* watchLoop<T extends KubeObject>(
       const now = clock.now();
       result = step(
         state,
-        { kind: 'stream-ended', outcome, opened, lifetimeMs: now - requestedAt, upForMs: opened ? now - upSince : 0 },
+        {
+          kind: 'stream-ended',
+          outcome,
+          opened,
+          lifetimeMs: now - requestedAt,
+          upForMs: opened ? now - upSince : 0,
+          progressed: state.phase === 'watching' && state.resourceVersion !== from,
+        },
         ctx(),
       );
     }
