@@ -1,3 +1,7 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '@kars/kube-core';
@@ -7,6 +11,7 @@ import type { TestServer } from '@kars/apiserver/testing';
 import { KubeClient } from './client.js';
 import { ConnectionLostError } from './errors.js';
 import { Resources } from './paths.js';
+import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from './transport.js';
 
 const cm = (name: string, v: string): KubeObject => ({
   apiVersion: 'v1',
@@ -257,6 +262,55 @@ describe('KubeClient against kars apiserver', () => {
     } finally {
       ac.abort();
       c.close();
+    }
+  });
+});
+
+describe('KubeClient HTTP/2 flow control', () => {
+  it('grants the server 4 MiB per stream and 32 MiB for the connection, so a burst is not held to 64 KiB round trips', async () => {
+    // The test server's certificates, on a bare HTTP/2 server that reads what the client granted.
+    const ts = await startTestServer();
+    const pki = (f: string): string => readFileSync(join(ts.dataDir, 'pki', f), 'utf8');
+    const sessions: http2.ServerHttp2Session[] = [];
+    const srv = http2.createSecureServer({ cert: pki('server.crt'), key: pki('server.key') });
+    srv.on('session', (s) => sessions.push(s));
+    srv.on('stream', (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      stream.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'w', namespace: 'default' } }));
+    });
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const port = (srv.address() as AddressInfo).port;
+    const kubeconfig = join(ts.dataDir, 'flow-kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'c',
+            cluster: { server: `https://127.0.0.1:${port}`, 'certificate-authority-data': Buffer.from(pki('ca.crt')).toString('base64') },
+          },
+        ],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const c = KubeClient.fromKubeconfig({ kubeconfig });
+    try {
+      await c.get(Resources.configmaps, 'default', 'w');
+      const s = sessions[0];
+      assert.ok(s, 'the client connected');
+      assert.equal(s.remoteSettings.initialWindowSize, STREAM_WINDOW_BYTES);
+      assert.equal(STREAM_WINDOW_BYTES, 4 << 20);
+      // The connection window the server may fill: the 32 MiB granted, less what this answer used.
+      assert.ok((s.state.remoteWindowSize ?? 0) > CONNECTION_WINDOW_BYTES - 65_536, `connection window ${s.state.remoteWindowSize}`);
+    } finally {
+      c.close();
+      for (const s of sessions) s.destroy();
+      await new Promise<void>((resolve) => srv.close(() => resolve()));
+      await ts.close();
     }
   });
 });

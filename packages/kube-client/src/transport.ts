@@ -58,6 +58,16 @@ interface Conn {
  * Caveats: HTTP/2 only (kube-apiserver always offers it); close() must be called to let the
  * process exit, since an open session keeps the event loop alive.
  */
+/**
+ * HTTP/2 flow-control windows this client grants the server: 4 MiB per stream and 32 MiB for the
+ * connection (Go's HTTP/2 client, and so client-go, grants 4 MiB per stream). With HTTP/2's default
+ * of 64 KiB, a burst bigger than that (100 echo Leases renewed at once) waits for a WINDOW_UPDATE
+ * from this process's event loop every 64 KiB; kube-apiserver's watch cache meanwhile fills the
+ * watcher's buffer and closes the watch. The windows still bound what a stalled reader buffers.
+ */
+export const STREAM_WINDOW_BYTES = 4 << 20;
+export const CONNECTION_WINDOW_BYTES = 32 << 20;
+
 export class Http2Transport {
   private current: Promise<Conn> | undefined;
   private nextId = 1;
@@ -85,7 +95,11 @@ export class Http2Transport {
   private async connect(): Promise<Conn> {
     const tls = await this.opts.credentials.tls();
     const id = this.nextId++;
-    const session = http2.connect(this.server.origin, { ...tls, settings: { enablePush: false } });
+    const session = http2.connect(this.server.origin, {
+      ...tls,
+      settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES },
+    });
+    session.once('connect', () => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
     const conn: Conn = { id, session, pingTimer: undefined, lost: undefined, probing: undefined };
     session.on('error', (err) => this.kill(conn, conn.lost ?? 'reset', err));
     session.on('goaway', () => this.retire(conn, 'goaway'));
