@@ -50,6 +50,8 @@ export interface PeerRun {
   echoCpuMs?: number;
   startupRss?: Rss;
   idle?: Rss;
+  /** RSS `settledSecs` after the echo, still idle: after V8's memory reducer (it runs ~8 s after the last burst of allocation). */
+  settled?: Rss;
   load?: LoadFigures;
   failure?: string;
   errorLines?: number;
@@ -58,6 +60,8 @@ export interface PeerRun {
 /** What the benchmark's configuration gives a measurement. */
 export interface MeasureConfig {
   idleSecs: number;
+  /** Seconds after the echo for the settled sample (0: none); at least `idleSecs`. */
+  settledSecs: number;
   loadSecs: number;
   warmupSecs: number;
   rate: number;
@@ -103,6 +107,11 @@ export async function measurePeer({
     await sleep(cfg.idleSecs * 1000);
     if (h.died) throw new Error(h.died);
     out.idle = rss(h.pid);
+    if (cfg.settledSecs > cfg.idleSecs) {
+      await sleep((cfg.settledSecs - cfg.idleSecs) * 1000);
+      if (h.died) throw new Error(h.died);
+      out.settled = rss(h.pid);
+    }
     const samples: Rss[] = [];
     let sampler: NodeJS.Timeout | undefined;
     let cpu0 = NaN;

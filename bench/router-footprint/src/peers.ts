@@ -18,13 +18,10 @@ export const SANDBOX = 'sb';
 export const POLICY = 'footprint';
 
 /**
- * The node options the router's container runs with: none. deploy/examples/sandbox-router and the
- * Helm chart's sandboxes set no NODE_OPTIONS, so the benchmark runs the router without any either.
- * ADR 0037 has the V8 flags that were measured and why none is set (a 1 MB semi-space saved ~2 MB
- * idle and cost +15 MB RSS and +33% CPU per request at 1,000 req/s). BENCH_ROUTER_NODE_OPTIONS
- * tries others.
+ * The node options the router's container runs with (the Helm chart, deploy/examples/sandbox-router,
+ * `kars up`): `@kars/router`'s ROUTER_NODE_OPTIONS, ADR 0059. BENCH_ROUTER_NODE_OPTIONS tries others.
  */
-export const ROUTER_NODE_OPTIONS = '';
+export { ROUTER_NODE_OPTIONS } from '@kars/router/process-options';
 
 /** The stub's answer to the chat body below, for the bare server (byte for byte what the router relays). */
 const ANSWER =

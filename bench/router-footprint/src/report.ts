@@ -10,6 +10,7 @@ export type PeerName = 'bare' | 'router' | 'before';
 export interface ReportConfig {
   runs: number;
   idleSecs: number;
+  settledSecs: number;
   rate: number;
   routerNodeOptions: string;
   beforeNodeOptions: string;
@@ -89,6 +90,16 @@ export function report(
     ),
     row('idle RssAnon (MB)', (r) => r.idle?.anon),
     row('idle RssFile (MB)', (r) => r.idle?.file),
+    ...(cfg.settledSecs > cfg.idleSecs
+      ? [
+          row(
+            `idle RSS settled, ${cfg.settledSecs} s after the echo (MB; after V8's memory reducer)`,
+            (r) => r.settled?.rss,
+            (v) => goal(v, cfg.goals.idleMb, 'MB'),
+          ),
+          row('settled RssAnon (MB)', (r) => r.settled?.anon),
+        ]
+      : []),
     row(
       `RSS at ${fmtInt(cfg.rate)} req/s, highest 100 ms sample (MB)`,
       (r) => r.load?.maxRss,

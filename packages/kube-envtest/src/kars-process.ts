@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { withRouterNodeOptions } from '@kars/router/process-options';
 
 /** The `kars` CLI of this checkout. */
 export const KARS_BIN = fileURLToPath(new URL('../../../apps/cli/bin/kars.js', import.meta.url));
@@ -24,7 +25,13 @@ export interface KarsChild {
  */
 export function startKars(name: string, args: readonly string[], env: Record<string, string> = {}): KarsChild {
   const proc = spawn(process.execPath, [KARS_BIN, ...args], {
-    env: { ...process.env, KARS_LOG_LEVEL: 'info', ...env },
+    // A router runs with the node options of its container (ADR 0059).
+    env: {
+      ...process.env,
+      KARS_LOG_LEVEL: 'info',
+      ...(args[0] === 'router' ? { NODE_OPTIONS: withRouterNodeOptions(process.env['NODE_OPTIONS']) } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

@@ -6,3 +6,4 @@ export type { PolicyStatusEntry } from './state.js';
 export { EMPTY_SNAPSHOT } from './snapshot.js';
 export type { AgtRule, EgressEntry, InferenceRules, PolicySnapshot, Severity, SnapshotSource, ToolRules } from './snapshot.js';
 export type { LoadOutcome, RouterCapabilities } from '@kars/policy-compiler/runtime';
+export { ROUTER_NODE_OPTIONS, tuneRouterHeap, withRouterNodeOptions } from './process-options.js';

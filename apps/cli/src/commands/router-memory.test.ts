@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOpenAIStub } from '@kars/router/stubs';
+import { withRouterNodeOptions } from '@kars/router/process-options';
 
 const kars = fileURLToPath(new URL('../../bin/kars.js', import.meta.url));
 const MIB = 1024 * 1024;
@@ -80,7 +81,11 @@ describe(
       const child = spawn(
         process.execPath,
         [kars, 'router', '--sandbox', 'sb', '--policy-dir', dir, '--upstream', stub.url.href, '--listen', '127.0.0.1:0'],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: join(dir, 'none') } },
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          // The node options of the router's container (ADR 0059): the bound holds with them.
+          env: { ...process.env, NODE_OPTIONS: withRouterNodeOptions(process.env['NODE_OPTIONS']), KUBECONFIG: join(dir, 'none') },
+        },
       );
       child.stderr.resume();
       try {

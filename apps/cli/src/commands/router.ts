@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { abortOnSignals } from '../shutdown.js';
 import { KubeClient } from '@kars/kube-client';
 import { RuntimeMetrics, watchConfigFromEnv } from '@kars/kube-runtime';
-import { MCP_SERVER_NAME, startRouter } from '@kars/router';
+import { MCP_SERVER_NAME, startRouter, tuneRouterHeap } from '@kars/router';
 
 interface RouterFlags {
   sandbox: string;
@@ -251,6 +251,7 @@ export function routerCommand(): Command {
       positiveInt('--decision-log-files'),
     )
     .action(async (flags: RouterFlags) => {
+      tuneRouterHeap();
       const log = pino({ name: 'kars-router', base: { sandbox: flags.sandbox } }, pino.destination(2));
       const config = watchConfigFromEnv(process.env);
       const wantsApi = flags.policyDir === undefined;

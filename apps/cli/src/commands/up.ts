@@ -20,6 +20,7 @@ import { allCrds, INFERENCE_POLICY, KARS_SANDBOX, TOOL_POLICY } from '@kars/poli
 import type { KarsResource } from '@kars/policy-api';
 import { DEFAULT_PROBE_SANDBOX } from '@kars/freshness';
 import { DataDirLock, DataDirLockedError } from '@kars/apiserver/dir-lock';
+import { withRouterNodeOptions } from '@kars/router/process-options';
 import { connect } from '../lib/kube.js';
 import type { KubeContext } from '../lib/kube.js';
 import { readObjectFile, waitEnforced } from '../lib/objects.js';
@@ -319,7 +320,12 @@ export function upCommand(): Command {
     const start = (name: string, args: string[], env: Record<string, string> = {}): Child => {
       const log = join(logs, `${name}.log`);
       const fd = openSync(log, 'a');
-      const proc = spawn(process.execPath, [KARS_BIN, ...args], { stdio: ['ignore', 'pipe', fd], env: { ...process.env, ...env } });
+      // A router runs with the node options of its container (ADR 0059).
+      const nodeOptions = args[0] === 'router' ? { NODE_OPTIONS: withRouterNodeOptions(process.env['NODE_OPTIONS']) } : {};
+      const proc = spawn(process.execPath, [KARS_BIN, ...args], {
+        stdio: ['ignore', 'pipe', fd],
+        env: { ...process.env, ...nodeOptions, ...env },
+      });
       closeSync(fd);
       const child: Child = {
         name,
