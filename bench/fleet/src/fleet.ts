@@ -92,6 +92,26 @@ export function sumCounter(text: string, name: string): number {
   return s;
 }
 
+/**
+ * How much a counter grew across the routers read both times, and how many routers were not (a
+ * scrape that failed under load must not count as a counter that fell to zero).
+ */
+export function counterGrowth<K extends string>(
+  before: ReadonlyArray<number | undefined>,
+  after: ReadonlyArray<number | undefined>,
+  key: K,
+): Record<K, number> & Record<`${K}Unread`, number> {
+  let grew = 0;
+  let unread = 0;
+  for (let i = 0; i < before.length; i++) {
+    const a = before[i];
+    const b = after[i];
+    if (a === undefined || b === undefined) unread++;
+    else grew += b - a;
+  }
+  return { [key]: grew, [`${key}Unread`]: unread } as Record<K, number> & Record<`${K}Unread`, number>;
+}
+
 export interface EditFigures {
   /** Per edit: patch sent → every router echoes the new digest, and → the policy is Ready (ms). */
   toAllEcho: number[];
@@ -128,6 +148,9 @@ export interface RestartFigures {
   /** Relists and watch restarts the routers counted during the restart (their /metrics). */
   relists: number;
   watchRestarts: number;
+  /** Routers whose /metrics could not be read before or after (left out of the two counts above). */
+  relistsUnread: number;
+  watchRestartsUnread: number;
   /** kube-apiserver only: LIST and WATCH requests in the restart window (audit log). */
   lists: number | undefined;
   watches: number | undefined;
@@ -477,19 +500,24 @@ export class Fleet {
   }
 
   /** Sum of `name` over every router's /metrics. */
-  private async routerCounter(name: string): Promise<number> {
-    let s = 0;
+  /** Each router's counter `name` from its /metrics; undefined for a router whose scrape failed. */
+  private async routerCounters(name: string): Promise<Array<number | undefined>> {
+    const out: Array<number | undefined> = this.routers.map(() => undefined);
     await pool(this.routers.length, 16, async (i) => {
       const r = this.routers[i];
-      if (r) s += sumCounter(await fetchText(`${r.url.replace(/\/$/, '')}/metrics`).catch(() => ''), name);
+      if (r)
+        out[i] = await fetchText(`${r.url.replace(/\/$/, '')}/metrics`).then(
+          (t) => sumCounter(t, name),
+          () => undefined,
+        );
     });
-    return s;
+    return out;
   }
 
   /** Restart the API server; then edit the shared policy as soon as it serves, until every router echoes it. */
   async restart(timeoutMs: number): Promise<RestartFigures> {
-    const relists0 = await this.routerCounter('kars_watch_relists_total');
-    const restarts0 = await this.routerCounter('kars_watch_restarts_total');
+    const relists0 = await this.routerCounters('kars_watch_relists_total');
+    const restarts0 = await this.routerCounters('kars_watch_restarts_total');
     const audit0 = this.target.requests()?.length;
     const t0 = now();
     await this.target.restart();
@@ -506,8 +534,8 @@ export class Fleet {
       serving,
       allFresh: allEchoAt - t0,
       editToAllEcho: allEchoAt - tEdit,
-      relists: (await this.routerCounter('kars_watch_relists_total')) - relists0,
-      watchRestarts: (await this.routerCounter('kars_watch_restarts_total')) - restarts0,
+      ...counterGrowth(relists0, await this.routerCounters('kars_watch_relists_total'), 'relists'),
+      ...counterGrowth(restarts0, await this.routerCounters('kars_watch_restarts_total'), 'watchRestarts'),
       lists: completes('list'),
       watches: completes('watch'),
     };

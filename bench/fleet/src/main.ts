@@ -208,7 +208,7 @@ function report(
     const x = r.restart;
     if (!x) continue;
     p(
-      `| ${r.target} | ${r.n} | ${ms(x.serving)} | ${ms(x.allFresh)} | ${ms(x.editToAllEcho)} | ${x.relists} / ${x.watchRestarts} | ${x.lists ?? 'n/a'} / ${x.watches ?? 'n/a'} |`,
+      `| ${r.target} | ${r.n} | ${ms(x.serving)} | ${ms(x.allFresh)} | ${ms(x.editToAllEcho)} | ${x.relists} / ${x.watchRestarts}${x.relistsUnread + x.watchRestartsUnread > 0 ? ` (${Math.max(x.relistsUnread, x.watchRestartsUnread)} routers unread)` : ''} | ${x.lists ?? 'n/a'} / ${x.watches ?? 'n/a'} |`,
     );
   }
   p();
