@@ -264,6 +264,10 @@ export class Http2Transport {
       ...(req.headers ?? {}),
     };
     const stream = conn.session.request(headers, { endStream: req.body === undefined, ...(req.signal ? { signal: req.signal } : {}) });
+    // Whoever reads the stream reports its errors (the listeners below, readAll's, a watch's). This
+    // one keeps an abort or a destroy that lands after the body was read, before the stream's
+    // 'close', from being an uncaught 'error' that ends the process.
+    stream.on('error', ignoreLateError);
     req.onStream?.(stream);
     if (req.body !== undefined) stream.end(req.body);
     const responseHeaders = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
@@ -366,6 +370,9 @@ export class Http2Transport {
     );
   }
 }
+
+/** See {@link Http2Transport.open}: an error nobody reads any more (the body was read already). */
+function ignoreLateError(): void {}
 
 /**
  * The whole body of a response stream. Rejects when the stream fails or closes before its end
