@@ -48,6 +48,16 @@ interface Conn {
 }
 
 /**
+ * HTTP/2 flow-control windows this client grants the server: 4 MiB per stream and 32 MiB for the
+ * connection (Go's HTTP/2 client, and so client-go, grants 4 MiB per stream). With HTTP/2's default
+ * of 64 KiB, a burst bigger than that (100 echo Leases renewed at once) waits for a WINDOW_UPDATE
+ * from this process's event loop every 64 KiB; kube-apiserver's watch cache meanwhile fills the
+ * watcher's buffer and closes the watch. The windows still bound what a stalled reader buffers.
+ */
+export const STREAM_WINDOW_BYTES = 4 << 20;
+export const CONNECTION_WINDOW_BYTES = 32 << 20;
+
+/**
  * One multiplexed HTTP/2 connection to the API server at a time, with PING liveness.
  *
  * Guarantees: with `pingIntervalMs` > 0, a connection that stops answering (a silently dropped
@@ -58,16 +68,6 @@ interface Conn {
  * Caveats: HTTP/2 only (kube-apiserver always offers it); close() must be called to let the
  * process exit, since an open session keeps the event loop alive.
  */
-/**
- * HTTP/2 flow-control windows this client grants the server: 4 MiB per stream and 32 MiB for the
- * connection (Go's HTTP/2 client, and so client-go, grants 4 MiB per stream). With HTTP/2's default
- * of 64 KiB, a burst bigger than that (100 echo Leases renewed at once) waits for a WINDOW_UPDATE
- * from this process's event loop every 64 KiB; kube-apiserver's watch cache meanwhile fills the
- * watcher's buffer and closes the watch. The windows still bound what a stalled reader buffers.
- */
-export const STREAM_WINDOW_BYTES = 4 << 20;
-export const CONNECTION_WINDOW_BYTES = 32 << 20;
-
 export class Http2Transport {
   private current: Promise<Conn> | undefined;
   private nextId = 1;

@@ -542,39 +542,36 @@ async function* watchLoop<T extends KubeObject>(
           return out;
         };
         let sinkError: SinkError | undefined;
-        if (sink !== undefined && opts.client.watchEach) {
-          // Called from the stream's 'data' event: step the chunk's events and hand them to the
-          // sink at once (false stops the stream: an ERROR event, or the sink threw).
-          const sinkAll = (evs: Array<WatchEvent<T>>): boolean => {
-            const out = take(evs);
-            if (out.length > 0) {
-              try {
-                sink(out);
-              } catch (err) {
-                sinkError = new SinkError(err);
-                return false;
-              }
-            }
-            return endedBy === undefined;
-          };
+        // With a sink: step a read's events and hand them to it at once; false stops the stream (an
+        // ERROR event, or the sink threw). watchEach calls it from the stream's 'data' event.
+        const sinkAll =
+          sink === undefined
+            ? undefined
+            : (evs: Array<WatchEvent<T>>): boolean => {
+                const out = take(evs);
+                if (out.length > 0) {
+                  try {
+                    sink(out);
+                  } catch (err) {
+                    sinkError = new SinkError(err);
+                    return false;
+                  }
+                }
+                return endedBy === undefined;
+              };
+        if (sinkAll !== undefined && opts.client.watchEach) {
           await opts.client.watchEach<T>(opts.resource, params, sinkAll);
         } else {
           const batches = opts.client.watchBatches
             ? opts.client.watchBatches<T>(opts.resource, params)
             : oneByOne(opts.client.watch<T>(opts.resource, params));
           for await (const evs of batches) {
-            const out = take(evs);
-            if (out.length > 0) {
-              if (sink === undefined) yield out;
-              else {
-                try {
-                  sink(out);
-                } catch (err) {
-                  sinkError = new SinkError(err);
-                  break;
-                }
-              }
+            if (sinkAll !== undefined) {
+              if (!sinkAll(evs)) break;
+              continue;
             }
+            const out = take(evs);
+            if (out.length > 0) yield out;
             if (endedBy !== undefined) break;
           }
         }
