@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { withRouterNodeOptions } from '@kars/router/process-options';
+import { routerChildEnv } from '@kars/router/process-options';
 
 /** The `kars` CLI of this checkout. */
 export const KARS_BIN = fileURLToPath(new URL('../../../apps/cli/bin/kars.js', import.meta.url));
@@ -29,7 +29,7 @@ export function startKars(name: string, args: readonly string[], env: Record<str
     env: {
       ...process.env,
       KARS_LOG_LEVEL: 'info',
-      ...(args[0] === 'router' ? { NODE_OPTIONS: withRouterNodeOptions(process.env['NODE_OPTIONS']) } : {}),
+      ...routerChildEnv(args, process.env['NODE_OPTIONS']),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { ROUTER_NODE_OPTIONS, ROUTER_RUNTIME_V8_FLAG, tuneRouterHeap, withRouterNodeOptions } from './process-options.js';
+import { ROUTER_NODE_OPTIONS, ROUTER_RUNTIME_V8_FLAG, routerChildEnv, tuneRouterHeap, withRouterNodeOptions } from './process-options.js';
 
 // A young generation grown by surviving allocation: its size after ~1 s of churn, in MiB.
 const GROW = `
@@ -27,6 +27,14 @@ void describe('router process options (ADR 0059)', () => {
     assert.equal(withRouterNodeOptions(' --enable-source-maps '), `--enable-source-maps ${ROUTER_NODE_OPTIONS}`);
     assert.equal(withRouterNodeOptions('--max-semi-space-size=16'), '--max-semi-space-size=16', "an operator's own semi-space wins");
     assert.equal(withRouterNodeOptions(withRouterNodeOptions('')), ROUTER_NODE_OPTIONS);
+  });
+
+  it("a router child gets them, another command's child nothing", () => {
+    assert.deepEqual(routerChildEnv(['router', '--sandbox', 'sb'], '--enable-source-maps'), {
+      NODE_OPTIONS: `--enable-source-maps ${ROUTER_NODE_OPTIONS}`,
+    });
+    assert.deepEqual(routerChildEnv(['controller'], undefined), {});
+    assert.deepEqual(routerChildEnv(['stub', 'router'], undefined), {});
   });
 
   it("tuneRouterHeap's flag is one this V8 knows (setFlagsFromString ignores an unknown one; node's command line refuses it)", () => {

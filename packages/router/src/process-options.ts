@@ -32,6 +32,14 @@ export function withRouterNodeOptions(existing: string | undefined): string {
   return have.includes('--max-semi-space-size') ? have : [have, ROUTER_NODE_OPTIONS].filter(Boolean).join(' ');
 }
 
+/**
+ * What the environment of a `kars <args…>` child adds: for a router (`args[0] === 'router'`), its
+ * node options on top of `existing` (this process's `NODE_OPTIONS`); nothing for another command.
+ */
+export function routerChildEnv(args: readonly string[], existing: string | undefined): { NODE_OPTIONS?: string } {
+  return args[0] === 'router' ? { NODE_OPTIONS: withRouterNodeOptions(existing) } : {};
+}
+
 /** Set the router's heap-growing factor on this process (V8 reads it at each mark-compact). Idempotent. */
 export function tuneRouterHeap(): void {
   v8.setFlagsFromString(ROUTER_RUNTIME_V8_FLAG);

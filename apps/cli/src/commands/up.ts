@@ -20,7 +20,7 @@ import { allCrds, INFERENCE_POLICY, KARS_SANDBOX, TOOL_POLICY } from '@kars/poli
 import type { KarsResource } from '@kars/policy-api';
 import { DEFAULT_PROBE_SANDBOX } from '@kars/freshness';
 import { DataDirLock, DataDirLockedError } from '@kars/apiserver/dir-lock';
-import { withRouterNodeOptions } from '@kars/router/process-options';
+import { routerChildEnv } from '@kars/router/process-options';
 import { connect } from '../lib/kube.js';
 import type { KubeContext } from '../lib/kube.js';
 import { readObjectFile, waitEnforced } from '../lib/objects.js';
@@ -321,10 +321,9 @@ export function upCommand(): Command {
       const log = join(logs, `${name}.log`);
       const fd = openSync(log, 'a');
       // A router runs with the node options of its container (ADR 0059).
-      const nodeOptions = args[0] === 'router' ? { NODE_OPTIONS: withRouterNodeOptions(process.env['NODE_OPTIONS']) } : {};
       const proc = spawn(process.execPath, [KARS_BIN, ...args], {
         stdio: ['ignore', 'pipe', fd],
-        env: { ...process.env, ...nodeOptions, ...env },
+        env: { ...process.env, ...routerChildEnv(args, process.env['NODE_OPTIONS']), ...env },
       });
       closeSync(fd);
       const child: Child = {
