@@ -139,10 +139,19 @@ export interface SteadyFigures {
 }
 
 export interface RestartFigures {
+  /** Restart begun (SIGTERM) → the old process exited, its connections with it (ms): the server's own shutdown. */
+  stopped: number;
+  /** Whether the stop grace ran out and the old process was killed. */
+  killed: boolean;
   /** Restart begun → the API server serves again (ms). */
   serving: number;
   /** Restart begun → every router echoes an edit made as soon as the server served (ms). */
   allFresh: number;
+  /**
+   * The old process exited → every router echoes that edit (ms): what the routers' side of a
+   * restart costs (the new server's start-up included), the figure the detection bound + 5 s applies to.
+   */
+  exitToAllFresh: number;
   /** That edit → every router echoes it (ms). */
   editToAllEcho: number;
   /** Relists and watch restarts the routers counted during the restart (their /metrics). */
@@ -520,7 +529,7 @@ export class Fleet {
     const restarts0 = await this.routerCounters('kars_watch_restarts_total');
     const audit0 = this.target.requests()?.length;
     const t0 = now();
-    await this.target.restart();
+    const { stoppedMs, killed } = await this.target.restart();
     const serving = now() - t0;
     const { t0: tEdit, generation } = await retry('the first edit after the restart', 60_000, () => this.editShared());
     const { allEchoAt } = await this.awaitShared(generation, timeoutMs);
@@ -531,8 +540,11 @@ export class Fleet {
     const completes = (verb: string): number | undefined =>
       after?.filter((e) => e.verb === verb && e.stage === (verb === 'watch' ? 'ResponseStarted' : 'ResponseComplete')).length;
     return {
+      stopped: stoppedMs,
+      killed,
       serving,
       allFresh: allEchoAt - t0,
+      exitToAllFresh: allEchoAt - (t0 + stoppedMs),
       editToAllEcho: allEchoAt - tEdit,
       ...counterGrowth(relists0, await this.routerCounters('kars_watch_relists_total'), 'relists'),
       ...counterGrowth(restarts0, await this.routerCounters('kars_watch_restarts_total'), 'watchRestarts'),

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { findKubeBinaries, startControlPlane, startKars, stopKars } from '@kars/kube-envtest';
-import type { AuditEvent, ControlPlane, KarsChild } from '@kars/kube-envtest';
+import type { ApiserverRestart, AuditEvent, ControlPlane, KarsChild } from '@kars/kube-envtest';
 
 /** A running API server the fleet talks to. */
 export interface Target {
@@ -14,8 +14,11 @@ export interface Target {
   port: number;
   /** The API server's process id (for CPU and RSS); changes after a restart. */
   pid(): number | undefined;
-  /** Stop the API server process and start it again on the same port with the same data; resolves once it serves. */
-  restart(): Promise<void>;
+  /**
+   * Stop the API server process and start it again on the same port with the same data; resolves
+   * once it serves, with how long the stop (the old process's own shutdown) and the start took.
+   */
+  restart(): Promise<ApiserverRestart>;
   /** Requests the server has answered so far, by "verb resource" (kube-apiserver's audit log); undefined where there is none. */
   requests(): AuditEvent[] | undefined;
   stop(): Promise<void>;
@@ -60,8 +63,12 @@ export async function startTarget(spec: TargetSpec, dir: string, log: (l: string
       port,
       pid: () => srv.child.proc.pid,
       async restart() {
-        await stopKars(srv.child);
+        const old = srv.child;
+        const t0 = performance.now();
+        await stopKars(old);
+        const t1 = performance.now();
         srv = await startKarsApiserver(dataDir, port);
+        return { stoppedMs: t1 - t0, killed: old.proc.signalCode === 'SIGKILL', startedMs: performance.now() - t1 };
       },
       requests: () => undefined,
       stop: () => stopKars(srv.child),

@@ -205,8 +205,12 @@ for (const pin of readPins().kubernetes) {
 
     it('restarts kube-apiserver on the same port and etcd, keeping the data', async () => {
       const before = cp.apiserver.pid;
-      await cp.restartApiserver();
+      const r = await cp.restartApiserver();
       assert.notEqual(cp.apiserver.pid, before);
+      // How long each half took: the stop within the grace (plus the kill), the start a real wait for /readyz.
+      assert.ok(r.stoppedMs >= 0 && r.stoppedMs < 15_000, `stoppedMs ${r.stoppedMs}`);
+      assert.ok(r.startedMs > 0, `startedMs ${r.startedMs}`);
+      assert.equal(typeof r.killed, 'boolean');
       assert.equal((await cp.request(`/api/v1/namespaces/${ns}/serviceaccounts/probe`)).status, 200);
     });
 

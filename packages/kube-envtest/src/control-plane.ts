@@ -79,6 +79,16 @@ export class ControlPlaneStartError extends Error {
 }
 
 /** A running control plane: etcd, kube-apiserver and (unless turned off) kube-controller-manager. */
+/** How a {@link ControlPlane.restartApiserver} went. */
+export interface ApiserverRestart {
+  /** SIGTERM → the old process exited (ms): kube-apiserver's own shutdown, at most the stop grace. */
+  stoppedMs: number;
+  /** Whether the grace ran out and it was killed (kube-apiserver drains open watches until its 60 s shutdown timeout). */
+  killed: boolean;
+  /** Spawn of the new process → /readyz ok (ms). */
+  startedMs: number;
+}
+
 export interface ControlPlane {
   /** The k8s.io/kubernetes tag running: `"v1.34.4"`. */
   version: string;
@@ -102,8 +112,11 @@ export interface ControlPlane {
   request(path: string, opts?: Omit<KubeRequestOptions, 'ca'>): Promise<KubeResponse>;
   /** The audit events logged so far, parsed. */
   auditEvents(): AuditEvent[];
-  /** Stop kube-apiserver and start it again with the same flags, port and etcd; resolves at /readyz ok. */
-  restartApiserver(): Promise<void>;
+  /**
+   * Stop kube-apiserver (SIGTERM, then SIGKILL after the stop grace) and start it again with the
+   * same flags, port and etcd; resolves at /readyz ok, with how long each half took.
+   */
+  restartApiserver(): Promise<ApiserverRestart>;
   /** The pids of the processes started (for "nothing left running" checks). */
   pids(): number[];
   /** Stop everything (kube-controller-manager, kube-apiserver, etcd), then remove a temp dir. Idempotent. */
@@ -375,11 +388,14 @@ async function startControlPlaneOnce(opts: ControlPlaneOptions): Promise<Control
               .map((l) => JSON.parse(l) as AuditEvent)
           : [],
       async restartApiserver() {
-        await apiserver.stop(graceMs);
+        const t0 = performance.now();
+        const exit = await apiserver.stop(graceMs);
+        const stoppedMs = performance.now() - t0;
         const i = started.indexOf(apiserver);
         apiserver = startApiserver();
         started[i] = apiserver;
-        await waitReady(apiserver, 'kube-apiserver', apiReady);
+        const startedMs = await waitReady(apiserver, 'kube-apiserver', apiReady);
+        return { stoppedMs, killed: exit.signal === 'SIGKILL', startedMs };
       },
       pids: () => started.map((p) => p.pid).filter((p): p is number => p !== undefined),
       stop: stopAll,
