@@ -1,7 +1,9 @@
 /**
- * The server side of the benchmark: `kars apiserver` with fault injection, the ConfigMaps the
- * peers watch, and the writes the benchmark makes through its own HTTPS client.
+ * The server side of the benchmark: `kars apiserver` with fault injection (or, for the throughput
+ * and memory phases, a real kube-apiserver from kube-envtest), the ConfigMaps the peers watch, and
+ * the writes the benchmark makes through its own HTTPS client.
  */
+import { findKubeBinaries, serviceAccountToken, startControlPlane } from '@kars/kube-envtest';
 import { expectStatus, log, nowUs, runPool, startKarsApiserver } from '../../lib/dist/index.js';
 import type { HttpsJsonClient, KarsApiserver } from '../../lib/dist/index.js';
 
@@ -12,6 +14,59 @@ export async function startServer(dataDir: string, bookmarkSecs: number): Promis
   return startKarsApiserver(dataDir, ['--enable-fault-injection', '--bookmark-interval', String(bookmarkSecs)], {
     onDied: (h) => log(`${h.died}; stderr tail:\n${h.stderr.tail.slice(-10).join('\n')}`),
   });
+}
+
+/** The API server the peers watch, whichever it is. */
+export interface BenchServer {
+  /** How the report names it. */
+  label: string;
+  url: string;
+  /** The CA that signed its serving certificate (PEM). */
+  ca: string;
+  /** A bearer token allowed everything, for the benchmark's own writes. */
+  token: string;
+  /** What the peer children connect with. */
+  kubeconfig: string;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start a real kube-apiserver (etcd and kube-apiserver, no controllers) under `dir`, with a token
+ * for a cluster-admin ServiceAccount for the benchmark's own writes; the peers get the admin
+ * kubeconfig. `{ skipped }` names `npm run kube:build` when the binaries are absent.
+ */
+export async function startKubeServer(dir: string): Promise<BenchServer | { skipped: string }> {
+  const found = findKubeBinaries();
+  if (!found.binaries) return { skipped: found.reason };
+  const cp = await startControlPlane({ binaries: found.binaries, dir, controllers: false, log: (l) => log(`kube: ${l}`) });
+  try {
+    const created = async (path: string, body: unknown): Promise<void> => {
+      const r = await cp.request(path, { method: 'POST', body });
+      if (r.status !== 201) throw new Error(`POST ${path}: HTTP ${r.status}: ${r.body}`);
+    };
+    await created('/api/v1/namespaces/default/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'bench' } });
+    await created('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'bench-admin' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'bench', namespace: 'default' }],
+    });
+    const { token } = await serviceAccountToken(cp, 'default', 'bench', { expirationSeconds: 24 * 3600 });
+    return {
+      label: `kube-apiserver ${cp.version}`,
+      url: cp.url,
+      ca: cp.caPem,
+      token,
+      kubeconfig: cp.kubeconfig,
+      pid: cp.apiserver.pid,
+      stop: () => cp.stop(),
+    };
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
 }
 
 /** A ConfigMap the way the benchmark writes it. */

@@ -8,6 +8,9 @@ export type Phase = 'freshness' | 'throughput' | 'memory';
 /** How the silent drop is made. */
 export type Fault = 'freeze' | 'blackhole';
 
+/** The API server the peers watch: kars apiserver (with its fault relay), or a real kube-apiserver (kube-envtest). */
+export type Server = 'kars' | 'kube';
+
 /** The configuration of one run. */
 export interface Config {
   quick: boolean;
@@ -28,6 +31,7 @@ export interface Config {
   peers: PeerKind[];
   phases: Phase[];
   fault: Fault;
+  server: Server;
 }
 
 const list = (v: string): string[] =>
@@ -36,7 +40,7 @@ const list = (v: string): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-/** Read and check BENCH_QUICK, BENCH_TRIALS, BENCH_PEERS, BENCH_PHASES, BENCH_FAULT and the rest. */
+/** Read and check BENCH_QUICK, BENCH_TRIALS, BENCH_PEERS, BENCH_PHASES, BENCH_FAULT, BENCH_SERVER and the rest. */
 export function readConfig(): Config {
   const env = process.env;
   const quick = env['BENCH_QUICK'] === '1';
@@ -59,6 +63,12 @@ export function readConfig(): Config {
   for (const p of phases) if (!['freshness', 'throughput', 'memory'].includes(p)) throw new Error(`BENCH_PHASES: unknown phase "${p}"`);
   const fault = env['BENCH_FAULT'] ?? 'freeze';
   if (fault !== 'freeze' && fault !== 'blackhole') throw new Error(`BENCH_FAULT must be freeze or blackhole, got "${fault}"`);
+  const server = env['BENCH_SERVER'] ?? 'kars';
+  if (server !== 'kars' && server !== 'kube') throw new Error(`BENCH_SERVER must be kars or kube, got "${server}"`);
+  if (server === 'kube' && phases.includes('freshness'))
+    throw new Error(
+      "BENCH_SERVER=kube runs the throughput and memory phases only (the silent drop needs kars apiserver's fault relay): set BENCH_PHASES=throughput,memory",
+    );
   return {
     quick,
     trials: int('BENCH_TRIALS', quick ? 1 : 3, 1),
@@ -77,5 +87,6 @@ export function readConfig(): Config {
     peers: peers as PeerKind[],
     phases: phases as Phase[],
     fault,
+    server,
   };
 }

@@ -119,7 +119,7 @@ export function report({ cfg, raw, failures, strays, runtimeSec, loadStart }: Ru
   const lines = [
     `## Watch freshness after a silent drop`,
     ``,
-    `${new Date().toISOString()} · node ${process.version} · ${cpuLine()} · ${cfg.quick ? 'QUICK · ' : ''}fault: ${cfg.fault} · cap ${capS} · ${cfg.trials} trial(s) · ${cfg.objects + 2} ConfigMaps watched · runtime ${fmt1(runtimeSec)} s · load avg ${fmt2(loadStart[0] ?? NaN)} at start, ${fmt2(os.loadavg()[0] ?? NaN)} at end`,
+    `${new Date().toISOString()} · node ${process.version} · ${cpuLine()} · ${cfg.quick ? 'QUICK · ' : ''}server: ${cfg.server === 'kube' ? 'kube-apiserver (kube-envtest)' : 'kars apiserver'} · fault: ${cfg.fault} · cap ${capS} · ${cfg.trials} trial(s) · ${cfg.objects + 2} ConfigMaps watched · runtime ${fmt1(runtimeSec)} s · load avg ${fmt2(loadStart[0] ?? NaN)} at start, ${fmt2(os.loadavg()[0] ?? NaN)} at end`,
     ``,
     `| peer | edit seen after the silent drop | detection mechanism (anchors doc; verified in the installed code) | events/s one watcher received | heap MB per 10k cached objects |`,
     `|---|---|---|---|---|`,

@@ -1,7 +1,7 @@
 /** What a run measures (the `raw` block of the results file), and the context the phases share. */
-import type { HttpsJsonClient, KarsApiserver } from '../../lib/dist/index.js';
+import type { HttpsJsonClient } from '../../lib/dist/index.js';
 import type { PeerKind } from '../../watch-peers/dist/index.js';
-import type { BenchApi } from './cluster.js';
+import type { BenchApi, BenchServer } from './cluster.js';
 import type { Config, Fault } from './config.js';
 import type { MemoryFigures } from './ipc.js';
 
@@ -71,7 +71,8 @@ export interface Raw {
 /** What every phase works with. */
 export interface Bench {
   cfg: Config;
-  srv: KarsApiserver;
+  /** The server the peers watch (kubeconfig for the children; the bench's own writes go through `http`). */
+  srv: BenchServer;
   http: HttpsJsonClient;
   api: BenchApi;
   /** The server's port (its fault relay's). */

@@ -7,7 +7,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { errMsg, expectStatus, fmtInt, httpsJsonClient, log, nowUs, removeTempDir, sleep } from '../../lib/dist/index.js';
 import type { HttpsJsonClient, KarsApiserver } from '../../lib/dist/index.js';
-import { benchApi, startServer } from './cluster.js';
+import { benchApi, startKubeServer, startServer } from './cluster.js';
+import type { BenchServer } from './cluster.js';
 import { readConfig } from './config.js';
 import { Blackhole } from './network.js';
 import { freshnessPhase } from './phase-freshness.js';
@@ -30,10 +31,12 @@ export async function main(): Promise<number> {
   log(`config ${JSON.stringify(cfg)}; data dir ${dataDir}`);
 
   let srv: KarsApiserver | undefined;
+  let kube: BenchServer | undefined;
   let http: HttpsJsonClient | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {
     Blackhole.teardown();
     srv?.child.kill('SIGKILL');
+    void kube?.stop();
     log(`${sig}: stopped`);
     process.exit(130);
   };
@@ -55,18 +58,26 @@ export async function main(): Promise<number> {
       Blackhole.setup();
     }
 
-    srv = await startServer(dataDir, cfg.bookmarkSecs);
-    const relayPort = Number(new URL(srv.url).port);
-    log(`server pid ${srv.pid} at ${srv.url}, kubeconfig ${srv.kubeconfig}`);
-    http = httpsJsonClient(srv.url, srv.ca, srv.token, { maxSockets: cfg.createConcurrency, timeoutMs: 30_000 });
+    let server: BenchServer;
+    if (cfg.server === 'kube') {
+      const k = await startKubeServer(join(dataRoot, 'control-plane'));
+      if ('skipped' in k) throw new Error(`BENCH_SERVER=kube: ${k.skipped}`);
+      server = kube = k;
+    } else {
+      const s = (srv = await startServer(dataDir, cfg.bookmarkSecs));
+      server = { ...s, label: 'kars apiserver', stop: () => s.stop() };
+    }
+    const relayPort = Number(new URL(server.url).port);
+    log(`${server.label}: pid ${server.pid} at ${server.url}, kubeconfig ${server.kubeconfig}`);
+    http = httpsJsonClient(server.url, server.ca, server.token, { maxSockets: cfg.createConcurrency, timeoutMs: 30_000 });
     expectStatus(await http.request('GET', '/version'), [200], 'GET /version');
     const b: Bench = {
       cfg,
-      srv,
+      srv: server,
       http,
       api: benchApi(http, cfg.createConcurrency),
       relayPort,
-      childEnv: { ...process.env, KUBECONFIG: srv.kubeconfig },
+      childEnv: { ...process.env, KUBECONFIG: server.kubeconfig },
       failures,
       raw,
     };
@@ -93,7 +104,8 @@ export async function main(): Promise<number> {
     const tStop = nowMs();
     if (srv?.died) failures.push(`${srv.died}\nserver stderr tail:\n${srv.stderr.tail.slice(-15).join('\n')}`);
     if (srv) await srv.stop();
-    if (srv) log(`server stopped in ${fmtInt(nowMs() - tStop)} ms`);
+    if (kube) await kube.stop();
+    if (srv ?? kube) log(`server stopped in ${fmtInt(nowMs() - tStop)} ms`);
     removeTempDir(dataRoot);
   }
 

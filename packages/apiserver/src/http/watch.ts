@@ -2,6 +2,9 @@ import type { KubeObject, Status } from '@kars/kube-core';
 import type { WatchDelivery } from '../watch/cache.js';
 import type { Res } from './compat.js';
 
+/** Lines of one event-loop turn are written together up to this many bytes (a burst goes out in such pieces). */
+const COALESCE_BYTES = 64 * 1024;
+
 /** Default {@link WatchStreamOptions.maxBufferedBytes}: 16 MiB per watch. */
 export const DEFAULT_WATCH_BUFFER_BYTES = 16 * 1024 * 1024;
 
@@ -32,6 +35,14 @@ export interface WatchStreamOptions {
  * `freeze()` makes it silent forever without closing it, as a dropped load-balancer flow looks.
  */
 export class WatchStream {
+  /**
+   * Lines of this event-loop turn not yet written: they go out as one write when the turn ends
+   * (or at once past {@link COALESCE_BYTES}), so events that arrive together share one HTTP/2 DATA
+   * frame or HTTP/1.1 chunk, as kube-apiserver flushes a watch only once no further event is queued.
+   */
+  private pending = '';
+  private pendingBytes = 0;
+  private flushScheduled = false;
   private buffered: string[] = [];
   private bufferedBytes = 0;
   private waitingDrain = false;
@@ -95,6 +106,8 @@ export class WatchStream {
   /** Stop writing forever but keep the stream open. */
   freeze(): void {
     this.frozen = true;
+    this.pending = '';
+    this.pendingBytes = 0;
     this.buffered = [];
     this.bufferedBytes = 0;
   }
@@ -105,12 +118,32 @@ export class WatchStream {
 
   private line(s: string): void {
     if (this.closed || this.frozen) return;
+    const bytes = Buffer.byteLength(s);
     if (this.waitingDrain) {
       this.buffered.push(s);
-      this.bufferedBytes += Buffer.byteLength(s);
+      this.bufferedBytes += bytes;
       if (this.bufferedBytes + this.queuedInResponse() > this.opts.maxBufferedBytes) this.drop();
       return;
     }
+    this.pending += s;
+    this.pendingBytes += bytes;
+    if (this.pendingBytes >= COALESCE_BYTES) this.writePending();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.writePending();
+      });
+    }
+  }
+
+  /** Write this turn's lines as one chunk (nothing when there are none, or the watch is over). */
+  private writePending(): void {
+    if (this.pending === '' || this.closed || this.frozen) return;
+    // (Never while waiting for 'drain': lines go to `buffered` then, and `pending` is empty.)
+    const s = this.pending;
+    this.pending = '';
+    this.pendingBytes = 0;
     if (!this.write(s)) this.waitingDrain = true;
   }
 
@@ -126,6 +159,8 @@ export class WatchStream {
    * The client resumes from its last resourceVersion, as after any dropped watch.
    */
   private drop(): void {
+    this.pending = '';
+    this.pendingBytes = 0;
     this.buffered = [];
     this.bufferedBytes = 0;
     const r = this.res as { destroy?: (err?: Error) => void; stream?: { close?: (code?: number) => void } };
@@ -150,6 +185,8 @@ export class WatchStream {
 
   /** End the watch cleanly (the client will resume from its last resourceVersion). */
   end(): void {
+    if (this.closed) return;
+    this.writePending();
     if (this.closed) return;
     if (!this.frozen) this.res.end();
     this.close();
