@@ -129,7 +129,7 @@ export function report({ cfg, raw, failures, strays, runtimeSec, loadStart }: Ru
   ];
   if (Object.keys(raw.throughput).length) {
     lines.push(
-      `events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too. It runs ${cfg.tputRounds} round(s), the peers' order reversed every other round (the first peer of a round meets a colder writer); the µs per event is the median over the rounds.`,
+      `events/s: ${fmtInt(cfg.updates)} PUTs at concurrency ${cfg.concurrency} from the benchmark process, the peer alone in a child process; received events ÷ (last receive − first send). It cannot exceed the writer's rate (server-bound, shown), so compare the µs of peer CPU per event too. It runs ${cfg.tputRounds} round(s), after one unmeasured pass of the updates (to warm the writer and the server), the peers' order rotated by one each round (the first peer of a round meets a colder writer, and each peer is first equally often over a multiple of the peer count); the µs per event is the median over the rounds.`,
     );
   }
   if (raw.memoryDataset) {
