@@ -43,6 +43,7 @@ export function report(
     col(peer, f)
       .map((v) => fmt1(v ?? NaN))
       .join(', ');
+  const settled = cfg.settledSecs > cfg.idleSecs;
   const goal = (v: number, limit: number, unit: string): string =>
     Number.isFinite(v) ? `≤ ${limit} ${unit}: ${v <= limit ? 'met' : '**missed**'}` : `≤ ${limit} ${unit}: n/a`;
   const head = [
@@ -83,14 +84,17 @@ export function report(
     row('start-up CPU: user + system until the echo (ms)', (r) => r.echoCpuMs, undefined, { bare: false }),
     row('start-up: spawn → `listening:` (ms)', (r) => r.listeningMs),
     row('start-up CPU: user + system until `listening:` (ms)', (r) => r.listeningCpuMs),
+    // The idle goal is judged on the settled sample when there is one: the first seconds after
+    // start-up still hold the young generation start-up grew, which V8's memory reducer returns
+    // ~8 s after start-up (not configurable in Node 20's V8); a sidecar spends its life after that.
     row(
-      `idle RSS, ${cfg.idleSecs} s after the echo (MB)`,
+      `idle RSS, ${cfg.idleSecs} s after the echo (MB${settled ? '; start-up transient, before the memory reducer' : ''})`,
       (r) => r.idle?.rss,
-      (v) => goal(v, cfg.goals.idleMb, 'MB'),
+      settled ? undefined : (v) => goal(v, cfg.goals.idleMb, 'MB'),
     ),
     row('idle RssAnon (MB)', (r) => r.idle?.anon),
     row('idle RssFile (MB)', (r) => r.idle?.file),
-    ...(cfg.settledSecs > cfg.idleSecs
+    ...(settled
       ? [
           row(
             `idle RSS settled, ${cfg.settledSecs} s after the echo (MB; after V8's memory reducer)`,
