@@ -11,22 +11,27 @@ import type { TestServer } from './testing/harness.js';
 /** The chunks of a watch's body as the client's stream delivers them, until `lines` complete lines arrived. */
 type Reader = (ts: TestServer, path: string, lines: number) => Promise<string[]>;
 
+/** Collect `body`'s chunks as they come; once `lines` newlines arrived, `done` gets them. */
+function collectLines(body: NodeJS.ReadableStream, lines: number, done: (chunks: string[]) => void): void {
+  const chunks: string[] = [];
+  let seen = 0;
+  body.setEncoding('utf8');
+  body.on('data', (d: string) => {
+    chunks.push(d);
+    seen += d.split('\n').length - 1;
+    if (seen >= lines) done(chunks);
+  });
+}
+
 const overHttp2: Reader = (ts, path, lines) =>
   new Promise((resolve, reject) => {
     const c = http2.connect(ts.server.url, { ca: ts.server.caCert, servername: 'localhost' });
     c.on('error', reject);
     const r = c.request({ ':path': path, authorization: `Bearer ${ts.server.token}` });
-    const chunks: string[] = [];
-    let seen = 0;
-    r.setEncoding('utf8');
-    r.on('data', (d: string) => {
-      chunks.push(d);
-      seen += d.split('\n').length - 1;
-      if (seen >= lines) {
-        r.close();
-        c.close();
-        resolve(chunks);
-      }
+    collectLines(r, lines, (chunks) => {
+      r.close();
+      c.close();
+      resolve(chunks);
     });
     r.on('error', reject);
     r.end();
@@ -44,19 +49,11 @@ const overHttp1: Reader = (ts, path, lines) =>
         servername: 'localhost',
         headers: { authorization: `Bearer ${ts.server.token}` },
       },
-      (res) => {
-        const chunks: string[] = [];
-        let seen = 0;
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          chunks.push(d);
-          seen += d.split('\n').length - 1;
-          if (seen >= lines) {
-            req.destroy();
-            resolve(chunks);
-          }
-        });
-      },
+      (res) =>
+        collectLines(res, lines, (chunks) => {
+          req.destroy();
+          resolve(chunks);
+        }),
     );
     req.on('error', (e) => (e.message === 'socket hang up' ? undefined : reject(e)));
     req.end();
