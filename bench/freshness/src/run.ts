@@ -30,13 +30,13 @@ export async function main(): Promise<number> {
   const dataDir = join(dataRoot, 'apiserver');
   log(`config ${JSON.stringify(cfg)}; data dir ${dataDir}`);
 
-  let srv: KarsApiserver | undefined;
-  let kube: BenchServer | undefined;
+  let srv: KarsApiserver | undefined; // kars apiserver only (its stderr and `died` go into the report)
+  let server: BenchServer | undefined;
   let http: HttpsJsonClient | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {
     Blackhole.teardown();
+    // (kube-envtest's processes are killed by its own exit hook.)
     srv?.child.kill('SIGKILL');
-    void kube?.stop();
     log(`${sig}: stopped`);
     process.exit(130);
   };
@@ -58,11 +58,10 @@ export async function main(): Promise<number> {
       Blackhole.setup();
     }
 
-    let server: BenchServer;
     if (cfg.server === 'kube') {
       const k = await startKubeServer(join(dataRoot, 'control-plane'));
       if ('skipped' in k) throw new Error(`BENCH_SERVER=kube: ${k.skipped}`);
-      server = kube = k;
+      server = k;
     } else {
       const s = (srv = await startServer(dataDir, cfg.bookmarkSecs));
       server = { ...s, label: 'kars apiserver', stop: () => s.stop() };
@@ -103,9 +102,10 @@ export async function main(): Promise<number> {
     await sleep(1000);
     const tStop = nowMs();
     if (srv?.died) failures.push(`${srv.died}\nserver stderr tail:\n${srv.stderr.tail.slice(-15).join('\n')}`);
-    if (srv) await srv.stop();
-    if (kube) await kube.stop();
-    if (srv ?? kube) log(`server stopped in ${fmtInt(nowMs() - tStop)} ms`);
+    if (server) {
+      await server.stop();
+      log(`server stopped in ${fmtInt(nowMs() - tStop)} ms`);
+    }
     removeTempDir(dataRoot);
   }
 

@@ -78,7 +78,6 @@ export class ControlPlaneStartError extends Error {
   }
 }
 
-/** A running control plane: etcd, kube-apiserver and (unless turned off) kube-controller-manager. */
 /** How a {@link ControlPlane.restartApiserver} went. */
 export interface ApiserverRestart {
   /** SIGTERM → the old process exited (ms): kube-apiserver's own shutdown, at most the stop grace. */
@@ -89,6 +88,7 @@ export interface ApiserverRestart {
   startedMs: number;
 }
 
+/** A running control plane: etcd, kube-apiserver and (unless turned off) kube-controller-manager. */
 export interface ControlPlane {
   /** The k8s.io/kubernetes tag running: `"v1.34.4"`. */
   version: string;

@@ -187,7 +187,6 @@ export class WatchStream {
   end(): void {
     if (this.closed) return;
     this.writePending();
-    if (this.closed) return;
     if (!this.frozen) this.res.end();
     this.close();
   }
